@@ -1,0 +1,564 @@
+"""Human-judgment datasets: the catalogue, a sha256-checked download cache, and loaders.
+
+Catalogue datasets (``datasets/catalogue.yaml``) are fetched from their public source, or
+from ``$NLGBENCH_DATA_MIRROR``, into ``$NLGBENCH_CACHE/datasets/<folder>/`` and parsed per
+format (``da`` or ``mqm``). User files (``.jsonl`` / ``.tsv``) are read directly. Every
+dataset is a list of :class:`Item` in a stable order: language pair (sorted by name), then
+``seg_id``, then ``system``. Bad input raises :class:`bench.errors.UserError` (one line).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import yaml
+
+import bench
+from bench.errors import UserError, unknown_name
+
+CACHE_ENV = "NLGBENCH_CACHE"
+MIRROR_ENV = "NLGBENCH_DATA_MIRROR"
+
+#: Columns of the user format; ``system`` and ``source`` may be left out (default "").
+USER_COLUMNS = ("lp", "seg_id", "system", "source", "reference", "hypothesis", "human")
+OPTIONAL_USER_COLUMNS = ("system", "source")
+#: Item fields that :func:`check_nonblank` can test.
+TEXT_FIELDS = ("lp", "source", "reference", "hypothesis")
+#: DA file field name (in the catalogue ``pattern``) for each item field.
+_DA_FIELDS = {"source": "source", "reference": "reference", "hypothesis": "mt-system", "human": "human"}
+_CHUNK = 1 << 20
+_DOWNLOAD_TIMEOUT_S = 60
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One judged translation, identified by ``(lp, seg_id, system)``."""
+
+    lp: str
+    seg_id: int  # 1-based line number in that lp's text files
+    system: str  # "" for DA data
+    source: str
+    reference: str
+    hypothesis: str
+    human: float
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        """The item's identity ``(lp, seg_id, system)``, also its sort key."""
+        return (self.lp, self.seg_id, self.system)
+
+
+@dataclass
+class Dataset:
+    """A loaded dataset: items in stable order plus provenance of the files read."""
+
+    name: str  # catalogue name, or the user file's stem
+    items: list[Item]  # stable order: lp sorted by name, then seg_id, then system
+    has_systems: bool
+    files: dict[str, str] = field(default_factory=dict)  # relative path (or file path) -> sha256
+
+    @property
+    def language_pairs(self) -> list[str]:
+        """The language pairs present, sorted."""
+        return sorted({item.lp for item in self.items})
+
+
+# --------------------------------------------------------------------------- catalogue
+
+
+def catalogue_path() -> Path:
+    """Where the catalogue lives (``datasets/catalogue.yaml`` next to the ``bench`` package)."""
+    return Path(bench.__file__).resolve().parents[1] / "datasets" / "catalogue.yaml"
+
+
+def load_catalogue(path: Path | None = None) -> dict[str, Any]:
+    """Read and parse the catalogue YAML (the whole document: ``{datasets: {...}}``)."""
+    path = path or catalogue_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read the dataset catalogue {path}: {exc.strerror or exc}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"dataset catalogue {path} is not valid YAML: {_one_line(exc)}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("datasets"), dict):
+        raise UserError(f"dataset catalogue {path} has no 'datasets' mapping")
+    return doc
+
+
+def dataset_names(catalogue: dict[str, Any] | None = None) -> list[str]:
+    """Names of the catalogue datasets, sorted."""
+    return sorted(_datasets(catalogue))
+
+
+def catalogue_entry(name: str, catalogue: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The catalogue entry of dataset `name` (unknown names: error with the closest ones)."""
+    datasets = _datasets(catalogue)
+    if name not in datasets:
+        raise unknown_name("dataset", name, datasets)
+    entry = datasets[name]
+    required = ("source", "folder", "format", "language_pairs", "files")
+    missing = [key for key in required if not isinstance(entry, dict) or key not in entry]
+    if missing:
+        raise UserError(f"dataset catalogue: entry {name!r} lacks {', '.join(repr(k) for k in missing)}")
+    if entry["format"] not in ("da", "mqm"):
+        raise UserError(f"dataset catalogue: entry {name!r} has unknown format {entry['format']!r} (valid: da, mqm)")
+    return entry
+
+
+def _datasets(catalogue: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``datasets`` mapping of `catalogue` (default: the packaged catalogue)."""
+    doc = catalogue if catalogue is not None else load_catalogue()
+    if not isinstance(doc, dict) or not isinstance(doc.get("datasets"), dict):
+        raise UserError("dataset catalogue has no 'datasets' mapping")
+    return doc["datasets"]
+
+
+# --------------------------------------------------------------------------- fetching
+
+
+def cache_dir() -> Path:
+    """The cache root: ``$NLGBENCH_CACHE`` or ``~/.cache/nlgbench``."""
+    value = os.environ.get(CACHE_ENV, "").strip()
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "nlgbench"
+
+
+def fetch(name: str, progress: Progress | None = None, *, catalogue: dict[str, Any] | None = None) -> Path:
+    """Make sure every file of dataset `name` is in the cache with the right sha256.
+
+    Files already cached with the right checksum are not fetched again; a cached file
+    with a wrong checksum is fetched again. Downloads go to a temporary file that is
+    renamed into place only after its checksum matched. Returns the local folder.
+    """
+    entry = catalogue_entry(name, catalogue)
+    folder = str(entry["folder"])
+    local = cache_dir() / "datasets" / folder
+    root: Path | str | None = None
+    for rel, sha in entry["files"].items():
+        target = local / rel
+        key = f"{folder}/{rel}"
+        if target.is_file():
+            if _sha256_file(target) == sha:
+                continue
+            _say(progress, f"{key}: cached copy has the wrong sha256, fetching it again")
+        if root is None:
+            root = _source_root(str(entry["source"]))
+        _fetch_file(root, key, target, str(sha), progress)
+    return local
+
+
+def _source_root(public: str) -> Path | str:
+    """The root to fetch from: the mirror (a directory or a URL) if set, else the public URL."""
+    mirror = os.environ.get(MIRROR_ENV, "").strip()
+    if not mirror:
+        return public.rstrip("/")
+    parsed = urllib.parse.urlparse(mirror)
+    scheme = parsed.scheme.lower()
+    if scheme in ("http", "https"):
+        return mirror.rstrip("/")
+    if scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise UserError(f"{MIRROR_ENV}={mirror!r}: only local file:// URLs are supported")
+        path = Path(urllib.request.url2pathname(parsed.path))
+    elif len(scheme) > 1:
+        raise UserError(f"{MIRROR_ENV}={mirror!r}: unsupported URL scheme {scheme!r} (use a directory, file://, http:// or https://)")
+    else:
+        path = Path(mirror).expanduser()
+    if not path.is_dir():
+        raise UserError(f"{MIRROR_ENV}={mirror!r}: no such directory {path}")
+    return path
+
+
+def _fetch_file(root: Path | str, key: str, target: Path, sha: str, progress: Progress | None) -> None:
+    """Copy ``root/key`` to `target` through a temporary file, checking its sha256."""
+    if isinstance(root, Path):
+        origin = str(root / key)
+    else:
+        origin = f"{root}/{urllib.parse.quote(key)}"
+    _say(progress, f"fetching {key} from {origin}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    except OSError as exc:
+        raise UserError(f"cannot write to the dataset cache {target.parent}: {exc.strerror or exc}") from None
+    tmp = Path(tmp_name)
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out, _open_source(root, key, origin) as stream:
+            while chunk := stream.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+        got = digest.hexdigest()
+        if got != sha:
+            raise UserError(f"checksum mismatch for {key} from {origin}: expected sha256 {sha}, got {got}")
+        tmp.chmod(0o644)  # mkstemp makes it private; cached data is plain readable data
+        os.replace(tmp, target)
+    except UserError:
+        tmp.unlink(missing_ok=True)
+        raise
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot fetch {origin} into {target}: {exc.strerror or exc}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _open_source(root: Path | str, key: str, origin: str) -> BinaryIO:
+    """Open one source file for reading (a local file or a URL)."""
+    if isinstance(root, Path):
+        path = root / key
+        if not path.is_file():
+            raise UserError(f"missing file {path} in the dataset mirror ({MIRROR_ENV}={root})")
+        try:
+            return path.open("rb")
+        except OSError as exc:
+            raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    hint = f"; offline? set {MIRROR_ENV} to a local copy" if MIRROR_ENV not in os.environ else ""
+    try:
+        return urllib.request.urlopen(origin, timeout=_DOWNLOAD_TIMEOUT_S)  # noqa: S310 (http/https/file only)
+    except urllib.error.HTTPError as exc:
+        raise UserError(f"cannot fetch {origin}: HTTP {exc.code} {exc.reason}{hint}") from None
+    except urllib.error.URLError as exc:
+        raise UserError(f"cannot fetch {origin}: {exc.reason}{hint}") from None
+    except OSError as exc:
+        raise UserError(f"cannot fetch {origin}: {exc.strerror or exc}{hint}") from None
+
+
+def _sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _say(progress: Progress | None, message: str) -> None:
+    if progress is not None:
+        progress(message)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_dataset(
+    name: str | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    max_segments: int | None = None,
+    catalogue: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> Dataset:
+    """Load a catalogue dataset (`name`) or a user file (`path`); exactly one of them.
+
+    `max_segments` keeps the first N items of each language pair in the stable order
+    (for MQM data that is N items, i.e. (segment, system) pairs, not N segments).
+    A catalogue dataset is always parsed whole first, and its item count checked
+    against the catalogue's ``expected_items``.
+    """
+    if (name is None) == (path is None):
+        raise UserError("load a dataset by exactly one of a catalogue name or a file path")
+    if max_segments is not None and (
+        isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1
+    ):
+        raise UserError(f"max_segments must be a positive integer, got {max_segments!r}")
+    if path is not None:
+        dataset = _load_user_file(Path(path))
+    else:
+        assert name is not None
+        dataset = _load_catalogue_dataset(name, catalogue, progress)
+    if max_segments is not None:
+        dataset.items = _first_per_lp(dataset.items, max_segments)
+    return dataset
+
+
+def check_nonblank(dataset: Dataset, fields: Sequence[str]) -> None:
+    """Raise a UserError naming the first item whose field (one of `fields`) is empty or whitespace."""
+    for name in fields:
+        if name not in TEXT_FIELDS:
+            raise unknown_name("item field", name, TEXT_FIELDS)
+    for item in dataset.items:
+        for name in fields:
+            if not getattr(item, name).strip():
+                raise UserError(
+                    f"dataset {dataset.name!r}: empty {name} in item lp={item.lp!r} "
+                    f"seg_id={item.seg_id} system={item.system!r}"
+                )
+
+
+def _first_per_lp(items: list[Item], limit: int) -> list[Item]:
+    """The first `limit` items of each language pair, order kept."""
+    seen: dict[str, int] = {}
+    kept = []
+    for item in items:
+        count = seen.get(item.lp, 0)
+        if count < limit:
+            kept.append(item)
+            seen[item.lp] = count + 1
+    return kept
+
+
+def _load_catalogue_dataset(name: str, catalogue: dict[str, Any] | None, progress: Progress | None) -> Dataset:
+    """Fetch and parse a catalogue dataset, then check its item count."""
+    entry = catalogue_entry(name, catalogue)
+    local = fetch(name, progress, catalogue=catalogue)
+    reader = _CatalogueReader(name, entry, local)
+    lps = sorted(str(lp) for lp in entry["language_pairs"])
+    items: list[Item] = []
+    for lp in lps:
+        items.extend(reader.da(lp) if entry["format"] == "da" else reader.mqm(lp))
+    items.sort(key=lambda item: item.key)
+    expected = entry.get("expected_items")
+    if expected is not None and len(items) != expected:
+        raise UserError(f"dataset {name!r}: expected {expected} items (catalogue), got {len(items)} from {local}")
+    return Dataset(name=name, items=items, has_systems=entry["format"] == "mqm", files=reader.files)
+
+
+class _CatalogueReader:
+    """Reads one catalogue dataset's cached files, recording what was read."""
+
+    def __init__(self, name: str, entry: dict[str, Any], local: Path) -> None:
+        self.name = name
+        self.entry = entry
+        self.local = local
+        self.files: dict[str, str] = {}
+
+    def lines(self, rel: str) -> list[str]:
+        """Lines of a cached catalogue file, re-checking its sha256."""
+        sums = self.entry["files"]
+        if rel not in sums:
+            raise UserError(f"dataset catalogue: {self.name!r} uses {rel!r} but does not list it under 'files'")
+        key = f"{self.entry['folder']}/{rel}"
+        data = _read_bytes(self.local / rel)
+        sha = hashlib.sha256(data).hexdigest()
+        if sha != sums[rel]:
+            raise UserError(f"checksum mismatch for {self.local / rel}: expected sha256 {sums[rel]}, got {sha}")
+        self.files[key] = sha
+        return _split_lines(_decode(data, self.local / rel))
+
+    def check_counts(self, lp: str, columns: dict[str, list[str]]) -> int:
+        """The common line count of `columns` (rel -> lines), or an error listing them."""
+        counts = {rel: len(lines) for rel, lines in columns.items()}
+        if len(set(counts.values())) != 1:
+            listing = ", ".join(f"{rel}: {n}" for rel, n in counts.items())
+            raise UserError(f"dataset {self.name!r}, {lp}: files have unequal line counts ({listing})")
+        return next(iter(counts.values()))
+
+    def da(self, lp: str) -> list[Item]:
+        """Items of one DA language pair: four parallel files, seg_id = line number."""
+        pattern = self.entry.get("pattern")
+        if not isinstance(pattern, str):
+            raise UserError(f"dataset catalogue: DA entry {self.name!r} lacks a 'pattern'")
+        rels = {fld: pattern.format(field=stem, lp=lp) for fld, stem in _DA_FIELDS.items()}
+        cols = {rel: self.lines(rel) for rel in rels.values()}
+        n = self.check_counts(lp, cols)
+        src, ref, hyp, hum = (cols[rels[f]] for f in ("source", "reference", "hypothesis", "human"))
+        items = []
+        for i in range(n):
+            where = f"{self.entry['folder']}/{rels['human']} line {i + 1}"
+            items.append(Item(lp, i + 1, "", src[i], ref[i], hyp[i], _parse_float(hum[i], where)))
+        return items
+
+    def mqm(self, lp: str) -> list[Item]:
+        """Items of one MQM language pair: rated (segment, system) pairs from the score file."""
+        layout = (self.entry.get("layout") or {}).get(lp)
+        if not isinstance(layout, dict) or not all(k in layout for k in ("source", "reference", "scores", "systems")):
+            raise UserError(
+                f"dataset catalogue: MQM entry {self.name!r} needs layout.{lp} with source, reference, scores, systems"
+            )
+        systems: dict[str, str] = {str(s): str(rel) for s, rel in layout["systems"].items()}
+        cols = {rel: self.lines(rel) for rel in [layout["source"], layout["reference"], *systems.values()]}
+        n = self.check_counts(lp, cols)
+        src, ref = cols[layout["source"]], cols[layout["reference"]]
+        scores_rel = str(layout["scores"])
+        score_lines = self.lines(scores_rel)
+        where_file = f"{self.entry['folder']}/{scores_rel}"
+        if not score_lines or score_lines[0].split()[:1] != ["system"]:
+            raise UserError(f"{where_file}: expected a header line starting with 'system'")
+        items = []
+        seen: set[tuple[str, int]] = set()
+        for number, line in enumerate(score_lines[1:], start=2):
+            where = f"{where_file} line {number}"
+            parts = line.split()
+            if len(parts) != 3:
+                raise UserError(f"{where}: expected 'system score seg_id', got {line!r}")
+            system, score, seg_text = parts
+            if system not in systems:
+                raise UserError(f"{where}: system {system!r} has no output file in the catalogue (known: {', '.join(systems)})")
+            seg_id = _parse_seg_id(seg_text, where)
+            if not 1 <= seg_id <= n:
+                raise UserError(f"{where}: seg_id {seg_id} is outside 1..{n} (the text files' lines)")
+            if (system, seg_id) in seen:
+                raise UserError(f"{where}: duplicate score for system {system!r} seg_id {seg_id}")
+            seen.add((system, seg_id))
+            if score == "None":
+                continue  # unrated segment: documented to be dropped
+            hyp = cols[systems[system]][seg_id - 1]
+            items.append(Item(lp, seg_id, system, src[seg_id - 1], ref[seg_id - 1], hyp, _parse_float(score, where)))
+        return items
+
+
+# --------------------------------------------------------------------------- user files
+
+
+def _load_user_file(path: Path) -> Dataset:
+    """Read a user ``.jsonl`` or ``.tsv`` file into a dataset in stable order."""
+    suffix = path.suffix.lower()
+    if suffix not in (".jsonl", ".tsv"):
+        raise UserError(f"data file {path}: unsupported type {suffix or '(none)'!r}; use .jsonl or .tsv")
+    data = _read_bytes(path)
+    sha = hashlib.sha256(data).hexdigest()
+    text = _decode(data, path).removeprefix("\ufeff")
+    records = _jsonl_records(path, text) if suffix == ".jsonl" else _tsv_records(path, text)
+    items: list[Item] = []
+    where_of: dict[tuple[str, int, str], str] = {}
+    for where, record in records:
+        item = _user_item(record, where)
+        if item.key in where_of:
+            raise UserError(
+                f"{where}: duplicate item lp={item.lp!r} seg_id={item.seg_id} system={item.system!r} "
+                f"(first at {where_of[item.key]})"
+            )
+        where_of[item.key] = where
+        items.append(item)
+    if not items:
+        raise UserError(f"data file {path} has no items")
+    items.sort(key=lambda item: item.key)
+    has_systems = any(item.system for item in items)
+    return Dataset(name=path.stem, items=items, has_systems=has_systems, files={str(path): sha})
+
+
+def _jsonl_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(location, object) per non-blank JSONL line."""
+    for number, line in enumerate(_split_lines(text), start=1):
+        if not line.strip():
+            continue
+        where = f"{path} line {number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(record, dict):
+            raise UserError(f"{where}: expected a JSON object, got {type(record).__name__}")
+        yield where, record
+
+
+def _tsv_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(location, row as dict) per non-blank TSV line after the header row."""
+    lines = _split_lines(text)
+    numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
+    if not numbered:
+        raise UserError(f"data file {path} is empty (expected a header row: {', '.join(USER_COLUMNS)})")
+    header = [name.strip() for name in numbered[0][1].split("\t")]
+    duplicated = sorted({name for name in header if header.count(name) > 1})
+    if duplicated:
+        raise UserError(f"{path}: duplicate column(s) {', '.join(duplicated)} in the header row")
+    missing = [c for c in USER_COLUMNS if c not in OPTIONAL_USER_COLUMNS and c not in header]
+    if missing:
+        raise UserError(f"{path}: missing column(s) {', '.join(missing)} (header has: {', '.join(header)})")
+    for number, line in numbered[1:]:
+        where = f"{path} line {number}"
+        values = line.split("\t")
+        if len(values) != len(header):
+            raise UserError(f"{where}: {len(values)} tab-separated fields, header has {len(header)}")
+        yield where, dict(zip(header, values))
+
+
+def _user_item(record: dict[str, Any], where: str) -> Item:
+    """An Item from one user record (JSON object or TSV row)."""
+    missing = [c for c in USER_COLUMNS if c not in OPTIONAL_USER_COLUMNS and c not in record]
+    if missing:
+        raise UserError(f"{where}: missing column(s) {', '.join(missing)}")
+
+    def text(column: str) -> str:
+        value = record.get(column)
+        if value is None and column in OPTIONAL_USER_COLUMNS:
+            return ""
+        if not isinstance(value, str):
+            raise UserError(f"{where}: column {column!r} must be text, got {value!r}")
+        return value
+
+    lp = text("lp").strip()
+    if not lp:
+        raise UserError(f"{where}: column 'lp' is empty")
+    seg_raw = record["seg_id"]
+    if isinstance(seg_raw, bool) or not isinstance(seg_raw, (int, str)):
+        raise UserError(f"{where}: seg_id must be an integer, got {seg_raw!r}")
+    seg_id = seg_raw if isinstance(seg_raw, int) else _parse_seg_id(seg_raw, where)
+    human_raw = record["human"]
+    if isinstance(human_raw, bool) or not isinstance(human_raw, (int, float, str)):
+        raise UserError(f"{where}: human must be a number, got {human_raw!r}")
+    human = _parse_float(str(human_raw), where)
+    return Item(lp, seg_id, text("system").strip(), text("source"), text("reference"), text("hypothesis"), human)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _read_bytes(path: Path) -> bytes:
+    """A file's bytes, or a UserError naming it."""
+    if path.is_dir():
+        raise UserError(f"cannot read {path}: it is a directory")
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"missing file {path}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _decode(data: bytes, path: Path) -> str:
+    """UTF-8 text of a file, or a UserError naming the bad byte's offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not UTF-8 text (bad byte at offset {exc.start})") from None
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines split on '\\n' only (not on Unicode line separators), '\\r' at line ends removed."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def _parse_float(value: str, where: str) -> float:
+    """A finite float, or a UserError naming the location."""
+    try:
+        number = float(value.strip())
+    except ValueError:
+        raise UserError(f"{where}: human score {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise UserError(f"{where}: human score {value!r} is not a finite number")
+    return number
+
+
+def _parse_seg_id(value: str, where: str) -> int:
+    """An integer seg_id, or a UserError naming the location."""
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise UserError(f"{where}: seg_id {value!r} is not an integer") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line."""
+    return " ".join(str(exc).split())

@@ -1,0 +1,319 @@
+"""Encoders: the registry (`encoders.yaml`), variant options, and the encoder object metrics use.
+
+Metrics never look at token strings or architectures; they use what `Encoder` exposes:
+tokenisation with offsets, special-token ids, a word-start test, hidden states of chosen
+layers, the number of layers run, parameters actually run, bytes on disk, and the device.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from bench.errors import UserError, closest, unknown_name
+
+REGISTRY_PATH = Path(__file__).resolve().parents[1] / "encoders.yaml"
+
+# Variant options an encoder may carry in a spec, with their types.
+VARIANT_OPTIONS: dict[str, type] = {"num_layers": int}
+
+
+@dataclass(frozen=True)
+class EncoderEntry:
+    """One registered encoder (a row of encoders.yaml)."""
+
+    name: str
+    hub_id: str
+    family: str
+    kind: str
+    layers: int | None
+    default_layers: dict[str, int]
+    multilingual: bool
+    notes: str
+
+
+@lru_cache(maxsize=1)
+def registry() -> dict[str, EncoderEntry]:
+    """All registered encoders by name, read from encoders.yaml."""
+    raw = yaml.safe_load(REGISTRY_PATH.read_text(encoding="utf-8"))["encoders"]
+    return {
+        name: EncoderEntry(
+            name=name,
+            hub_id=str(e["hub_id"]),
+            family=str(e.get("family", "")),
+            kind=str(e.get("kind", "encoder")),
+            layers=e.get("layers"),
+            default_layers=dict(e.get("default_layers") or {}),
+            multilingual=bool(e.get("multilingual", False)),
+            notes=str(e.get("notes", "")),
+        )
+        for name, e in raw.items()
+    }
+
+
+def find_entry(name: str) -> EncoderEntry | None:
+    """The registry entry for a registry name or a registered Hub id, else None."""
+    reg = registry()
+    if name in reg:
+        return reg[name]
+    for entry in reg.values():
+        if entry.hub_id == name:
+            return entry
+    return None
+
+
+@dataclass(frozen=True)
+class EncoderRef:
+    """An encoder as a spec names it: registry name, Hub id or local folder, plus variant options."""
+
+    name: str
+    num_layers: int | None = None
+
+    @property
+    def label(self) -> str:
+        """Short human-readable name used in tables, e.g. `all-MiniLM-L6-v2[num_layers=3]`."""
+        opts = self.variant()
+        return self.name + (f"[{','.join(f'{k}={v}' for k, v in opts.items())}]" if opts else "")
+
+    def variant(self) -> dict[str, Any]:
+        """The variant options that are set."""
+        return {k: getattr(self, k) for k in VARIANT_OPTIONS if getattr(self, k) is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.variant()}
+
+
+def parse_encoder_ref(raw: Any, where: str) -> EncoderRef:
+    """Build an EncoderRef from a spec value: a string or `{name: ..., num_layers: ...}`."""
+    if isinstance(raw, str):
+        return EncoderRef(name=raw)
+    if not isinstance(raw, dict) or "name" not in raw or not isinstance(raw["name"], str):
+        raise UserError(f"{where}: an encoder must be a name or a mapping with 'name', got {raw!r}")
+    opts: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key == "name":
+            continue
+        if key not in VARIANT_OPTIONS:
+            hits = closest(key, VARIANT_OPTIONS)
+            hint = f"; did you mean {hits[0]!r}?" if hits else ""
+            raise UserError(f"{where}: unknown encoder option {key!r}{hint} (valid: {', '.join(VARIANT_OPTIONS)})")
+        want = VARIANT_OPTIONS[key]
+        if not isinstance(value, want) or isinstance(value, bool):
+            raise UserError(f"{where}: encoder option {key!r} must be {want.__name__}, got {value!r}")
+        opts[key] = value
+    if opts.get("num_layers") is not None and opts["num_layers"] < 1:
+        raise UserError(f"{where}: num_layers must be >= 1, got {opts['num_layers']}")
+    return EncoderRef(name=raw["name"], **opts)
+
+
+def resolve_source(name: str) -> str:
+    """What `from_pretrained` gets: a local folder, or the Hub id of a registry name / Hub id."""
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser().resolve())
+    entry = find_entry(name)
+    return entry.hub_id if entry else name
+
+
+def validate_encoder_name(name: str, where: str) -> None:
+    """Reject names that are neither registered, a local folder, cached, nor (online) a Hub id."""
+    if find_entry(name) or Path(name).expanduser().is_dir():
+        return
+    from bench.hfcache import local_snapshot
+
+    if local_snapshot(name) is not None:
+        return
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}
+    looks_like_hub_id = name.count("/") == 1 and all(name.split("/"))
+    if offline or not looks_like_hub_id:
+        err = unknown_name("encoder", name, registry())
+        reason = "not a registered name, a local folder, or a model in the local Hugging Face cache"
+        raise UserError(f"{where}: {err} — {reason}")
+
+
+# ----------------------------------------------------------------------------- the encoder object
+
+
+@dataclass
+class Tokenized:
+    """Token ids of one text with what metrics need to filter them."""
+
+    ids: list[int]
+    offsets: list[tuple[int, int]]
+    word_start: list[bool]  # True where a token begins a new word (subword continuation -> False)
+    special: list[bool]  # True for special tokens ([CLS], <s>, </s>, ...)
+
+
+# Attribute paths of the layer stack in common architectures (bert/roberta/mpnet, distilbert,
+# bart encoder, gpt2, xlnet).
+_LAYER_PATHS = ("encoder.layer", "transformer.layer", "layers", "h", "layer")
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _set_path(obj: Any, path: str, value: Any) -> None:
+    *head, last = path.split(".")
+    for part in head:
+        obj = getattr(obj, part)
+    setattr(obj, last, value)
+
+
+@dataclass
+class Encoder:
+    """A loaded encoder: tokenizer + model (possibly truncated), on one device."""
+
+    ref: EncoderRef
+    source: str
+    tokenizer: Any
+    model: Any
+    device: str
+    total_layers: int
+    layers_run: int
+    disk_bytes: int
+    entry: EncoderEntry | None = None
+    special_ids: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def params_run(self) -> int:
+        """Parameters of the modules the metric actually runs (truncated stack, no pooler)."""
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
+    def max_length(self) -> int:
+        """Longest input the model accepts (tokens, specials included)."""
+        limit = getattr(self.tokenizer, "model_max_length", 512) or 512
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        if positions:
+            # RoBERTa-style models reserve padding_idx + 1 positions.
+            reserve = 2 if getattr(self.model.config, "model_type", "") in {"roberta", "mpnet", "xlm-roberta", "camembert"} else 0
+            limit = min(limit, positions - reserve)
+        return int(min(limit, 100_000))
+
+    def default_layer(self, metric: str) -> int:
+        """Layer a metric uses by default: the registry's tuned layer where known, else the last run."""
+        layer = self.entry.default_layers.get(metric) if self.entry else None
+        return min(layer, self.layers_run) if layer is not None else self.layers_run
+
+    def tokenize(self, texts: Sequence[str]) -> list[Tokenized]:
+        """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length."""
+        enc = self.tokenizer(
+            [t.strip() for t in texts],
+            add_special_tokens=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_offsets_mapping=True,
+        )
+        out = []
+        for i, ids in enumerate(enc["input_ids"]):
+            word_ids = enc.word_ids(i)
+            special = [wid is None for wid in word_ids]
+            starts = [
+                (not special[j]) and (j == 0 or word_ids[j] != word_ids[j - 1])
+                for j in range(len(ids))
+            ]
+            out.append(Tokenized(list(ids), [tuple(o) for o in enc["offset_mapping"][i]], starts, special))
+        return out
+
+    def hidden_states(self, batch: Sequence[Sequence[int]], layers: Sequence[int]) -> tuple[list[Any], Any]:
+        """Run the model on a padded batch; returns ([B, T, D] per requested layer on CPU/device, mask [B, T])."""
+        import torch
+
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        longest = max(len(ids) for ids in batch)
+        input_ids = torch.full((len(batch), longest), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(batch), longest), dtype=torch.long)
+        for row, ids in enumerate(batch):
+            input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            mask[row, : len(ids)] = 1
+        input_ids, mask = input_ids.to(self.device), mask.to(self.device)
+        for layer in layers:
+            if not 0 <= layer <= self.layers_run:
+                raise ValueError(f"layer {layer} out of range 0..{self.layers_run} for {self.ref.label}")
+        only_last = list(layers) == [self.layers_run]
+        with torch.inference_mode():
+            out = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=not only_last)
+        if only_last:
+            return [out.last_hidden_state], mask
+        return [out.hidden_states[layer] for layer in layers], mask
+
+
+def _truncate(model: Any, num_layers: int) -> int:
+    """Keep only the first `num_layers` transformer layers (as bert_score does); returns the total before."""
+    import torch
+
+    for path in _LAYER_PATHS:
+        stack = _get_path(model, path)
+        if isinstance(stack, torch.nn.ModuleList) and len(stack) > 0:
+            total = len(stack)
+            if num_layers > total:
+                raise UserError(f"num_layers={num_layers} but the model has only {total} layers")
+            _set_path(model, path, torch.nn.ModuleList(list(stack)[:num_layers]))
+            for attr in ("num_hidden_layers", "n_layer", "n_layers", "encoder_layers"):
+                if hasattr(model.config, attr):
+                    setattr(model.config, attr, num_layers)
+            return total
+    raise UserError(f"cannot truncate {type(model).__name__}: no known layer stack")
+
+
+def count_layers(model: Any) -> int:
+    import torch
+
+    for path in _LAYER_PATHS:
+        stack = _get_path(model, path)
+        if isinstance(stack, torch.nn.ModuleList) and len(stack) > 0:
+            return len(stack)
+    raise UserError(f"cannot find the layer stack of {type(model).__name__}")
+
+
+def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) -> Encoder:
+    """Load tokenizer and model, keep the encoder half of seq2seq models, drop unused layers and pooler.
+
+    `needed_layer`: the deepest layer the metric reads; layers above it are never run, so they
+    are dropped (this is what makes "layer 9 of BERT-base" cheaper than the full model).
+    """
+    from transformers import AutoModel, AutoTokenizer
+
+    from bench.hfcache import disk_bytes, local_snapshot
+
+    source = resolve_source(ref.name)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    if not getattr(tokenizer, "is_fast", False):
+        raise UserError(f"encoder {ref.label}: a fast tokenizer is needed (offsets and word ids)")
+    model = AutoModel.from_pretrained(source)
+    if hasattr(model, "get_encoder") and getattr(model.config, "is_encoder_decoder", False):
+        model = model.get_encoder()
+    if getattr(model, "pooler", None) is not None:
+        model.pooler = None  # unused by token-level metrics; not counted, not run
+    total = count_layers(model)
+    keep = ref.num_layers if ref.num_layers is not None else total
+    if needed_layer is not None:
+        keep = min(keep, needed_layer)
+    if keep > total:
+        raise UserError(f"encoder {ref.label}: num_layers={keep} but the model has only {total} layers")
+    if keep < total:
+        _truncate(model, keep)
+    model.eval().to(device)
+    folder = local_snapshot(source)
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    return Encoder(
+        ref=ref,
+        source=source,
+        tokenizer=tokenizer,
+        model=model,
+        device=device,
+        total_layers=total,
+        layers_run=keep,
+        disk_bytes=disk_bytes(folder) if folder else 0,
+        entry=find_entry(ref.name),
+        special_ids=frozenset(special),
+    )

@@ -1,0 +1,279 @@
+"""Sweep specs: YAML -> validated dataclasses -> cells with deterministic ids.
+
+Every check here raises `UserError` naming the bad key or value, so a wrong spec stops
+before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench import __version__
+from bench.encoders import EncoderRef, parse_encoder_ref, validate_encoder_name
+from bench.errors import UserError, closest, unknown_name
+
+TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics"}
+METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
+DATASET_KEYS = {"name", "path", "max_segments"}
+DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """A catalogue dataset or a user file, optionally cut to the first N items per language pair."""
+
+    name: str | None = None
+    path: str | None = None
+    max_segments: int | None = None
+
+    @property
+    def label(self) -> str:
+        base = self.name if self.name else Path(self.path or "").stem
+        return base + (f"[:{self.max_segments}]" if self.max_segments else "")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured unit: metric x encoder x aligner x dataset x device x batch size."""
+
+    metric: str
+    options: tuple[tuple[str, Any], ...]
+    encoder: EncoderRef
+    aligner: str | None
+    dataset: DatasetRef
+    device: str
+    batch_size: int
+    repeats: int
+    warmup: int
+    threads: int | None
+
+    def config(self) -> dict[str, Any]:
+        """The normalised configuration (JSON-ready) that defines this cell."""
+        return {
+            "metric": self.metric,
+            "options": dict(self.options),
+            "encoder": self.encoder.to_dict(),
+            "aligner": self.aligner,
+            "dataset": asdict(self.dataset),
+            "device": self.device,
+            "batch_size": self.batch_size,
+            "repeats": self.repeats,
+            "warmup": self.warmup,
+            "threads": self.threads,
+        }
+
+    @property
+    def cell_id(self) -> str:
+        """Short hash of the config and the versions that change scores."""
+        payload = {"config": self.config(), "versions": score_versions()}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+    @property
+    def label(self) -> str:
+        parts = [self.metric, self.encoder.label]
+        if self.aligner:
+            parts.append(self.aligner)
+        return " | ".join(parts + [self.dataset.label, self.device, f"bs{self.batch_size}"])
+
+
+def score_versions() -> dict[str, str]:
+    """Versions whose change may change scores (major.minor of the libraries)."""
+    import torch
+    import transformers
+
+    def mm(v: str) -> str:
+        return ".".join(v.split("+")[0].split(".")[:2])
+
+    return {"nlgbench": __version__, "torch": mm(torch.__version__), "transformers": mm(transformers.__version__)}
+
+
+@dataclass
+class MetricEntry:
+    metric: str
+    options: dict[str, Any]
+    encoders: list[EncoderRef]
+    aligners: list[str | None]
+
+
+@dataclass
+class SweepSpec:
+    name: str
+    datasets: list[DatasetRef]
+    metrics: list[MetricEntry]
+    devices: list[str] = field(default_factory=lambda: ["cpu"])
+    batch_sizes: list[int] = field(default_factory=lambda: [64])
+    repeats: int = 3
+    warmup: int = 1
+    threads: int | None = None
+    description: str = ""
+
+    def cells(self) -> list[Cell]:
+        """All cells in a stable order: metric entry, encoder, aligner, dataset, device, batch size."""
+        out: list[Cell] = []
+        for entry in self.metrics:
+            for enc in entry.encoders:
+                for aligner in entry.aligners:
+                    for ds in self.datasets:
+                        for device in self.devices:
+                            for bs in self.batch_sizes:
+                                out.append(Cell(
+                                    metric=entry.metric, options=tuple(sorted(entry.options.items())),
+                                    encoder=enc, aligner=aligner, dataset=ds, device=device,
+                                    batch_size=bs, repeats=self.repeats, warmup=self.warmup,
+                                    threads=self.threads,
+                                ))
+        seen: set[str] = set()
+        unique = []
+        for c in out:
+            if c.cell_id not in seen:
+                seen.add(c.cell_id)
+                unique.append(c)
+        return unique
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def _check_keys(raw: dict[str, Any], valid: set[str], where: str) -> None:
+    for key in raw:
+        if key not in valid:
+            hits = closest(str(key), valid)
+            hint = f"; did you mean {hits[0]!r}?" if hits else ""
+            raise UserError(f"{where}: unknown key {key!r}{hint} (valid: {', '.join(sorted(valid))})")
+
+
+def _int(raw: Any, where: str, minimum: int) -> int:
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < minimum:
+        raise UserError(f"{where} must be an integer >= {minimum}, got {raw!r}")
+    return raw
+
+
+def _list(raw: Any, where: str) -> list[Any]:
+    if isinstance(raw, list):
+        if not raw:
+            raise UserError(f"{where} must not be empty")
+        return raw
+    return [raw]
+
+
+def _dataset(raw: Any, where: str, base: Path) -> DatasetRef:
+    from bench.data import dataset_names
+
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: a dataset must be a name or a mapping, got {raw!r}")
+    _check_keys(raw, DATASET_KEYS, where)
+    name, path = raw.get("name"), raw.get("path")
+    if (name is None) == (path is None):
+        raise UserError(f"{where}: give exactly one of 'name' or 'path'")
+    if name is not None:
+        if not isinstance(name, str) or name not in dataset_names():
+            raise unknown_name("dataset", str(name), dataset_names())
+    else:
+        if not isinstance(path, str):
+            raise UserError(f"{where}.path must be a string, got {path!r}")
+        p = Path(path).expanduser()
+        path = str(p if p.is_absolute() else (base / p).resolve())
+    max_seg = raw.get("max_segments")
+    if max_seg is not None:
+        max_seg = _int(max_seg, f"{where}.max_segments", 1)
+    return DatasetRef(name=name, path=path, max_segments=max_seg)
+
+
+def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
+    from metrics import get_metric
+
+    info = get_metric(metric)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} must be a mapping, got {raw!r}")
+    _check_keys(raw, set(info.options), where)
+    out: dict[str, Any] = {}
+    for key, (typ, default) in info.options.items():
+        value = raw.get(key, default)
+        if value is not None and (not isinstance(value, typ) or (typ is int and isinstance(value, bool))):
+            raise UserError(f"{where}.{key} must be {typ.__name__}, got {value!r}")
+        out[key] = value
+    return out
+
+
+def _metric_entry(raw: Any, where: str) -> MetricEntry:
+    from metrics import get_metric, metric_names
+
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: must be a mapping with 'metric', got {raw!r}")
+    _check_keys(raw, METRIC_KEYS, where)
+    name = raw.get("metric")
+    if not isinstance(name, str):
+        raise UserError(f"{where}.metric is required (one of: {', '.join(metric_names())})")
+    info = get_metric(name)
+    options = _options(name, raw.get("options"), f"{where}.options")
+    if "encoders" not in raw:
+        raise UserError(f"{where}.encoders is required")
+    encoders = [parse_encoder_ref(e, f"{where}.encoders[{i}]") for i, e in enumerate(_list(raw["encoders"], f"{where}.encoders"))]
+    for i, enc in enumerate(encoders):
+        validate_encoder_name(enc.name, f"{where}.encoders[{i}]")
+    aligners: list[str | None] = [None]
+    if "aligners" in raw:
+        if not info.accepts_aligners:
+            raise UserError(f"{where}.aligners: metric {name!r} takes no aligner")
+        aligners = [str(a) for a in _list(raw["aligners"], f"{where}.aligners")]
+    return MetricEntry(metric=name, options=options, encoders=encoders, aligners=aligners)
+
+
+def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> SweepSpec:
+    """Validate a loaded YAML document and build the SweepSpec."""
+    base = base or Path.cwd()
+    if not isinstance(raw, dict):
+        raise UserError(f"{source}: the spec must be a YAML mapping, got {type(raw).__name__}")
+    _check_keys(raw, TOP_KEYS, source)
+    for key in ("datasets", "metrics"):
+        if key not in raw:
+            raise UserError(f"{source}: missing required key {key!r}")
+    name = raw.get("name", Path(source).stem)
+    if not isinstance(name, str) or not name:
+        raise UserError(f"{source}.name must be a non-empty string, got {name!r}")
+    datasets = [_dataset(d, f"{source}.datasets[{i}]", base) for i, d in enumerate(_list(raw["datasets"], f"{source}.datasets"))]
+    devices = [str(d) for d in _list(raw.get("devices", ["cpu"]), f"{source}.devices")]
+    for d in devices:
+        if not DEVICE_RE.match(d):
+            raise UserError(f"{source}.devices: unknown device {d!r} (use cpu, cuda or cuda:N)")
+    batch_sizes = [_int(b, f"{source}.batch_size", 1) for b in _list(raw.get("batch_size", 64), f"{source}.batch_size")]
+    repeats = _int(raw.get("repeats", 3), f"{source}.repeats", 1)
+    warmup = _int(raw.get("warmup", 1), f"{source}.warmup", 0)
+    threads = raw.get("threads")
+    if threads is not None:
+        threads = _int(threads, f"{source}.threads", 1)
+    metrics = [_metric_entry(m, f"{source}.metrics[{i}]") for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))]
+    return SweepSpec(
+        name=name, datasets=datasets, metrics=metrics, devices=devices, batch_sizes=batch_sizes,
+        repeats=repeats, warmup=warmup, threads=threads, description=str(raw.get("description", "")),
+    )
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep spec file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"spec file not found: {p}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read spec file {p}: {exc}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"malformed YAML in {p}{at}: {problem}") from None
+    return parse_spec(raw, source=p.name, base=p.resolve().parent)

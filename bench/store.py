@@ -1,0 +1,185 @@
+"""The results store: `results.sqlite` (runs, cells, measurements, segment scores) and its CSV view.
+
+A cell is written in one transaction (old rows of the same cell id replaced), so an
+interrupted sweep never leaves a half-recorded or duplicated cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, name TEXT, started_at REAL, finished_at REAL, spec_json TEXT, environment_json TEXT
+);
+CREATE TABLE IF NOT EXISTS cells (
+    cell_id TEXT PRIMARY KEY, run_id TEXT, seq INTEGER, label TEXT, metric TEXT, encoder TEXT, aligner TEXT,
+    dataset TEXT, device TEXT, batch_size INTEGER, status TEXT, error TEXT, config_json TEXT,
+    result_json TEXT, updated_at REAL
+);
+CREATE TABLE IF NOT EXISTS measurements (
+    cell_id TEXT, name TEXT, repeat INTEGER, value REAL
+);
+CREATE TABLE IF NOT EXISTS segment_scores (
+    cell_id TEXT, idx INTEGER, lp TEXT, seg_id INTEGER, system TEXT, score REAL, human REAL, extra_json TEXT,
+    PRIMARY KEY (cell_id, idx)
+);
+CREATE INDEX IF NOT EXISTS measurements_cell ON measurements (cell_id);
+"""
+
+# The output contract of DESIGN.md, in order; extra columns follow.
+CSV_COLUMNS = [
+    "cell_id", "metric", "encoder", "aligner", "dataset", "device", "batch_size", "status", "n_segments",
+    "load_s", "ms_per_segment_mean", "ms_per_segment_median", "ms_per_segment_std", "n_repeats",
+    "peak_rss_mb", "rss_growth_mb", "cuda_peak_allocated_mb", "params", "disk_mb", "pearson", "kendall",
+    "pearson_pooled", "kendall_pooled", "error",
+]
+EXTRA_COLUMNS = [
+    "layer", "prepare_s", "warmup_s", "cuda_peak_reserved_mb", "n_lps", "system_pearson", "system_kendall",
+    "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
+]
+
+
+def _labels(config: dict[str, Any]) -> tuple[str, str, str]:
+    enc = config["encoder"]
+    variant = {k: v for k, v in enc.items() if k != "name"}
+    encoder = enc["name"] + (f"[{','.join(f'{k}={v}' for k, v in variant.items())}]" if variant else "")
+    ds = config["dataset"]
+    dataset = (ds["name"] or Path(ds["path"]).stem) + (f"[:{ds['max_segments']}]" if ds["max_segments"] else "")
+    return encoder, config["aligner"] or "none", dataset
+
+
+class Store:
+    """results.sqlite in a run folder."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(out_dir / "results.sqlite")
+        self.db.executescript(SCHEMA)
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def start_run(self, name: str, spec: dict[str, Any], env: dict[str, Any]) -> str:
+        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        with self.db:
+            self.db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, NULL, ?, ?)",
+                (run_id, name, time.time(), json.dumps(spec), json.dumps(env)),
+            )
+        return run_id
+
+    def finish_run(self, run_id: str) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET finished_at = ? WHERE run_id = ?", (time.time(), run_id))
+
+    def status(self, cell_id: str) -> str | None:
+        row = self.db.execute("SELECT status FROM cells WHERE cell_id = ?", (cell_id,)).fetchone()
+        return row[0] if row else None
+
+    def record(self, run_id: str, seq: int, result: dict[str, Any], scores_csv: Path | None) -> None:
+        """Write one cell's result, measurements and segment scores atomically."""
+        cfg = result["config"]
+        encoder, aligner, dataset = _labels(cfg)
+        cid = result["cell_id"]
+        rows: list[tuple[Any, ...]] = []
+        if scores_csv is not None and scores_csv.exists():
+            with scores_csv.open(encoding="utf-8", newline="") as fh:
+                for idx, r in enumerate(csv.DictReader(fh)):
+                    extra = {k: float(v) for k, v in r.items() if k not in {"lp", "seg_id", "system", "score", "human"}}
+                    rows.append((cid, idx, r["lp"], int(r["seg_id"]), r["system"], float(r["score"]), float(r["human"]), json.dumps(extra)))
+        measurements: list[tuple[Any, ...]] = []
+        timing = result.get("timing") or {}
+        for i, value in enumerate(timing.get("repeat_s", [])):
+            measurements.append((cid, "repeat_s", i, value))
+        for i, phases in enumerate(timing.get("phases_s", [])):
+            measurements += [(cid, f"phase_{k}_s", i, v) for k, v in phases.items()]
+        with self.db:
+            for table in ("cells", "measurements", "segment_scores"):
+                self.db.execute(f"DELETE FROM {table} WHERE cell_id = ?", (cid,))
+            self.db.execute(
+                "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (cid, run_id, seq, result["label"], cfg["metric"], encoder, aligner, dataset, cfg["device"],
+                 cfg["batch_size"], result["status"], result.get("error"), json.dumps(cfg), json.dumps(result), time.time()),
+            )
+            self.db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?)", measurements)
+            self.db.executemany("INSERT INTO segment_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def results(self) -> Iterator[dict[str, Any]]:
+        """Stored cell results in sweep order."""
+        for (text,) in self.db.execute("SELECT result_json FROM cells ORDER BY seq, cell_id"):
+            yield json.loads(text)
+
+    def write_csv(self) -> Path:
+        """Rewrite results.csv from the store (atomically)."""
+        path = self.out_dir / "results.csv"
+        tmp = path.with_suffix(".csv.tmp")
+        with tmp.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS + EXTRA_COLUMNS)
+            w.writeheader()
+            for result in self.results():
+                w.writerow(csv_row(result))
+        os.replace(tmp, path)
+        return path
+
+
+def _num(value: Any, digits: int | None = None) -> Any:
+    """A CSV cell: blank for missing/NaN, rounded where `digits` is given (correlations are kept exact)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return ""
+        return round(value, digits) if digits is not None else value
+    return value
+
+
+def csv_row(result: dict[str, Any]) -> dict[str, Any]:
+    """One results.csv row from a result.json dict (ok or failed)."""
+    cfg = result["config"]
+    encoder, aligner, dataset = _labels(cfg)
+    row: dict[str, Any] = {
+        "cell_id": result["cell_id"], "metric": cfg["metric"], "encoder": encoder, "aligner": aligner,
+        "dataset": dataset, "device": cfg["device"], "batch_size": cfg["batch_size"], "status": result["status"],
+        "n_repeats": cfg["repeats"], "error": result.get("error") or "", "threads": cfg["threads"] or "",
+    }
+    if result["status"] != "ok":
+        return row
+    t, m, c = result["timing"], result["memory"], result["correlation"]
+    env = result["environment"]
+    system = c.get("system") or {}
+    ci = (c.get("bootstrap") or {}).get("pearson_pooled_ci") or [None, None]
+    row.update({
+        "n_segments": result["n_segments"],
+        "load_s": _num(t["load_s"], 3),
+        "ms_per_segment_mean": _num(t["ms_per_segment_mean"], 4),
+        "ms_per_segment_median": _num(t["ms_per_segment_median"], 4),
+        "ms_per_segment_std": _num(t["ms_per_segment_std"], 4),
+        "peak_rss_mb": _num(m["peak_rss_mb"], 1),
+        "rss_growth_mb": _num(m["rss_growth_mb"], 1),
+        # 0 on CPU cells: no CUDA memory was allocated there.
+        "cuda_peak_allocated_mb": _num(m["cuda_peak_allocated_mb"], 1) if m["cuda_peak_allocated_mb"] is not None else 0.0,
+        "cuda_peak_reserved_mb": _num(m["cuda_peak_reserved_mb"], 1) if m["cuda_peak_reserved_mb"] is not None else 0.0,
+        "params": result["params"],
+        "disk_mb": _num(result["disk_bytes"] / 2**20, 2),
+        "pearson": _num(c["pearson"]), "kendall": _num(c["kendall"]),
+        "pearson_pooled": _num(c["pearson_pooled"]), "kendall_pooled": _num(c["kendall_pooled"]),
+        "layer": result["scorer"].get("layer", ""),
+        "prepare_s": _num(t["prepare_s"], 3), "warmup_s": _num(t["warmup_s"], 3),
+        "n_lps": c.get("n_lps", ""),
+        "system_pearson": _num(system.get("pearson")), "system_kendall": _num(system.get("kendall")),
+        "pearson_pooled_ci_low": _num(ci[0]), "pearson_pooled_ci_high": _num(ci[1]),
+        "scores_agree": result["repeat_agreement"]["agree"],
+        "threads": env.get("torch_threads", ""), "cpu_model": env.get("cpu_model", ""), "gpu": env.get("gpu") or "",
+        "phase_ms": ";".join(f"{k}={v:.3f}" for k, v in t["phase_ms_per_segment_mean"].items()),
+    })
+    return row
