@@ -1,20 +1,19 @@
-"""Test set-up: datasets through the mirror setting (../shared/datasets), a private cache, no Hub."""
+"""Test set-up: datasets through the mirror setting (../shared/datasets), a private cache, no Hub.
+
+Set at import time, before any test module imports huggingface_hub (which reads its
+environment once).
+"""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _offline_environment(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Point the dataset catalogue at the shared copies and keep every test off the network."""
-    os.environ.setdefault("NLGBENCH_DATA_MIRROR", str(SHARED_DATASETS))
-    os.environ.setdefault("NLGBENCH_CACHE", str(tmp_path_factory.mktemp("nlgbench-cache")))
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("NLGBENCH_DATA_MIRROR", str(SHARED_DATASETS))
+os.environ.setdefault("NLGBENCH_CACHE", tempfile.mkdtemp(prefix="nlgbench-test-cache-"))
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
