@@ -282,9 +282,11 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     are dropped (this is what makes "layer 9 of BERT-base" cheaper than the full model).
     """
     from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     from bench.hfcache import disk_bytes, local_snapshot
 
+    hf_logging.disable_progress_bar()
     source = resolve_source(ref.name)
     tokenizer = AutoTokenizer.from_pretrained(source)
     if not getattr(tokenizer, "is_fast", False):

@@ -12,6 +12,7 @@ import math
 import os
 import sqlite3
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -70,7 +71,7 @@ class Store:
         self.db.close()
 
     def start_run(self, name: str, spec: dict[str, Any], env: dict[str, Any]) -> str:
-        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]
         with self.db:
             self.db.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, NULL, ?, ?)",

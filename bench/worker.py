@@ -51,6 +51,7 @@ def warmup_items(n_items: int, batch_size: int) -> int:
 def run_cell(cell_dir: Path) -> dict[str, Any]:
     """Measure one cell; returns the result dict (also written to result.json)."""
     import torch
+    import transformers  # noqa: F401  (library import is not part of the measured load time)
 
     from bench.correlation import correlate
     from bench.data import load_dataset

@@ -1,0 +1,474 @@
+"""The `nlgbench` CLI on bad input: one line on stderr naming the problem, exit code 2, no model loaded.
+
+Every test calls `bench.cli.main([...])` in-process. Specs and data files are written to
+tmp_path; the spec's encoder is a registry name, which validation accepts without touching
+the model, and an autouse fixture fails the test if anything tries to load a model or start
+a worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import bench.encoders
+import bench.runner
+import metrics.bertscore
+from bench.cli import main
+from bench.hfcache import local_snapshot
+
+PREFIX = "nlgbench: error: "
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.fixture(autouse=True)
+def no_model_loading(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Bad input must be rejected before any model is loaded or any worker started.
+
+    Also runs each test from an empty folder, so names like `all-MiniLM-L6-v3` are never a
+    local folder by accident.
+    """
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a model was loaded / a worker started for bad input")
+
+    monkeypatch.setattr(bench.encoders, "load_encoder", forbidden)
+    monkeypatch.setattr(metrics.bertscore, "load_encoder", forbidden)
+    monkeypatch.setattr(bench.runner, "execute", forbidden)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+
+
+def base_spec(**changes: Any) -> dict[str, Any]:
+    """A valid spec (as a dict); `changes` replace or add top-level keys."""
+    spec: dict[str, Any] = {
+        "name": "t",
+        "datasets": ["wmt16"],
+        "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}],
+    }
+    spec.update(changes)
+    return spec
+
+
+def with_metric(**changes: Any) -> dict[str, Any]:
+    """A valid spec whose single metric entry gets `changes`."""
+    entry = {"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"], **changes}
+    return base_spec(metrics=[entry])
+
+
+def write_spec(tmp_path: Path, spec: dict[str, Any] | str, name: str = "spec.yaml") -> Path:
+    path = tmp_path / name
+    text = spec if isinstance(spec, str) else yaml.safe_dump(spec, allow_unicode=True, sort_keys=False)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def user_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run the CLI, check it failed as bad input (exit 2, one stderr line), return the message."""
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    assert code == 2, (code, captured.out, captured.err)
+    assert "Traceback" not in captured.err
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith(PREFIX), captured.err
+    assert captured.out == ""
+    return lines[0][len(PREFIX):]
+
+
+def run_error(capsys: pytest.CaptureFixture[str], tmp_path: Path, spec: dict[str, Any] | str) -> str:
+    """`nlgbench run SPEC --out DIR` must fail as bad input and write no results."""
+    out = tmp_path / "out"
+    message = user_error(capsys, "run", str(write_spec(tmp_path, spec)), "--out", str(out))
+    assert not (out / "results.sqlite").exists()
+    assert not (out / "cells").exists()
+    return message
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+ROWS = [
+    {"lp": "de-en", "seg_id": 1, "source": "Hallo", "reference": "Hello", "hypothesis": "Hi", "human": 0.5},
+    {"lp": "de-en", "seg_id": 2, "source": "Welt", "reference": "World", "hypothesis": "Earth", "human": -0.1},
+    {"lp": "fr-en", "seg_id": 7, "source": "Oui", "reference": "Yes", "hypothesis": "Yeah", "human": 1.0},
+]
+
+
+# --------------------------------------------------------------------------- 1. unknown names
+
+
+def test_unknown_metric_names_closest(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = base_spec(metrics=[{"metric": "bertscor", "encoders": ["all-MiniLM-L6-v2"]}])
+    message = run_error(capsys, tmp_path, spec)
+    assert "unknown metric 'bertscor'" in message
+    assert "did you mean 'bertscore'" in message
+
+
+def test_unknown_encoder_names_closest(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert local_snapshot("all-MiniLM-L6-v3") is None
+    message = run_error(capsys, tmp_path, with_metric(encoders=["all-MiniLM-L6-v2", "all-MiniLM-L6-v3"]))
+    assert "metrics[0].encoders[1]" in message
+    assert "unknown encoder 'all-MiniLM-L6-v3'" in message
+    assert re.search(r"did you mean 'all-MiniLM-L6-v2'", message)
+
+
+def test_unknown_encoder_in_variant_mapping(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    message = run_error(capsys, tmp_path, with_metric(encoders=[{"name": "all-MiniLM-L6-v3", "num_layers": 3}]))
+    assert "metrics[0].encoders[0]" in message
+    assert "unknown encoder 'all-MiniLM-L6-v3'" in message
+    assert "did you mean 'all-MiniLM-L6-v2'" in message
+
+
+@pytest.mark.parametrize("name", ["wmt61", "wmt1б"])
+def test_unknown_dataset_names_closest(capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str) -> None:
+    message = run_error(capsys, tmp_path, base_spec(datasets=[name]))
+    assert f"unknown dataset {name!r}" in message
+    hint = re.search(r"did you mean ([^?]*)\?", message)
+    assert hint and "'wmt16'" in hint.group(1), message
+
+
+def test_unknown_dataset_in_mapping(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    message = run_error(capsys, tmp_path, base_spec(datasets=[{"name": "wmt61", "max_segments": 5}]))
+    assert "unknown dataset 'wmt61'" in message and "'wmt16'" in message
+
+
+def test_datasets_fetch_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
+    message = user_error(capsys, "datasets", "fetch", "wmt61")
+    assert "unknown dataset 'wmt61'" in message and "'wmt16'" in message
+
+
+# --------------------------------------------------------------------------- 2. malformed specs
+
+
+def test_malformed_yaml_unclosed_bracket(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    text = "name: t\ndatasets: [wmt16\nmetrics:\n  - metric: bertscore\n    encoders: [all-MiniLM-L6-v2]\n"
+    message = run_error(capsys, tmp_path, text)
+    assert message.startswith("malformed YAML in ")
+    assert "spec.yaml" in message
+    assert re.search(r"\bline \d+, column \d+", message), message
+
+
+def test_malformed_yaml_tab_names_its_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    text = "name: t\ndatasets: [wmt16]\nmetrics:\n  - metric: bertscore\n\tencoders: [all-MiniLM-L6-v2]\n"
+    message = run_error(capsys, tmp_path, text)
+    assert "malformed YAML" in message
+    assert "line 5" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [("- wmt16\n- bertscore\n", "list"), ("just a sentence\n", "str"), ("", None)],
+    ids=["list", "scalar", "empty"],
+)
+def test_spec_not_a_mapping(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, kind: str | None) -> None:
+    message = run_error(capsys, tmp_path, text)
+    assert "spec must be a YAML mapping" in message
+    if kind:
+        assert kind in message
+
+
+def test_wrong_top_level_key(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = base_spec()
+    spec["dataset"] = spec.pop("datasets")
+    message = run_error(capsys, tmp_path, spec)
+    assert "unknown key 'dataset'" in message
+    assert "did you mean 'datasets'" in message
+
+
+@pytest.mark.parametrize(("bad", "good"), [("encoder", "encoders"), ("option", "options"), ("metrics", "metric")])
+def test_wrong_key_in_metric_entry(capsys: pytest.CaptureFixture[str], tmp_path: Path, bad: str, good: str) -> None:
+    entry: dict[str, Any] = {"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"], "options": {}}
+    entry[bad] = entry.pop(good)
+    message = run_error(capsys, tmp_path, base_spec(metrics=[entry]))
+    assert "metrics[0]" in message
+    assert f"unknown key {bad!r}" in message
+    assert f"did you mean {good!r}" in message
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (base_spec(repeats="three"), ["repeats", "integer >= 1", "'three'"]),
+        (base_spec(repeats=0), ["repeats", "integer >= 1", "got 0"]),
+        (base_spec(batch_size=0), ["batch_size", "integer >= 1", "got 0"]),
+        (base_spec(batch_size=[64, 0]), ["batch_size", "integer >= 1", "got 0"]),
+        (base_spec(batch_size=True), ["batch_size", "integer >= 1", "True"]),
+        (base_spec(warmup=-1), ["warmup", "integer >= 0", "got -1"]),
+        (base_spec(threads=0), ["threads", "integer >= 1", "got 0"]),
+        (base_spec(datasets=[{"name": "wmt16", "max_segments": 0}]), ["max_segments", "integer >= 1", "got 0"]),
+        (base_spec(datasets=[{"name": "wmt16", "max_segment": 5}]), ["unknown key 'max_segment'", "did you mean 'max_segments'"]),
+        (base_spec(datasets=[{"name": "wmt16", "path": "x.jsonl"}]), ["exactly one of 'name' or 'path'"]),
+        (base_spec(datasets=[]), ["datasets must not be empty"]),
+        (with_metric(options={"idf": "yes"}), ["metrics[0].options.idf", "must be bool", "'yes'"]),
+        (with_metric(options={"layer": "9"}), ["metrics[0].options.layer", "must be int", "'9'"]),
+        (with_metric(options={"idff": True}), ["metrics[0].options", "unknown key 'idff'", "did you mean 'idf'"]),
+        (with_metric(options=[True]), ["metrics[0].options must be a mapping"]),
+        (with_metric(encoders=[{"name": "all-MiniLM-L6-v2", "num_layer": 3}]),
+         ["metrics[0].encoders[0]", "unknown encoder option 'num_layer'", "did you mean 'num_layers'"]),
+        (with_metric(encoders=[{"name": "all-MiniLM-L6-v2", "num_layers": -1}]),
+         ["metrics[0].encoders[0]", "num_layers must be >= 1", "got -1"]),
+        (with_metric(encoders=[{"name": "all-MiniLM-L6-v2", "num_layers": "3"}]),
+         ["metrics[0].encoders[0]", "'num_layers' must be int", "'3'"]),
+        (with_metric(encoders=[{"num_layers": 3}]), ["metrics[0].encoders[0]", "mapping with 'name'"]),
+        (with_metric(encoders=[]), ["metrics[0].encoders must not be empty"]),
+        (with_metric(aligners=["wmd"]), ["metrics[0].aligners", "'bertscore' takes no aligner"]),
+        (base_spec(metrics=[{"encoders": ["all-MiniLM-L6-v2"]}]), ["metrics[0].metric is required", "bertscore"]),
+        (base_spec(metrics=[{"metric": "bertscore"}]), ["metrics[0].encoders is required"]),
+        (base_spec(name=""), ["name must be a non-empty string"]),
+    ],
+    ids=[
+        "repeats-three", "repeats-0", "batch_size-0", "batch_size-list-0", "batch_size-bool", "warmup-neg",
+        "threads-0", "max_segments-0", "max_segment-key", "name-and-path", "no-datasets", "idf-yes",
+        "layer-str", "option-idff", "options-list", "num_layer", "num_layers-neg", "num_layers-str",
+        "encoder-no-name", "no-encoders", "aligner-for-bertscore", "no-metric-name", "no-encoders-key", "empty-name",
+    ],
+)
+def test_wrong_value(capsys: pytest.CaptureFixture[str], tmp_path: Path, spec: dict[str, Any], expected: list[str]) -> None:
+    message = run_error(capsys, tmp_path, spec)
+    for part in expected:
+        assert part in message, (part, message)
+
+
+@pytest.mark.xfail(strict=True, reason="bench/spec.py _options does not range-check bertscore's `layer`: "
+                   "layer: -1 passes validation and only fails inside the worker (ValueError), not as exit 2")
+def test_negative_layer_option_rejected(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    message = run_error(capsys, tmp_path, with_metric(options={"layer": -1}))
+    assert "layer" in message and "-1" in message
+
+
+@pytest.mark.xfail(strict=True, reason="bench/spec.py does not check num_layers against the registry's `layers` "
+                   "(all-MiniLM-L6-v2 has 6): num_layers: 12 only fails when the worker loads the model")
+def test_num_layers_above_registered_depth_rejected(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    message = run_error(capsys, tmp_path, with_metric(encoders=[{"name": "all-MiniLM-L6-v2", "num_layers": 12}]))
+    assert "num_layers" in message and "12" in message and "6" in message
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", "CPU"])
+def test_unknown_device(capsys: pytest.CaptureFixture[str], tmp_path: Path, device: str) -> None:
+    message = run_error(capsys, tmp_path, base_spec(devices=["cpu", device]))
+    assert f"unknown device {device!r}" in message
+    assert "cpu, cuda or cuda:N" in message
+
+
+@pytest.mark.parametrize("key", ["metrics", "datasets"])
+def test_missing_required_key(capsys: pytest.CaptureFixture[str], tmp_path: Path, key: str) -> None:
+    spec = base_spec()
+    del spec[key]
+    message = run_error(capsys, tmp_path, spec)
+    assert f"missing required key {key!r}" in message
+
+
+def test_missing_spec_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    message = user_error(capsys, "run", str(missing), "--out", str(tmp_path / "out"))
+    assert "spec file not found" in message
+    assert str(missing) in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_spec_file_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(b"name: t\ndatasets: [wmt16\xff]\n")
+    message = user_error(capsys, "run", str(path), "--out", str(tmp_path / "out"))
+    assert "cannot read spec file" in message and "spec.yaml" in message
+
+
+def test_spec_file_is_a_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "spec.yaml").mkdir()
+    message = user_error(capsys, "run", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "out"))
+    assert "cannot read spec file" in message and "spec.yaml" in message
+
+
+# --------------------------------------------------------------------------- 3. missing / unreadable data
+
+
+def test_missing_user_data_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    message = run_error(capsys, tmp_path, base_spec(datasets=[{"path": "missing.jsonl"}]))
+    assert "missing file" in message
+    assert str(tmp_path / "missing.jsonl") in message  # resolved next to the spec file
+
+
+def test_user_data_file_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_bytes(b'{"lp": "de-en", "reference": "caf\xe9"}\n')
+    message = run_error(capsys, tmp_path, base_spec(datasets=[{"path": "bad.jsonl"}]))
+    assert "bad.jsonl" in message
+    assert "not UTF-8" in message
+
+
+def test_user_data_file_is_a_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").mkdir()
+    message = run_error(capsys, tmp_path, base_spec(datasets=[{"path": "data.jsonl"}]))
+    assert "data.jsonl" in message
+    assert "is a directory" in message
+
+
+def test_user_data_file_invalid_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(json.dumps(ROWS[0]) + "\n{not json\n", encoding="utf-8")
+    message = run_error(capsys, tmp_path, base_spec(datasets=[{"path": "data.jsonl"}]))
+    assert "data.jsonl line 2" in message and "invalid JSON" in message
+
+
+def test_catalogue_dataset_mirror_lacks_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mirror, cache = tmp_path / "empty-mirror", tmp_path / "empty-cache"
+    mirror.mkdir()
+    cache.mkdir()
+    monkeypatch.setenv("NLGBENCH_DATA_MIRROR", str(mirror))
+    monkeypatch.setenv("NLGBENCH_CACHE", str(cache))
+    message = run_error(capsys, tmp_path, base_spec(datasets=[{"name": "wmt16", "max_segments": 5}]))
+    assert "missing file" in message
+    assert str(mirror / "wmt16-selection") in message
+    assert "NLGBENCH_DATA_MIRROR" in message
+    assert not list(cache.rglob("*.part"))
+
+
+# --------------------------------------------------------------------------- 4. unequal line counts
+
+
+def fake_catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: dict[str, list[str]]) -> None:
+    """A one-pair DA dataset 'fake' in a mirror under tmp_path; the packaged catalogue is replaced."""
+    folder = tmp_path / "mirror" / "fake-da"
+    folder.mkdir(parents=True)
+    files = {}
+    for fld, lines in columns.items():
+        rel = f"fake.{fld}.xx-en"
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        (folder / rel).write_bytes(data)
+        files[rel] = hashlib.sha256(data).hexdigest()
+    catalogue = {
+        "datasets": {
+            "fake": {
+                "source": "https://example.invalid/never-used",
+                "folder": "fake-da",
+                "format": "da",
+                "language_pairs": ["xx-en"],
+                "pattern": "fake.{field}.{lp}",
+                "files": files,
+            }
+        }
+    }
+    path = tmp_path / "catalogue.yaml"
+    path.write_text(yaml.safe_dump(catalogue), encoding="utf-8")
+    monkeypatch.setattr("bench.data.catalogue_path", lambda: path)
+    monkeypatch.setenv("NLGBENCH_DATA_MIRROR", str(tmp_path / "mirror"))
+    monkeypatch.setenv("NLGBENCH_CACHE", str(tmp_path / "cache"))
+
+
+DA_COLUMNS = {
+    "source": ["s1", "s2", "s3"],
+    "reference": ["r1", "r2", "r3"],
+    "mt-system": ["h1", "h2", "h3"],
+    "human": ["0.5", "-1", "0.2"],
+}
+
+
+def test_unequal_line_counts(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_catalogue(tmp_path, monkeypatch, dict(DA_COLUMNS, reference=["r1", "r2"]))
+    message = run_error(capsys, tmp_path, base_spec(datasets=["fake"]))
+    assert "'fake'" in message and "xx-en" in message
+    assert "unequal line counts" in message
+    assert "fake.reference.xx-en: 2" in message
+    for rel in ("fake.source.xx-en", "fake.mt-system.xx-en", "fake.human.xx-en"):
+        assert f"{rel}: 3" in message
+
+
+def test_fake_catalogue_is_used_by_validation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the fake catalogue the packaged names are unknown: both validation and loading read it."""
+    fake_catalogue(tmp_path, monkeypatch, DA_COLUMNS)
+    message = run_error(capsys, tmp_path, base_spec(datasets=["wmt16"]))
+    assert "unknown dataset 'wmt16'" in message and "valid: fake" in message
+
+
+# --------------------------------------------------------------------------- 5. blank segments
+
+
+@pytest.mark.parametrize("fld", ["hypothesis", "reference"])
+@pytest.mark.parametrize("blank", ["   ", "", "\t\n"])
+def test_blank_segment_rejected(capsys: pytest.CaptureFixture[str], tmp_path: Path, fld: str, blank: str) -> None:
+    rows = [dict(r) for r in ROWS]
+    rows[2][fld] = blank
+    write_jsonl(tmp_path / "data.jsonl", rows)
+    message = run_error(capsys, tmp_path, base_spec(datasets=[{"path": "data.jsonl"}]))
+    assert f"empty {fld}" in message
+    assert "lp='fr-en'" in message
+    assert "seg_id=7" in message
+    assert "'data'" in message
+
+
+def test_blank_source_is_fine_for_bertscore(tmp_path: Path) -> None:
+    """BERTScore does not read the source, so a blank source passes the pre-check (and reaches the cells)."""
+    rows = [dict(r) for r in ROWS]
+    rows[0]["source"] = " "
+    write_jsonl(tmp_path / "data.jsonl", rows)
+    from bench.runner import check_datasets
+    from bench.spec import load_spec
+
+    spec = load_spec(write_spec(tmp_path, base_spec(datasets=[{"path": "data.jsonl"}])))
+    assert check_datasets(spec) == {"data": 3}
+
+
+# --------------------------------------------------------------------------- list
+
+
+def test_list_metrics(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "metrics"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["name", "needs", "better"]
+    row = next(line for line in lines if line.startswith("bertscore"))
+    assert "reference" in row and "higher" in row and "idf=False" in row
+
+
+def test_list_datasets(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "datasets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = [line.split()[0] for line in lines[1:]]
+    assert names == ["wmt15", "wmt16", "wmt20", "wmt21"]
+    wmt16 = lines[2].split()
+    assert wmt16[1] == "da" and "3360" in wmt16 and "de-en" in wmt16
+
+
+def test_list_aligners(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "aligners"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() and captured.err == ""
+
+
+def test_list_encoders(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "encoders"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split()
+    assert header == ["name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mb"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert set(rows) == set(bench.encoders.registry())
+    mini = rows["all-MiniLM-L6-v2"]
+    assert mini[1] == "sentence-transformers/all-MiniLM-L6-v2" and mini[4] == "6"
+    local = header.index("local")
+    assert all(r[local] in {"yes", "no"} for r in rows.values())
+    if local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is not None:
+        assert mini[local] == "yes"
+        assert mini[header.index("params")].endswith("M")
+    else:
+        assert mini[local] == "no"
+
+
+def test_list_unknown_choice_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["list", "encoder"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'encoder'" in capsys.readouterr().err

@@ -1,0 +1,171 @@
+"""The runner end to end: isolated cells, output contract, resume, failures, kill-and-resume."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bench.cli import main
+from bench.data import load_dataset
+from bench.hfcache import local_snapshot
+from bench.store import CSV_COLUMNS
+from tiny import make_tiny_bert
+
+REQUIRED_FILLED = [c for c in CSV_COLUMNS if c != "error"]
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    items = load_dataset("wmt16", max_segments=8).items
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), [t for it in items for t in (it.reference, it.hypothesis)])
+
+
+def write_spec(path: Path, encoders: list, max_segments: int = 8, repeats: int = 2) -> Path:
+    spec = {
+        "name": "test",
+        "datasets": [{"name": "wmt16", "max_segments": max_segments}],
+        "batch_size": 4,
+        "repeats": repeats,
+        "threads": 1,
+        "metrics": [{"metric": "bertscore", "options": {"idf": True}, "encoders": encoders}],
+    }
+    path.write_text(json.dumps(spec), encoding="utf-8")  # JSON is YAML
+    return path
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def check_correlations_from_scores(out: Path, row: dict[str, str]) -> None:
+    """results.csv's pearson (mean over lps) and pearson_pooled equal SciPy's on scores.csv."""
+    scores = read_csv(out / "cells" / row["cell_id"] / "scores.csv")
+    s = np.array([float(r["score"]) for r in scores])
+    h = np.array([float(r["human"]) for r in scores])
+    lps = np.array([r["lp"] for r in scores])
+    per_lp = [stats.pearsonr(s[lps == lp], h[lps == lp])[0] for lp in sorted(set(lps))]
+    assert float(row["pearson"]) == pytest.approx(float(np.mean(per_lp)), abs=1e-12)
+    assert float(row["pearson_pooled"]) == pytest.approx(stats.pearsonr(s, h)[0], abs=1e-12)
+    assert float(row["kendall_pooled"]) == pytest.approx(stats.kendalltau(s, h)[0], abs=1e-12)
+
+
+def test_sweep_output_contract_and_resume(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path / "spec.yaml", [str(tiny_dir), {"name": str(tiny_dir), "num_layers": 2}])
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out)]) == 0
+    rows = read_csv(out / "results.csv")
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    for row in rows:
+        for col in REQUIRED_FILLED:
+            assert row[col] != "", f"{col} empty"
+        assert row["error"] == ""
+        assert int(row["n_segments"]) == 48 and row["n_repeats"] == "2"
+        check_correlations_from_scores(out, row)
+        result = json.loads((out / "cells" / row["cell_id"] / "result.json").read_text())
+        assert len(result["timing"]["repeat_s"]) == 2
+        assert result["repeat_agreement"]["agree"] is True
+        assert {"cpu_model", "torch", "transformers", "pot", "nlgbench", "git_commit", "torch_threads"} <= set(result["environment"])
+        assert result["environment"]["torch_threads"] == 1
+        scores = read_csv(out / "cells" / row["cell_id"] / "scores.csv")
+        assert list(scores[0])[:5] == ["lp", "seg_id", "system", "score", "human"]
+        assert {"precision", "recall", "f1"} <= set(scores[0])
+        assert [r["score"] for r in scores] == [r["f1"] for r in scores]
+    assert int(rows[1]["params"]) < int(rows[0]["params"])
+    with sqlite3.connect(out / "results.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM segment_scores").fetchone()[0] == 96
+        assert db.execute("SELECT COUNT(*) FROM measurements WHERE name = 'repeat_s'").fetchone()[0] == 4
+
+    # resume: nothing reruns; --force reruns
+    capsys.readouterr()
+    assert main(["run", str(spec), "--out", str(out)]) == 0
+    log = capsys.readouterr().out
+    assert log.count("skipped") == 2 and "running" not in log
+    assert len(read_csv(out / "results.csv")) == 2
+    assert main(["run", str(spec), "--out", str(out), "--force"]) == 0
+    assert capsys.readouterr().out.count("running") == 2
+    assert len(read_csv(out / "results.csv")) == 2
+
+
+def test_failed_cell_is_recorded_and_sweep_goes_on(tiny_dir: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "bert", "hidden_size": "huge"}', encoding="utf-8")
+    spec = write_spec(tmp_path / "spec.yaml", [str(broken), str(tiny_dir)], repeats=1)
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out)]) == 1
+    rows = read_csv(out / "results.csv")
+    assert [r["status"] for r in rows] == ["failed", "ok"]
+    assert rows[0]["error"] and "\n" not in rows[0]["error"]
+    assert (out / "cells" / rows[0]["cell_id"] / "traceback.txt").exists()
+
+
+def test_killed_sweep_resumes_without_rerunning_or_duplicating(tiny_dir: Path, tmp_path: Path) -> None:
+    encoders = [str(tiny_dir), {"name": str(tiny_dir), "num_layers": 3}, {"name": str(tiny_dir), "num_layers": 1}]
+    spec = write_spec(tmp_path / "spec.yaml", encoders, max_segments=40, repeats=3)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "bench.cli", "run", str(spec), "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("[2/3]") and "running" in line:
+            time.sleep(2.0)  # the second worker is loading or scoring
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait()
+    rows = read_csv(out / "results.csv")
+    assert [r["status"] for r in rows] == ["ok"]  # only the first cell was recorded
+    first_id = rows[0]["cell_id"]
+    with sqlite3.connect(out / "results.sqlite") as db:
+        (stamp,) = db.execute("SELECT updated_at FROM cells WHERE cell_id = ?", (first_id,)).fetchone()
+    time.sleep(1.0)  # the orphaned worker must be gone: nothing writes its result later
+    second_dir = next(p for p in (out / "cells").iterdir() if p.name != first_id)
+    assert not (second_dir / "result.json").exists()
+
+    again = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("skipped") == 1 and again.stdout.count("running") == 2
+    rows = read_csv(out / "results.csv")
+    assert [r["status"] for r in rows] == ["ok", "ok", "ok"]
+    assert len({r["cell_id"] for r in rows}) == 3 and rows[0]["cell_id"] == first_id
+    with sqlite3.connect(out / "results.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM cells").fetchone()[0] == 3
+        assert db.execute("SELECT updated_at FROM cells WHERE cell_id = ?", (first_id,)).fetchone()[0] == stamp
+        assert db.execute("SELECT COUNT(*) FROM segment_scores").fetchone()[0] == 3 * 240
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None, reason="real MiniLM-L6 not cached")
+def test_real_minilm_cell_matches_bert_score_package(tmp_path: Path) -> None:
+    """Acceptance: scores.csv F1 equals bert_score's (MiniLM-L6, WMT16); correlations equal SciPy's."""
+    bert_score = pytest.importorskip("bert_score")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps({
+        "name": "real", "datasets": [{"name": "wmt16", "max_segments": 30}], "batch_size": 64, "repeats": 1,
+        "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}],
+    }))
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out)]) == 0
+    (row,) = read_csv(out / "results.csv")
+    assert row["layer"] == "6"
+    check_correlations_from_scores(out, row)
+    scores = read_csv(out / "cells" / row["cell_id"] / "scores.csv")
+    items = load_dataset("wmt16", max_segments=30).items
+    assert [(r["lp"], int(r["seg_id"])) for r in scores] == [(it.lp, it.seg_id) for it in items]
+    _, _, f = bert_score.score(
+        [it.hypothesis for it in items], [it.reference for it in items],
+        model_type="sentence-transformers/all-MiniLM-L6-v2", num_layers=6, batch_size=64, device="cpu",
+        use_fast_tokenizer=True,
+    )
+    assert np.abs(np.array([float(r["score"]) for r in scores]) - f.numpy()).max() <= 1e-5
