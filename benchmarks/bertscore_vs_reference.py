@@ -1,0 +1,115 @@
+"""nlgbench BERTScore against the `bert_score` package on WMT16: time ratio and max |dF|.
+
+Same model, layer, IDF setting, batch size and threads; both scorers are loaded once, then
+timed alternately (order swapped every round) in this one process, so drift of the machine
+hits both alike. Also splits each side's time into encoding and matching.
+
+    python benchmarks/bertscore_vs_reference.py [--model ID] [--layer N] [--batch-size B]
+        [--threads T] [--max-segments N] [--rounds R] [--idf]
+
+Needs the datasets mirror/cache (NLGBENCH_DATA_MIRROR) and the model in the local HF cache.
+Target: ratio (nlgbench / bert_score) <= 1.0 with max |dF| <= 1e-5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+
+def timed_reference(scorer: Any, hyps: list[str], refs: list[str]) -> tuple[np.ndarray, float, float]:
+    """bert_score's F1, total seconds, and the seconds spent inside its embedding function."""
+    import bert_score.utils as bs_utils
+
+    spent = [0.0]
+    original: Callable[..., Any] = bs_utils.get_bert_embedding
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - start
+
+    bs_utils.get_bert_embedding = counting
+    try:
+        start = time.perf_counter()
+        _, _, f = scorer.score(hyps, refs)
+        total = time.perf_counter() - start
+    finally:
+        bs_utils.get_bert_embedding = original
+    return f.numpy(), total, spent[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--layer", type=int, default=6)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    parser.add_argument("--max-segments", type=int, default=None, help="first N per language pair (default: all 3360)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--idf", action="store_true")
+    args = parser.parse_args()
+
+    from bert_score import BERTScorer
+
+    from bench.data import load_dataset
+    from bench.encoders import EncoderRef
+    from metrics.base import PhaseTimer
+    from metrics.bertscore import BertScoreScorer
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    items = load_dataset("wmt16", max_segments=args.max_segments).items
+    hyps, refs = [it.hypothesis for it in items], [it.reference for it in items]
+    ours = BertScoreScorer(EncoderRef(args.model), {"idf": args.idf, "layer": args.layer}, "cpu", args.batch_size)
+    ours.prepare(items)
+    theirs = BERTScorer(
+        model_type=args.model, num_layers=args.layer, batch_size=args.batch_size, idf=args.idf,
+        idf_sents=refs if args.idf else None, device="cpu", use_fast_tokenizer=True, nthreads=0,
+    )
+    print(f"WMT16: {len(items)} segments; model {args.model}, layer {args.layer}, idf {args.idf}, "
+          f"batch {args.batch_size}, torch threads {torch.get_num_threads()}, rounds {args.rounds}")
+
+    # warm-up both (not timed)
+    ours.score(items[: 2 * args.batch_size], PhaseTimer())
+    theirs.score(hyps[: 2 * args.batch_size], refs[: 2 * args.batch_size])
+
+    our_times, ref_times, our_phases, ref_encode = [], [], [], []
+    max_diff = 0.0
+    for r in range(args.rounds):
+        order = ["ours", "ref"] if r % 2 == 0 else ["ref", "ours"]
+        for who in order:
+            if who == "ours":
+                timer = PhaseTimer()
+                start = time.perf_counter()
+                f_ours = np.array(ours.score(items, timer).score)
+                our_times.append(time.perf_counter() - start)
+                our_phases.append(timer.seconds)
+            else:
+                f_ref, total, enc = timed_reference(theirs, hyps, refs)
+                ref_times.append(total)
+                ref_encode.append(enc)
+        max_diff = max(max_diff, float(np.abs(f_ours - f_ref).max()))
+        print(f"round {r + 1}: nlgbench {our_times[-1]:.2f} s, bert_score {ref_times[-1]:.2f} s")
+
+    n = len(items)
+    ours_med, ref_med = statistics.median(our_times), statistics.median(ref_times)
+    ph = {k: statistics.median(p[k] for p in our_phases) for k in our_phases[0]}
+    enc_ref = statistics.median(ref_encode)
+    print(f"nlgbench   median {ours_med:.2f} s = {ours_med / n * 1000:.2f} ms/segment "
+          f"(tokenize {ph.get('tokenize', 0):.2f} s, encode {ph.get('encode', 0):.2f} s, match {ph.get('match', 0):.2f} s)")
+    print(f"bert_score median {ref_med:.2f} s = {ref_med / n * 1000:.2f} ms/segment "
+          f"(tokenize+encode {enc_ref:.2f} s, dedup/pad/match {ref_med - enc_ref:.2f} s)")
+    print(f"time ratio nlgbench / bert_score = {ours_med / ref_med:.3f} (target <= 1.0)")
+    print(f"max |dF| = {max_diff:.2e} (target <= 1e-5)")
+
+
+if __name__ == "__main__":
+    main()
