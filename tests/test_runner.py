@@ -169,3 +169,17 @@ def test_real_minilm_cell_matches_bert_score_package(tmp_path: Path) -> None:
         use_fast_tokenizer=True,
     )
     assert np.abs(np.array([float(r["score"]) for r in scores]) - f.numpy()).max() <= 1e-5
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-GPU path")
+def test_cuda_cell_without_gpu_fails_clearly(tiny_dir: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps({
+        "name": "gpu", "datasets": [{"name": "wmt16", "max_segments": 4}], "devices": ["cpu", "cuda"],
+        "repeats": 1, "metrics": [{"metric": "bertscore", "encoders": [str(tiny_dir)]}],
+    }))
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out)]) == 1
+    rows = read_csv(out / "results.csv")
+    assert [(r["device"], r["status"]) for r in rows] == [("cpu", "ok"), ("cuda", "failed")]
+    assert "CUDA is not available" in rows[1]["error"]
