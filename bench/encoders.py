@@ -299,7 +299,9 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     total = count_layers(model)
     keep = ref.num_layers if ref.num_layers is not None else total
     if needed_layer is not None:
-        keep = min(keep, needed_layer)
+        if not 0 <= needed_layer <= keep:
+            raise UserError(f"encoder {ref.label}: layer {needed_layer} out of range 0..{keep}")
+        keep = needed_layer
     if keep > total:
         raise UserError(f"encoder {ref.label}: num_layers={keep} but the model has only {total} layers")
     if keep < total:

@@ -13,7 +13,8 @@ class UserError(Exception):
 def closest(name: str, valid: Iterable[str], n: int = 3) -> list[str]:
     """The valid names closest to `name` (for "did you mean" hints)."""
     choices = list(valid)
-    hits = difflib.get_close_matches(name, choices, n=n, cutoff=0.5)
+    ratio = {c: difflib.SequenceMatcher(None, name, c).ratio() for c in choices}
+    hits = sorted((c for c in choices if ratio[c] >= 0.5), key=lambda c: (-ratio[c], c))[:n]
     if not hits:
         lowered = name.lower()
         hits = [c for c in choices if lowered in c.lower() or c.lower() in lowered][:n]

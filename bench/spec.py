@@ -206,7 +206,32 @@ def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def _metric_entry(raw: Any, where: str) -> MetricEntry:
+def _check_depths(options: dict[str, Any], encoders: list[EncoderRef], where: str) -> None:
+    """`layer` >= 0, and neither `layer` nor `num_layers` deeper than the registered encoder."""
+    from bench.encoders import find_entry
+
+    layer = options.get("layer")
+    if layer is not None and layer < 0:
+        raise UserError(f"{where}.options.layer must be >= 0, got {layer}")
+    for i, enc in enumerate(encoders):
+        entry = find_entry(enc.name)
+        depth = entry.layers if entry and entry.layers else None
+        if depth is not None and enc.num_layers is not None and enc.num_layers > depth:
+            raise UserError(f"{where}.encoders[{i}]: num_layers={enc.num_layers} but {enc.name} has only {depth} layers")
+        keep = enc.num_layers if enc.num_layers is not None else depth
+        if layer is not None and keep is not None and layer > keep:
+            raise UserError(f"{where}.options.layer={layer} but encoder {enc.label} has only {keep} layers")
+
+
+def _local_folder(enc: EncoderRef, base: Path) -> EncoderRef:
+    """A relative encoder path that names a folder beside the spec file becomes absolute."""
+    candidate = base / enc.name
+    if not Path(enc.name).is_absolute() and not Path(enc.name).is_dir() and candidate.is_dir():
+        return EncoderRef(**{**enc.to_dict(), "name": str(candidate.resolve())})
+    return enc
+
+
+def _metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     from metrics import get_metric, metric_names
 
     if not isinstance(raw, dict):
@@ -219,9 +244,13 @@ def _metric_entry(raw: Any, where: str) -> MetricEntry:
     options = _options(name, raw.get("options"), f"{where}.options")
     if "encoders" not in raw:
         raise UserError(f"{where}.encoders is required")
-    encoders = [parse_encoder_ref(e, f"{where}.encoders[{i}]") for i, e in enumerate(_list(raw["encoders"], f"{where}.encoders"))]
+    encoders = [
+        _local_folder(parse_encoder_ref(e, f"{where}.encoders[{i}]"), base)
+        for i, e in enumerate(_list(raw["encoders"], f"{where}.encoders"))
+    ]
     for i, enc in enumerate(encoders):
         validate_encoder_name(enc.name, f"{where}.encoders[{i}]")
+    _check_depths(options, encoders, where)
     aligners: list[str | None] = [None]
     if "aligners" in raw:
         if not info.accepts_aligners:
@@ -233,6 +262,8 @@ def _metric_entry(raw: Any, where: str) -> MetricEntry:
 def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> SweepSpec:
     """Validate a loaded YAML document and build the SweepSpec."""
     base = base or Path.cwd()
+    if raw is None:
+        raise UserError(f"{source}: the spec is empty")
     if not isinstance(raw, dict):
         raise UserError(f"{source}: the spec must be a YAML mapping, got {type(raw).__name__}")
     _check_keys(raw, TOP_KEYS, source)
@@ -253,7 +284,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     threads = raw.get("threads")
     if threads is not None:
         threads = _int(threads, f"{source}.threads", 1)
-    metrics = [_metric_entry(m, f"{source}.metrics[{i}]") for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))]
+    metrics = [_metric_entry(m, f"{source}.metrics[{i}]", base) for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))]
     return SweepSpec(
         name=name, datasets=datasets, metrics=metrics, devices=devices, batch_sizes=batch_sizes,
         repeats=repeats, warmup=warmup, threads=threads, description=str(raw.get("description", "")),
@@ -275,5 +306,8 @@ def load_spec(path: str | Path) -> SweepSpec:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context, cmark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+        if context and cmark:
+            problem += f" ({context} started at line {cmark.line + 1}, column {cmark.column + 1})"
         raise UserError(f"malformed YAML in {p}{at}: {problem}") from None
     return parse_spec(raw, source=p.name, base=p.resolve().parent)
