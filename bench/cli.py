@@ -62,7 +62,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
             rows.append((name, d["format"], " ".join(d["language_pairs"]), str(d.get("expected_items", "")), d.get("description", "")))
         _table(rows)
     elif args.what == "aligners":
-        print("no aligners are registered in this version (BERTScore needs none)")
+        from metrics.alignment import ALIGNERS
+
+        rows = [("name", "needs cost matrix", "description")]
+        for name, a in sorted(ALIGNERS.items()):
+            rows.append((name, "yes" if a.needs_cost else "no", a.description))
+        _table(rows)
     return 0
 
 

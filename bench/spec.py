@@ -255,7 +255,9 @@ def _metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     if "aligners" in raw:
         if not info.accepts_aligners:
             raise UserError(f"{where}.aligners: metric {name!r} takes no aligner")
-        aligners = [str(a) for a in _list(raw["aligners"], f"{where}.aligners")]
+        from metrics.alignment import get_aligner
+
+        aligners = [get_aligner(str(a)).name for a in _list(raw["aligners"], f"{where}.aligners")]
     return MetricEntry(metric=name, options=options, encoders=encoders, aligners=aligners)
 
 

@@ -443,7 +443,8 @@ def test_list_datasets(capsys: pytest.CaptureFixture[str]) -> None:
 def test_list_aligners(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "aligners"]) == 0
     captured = capsys.readouterr()
-    assert captured.out.strip() and captured.err == ""
+    names = [line.split()[0] for line in captured.out.splitlines()[1:]]
+    assert names == ["rwmd", "wcd", "wmd"] and captured.err == ""
 
 
 def test_list_encoders(capsys: pytest.CaptureFixture[str]) -> None:
