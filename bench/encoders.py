@@ -146,6 +146,12 @@ class Tokenized:
     offsets: list[tuple[int, int]]
     word_start: list[bool]  # True where a token begins a new word (subword continuation -> False)
     special: list[bool]  # True for special tokens ([CLS], <s>, </s>, ...)
+    text: str = ""  # the (stripped) text the offsets point into
+
+    def surface(self, j: int) -> str:
+        """The characters of the text that token j covers ("" for special tokens)."""
+        start, end = self.offsets[j]
+        return self.text[start:end]
 
 
 # Attribute paths of the layer stack in common architectures (bert/roberta/mpnet, distilbert,
@@ -206,8 +212,9 @@ class Encoder:
 
     def tokenize(self, texts: Sequence[str]) -> list[Tokenized]:
         """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length."""
+        stripped = [t.strip() for t in texts]
         enc = self.tokenizer(
-            [t.strip() for t in texts],
+            stripped,
             add_special_tokens=True,
             truncation=True,
             max_length=self.max_length,
@@ -221,7 +228,7 @@ class Encoder:
                 (not special[j]) and (j == 0 or word_ids[j] != word_ids[j - 1])
                 for j in range(len(ids))
             ]
-            out.append(Tokenized(list(ids), [tuple(o) for o in enc["offset_mapping"][i]], starts, special))
+            out.append(Tokenized(list(ids), [tuple(o) for o in enc["offset_mapping"][i]], starts, special, stripped[i]))
         return out
 
     def hidden_states(self, batch: Sequence[Sequence[int]], layers: Sequence[int]) -> tuple[list[Any], Any]:

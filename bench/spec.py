@@ -251,7 +251,7 @@ def _metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     for i, enc in enumerate(encoders):
         validate_encoder_name(enc.name, f"{where}.encoders[{i}]")
     _check_depths(options, encoders, where)
-    aligners: list[str | None] = [None]
+    aligners: list[str | None] = ["wmd"] if info.accepts_aligners else [None]
     if "aligners" in raw:
         if not info.accepts_aligners:
             raise UserError(f"{where}.aligners: metric {name!r} takes no aligner")

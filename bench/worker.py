@@ -79,7 +79,8 @@ def run_cell(cell_dir: Path) -> dict[str, Any]:
     sync = synchroniser(device)
     cuda_reset(device)
     t0 = time.perf_counter()
-    scorer = info.build(EncoderRef(**cfg["encoder"]), cfg["options"], device, cfg["batch_size"])
+    extra = {"aligner": cfg["aligner"]} if info.accepts_aligners else {}
+    scorer = info.build(EncoderRef(**cfg["encoder"]), cfg["options"], device, cfg["batch_size"], **extra)
     sync()
     load_s = time.perf_counter() - t0
     _log(f"load: {load_s:.1f} s")

@@ -22,6 +22,7 @@ from bench.data import Item
 from bench.encoders import EncoderRef, load_encoder, find_entry
 from bench.errors import UserError
 from metrics.base import MetricInfo, PhaseTimer, Scores
+from metrics.embedding import embed_texts
 
 # Texts scored per chunk: embeddings of one chunk's unique texts are kept, then freed.
 CHUNK_ITEMS = 2048
@@ -104,21 +105,11 @@ class BertScoreScorer:
             self.idf, self.unseen = idf_table([t.ids for t in refs])
 
     def embed(self, texts: Sequence[str], timer: PhaseTimer) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """Unit-norm embeddings and weights of each unique text, encoded in length-sorted batches."""
-        unique = list(dict.fromkeys(texts))
-        with timer.phase("tokenize"):
-            toks = self.encoder.tokenize(unique)
-        order = sorted(range(len(unique)), key=lambda i: len(toks[i].ids), reverse=True)
-        out: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-        with timer.phase("encode"):
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start : start + self.batch_size]
-                (hidden,), _ = self.encoder.hidden_states([toks[i].ids for i in batch], [self.layer])
-                hidden = hidden / hidden.norm(dim=-1, keepdim=True)
-                for row, i in enumerate(batch):
-                    n = len(toks[i].ids)
-                    w = token_weights(toks[i].ids, self.encoder.special_ids, self.idf, self.unseen)
-                    out[unique[i]] = (hidden[row, :n], w.to(hidden.device))
+        """Unit-norm embeddings and weights (idf or 1, 0 for special tokens) of each unique text."""
+        out = {}
+        for text, (tok, hidden) in embed_texts(self.encoder, texts, self.layer, self.batch_size, timer).items():
+            w = token_weights(tok.ids, self.encoder.special_ids, self.idf, self.unseen)
+            out[text] = (hidden / hidden.norm(dim=-1, keepdim=True), w.to(hidden.device))
         return out
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:

@@ -183,3 +183,19 @@ def test_cuda_cell_without_gpu_fails_clearly(tiny_dir: Path, tmp_path: Path) -> 
     rows = read_csv(out / "results.csv")
     assert [(r["device"], r["status"]) for r in rows] == [("cpu", "ok"), ("cuda", "failed")]
     assert "CUDA is not available" in rows[1]["error"]
+
+
+def test_moverscore_sweep_crosses_aligners(tiny_dir: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps({
+        "name": "mover", "datasets": [{"name": "wmt16", "max_segments": 4}], "repeats": 1, "batch_size": 8,
+        "metrics": [{"metric": "moverscore", "encoders": [str(tiny_dir)], "aligners": ["wmd", "wcd"]}],
+    }))
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out)]) == 0
+    rows = read_csv(out / "results.csv")
+    assert [(r["aligner"], r["status"]) for r in rows] == [("wmd", "ok"), ("wcd", "ok")]
+    assert all("transport=" in r["phase_ms"] and "distance=" in r["phase_ms"] for r in rows)
+    wmd_scores = [float(r["score"]) for r in read_csv(out / "cells" / rows[0]["cell_id"] / "scores.csv")]
+    wcd_scores = [float(r["score"]) for r in read_csv(out / "cells" / rows[1]["cell_id"] / "scores.csv")]
+    assert all(c >= w - 1e-9 for w, c in zip(wmd_scores, wcd_scores))  # WCD <= WMD, score = 1 - d

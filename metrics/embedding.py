@@ -1,0 +1,32 @@
+"""Shared encoding step of the token-embedding metrics: unique texts, length-sorted batches."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from bench.encoders import Encoder, Tokenized
+from metrics.base import PhaseTimer
+
+
+def embed_texts(
+    encoder: Encoder, texts: Sequence[str], layer: int, batch_size: int, timer: PhaseTimer
+) -> dict[str, tuple[Tokenized, torch.Tensor]]:
+    """Tokens and layer-`layer` hidden states [n_tokens, D] of each unique text.
+
+    Texts are deduplicated and encoded in batches sorted by token count (least padding);
+    tokenisation and encoding are timed as separate phases.
+    """
+    unique = list(dict.fromkeys(texts))
+    with timer.phase("tokenize"):
+        toks = encoder.tokenize(unique)
+    order = sorted(range(len(unique)), key=lambda i: len(toks[i].ids), reverse=True)
+    out: dict[str, tuple[Tokenized, torch.Tensor]] = {}
+    with timer.phase("encode"):
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            (hidden,), _ = encoder.hidden_states([toks[i].ids for i in batch], [layer])
+            for row, i in enumerate(batch):
+                out[unique[i]] = (toks[i], hidden[row, : len(toks[i].ids)])
+    return out

@@ -1,0 +1,128 @@
+"""MoverScore (Zhao et al., 2019), with the semantics of the published `moverscore_v2`.
+
+Each text is a weighted cloud of its last-layer token embeddings (unit-normalised); subword
+continuations, punctuation, special tokens and optional stop words get no mass; weights are
+idf computed separately over the references and over the hypotheses (corpus state). The
+distance between the two clouds comes from an aligner (exact WMD by default, or RWMD / WCD)
+and the score is `1 - distance`, as `moverscore_v2.word_mover_score` returns (the paper's
+prose mentions other transforms; the published code, which the efficiency study ran, uses
+this one).
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from bench.data import Item
+from bench.encoders import EncoderRef, Tokenized, load_encoder
+from bench.errors import UserError
+from metrics.alignment import euclidean_cost, get_aligner
+from metrics.base import MetricInfo, PhaseTimer, Scores
+from metrics.bertscore import idf_table
+from metrics.embedding import embed_texts
+
+PUNCTUATION = frozenset(string.punctuation)
+CHUNK_ITEMS = 2048
+
+
+def kept_tokens(tok: Tokenized, stop_words: frozenset[str]) -> list[bool]:
+    """Tokens that carry mass: word starts that are neither punctuation, special, nor stop words."""
+    return [
+        tok.word_start[j] and not tok.special[j]
+        and tok.surface(j) not in PUNCTUATION and tok.surface(j).lower() not in stop_words
+        for j in range(len(tok.ids))
+    ]
+
+
+def cloud(tok: Tokenized, hidden: torch.Tensor, idf: dict[int, float] | None, unseen: float,
+          stop_words: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(unit embeddings [k, D], weights [k]) of the kept tokens of one text."""
+    keep = kept_tokens(tok, stop_words)
+    idx = [j for j, k in enumerate(keep) if k]
+    emb = hidden[idx].double()
+    emb = emb / (emb.norm(dim=-1, keepdim=True) + 1e-30)
+    w = np.array([idf.get(tok.ids[j], unseen) if idf is not None else 1.0 for j in idx], dtype=np.float64)
+    return emb.cpu().numpy(), w
+
+
+@dataclass
+class MoverScoreOptions:
+    idf: bool = True
+    layer: int | None = None
+    stop_words: list | None = None
+
+
+class MoverScoreScorer:
+    """MoverScore over one encoder and one aligner."""
+
+    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
+                 aligner: str | None = None) -> None:
+        self.options = MoverScoreOptions(**options)
+        self.aligner = get_aligner(aligner or "wmd")
+        self.batch_size = batch_size
+        self.encoder = load_encoder(encoder_ref, device, needed_layer=self.options.layer)
+        self.layer = self.encoder.layers_run
+        self.stop_words = frozenset(w.lower() for w in (self.options.stop_words or []))
+        self.idf_ref: dict[int, float] | None = None
+        self.idf_hyp: dict[int, float] | None = None
+        self.unseen_ref = self.unseen_hyp = 1.0
+
+    def prepare(self, items: Sequence[Item]) -> None:
+        """IDF over all references and, separately, over all hypotheses (as moverscore_v2's usage)."""
+        if self.options.idf:
+            refs = self.encoder.tokenize([it.reference for it in items])
+            hyps = self.encoder.tokenize([it.hypothesis for it in items])
+            self.idf_ref, self.unseen_ref = idf_table([t.ids for t in refs])
+            self.idf_hyp, self.unseen_hyp = idf_table([t.ids for t in hyps])
+
+    def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
+        scores: list[float] = []
+        distances: list[float] = []
+        for chunk_start in range(0, len(items), CHUNK_ITEMS):
+            chunk = items[chunk_start : chunk_start + CHUNK_ITEMS]
+            emb = embed_texts(self.encoder, [t for it in chunk for t in (it.reference, it.hypothesis)],
+                              self.layer, self.batch_size, timer)
+            for it in chunk:
+                with timer.phase("distance"):
+                    x, a = cloud(*emb[it.reference], self.idf_ref, self.unseen_ref, self.stop_words)
+                    y, b = cloud(*emb[it.hypothesis], self.idf_hyp, self.unseen_hyp, self.stop_words)
+                    if not a.size or not b.size or a.sum() <= 0 or b.sum() <= 0:
+                        raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
+                                         "after removing subwords, punctuation and stop words")
+                    cost = euclidean_cost(x, y) if self.aligner.needs_cost else None
+                with timer.phase("transport"):
+                    d = self.aligner.fn(a, b, cost) if cost is not None else self.aligner.fn(x, a, y, b)
+                distances.append(d)
+                scores.append(1.0 - d)
+        return Scores(primary="moverscore", columns={"moverscore": scores, "distance": distances})
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer, "idf": self.options.idf, "aligner": self.aligner.name,
+            "params": self.encoder.params_run, "disk_bytes": self.encoder.disk_bytes,
+            "total_layers": self.encoder.total_layers, "source": self.encoder.source,
+        }
+
+
+def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
+           aligner: str | None = None) -> MoverScoreScorer:
+    if options.get("stop_words") is not None and not all(isinstance(w, str) for w in options["stop_words"]):
+        raise UserError("moverscore option stop_words must be a list of words")
+    return MoverScoreScorer(encoder_ref, options, device, batch_size, aligner)
+
+
+INFO = MetricInfo(
+    name="moverscore",
+    description="MoverScore (Zhao et al. 2019, moverscore_v2 semantics): 1 - transport distance of idf-weighted token embeddings",
+    needs=("reference",),
+    higher_is_better=True,
+    corpus_state=True,
+    options={"idf": (bool, True), "layer": (int, None), "stop_words": (list, None)},
+    accepts_aligners=True,
+    build=_build,
+)
