@@ -8,7 +8,6 @@ a worker.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -22,6 +21,7 @@ import bench.runner
 import metrics.bertscore
 from bench.cli import main
 from bench.hfcache import local_snapshot
+from helpers import fake_da, minimal_spec
 
 PREFIX = "nlgbench: error: "
 
@@ -48,21 +48,10 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(cwd)
 
 
-def base_spec(**changes: Any) -> dict[str, Any]:
-    """A valid spec (as a dict); `changes` replace or add top-level keys."""
-    spec: dict[str, Any] = {
-        "name": "t",
-        "datasets": ["wmt16"],
-        "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}],
-    }
-    spec.update(changes)
-    return spec
-
-
 def with_metric(**changes: Any) -> dict[str, Any]:
     """A valid spec whose single metric entry gets `changes`."""
     entry = {"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"], **changes}
-    return base_spec(metrics=[entry])
+    return minimal_spec(metrics=[entry])
 
 
 def write_spec(tmp_path: Path, spec: dict[str, Any] | str, name: str = "spec.yaml") -> Path:
@@ -110,7 +99,7 @@ ROWS = [
 
 
 def test_unknown_metric_names_closest(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    spec = base_spec(metrics=[{"metric": "bertscor", "encoders": ["all-MiniLM-L6-v2"]}])
+    spec = minimal_spec(metrics=[{"metric": "bertscor", "encoders": ["all-MiniLM-L6-v2"]}])
     message = run_error(capsys, tmp_path, spec)
     assert "unknown metric 'bertscor'" in message
     assert "did you mean 'bertscore'" in message
@@ -133,14 +122,14 @@ def test_unknown_encoder_in_variant_mapping(capsys: pytest.CaptureFixture[str], 
 
 @pytest.mark.parametrize("name", ["wmt61", "wmt1б"])
 def test_unknown_dataset_names_closest(capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str) -> None:
-    message = run_error(capsys, tmp_path, base_spec(datasets=[name]))
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=[name]))
     assert f"unknown dataset {name!r}" in message
     hint = re.search(r"did you mean ([^?]*)\?", message)
     assert hint and "'wmt16'" in hint.group(1), message
 
 
 def test_unknown_dataset_in_mapping(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    message = run_error(capsys, tmp_path, base_spec(datasets=[{"name": "wmt61", "max_segments": 5}]))
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=[{"name": "wmt61", "max_segments": 5}]))
     assert "unknown dataset 'wmt61'" in message and "'wmt16'" in message
 
 
@@ -181,7 +170,7 @@ def test_spec_not_a_mapping(capsys: pytest.CaptureFixture[str], tmp_path: Path, 
 
 
 def test_wrong_top_level_key(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    spec = base_spec()
+    spec = minimal_spec()
     spec["dataset"] = spec.pop("datasets")
     message = run_error(capsys, tmp_path, spec)
     assert "unknown key 'dataset'" in message
@@ -192,7 +181,7 @@ def test_wrong_top_level_key(capsys: pytest.CaptureFixture[str], tmp_path: Path)
 def test_wrong_key_in_metric_entry(capsys: pytest.CaptureFixture[str], tmp_path: Path, bad: str, good: str) -> None:
     entry: dict[str, Any] = {"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"], "options": {}}
     entry[bad] = entry.pop(good)
-    message = run_error(capsys, tmp_path, base_spec(metrics=[entry]))
+    message = run_error(capsys, tmp_path, minimal_spec(metrics=[entry]))
     assert "metrics[0]" in message
     assert f"unknown key {bad!r}" in message
     assert f"did you mean {good!r}" in message
@@ -201,17 +190,17 @@ def test_wrong_key_in_metric_entry(capsys: pytest.CaptureFixture[str], tmp_path:
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        (base_spec(repeats="three"), ["repeats", "integer >= 1", "'three'"]),
-        (base_spec(repeats=0), ["repeats", "integer >= 1", "got 0"]),
-        (base_spec(batch_size=0), ["batch_size", "integer >= 1", "got 0"]),
-        (base_spec(batch_size=[64, 0]), ["batch_size", "integer >= 1", "got 0"]),
-        (base_spec(batch_size=True), ["batch_size", "integer >= 1", "True"]),
-        (base_spec(warmup=-1), ["warmup", "integer >= 0", "got -1"]),
-        (base_spec(threads=0), ["threads", "integer >= 1", "got 0"]),
-        (base_spec(datasets=[{"name": "wmt16", "max_segments": 0}]), ["max_segments", "integer >= 1", "got 0"]),
-        (base_spec(datasets=[{"name": "wmt16", "max_segment": 5}]), ["unknown key 'max_segment'", "did you mean 'max_segments'"]),
-        (base_spec(datasets=[{"name": "wmt16", "path": "x.jsonl"}]), ["exactly one of 'name' or 'path'"]),
-        (base_spec(datasets=[]), ["datasets must not be empty"]),
+        (minimal_spec(repeats="three"), ["repeats", "integer >= 1", "'three'"]),
+        (minimal_spec(repeats=0), ["repeats", "integer >= 1", "got 0"]),
+        (minimal_spec(batch_size=0), ["batch_size", "integer >= 1", "got 0"]),
+        (minimal_spec(batch_size=[64, 0]), ["batch_size", "integer >= 1", "got 0"]),
+        (minimal_spec(batch_size=True), ["batch_size", "integer >= 1", "True"]),
+        (minimal_spec(warmup=-1), ["warmup", "integer >= 0", "got -1"]),
+        (minimal_spec(threads=0), ["threads", "integer >= 1", "got 0"]),
+        (minimal_spec(datasets=[{"name": "wmt16", "max_segments": 0}]), ["max_segments", "integer >= 1", "got 0"]),
+        (minimal_spec(datasets=[{"name": "wmt16", "max_segment": 5}]), ["unknown key 'max_segment'", "did you mean 'max_segments'"]),
+        (minimal_spec(datasets=[{"name": "wmt16", "path": "x.jsonl"}]), ["exactly one of 'name' or 'path'"]),
+        (minimal_spec(datasets=[]), ["datasets must not be empty"]),
         (with_metric(options={"idf": "yes"}), ["metrics[0].options.idf", "must be bool", "'yes'"]),
         (with_metric(options={"layer": "9"}), ["metrics[0].options.layer", "must be int", "'9'"]),
         (with_metric(options={"idff": True}), ["metrics[0].options", "unknown key 'idff'", "did you mean 'idf'"]),
@@ -225,9 +214,9 @@ def test_wrong_key_in_metric_entry(capsys: pytest.CaptureFixture[str], tmp_path:
         (with_metric(encoders=[{"num_layers": 3}]), ["metrics[0].encoders[0]", "mapping with 'name'"]),
         (with_metric(encoders=[]), ["metrics[0].encoders must not be empty"]),
         (with_metric(aligners=["wmd"]), ["metrics[0].aligners", "'bertscore' takes no aligner"]),
-        (base_spec(metrics=[{"encoders": ["all-MiniLM-L6-v2"]}]), ["metrics[0].metric is required", "bertscore"]),
-        (base_spec(metrics=[{"metric": "bertscore"}]), ["metrics[0].encoders is required"]),
-        (base_spec(name=""), ["name must be a non-empty string"]),
+        (minimal_spec(metrics=[{"encoders": ["all-MiniLM-L6-v2"]}]), ["metrics[0].metric is required", "bertscore"]),
+        (minimal_spec(metrics=[{"metric": "bertscore"}]), ["metrics[0].encoders is required"]),
+        (minimal_spec(name=""), ["name must be a non-empty string"]),
     ],
     ids=[
         "repeats-three", "repeats-0", "batch_size-0", "batch_size-list-0", "batch_size-bool", "warmup-neg",
@@ -254,14 +243,14 @@ def test_num_layers_above_registered_depth_rejected(capsys: pytest.CaptureFixtur
 
 @pytest.mark.parametrize("device", ["gpu", "cuda:x", "CPU"])
 def test_unknown_device(capsys: pytest.CaptureFixture[str], tmp_path: Path, device: str) -> None:
-    message = run_error(capsys, tmp_path, base_spec(devices=["cpu", device]))
+    message = run_error(capsys, tmp_path, minimal_spec(devices=["cpu", device]))
     assert f"unknown device {device!r}" in message
     assert "cpu, cuda or cuda:N" in message
 
 
 @pytest.mark.parametrize("key", ["metrics", "datasets"])
 def test_missing_required_key(capsys: pytest.CaptureFixture[str], tmp_path: Path, key: str) -> None:
-    spec = base_spec()
+    spec = minimal_spec()
     del spec[key]
     message = run_error(capsys, tmp_path, spec)
     assert f"missing required key {key!r}" in message
@@ -292,28 +281,28 @@ def test_spec_file_is_a_directory(capsys: pytest.CaptureFixture[str], tmp_path: 
 
 
 def test_missing_user_data_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    message = run_error(capsys, tmp_path, base_spec(datasets=[{"path": "missing.jsonl"}]))
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=[{"path": "missing.jsonl"}]))
     assert "missing file" in message
     assert str(tmp_path / "missing.jsonl") in message  # resolved next to the spec file
 
 
 def test_user_data_file_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "bad.jsonl").write_bytes(b'{"lp": "de-en", "reference": "caf\xe9"}\n')
-    message = run_error(capsys, tmp_path, base_spec(datasets=[{"path": "bad.jsonl"}]))
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=[{"path": "bad.jsonl"}]))
     assert "bad.jsonl" in message
     assert "not UTF-8" in message
 
 
 def test_user_data_file_is_a_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "data.jsonl").mkdir()
-    message = run_error(capsys, tmp_path, base_spec(datasets=[{"path": "data.jsonl"}]))
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}]))
     assert "data.jsonl" in message
     assert "is a directory" in message
 
 
 def test_user_data_file_invalid_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "data.jsonl").write_text(json.dumps(ROWS[0]) + "\n{not json\n", encoding="utf-8")
-    message = run_error(capsys, tmp_path, base_spec(datasets=[{"path": "data.jsonl"}]))
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}]))
     assert "data.jsonl line 2" in message and "invalid JSON" in message
 
 
@@ -325,7 +314,7 @@ def test_catalogue_dataset_mirror_lacks_files(
     cache.mkdir()
     monkeypatch.setenv("NLGBENCH_DATA_MIRROR", str(mirror))
     monkeypatch.setenv("NLGBENCH_CACHE", str(cache))
-    message = run_error(capsys, tmp_path, base_spec(datasets=[{"name": "wmt16", "max_segments": 5}]))
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=[{"name": "wmt16", "max_segments": 5}]))
     assert "missing file" in message
     assert str(mirror / "wmt16-selection") in message
     assert "NLGBENCH_DATA_MIRROR" in message
@@ -337,31 +326,9 @@ def test_catalogue_dataset_mirror_lacks_files(
 
 def fake_catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: dict[str, list[str]]) -> None:
     """A one-pair DA dataset 'fake' in a mirror under tmp_path; the packaged catalogue is replaced."""
-    folder = tmp_path / "mirror" / "fake-da"
-    folder.mkdir(parents=True)
-    files = {}
-    for fld, lines in columns.items():
-        rel = f"fake.{fld}.xx-en"
-        data = "".join(line + "\n" for line in lines).encode("utf-8")
-        (folder / rel).write_bytes(data)
-        files[rel] = hashlib.sha256(data).hexdigest()
-    catalogue = {
-        "datasets": {
-            "fake": {
-                "source": "https://example.invalid/never-used",
-                "folder": "fake-da",
-                "format": "da",
-                "language_pairs": ["xx-en"],
-                "pattern": "fake.{field}.{lp}",
-                "files": files,
-            }
-        }
-    }
     path = tmp_path / "catalogue.yaml"
-    path.write_text(yaml.safe_dump(catalogue), encoding="utf-8")
+    path.write_text(yaml.safe_dump(fake_da(tmp_path, monkeypatch, columns)), encoding="utf-8")
     monkeypatch.setattr("bench.data.catalogue_path", lambda: path)
-    monkeypatch.setenv("NLGBENCH_DATA_MIRROR", str(tmp_path / "mirror"))
-    monkeypatch.setenv("NLGBENCH_CACHE", str(tmp_path / "cache"))
 
 
 DA_COLUMNS = {
@@ -374,7 +341,7 @@ DA_COLUMNS = {
 
 def test_unequal_line_counts(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_catalogue(tmp_path, monkeypatch, dict(DA_COLUMNS, reference=["r1", "r2"]))
-    message = run_error(capsys, tmp_path, base_spec(datasets=["fake"]))
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=["fake"]))
     assert "'fake'" in message and "xx-en" in message
     assert "unequal line counts" in message
     assert "fake.reference.xx-en: 2" in message
@@ -387,7 +354,7 @@ def test_fake_catalogue_is_used_by_validation(
 ) -> None:
     """With the fake catalogue the packaged names are unknown: both validation and loading read it."""
     fake_catalogue(tmp_path, monkeypatch, DA_COLUMNS)
-    message = run_error(capsys, tmp_path, base_spec(datasets=["wmt16"]))
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=["wmt16"]))
     assert "unknown dataset 'wmt16'" in message and "valid: fake" in message
 
 
@@ -400,7 +367,7 @@ def test_blank_segment_rejected(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     rows = [dict(r) for r in ROWS]
     rows[2][fld] = blank
     write_jsonl(tmp_path / "data.jsonl", rows)
-    message = run_error(capsys, tmp_path, base_spec(datasets=[{"path": "data.jsonl"}]))
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}]))
     assert f"empty {fld}" in message
     assert "lp='fr-en'" in message
     assert "seg_id=7" in message
@@ -415,7 +382,7 @@ def test_blank_source_is_fine_for_bertscore(tmp_path: Path) -> None:
     from bench.runner import check_datasets
     from bench.spec import load_spec
 
-    spec = load_spec(write_spec(tmp_path, base_spec(datasets=[{"path": "data.jsonl"}])))
+    spec = load_spec(write_spec(tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}])))
     assert check_datasets(spec) == {"data": 3}
 
 

@@ -29,6 +29,7 @@ from bench.data import (
     load_dataset,
 )
 from bench.errors import UserError
+from helpers import fake_da
 
 PUBLIC_SOURCE = (
     "https://raw.githubusercontent.com/jbgruenwald/efficient-nlg-metrics/"
@@ -261,33 +262,6 @@ def test_bad_mirror_setting(private_cache: Path, monkeypatch: pytest.MonkeyPatch
 
 
 # --------------------------------------------------------------------------- fake catalogue datasets
-
-
-def fake_da(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: dict[str, list[str]], *, bad_sha: str | None = None
-) -> dict[str, Any]:
-    """A one-pair DA dataset in a fake mirror under tmp_path; returns its catalogue."""
-    mirror = tmp_path / "mirror" / "fake-da"
-    mirror.mkdir(parents=True)
-    files = {}
-    for field, lines in columns.items():
-        rel = f"fake.{field}.xx-en"
-        data = "".join(line + "\n" for line in lines).encode("utf-8")
-        (mirror / rel).write_bytes(data)
-        files[rel] = sha256(data)
-    if bad_sha is not None:
-        files[bad_sha] = "0" * 64
-    monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "mirror"))
-    monkeypatch.setenv("NLGBENCH_CACHE", str(tmp_path / "cache"))
-    entry = {
-        "source": "https://example.invalid/never-used",
-        "folder": "fake-da",
-        "format": "da",
-        "language_pairs": ["xx-en"],
-        "pattern": "fake.{field}.{lp}",
-        "files": files,
-    }
-    return {"datasets": {"fake": entry}}
 
 
 DA_COLUMNS = {

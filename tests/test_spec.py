@@ -24,6 +24,7 @@ import metrics.bertscore
 from bench.cli import main
 from bench.encoders import EncoderRef, resolve_source
 from bench.hfcache import local_snapshot
+from helpers import minimal_spec
 from bench.spec import Cell, DatasetRef, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,16 +65,6 @@ def write_spec(folder: Path, spec: dict[str, Any], name: str = "spec.yaml") -> P
     path = folder / name
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path
-
-
-def minimal(**changes: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "name": "t",
-        "datasets": ["wmt16"],
-        "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}],
-    }
-    spec.update(changes)
-    return spec
 
 
 def ids(spec: dict[str, Any]) -> list[str]:
@@ -124,7 +115,7 @@ def test_examples_quickstart_parses() -> None:
 
 
 def test_defaults(tmp_path: Path) -> None:
-    spec = load_spec(write_spec(tmp_path, {k: v for k, v in minimal().items() if k != "name"}, "my-sweep.yaml"))
+    spec = load_spec(write_spec(tmp_path, {k: v for k, v in minimal_spec().items() if k != "name"}, "my-sweep.yaml"))
     assert spec.name == "my-sweep"  # from the file name
     assert spec.devices == ["cpu"] and spec.batch_sizes == [64]
     assert (spec.repeats, spec.warmup, spec.threads) == (3, 1, None)
@@ -132,7 +123,7 @@ def test_defaults(tmp_path: Path) -> None:
 
 
 def test_scalars_or_lists() -> None:
-    spec = parse_spec(minimal(datasets="wmt15", devices="cuda:1", batch_size=[1, 8], threads=4,
+    spec = parse_spec(minimal_spec(datasets="wmt15", devices="cuda:1", batch_size=[1, 8], threads=4,
                               metrics={"metric": "bertscore", "encoders": "all-MiniLM-L6-v2"}))
     assert spec.datasets == [DatasetRef(name="wmt15")]
     assert spec.devices == ["cuda:1"] and spec.batch_sizes == [1, 8] and spec.threads == 4
@@ -141,7 +132,7 @@ def test_scalars_or_lists() -> None:
 
 def test_absolute_data_path_kept(tmp_path: Path) -> None:
     data = tmp_path / "abs" / "d.tsv"
-    spec = parse_spec(minimal(datasets=[{"path": str(data), "max_segments": 10}]), base=tmp_path / "other")
+    spec = parse_spec(minimal_spec(datasets=[{"path": str(data), "max_segments": 10}]), base=tmp_path / "other")
     assert spec.datasets == [DatasetRef(path=str(data), max_segments=10)]
     assert spec.datasets[0].label == "d[:10]"
 
@@ -150,7 +141,7 @@ def test_absolute_data_path_kept(tmp_path: Path) -> None:
 
 
 def test_cell_expansion_count_and_order() -> None:
-    spec = parse_spec(minimal(
+    spec = parse_spec(minimal_spec(
         datasets=["wmt16", {"name": "wmt15", "max_segments": 10}],
         devices=["cpu", "cuda"],
         batch_size=[1, 64],
@@ -173,7 +164,7 @@ def test_cell_expansion_count_and_order() -> None:
 
 
 def test_duplicate_cells_collapse() -> None:
-    spec = parse_spec(minimal(metrics=[
+    spec = parse_spec(minimal_spec(metrics=[
         {"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2", "all-MiniLM-L6-v2"]},
         {"metric": "bertscore", "options": {"idf": False}, "encoders": ["all-MiniLM-L6-v2"]},
     ]))
@@ -188,7 +179,7 @@ def test_cell_ids_deterministic() -> None:
 
 
 def test_sweep_name_does_not_change_cell_ids() -> None:
-    assert ids(minimal(name="a", description="x")) == ids(minimal(name="b"))
+    assert ids(minimal_spec(name="a", description="x")) == ids(minimal_spec(name="b"))
 
 
 def test_cell_ids_stable_across_processes(tmp_path: Path) -> None:
@@ -264,14 +255,14 @@ def test_option_defaults_filled(options: dict[str, Any] | None) -> None:
     entry: dict[str, Any] = {"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}
     if options is not None:
         entry["options"] = options
-    assert ids(minimal(metrics=[entry])) == ids(minimal())
-    assert parse_spec(minimal(metrics=[entry])).metrics[0].options == {"idf": False, "layer": None}
+    assert ids(minimal_spec(metrics=[entry])) == ids(minimal_spec())
+    assert parse_spec(minimal_spec(metrics=[entry])).metrics[0].options == {"idf": False, "layer": None}
 
 
 def test_non_default_options_change_id() -> None:
-    idf = ids(minimal(metrics=[{"metric": "bertscore", "options": {"idf": True}, "encoders": ["all-MiniLM-L6-v2"]}]))
-    layer = ids(minimal(metrics=[{"metric": "bertscore", "options": {"layer": 3}, "encoders": ["all-MiniLM-L6-v2"]}]))
-    assert len({*idf, *layer, *ids(minimal())}) == 3
+    idf = ids(minimal_spec(metrics=[{"metric": "bertscore", "options": {"idf": True}, "encoders": ["all-MiniLM-L6-v2"]}]))
+    layer = ids(minimal_spec(metrics=[{"metric": "bertscore", "options": {"layer": 3}, "encoders": ["all-MiniLM-L6-v2"]}]))
+    assert len({*idf, *layer, *ids(minimal_spec())}) == 3
 
 
 # --------------------------------------------------------------------------- dry run
