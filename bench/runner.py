@@ -99,7 +99,7 @@ def run_sweep(
             prefix = f"[{seq + 1}/{len(cells)}] {cell.label}"
             if cell not in todo:
                 log(f"{prefix}: done already (cell {cell.cell_id}), skipped")
-                results.extend(r for r in store.results() if r["cell_id"] == cell.cell_id)
+                results.append(store.result(cell.cell_id))
                 continue
             log(f"{prefix}: running (cell {cell.cell_id})")
             start = time.perf_counter()

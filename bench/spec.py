@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,7 @@ class Cell:
         return " | ".join(parts + [self.dataset.label, self.device, f"bs{self.batch_size}"])
 
 
+@lru_cache(maxsize=1)
 def score_versions() -> dict[str, str]:
     """Versions whose change may change scores (major.minor of the libraries)."""
     import torch

@@ -49,12 +49,12 @@ EXTRA_COLUMNS = [
 
 
 def _labels(config: dict[str, Any]) -> tuple[str, str, str]:
-    enc = config["encoder"]
-    variant = {k: v for k, v in enc.items() if k != "name"}
-    encoder = enc["name"] + (f"[{','.join(f'{k}={v}' for k, v in variant.items())}]" if variant else "")
-    ds = config["dataset"]
-    dataset = (ds["name"] or Path(ds["path"]).stem) + (f"[:{ds['max_segments']}]" if ds["max_segments"] else "")
-    return encoder, config["aligner"] or "none", dataset
+    """(encoder, aligner, dataset) labels of a cell config, as the spec's objects write them."""
+    from bench.encoders import EncoderRef
+    from bench.spec import DatasetRef
+
+    encoder = EncoderRef(**config["encoder"]).label
+    return encoder, config["aligner"] or "none", DatasetRef(**config["dataset"]).label
 
 
 class Store:
@@ -114,6 +114,11 @@ class Store:
             )
             self.db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?)", measurements)
             self.db.executemany("INSERT INTO segment_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def result(self, cell_id: str) -> dict[str, Any] | None:
+        """The stored result of one cell, if any."""
+        row = self.db.execute("SELECT result_json FROM cells WHERE cell_id = ?", (cell_id,)).fetchone()
+        return json.loads(row[0]) if row else None
 
     def results(self) -> Iterator[dict[str, Any]]:
         """Stored cell results in sweep order."""

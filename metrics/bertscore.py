@@ -22,10 +22,8 @@ from bench.data import Item
 from bench.encoders import EncoderRef, load_encoder, find_entry
 from bench.errors import UserError
 from metrics.base import MetricInfo, PhaseTimer, Scores
-from metrics.embedding import embed_texts
+from metrics.embedding import chunks, embed_texts
 
-# Texts scored per chunk: embeddings of one chunk's unique texts are kept, then freed.
-CHUNK_ITEMS = 2048
 
 
 def idf_table(references: Sequence[Sequence[int]]) -> tuple[dict[int, float], float]:
@@ -114,8 +112,7 @@ class BertScoreScorer:
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         cols: dict[str, list[float]] = {"precision": [], "recall": [], "f1": []}
-        for chunk_start in range(0, len(items), CHUNK_ITEMS):
-            chunk = items[chunk_start : chunk_start + CHUNK_ITEMS]
+        for chunk in chunks(items):
             emb = self.embed([t for it in chunk for t in (it.reference, it.hypothesis)], timer)
             with timer.phase("match"):
                 for start in range(0, len(chunk), self.batch_size):

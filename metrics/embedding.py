@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence, TypeVar
 
 import torch
 
 from bench.encoders import Encoder, Tokenized
 from metrics.base import PhaseTimer
+
+T = TypeVar("T")
+
+# Items scored per chunk: embeddings of one chunk's unique texts are kept, then freed.
+CHUNK_ITEMS = 2048
+
+
+def chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:
+    """Consecutive slices of CHUNK_ITEMS items (bounds the memory held by embeddings)."""
+    for start in range(0, len(items), CHUNK_ITEMS):
+        yield items[start : start + CHUNK_ITEMS]
 
 
 def embed_texts(

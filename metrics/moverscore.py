@@ -24,10 +24,9 @@ from bench.errors import UserError
 from metrics.alignment import euclidean_cost, get_aligner
 from metrics.base import MetricInfo, PhaseTimer, Scores
 from metrics.bertscore import idf_table
-from metrics.embedding import embed_texts
+from metrics.embedding import chunks, embed_texts
 
 PUNCTUATION = frozenset(string.punctuation)
-CHUNK_ITEMS = 2048
 
 
 def kept_tokens(tok: Tokenized, stop_words: frozenset[str]) -> list[bool]:
@@ -83,8 +82,7 @@ class MoverScoreScorer:
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         scores: list[float] = []
         distances: list[float] = []
-        for chunk_start in range(0, len(items), CHUNK_ITEMS):
-            chunk = items[chunk_start : chunk_start + CHUNK_ITEMS]
+        for chunk in chunks(items):
             emb = embed_texts(self.encoder, [t for it in chunk for t in (it.reference, it.hypothesis)],
                               self.layer, self.batch_size, timer)
             for it in chunk:
