@@ -11,16 +11,19 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import yaml
 
 from bench.errors import UserError, closest, unknown_name
 
+if TYPE_CHECKING:
+    from bench.variants import ExitState
+
 REGISTRY_PATH = Path(__file__).resolve().parents[1] / "encoders.yaml"
 
-# Variant options an encoder may carry in a spec, with their types.
-VARIANT_OPTIONS: dict[str, type] = {"num_layers": int}
+# Variant options an encoder may carry in a spec, with their types (see bench/variants.py).
+VARIANT_OPTIONS: dict[str, type] = {"num_layers": int, "early_exit": float, "quantize": str, "dtype": str}
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,10 @@ class EncoderRef:
     """An encoder as a spec names it: registry name, Hub id or local folder, plus variant options."""
 
     name: str
-    num_layers: int | None = None
+    num_layers: int | None = None  # keep only the first N layers
+    early_exit: float | None = None  # DeeBERT-style exit threshold (entropy, or relative change)
+    quantize: str | None = None  # "int8": dynamic quantisation of linear layers (CPU)
+    dtype: str | None = None  # "fp32", "fp16", "bf16"
 
     @property
     def label(self) -> str:
@@ -103,12 +109,27 @@ def parse_encoder_ref(raw: Any, where: str) -> EncoderRef:
             hint = f"; did you mean {hits[0]!r}?" if hits else ""
             raise UserError(f"{where}: unknown encoder option {key!r}{hint} (valid: {', '.join(VARIANT_OPTIONS)})")
         want = VARIANT_OPTIONS[key]
-        if not isinstance(value, want) or isinstance(value, bool):
+        accepted = (int, float) if want is float else want
+        if not isinstance(value, accepted) or isinstance(value, bool):
             raise UserError(f"{where}: encoder option {key!r} must be {want.__name__}, got {value!r}")
-        opts[key] = value
+        opts[key] = float(value) if want is float else value
+    _check_variant(opts, where)
+    return EncoderRef(name=raw["name"], **opts)
+
+
+def _check_variant(opts: dict[str, Any], where: str) -> None:
+    from bench.variants import DTYPES, QUANTIZE
+
     if opts.get("num_layers") is not None and opts["num_layers"] < 1:
         raise UserError(f"{where}: num_layers must be >= 1, got {opts['num_layers']}")
-    return EncoderRef(name=raw["name"], **opts)
+    if opts.get("early_exit") is not None and not opts["early_exit"] > 0:
+        raise UserError(f"{where}: early_exit is a threshold > 0, got {opts['early_exit']}")
+    if opts.get("quantize") is not None and opts["quantize"] not in QUANTIZE:
+        raise UserError(f"{where}: quantize must be one of {', '.join(QUANTIZE)}, got {opts['quantize']!r}")
+    if opts.get("dtype") is not None and opts["dtype"] not in DTYPES:
+        raise UserError(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {opts['dtype']!r}")
+    if opts.get("quantize") and opts.get("dtype") not in (None, "fp32"):
+        raise UserError(f"{where}: quantize int8 runs float32 activations; drop dtype {opts['dtype']!r}")
 
 
 def resolve_source(name: str) -> str:
@@ -188,11 +209,29 @@ class Encoder:
     disk_bytes: int
     entry: EncoderEntry | None = None
     special_ids: frozenset[int] = field(default_factory=frozenset)
+    exit_state: ExitState | None = None  # set for early-exit variants
+    exit_layers: dict[tuple[int, ...], int] = field(default_factory=dict)  # exit layer per input run
 
     @property
     def params_run(self) -> int:
-        """Parameters of the modules the metric actually runs (truncated stack, no pooler)."""
-        return sum(p.numel() for p in self.model.parameters())
+        """Parameters of the modules the metric actually runs (truncated stack, no pooler; int8 weights count)."""
+        from bench.variants import count_params
+
+        return count_params(self.model)
+
+    def describe(self) -> dict[str, Any]:
+        """What runs: parameters, disk, layers, variant, and (early exit) the mean exit layer over inputs run."""
+        from bench.variants import weight_bytes
+
+        out: dict[str, Any] = {
+            "params": self.params_run, "disk_bytes": self.disk_bytes, "total_layers": self.total_layers,
+            "source": self.source, "variant": self.ref.variant(), "weight_bytes": weight_bytes(self.model),
+        }
+        if self.exit_state is not None:
+            exits = list(self.exit_layers.values())
+            out["exit_criterion"] = self.exit_state.criterion
+            out["mean_exit_layer"] = sum(exits) / len(exits) if exits else None
+        return out
 
     @property
     def max_length(self) -> int:
@@ -246,6 +285,8 @@ class Encoder:
         for layer in layers:
             if not 0 <= layer <= self.layers_run:
                 raise ValueError(f"layer {layer} out of range 0..{self.layers_run} for {self.ref.label}")
+        if self.exit_state is not None:
+            return self._hidden_states_early_exit(batch, input_ids, mask, layers), mask
         only_last = list(layers) == [self.layers_run]
         with torch.inference_mode():
             out = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=not only_last)
@@ -253,33 +294,55 @@ class Encoder:
             return [out.last_hidden_state], mask
         return [out.hidden_states[layer] for layer in layers], mask
 
+    def _hidden_states_early_exit(self, batch: Sequence[Sequence[int]], input_ids: Any, mask: Any,
+                                  layers: Sequence[int]) -> list[Any]:
+        """Hidden states where each input's layers past its exit repeat the exit layer's state."""
+        import torch
+
+        st = self.exit_state
+        assert st is not None
+        st.start(mask, self.layers_run)
+        with torch.inference_mode():
+            self.model(input_ids=input_ids, attention_mask=mask)
+        for ids, layer in zip(batch, st.exit_layer.tolist()):
+            self.exit_layers[tuple(ids)] = layer
+        return [st.states[layer] for layer in layers]
+
+
+def _layer_stack(model: Any) -> tuple[str, Any] | None:
+    """(attribute path, ModuleList) of the model's transformer layers, or None."""
+    import torch
+
+    for path in _LAYER_PATHS:
+        stack = _get_path(model, path)
+        if isinstance(stack, torch.nn.ModuleList) and len(stack) > 0:
+            return path, stack
+    return None
+
 
 def _truncate(model: Any, num_layers: int) -> int:
     """Keep only the first `num_layers` transformer layers (as bert_score does); returns the total before."""
     import torch
 
-    for path in _LAYER_PATHS:
-        stack = _get_path(model, path)
-        if isinstance(stack, torch.nn.ModuleList) and len(stack) > 0:
-            total = len(stack)
-            if num_layers > total:
-                raise UserError(f"num_layers={num_layers} but the model has only {total} layers")
-            _set_path(model, path, torch.nn.ModuleList(list(stack)[:num_layers]))
-            for attr in ("num_hidden_layers", "n_layer", "n_layers", "encoder_layers"):
-                if hasattr(model.config, attr):
-                    setattr(model.config, attr, num_layers)
-            return total
-    raise UserError(f"cannot truncate {type(model).__name__}: no known layer stack")
+    found = _layer_stack(model)
+    if found is None:
+        raise UserError(f"cannot truncate {type(model).__name__}: no known layer stack")
+    path, stack = found
+    total = len(stack)
+    if num_layers > total:
+        raise UserError(f"num_layers={num_layers} but the model has only {total} layers")
+    _set_path(model, path, torch.nn.ModuleList(list(stack)[:num_layers]))
+    for attr in ("num_hidden_layers", "n_layer", "n_layers", "encoder_layers"):
+        if hasattr(model.config, attr):
+            setattr(model.config, attr, num_layers)
+    return total
 
 
 def count_layers(model: Any) -> int:
-    import torch
-
-    for path in _LAYER_PATHS:
-        stack = _get_path(model, path)
-        if isinstance(stack, torch.nn.ModuleList) and len(stack) > 0:
-            return len(stack)
-    raise UserError(f"cannot find the layer stack of {type(model).__name__}")
+    found = _layer_stack(model)
+    if found is None:
+        raise UserError(f"cannot find the layer stack of {type(model).__name__}")
+    return len(found[1])
 
 
 def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) -> Encoder:
@@ -313,8 +376,9 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
         raise UserError(f"encoder {ref.label}: num_layers={keep} but the model has only {total} layers")
     if keep < total:
         _truncate(model, keep)
-    model.eval().to(device)
+    model.eval()
     folder = local_snapshot(source)
+    model, exit_state = _apply_variants(model, ref, device, folder)
     special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
     return Encoder(
         ref=ref,
@@ -327,4 +391,23 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
         disk_bytes=disk_bytes(folder) if folder else 0,
         entry=find_entry(ref.name),
         special_ids=frozenset(special),
+        exit_state=exit_state,
     )
+
+
+def _apply_variants(model: Any, ref: EncoderRef, device: str, folder: Path | None) -> tuple[Any, ExitState | None]:
+    """Quantise / cast, move to the device, and wrap the layers for early exit, as the ref asks."""
+    from bench import variants
+
+    if ref.quantize == "int8":
+        model = variants.quantize_int8(model, device)
+    elif ref.dtype is not None:
+        model = model.to(variants.check_dtype(ref.dtype, device))
+    model = model.to(device)
+    if ref.early_exit is None:
+        return model, None
+    found = _layer_stack(model)
+    if found is None:
+        raise UserError(f"encoder {ref.label}: early exit needs a known layer stack")
+    heads = variants.exit_heads(Path(folder) if folder else None)
+    return model, variants.install_early_exit(found[1], ref.early_exit, heads)

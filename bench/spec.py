@@ -205,6 +205,11 @@ def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
         if value is not None and (not isinstance(value, typ) or (typ is int and isinstance(value, bool))):
             raise UserError(f"{where}.{key} must be {typ.__name__}, got {value!r}")
         out[key] = value
+    if info.check_options is not None:
+        try:
+            info.check_options(out)
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
     return out
 
 

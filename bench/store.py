@@ -45,6 +45,7 @@ CSV_COLUMNS = [
 EXTRA_COLUMNS = [
     "layer", "prepare_s", "warmup_s", "cuda_peak_reserved_mb", "n_lps", "system_pearson", "system_kendall",
     "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
+    "mean_exit_layer", "weight_mb",
 ]
 
 
@@ -186,6 +187,8 @@ def csv_row(result: dict[str, Any]) -> dict[str, Any]:
         "pearson_pooled_ci_low": _num(ci[0]), "pearson_pooled_ci_high": _num(ci[1]),
         "scores_agree": result["repeat_agreement"]["agree"],
         "threads": env.get("torch_threads", ""), "cpu_model": env.get("cpu_model", ""), "gpu": env.get("gpu") or "",
+        "mean_exit_layer": _num(result["scorer"].get("mean_exit_layer"), 3),
+        "weight_mb": _num(result["scorer"]["weight_bytes"] / 2**20, 2) if "weight_bytes" in result["scorer"] else "",
         "phase_ms": ";".join(f"{k}={v:.3f}" for k, v in t["phase_ms_per_segment_mean"].items()),
     })
     return row

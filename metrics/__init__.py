@@ -9,6 +9,7 @@ from bench.errors import unknown_name
 _MODULES: dict[str, str] = {
     "bertscore": "metrics.bertscore",
     "moverscore": "metrics.moverscore",
+    "baryscore": "metrics.baryscore",
 }
 
 

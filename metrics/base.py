@@ -69,3 +69,4 @@ class MetricInfo:
     accepts_aligners: bool
     build: Callable[..., Scorer]  # build(encoder_ref, options, device, batch_size) -> Scorer
     encoder_kinds: tuple[str, ...] = ("encoder",)
+    check_options: Callable[[dict[str, Any]], None] | None = None  # raises UserError on bad values

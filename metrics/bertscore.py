@@ -129,14 +129,7 @@ class BertScoreScorer:
         return Scores(primary="f1", columns=cols)
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "layer": self.layer,
-            "idf": self.options.idf,
-            "params": self.encoder.params_run,
-            "disk_bytes": self.encoder.disk_bytes,
-            "total_layers": self.encoder.total_layers,
-            "source": self.encoder.source,
-        }
+        return {"layer": self.layer, "idf": self.options.idf, **self.encoder.describe()}
 
 
 INFO = MetricInfo(

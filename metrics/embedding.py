@@ -22,13 +22,14 @@ def chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:
 
 
 def embed_texts(
-    encoder: Encoder, texts: Sequence[str], layer: int, batch_size: int, timer: PhaseTimer
+    encoder: Encoder, texts: Sequence[str], layer: int | Sequence[int], batch_size: int, timer: PhaseTimer
 ) -> dict[str, tuple[Tokenized, torch.Tensor]]:
-    """Tokens and layer-`layer` hidden states [n_tokens, D] of each unique text.
+    """Tokens and hidden states of each unique text: [n_tokens, D] for one layer, [k, n_tokens, D] for k layers.
 
     Texts are deduplicated and encoded in batches sorted by token count (least padding);
     tokenisation and encoding are timed as separate phases.
     """
+    layers = [layer] if isinstance(layer, int) else list(layer)
     unique = list(dict.fromkeys(texts))
     with timer.phase("tokenize"):
         toks = encoder.tokenize(unique)
@@ -37,7 +38,9 @@ def embed_texts(
     with timer.phase("encode"):
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            (hidden,), _ = encoder.hidden_states([toks[i].ids for i in batch], [layer])
+            states, _ = encoder.hidden_states([toks[i].ids for i in batch], layers)
+            # half-precision variants: metrics work in float32
+            hidden = states[0].float() if isinstance(layer, int) else torch.stack(states, dim=1).float()
             for row, i in enumerate(batch):
-                out[unique[i]] = (toks[i], hidden[row, : len(toks[i].ids)])
+                out[unique[i]] = (toks[i], hidden[row, ..., : len(toks[i].ids), :])
     return out

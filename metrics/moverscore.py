@@ -100,17 +100,17 @@ class MoverScoreScorer:
         return Scores(primary="moverscore", columns={"moverscore": scores, "distance": distances})
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "layer": self.layer, "idf": self.options.idf, "aligner": self.aligner.name,
-            "params": self.encoder.params_run, "disk_bytes": self.encoder.disk_bytes,
-            "total_layers": self.encoder.total_layers, "source": self.encoder.source,
-        }
+        return {"layer": self.layer, "idf": self.options.idf, "aligner": self.aligner.name, **self.encoder.describe()}
+
+
+def _check(options: dict[str, Any]) -> None:
+    if options.get("stop_words") is not None and not all(isinstance(w, str) for w in options["stop_words"]):
+        raise UserError("stop_words must be a list of words")
 
 
 def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
            aligner: str | None = None) -> MoverScoreScorer:
-    if options.get("stop_words") is not None and not all(isinstance(w, str) for w in options["stop_words"]):
-        raise UserError("moverscore option stop_words must be a list of words")
+    _check(options)
     return MoverScoreScorer(encoder_ref, options, device, batch_size, aligner)
 
 
@@ -123,4 +123,5 @@ INFO = MetricInfo(
     options={"idf": (bool, True), "layer": (int, None), "stop_words": (list, None)},
     accepts_aligners=True,
     build=_build,
+    check_options=_check,
 )
