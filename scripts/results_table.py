@@ -1,0 +1,32 @@
+"""Print Markdown tables of a run folder: one row per metric x encoder across datasets, then every cell.
+
+    python scripts/results_table.py reports/similarity [--quality pearson_pooled]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.errors import UserError
+from bench.tables import by_dataset_table, cells_table, read_results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--quality", default="pearson_pooled", choices=["pearson", "kendall", "pearson_pooled", "kendall_pooled"])
+    args = parser.parse_args()
+    try:
+        rows = read_results(args.folder)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(by_dataset_table(rows, args.quality))
+    print(cells_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

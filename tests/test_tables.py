@@ -1,0 +1,31 @@
+"""Markdown tables of results.csv rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.errors import UserError
+from bench.tables import by_dataset_table, cells_table, read_results
+
+
+def row(metric: str, aligner: str, encoder: str, dataset: str, ms: str, r: str, status: str = "ok", exit_layer: str = "") -> dict[str, str]:
+    return {"metric": metric, "aligner": aligner, "encoder": encoder, "dataset": dataset, "n_segments": "10",
+            "ms_per_segment_median": ms, "peak_rss_mb": "900", "params": "22600000", "weight_mb": "86.1",
+            "mean_exit_layer": exit_layer, "pearson": r, "kendall": "0.3", "pearson_pooled": r, "status": status}
+
+
+def test_by_dataset_table_pivots_datasets_and_marks_failures() -> None:
+    rows = [row("moverscore", "wmd", "m", "a", "12.34", "0.5"), row("moverscore", "wmd", "m", "b", "", "", "failed"),
+            row("bertscore", "none", "m[early_exit=0.5]", "a", "3", "0.61234", exit_layer="7.5")]
+    table = by_dataset_table(rows).splitlines()
+    assert table[0] == "| metric | encoder | params (M) | weights MB | a ms/seg | a r | b ms/seg | b r | mean exit layer |"
+    assert table[2] == "| moverscore (wmd) | m | 22.6 | 86.1 | 12.3 | 0.500 | - | failed | - |"
+    assert table[3] == "| bertscore | m[early_exit=0.5] | 22.6 | 86.1 | 3.0 | 0.612 | - | - | 7.50 |"
+    assert len(cells_table(rows).splitlines()) == 2 + 3
+
+
+def test_missing_results_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no results.csv"):
+        read_results(tmp_path)
