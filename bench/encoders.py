@@ -156,6 +156,33 @@ def validate_encoder_name(name: str, where: str) -> None:
         raise UserError(f"{where}: {err} — {reason}")
 
 
+def encoder_kind(name: str) -> str | None:
+    """What a model is: the registry's kind, else read from a local/cached config.json; None if unknown.
+
+    Kinds: "encoder", "seq2seq" (encoder-decoder), "causal-lm", "cross-encoder" (one-output
+    sequence classifier).
+    """
+    entry = find_entry(name)
+    if entry is not None:
+        return entry.kind
+    from bench.hfcache import local_snapshot
+
+    folder = local_snapshot(resolve_source(name))
+    if folder is None:
+        return None
+    import json
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    archs = " ".join(config.get("architectures") or [])
+    if config.get("is_encoder_decoder"):
+        return "seq2seq"
+    if "CausalLM" in archs or "LMHeadModel" in archs:
+        return "causal-lm"
+    if "ForSequenceClassification" in archs:
+        return "cross-encoder"
+    return "encoder"
+
+
 # ----------------------------------------------------------------------------- the encoder object
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from bench import __version__
-from bench.encoders import EncoderRef, parse_encoder_ref, validate_encoder_name
+from bench.encoders import EncoderRef, encoder_kind, parse_encoder_ref, validate_encoder_name
 from bench.errors import UserError, closest, unknown_name
 
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics"}
@@ -257,6 +257,10 @@ def _metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     ]
     for i, enc in enumerate(encoders):
         validate_encoder_name(enc.name, f"{where}.encoders[{i}]")
+        kind = encoder_kind(enc.name)
+        if kind is not None and kind not in info.encoder_kinds:
+            raise UserError(f"{where}.encoders[{i}]: metric {name!r} needs a {' or '.join(info.encoder_kinds)} model; "
+                            f"{enc.name} is a {kind} model")
     _check_depths(options, encoders, where)
     aligners: list[str | None] = ["wmd"] if info.accepts_aligners else [None]
     if "aligners" in raw:

@@ -10,6 +10,7 @@ _MODULES: dict[str, str] = {
     "bertscore": "metrics.bertscore",
     "moverscore": "metrics.moverscore",
     "baryscore": "metrics.baryscore",
+    "bartscore": "metrics.bartscore",
 }
 
 

@@ -152,6 +152,7 @@ INFO = MetricInfo(
     higher_is_better=False,
     corpus_state=True,
     options={"last_layers": (int, 5), "idf": (bool, True), "sinkhorn_regs": (list, []), "max_iter": (int, 1000)},
+    encoder_kinds=("encoder", "seq2seq"),  # seq2seq: its encoder half
     accepts_aligners=False,
     build=_build,
     check_options=_check,

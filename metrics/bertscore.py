@@ -139,6 +139,7 @@ INFO = MetricInfo(
     higher_is_better=True,
     corpus_state=True,
     options={"idf": (bool, False), "layer": (int, None)},
+    encoder_kinds=("encoder", "seq2seq"),  # seq2seq: its encoder half
     accepts_aligners=False,
     build=BertScoreScorer,
 )

@@ -121,6 +121,7 @@ INFO = MetricInfo(
     higher_is_better=True,
     corpus_state=True,
     options={"idf": (bool, True), "layer": (int, None), "stop_words": (list, None)},
+    encoder_kinds=("encoder", "seq2seq"),  # seq2seq: its encoder half
     accepts_aligners=True,
     build=_build,
     check_options=_check,

@@ -29,3 +29,51 @@ def make_tiny_bert(folder: Path, texts: Iterable[str], num_layers: int = 4, seed
     )
     BertModel(config).save_pretrained(folder)
     return folder
+
+
+def _byte_bpe(folder: Path, texts: Iterable[str], vocab_size: int = 400) -> tuple[Path, Path]:
+    """A small byte-level BPE (the GPT-2 / BART tokenizer type) trained on `texts`."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(list(texts), vocab_size=vocab_size, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
+    bpe.save_model(str(folder))
+    return folder / "vocab.json", folder / "merges.txt"
+
+
+def make_tiny_bart(folder: Path, texts: Iterable[str], seed: int = 0) -> Path:
+    """Save a tiny random BartForConditionalGeneration with a byte-level BPE tokenizer into `folder`."""
+    import torch
+    from transformers import BartConfig, BartForConditionalGeneration, BartTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab, merges = _byte_bpe(folder, texts)
+    tokenizer = BartTokenizerFast(vocab_file=str(vocab), merges_file=str(merges))
+    tokenizer.save_pretrained(folder)
+    torch.manual_seed(seed)
+    config = BartConfig(
+        vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=256,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
+    )
+    BartForConditionalGeneration(config).save_pretrained(folder)
+    return folder
+
+
+def make_tiny_gpt2(folder: Path, texts: Iterable[str], seed: int = 0) -> Path:
+    """Save a tiny random GPT2LMHeadModel with a byte-level BPE tokenizer into `folder`."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab, merges = _byte_bpe(folder, texts)
+    tokenizer = GPT2TokenizerFast(vocab_file=str(vocab), merges_file=str(merges), bos_token="<s>", eos_token="</s>",
+                                  unk_token="<unk>", pad_token="<pad>")
+    tokenizer.save_pretrained(folder)
+    torch.manual_seed(seed)
+    config = GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=256,
+                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    return folder

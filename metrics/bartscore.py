@@ -1,0 +1,146 @@
+"""BARTScore (Yuan et al., 2021): how likely a seq2seq model finds one text given another.
+
+Functional core: `target_log_likelihood` (Eq. 2: the mean log-probability of the target's
+tokens, specials included as the published code does, given the source). Directions:
+precision = reference -> hypothesis, recall = hypothesis -> reference, F = their arithmetic
+mean (the paper's F score), faithfulness = source -> hypothesis (optional). An optional
+prompt is appended to the source (`source_suffix`, "src prompt,") or prepended to the target
+(`target_prefix`, "prompt, tgt"), as BARTScore's prompt helpers do. Pairs are scored in
+batches sorted by length; `state_dict` loads fine-tuned weights (e.g. BARTScore's ParaBank2
+`bart.pth`) on top of the Hub checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from bench.data import Item
+from bench.encoders import EncoderRef
+from bench.errors import UserError
+from bench.models import load_model
+from metrics.base import MetricInfo, PhaseTimer, Scores
+
+
+def pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ids [B, T] and mask [B, T]."""
+    longest = max(len(r) for r in rows)
+    ids = torch.full((len(rows), longest), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), longest), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(list(r), dtype=torch.long)
+        mask[i, : len(r)] = 1
+    return ids, mask
+
+
+def target_log_likelihood(model: Any, src: torch.Tensor, src_mask: torch.Tensor,
+                          tgt: torch.Tensor, tgt_mask: torch.Tensor) -> torch.Tensor:
+    """Mean log p(tgt_t | tgt_<t, src) over each target's real tokens, [B] (teacher forcing)."""
+    start = model.config.decoder_start_token_id
+    decoder_in = torch.cat([torch.full_like(tgt[:, :1], start), tgt[:, :-1]], dim=1)
+    with torch.inference_mode():
+        # causal decoder: padding at the end of a target cannot affect its real positions
+        logits = model(input_ids=src, attention_mask=src_mask, decoder_input_ids=decoder_in).logits
+    logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
+    m = tgt_mask.to(logp.dtype)
+    return (logp * m).sum(1) / m.sum(1)
+
+
+@dataclass
+class BartScoreOptions:
+    prompt: str | None = None
+    prompt_position: str = "source_suffix"
+    faithfulness: bool = False
+    state_dict: str | None = None
+    max_length: int = 1024
+
+
+class BartScoreScorer:
+    """BARTScore over one seq2seq checkpoint."""
+
+    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
+        self.options = BartScoreOptions(**options)
+        self.batch_size = batch_size
+        self.device = device
+        self.lm = load_model(encoder_ref, "seq2seq", device, self.options.state_dict)
+        tok = self.lm.tokenizer
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+
+    def prepare(self, items: Sequence[Item]) -> None:
+        """No corpus state."""
+
+    def _prompted(self, srcs: list[str], tgts: list[str]) -> tuple[list[str], list[str]]:
+        p = self.options.prompt
+        if not p:
+            return srcs, tgts
+        if self.options.prompt_position == "source_suffix":
+            return [f"{s} {p}," for s in srcs], tgts
+        return srcs, [f"{p}, {t}" for t in tgts]
+
+    def direction(self, srcs: list[str], tgts: list[str], timer: PhaseTimer, name: str) -> list[float]:
+        """Mean target log-likelihood of each (source text, target text) pair, batched by length."""
+        srcs, tgts = self._prompted(srcs, tgts)
+        tok = self.lm.tokenizer
+        with timer.phase("tokenize"):
+            s_ids = tok(srcs, truncation=True, max_length=self.options.max_length)["input_ids"]
+            t_ids = tok(tgts, truncation=True, max_length=self.options.max_length)["input_ids"]
+        order = sorted(range(len(srcs)), key=lambda i: len(s_ids[i]) + len(t_ids[i]), reverse=True)
+        out = [0.0] * len(srcs)
+        with timer.phase(name):
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start : start + self.batch_size]
+                src, src_mask = pad([s_ids[i] for i in batch], self.pad_id)
+                tgt, tgt_mask = pad([t_ids[i] for i in batch], self.pad_id)
+                dev = self.device
+                scores = target_log_likelihood(self.lm.model, src.to(dev), src_mask.to(dev), tgt.to(dev), tgt_mask.to(dev))
+                for i, value in zip(batch, scores.tolist()):
+                    out[i] = value
+        return out
+
+    def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
+        refs, hyps = [it.reference for it in items], [it.hypothesis for it in items]
+        precision = self.direction(refs, hyps, timer, "precision")
+        recall = self.direction(hyps, refs, timer, "recall")
+        cols = {"precision": precision, "recall": recall, "f": [(p + r) / 2 for p, r in zip(precision, recall)]}
+        if self.options.faithfulness:
+            sources = [it.source for it in items]
+            if any(not s.strip() for s in sources):
+                raise ValueError("faithfulness needs a source text for every item; this dataset has blank sources")
+            cols["faithfulness"] = self.direction(sources, hyps, timer, "faithfulness")
+        return Scores(primary="f", columns=cols)
+
+    def describe(self) -> dict[str, Any]:
+        return {"prompt": self.options.prompt, "state_dict": self.options.state_dict, **self.lm.describe()}
+
+
+def _check(options: dict[str, Any]) -> None:
+    if options.get("prompt_position") not in (None, "source_suffix", "target_prefix"):
+        raise UserError(f"prompt_position must be source_suffix or target_prefix, got {options['prompt_position']!r}")
+    path = options.get("state_dict")
+    if path is not None and not Path(path).expanduser().is_file():
+        raise UserError(f"state_dict {path}: no such file")
+    if options.get("max_length") is not None and options["max_length"] < 2:
+        raise UserError(f"max_length must be >= 2, got {options['max_length']}")
+
+
+def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> BartScoreScorer:
+    _check(options)
+    return BartScoreScorer(encoder_ref, options, device, batch_size)
+
+
+INFO = MetricInfo(
+    name="bartscore",
+    description="BARTScore (Yuan et al. 2021): mean target log-likelihood under a seq2seq LM; P (ref->hyp), R (hyp->ref), F = mean (primary), optional faithfulness (src->hyp)",
+    needs=("reference",),
+    higher_is_better=True,
+    corpus_state=False,
+    options={"prompt": (str, None), "prompt_position": (str, "source_suffix"), "faithfulness": (bool, False),
+             "state_dict": (str, None), "max_length": (int, 1024)},
+    encoder_kinds=("seq2seq",),
+    accepts_aligners=False,
+    build=_build,
+    check_options=_check,
+)
