@@ -23,7 +23,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         cells = spec.cells()
         for cell in cells:
             print(f"{cell.cell_id}  {cell.label}")
-        missing = sorted({resolve_source(e.name) for m in spec.metrics for e in m.encoders if local_snapshot(resolve_source(e.name)) is None})
+        missing = sorted({resolve_source(name) for name in spec.model_names() if local_snapshot(resolve_source(name)) is None})
         print(f"{len(cells)} cells; models not in the local cache: {', '.join(missing) if missing else 'none'}")
         return 0
     results = run_sweep(spec, out, force=args.force)
@@ -47,12 +47,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
     elif args.what == "metrics":
         from metrics import get_metric, metric_names
 
-        rows = [("name", "needs", "better", "corpus_state", "options", "description")]
+        rows = [("name", "needs", "better", "corpus_state", "encoders", "options", "description")]
         for name in metric_names():
             m = get_metric(name)
             opts = ", ".join(f"{k}={d!r}" for k, (_, d) in m.options.items())
             rows.append((name, "+".join(m.needs), "higher" if m.higher_is_better else "lower",
-                         "yes" if m.corpus_state else "no", opts, m.description))
+                         "yes" if m.corpus_state else "no", "|".join(m.encoder_kinds), opts, m.description))
         _table(rows)
     elif args.what == "datasets":
         from bench.data import load_catalogue

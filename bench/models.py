@@ -52,7 +52,7 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
         raise UserError(f"{ref.label}: num_layers and early_exit apply to encoders, not to a whole {kind} model")
     found = encoder_kind(ref.name)
     if found is not None and found != kind:
-        raise UserError(f"{ref.label} is a {found} model; this metric needs a {kind} model")
+        raise UserError(f"{ref.label} is of kind {found}; this metric needs a {kind} model")
     hf_logging.disable_progress_bar()
     source = resolve_source(ref.name)
     tokenizer = transformers.AutoTokenizer.from_pretrained(source)

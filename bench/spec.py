@@ -116,6 +116,15 @@ class SweepSpec:
     threads: int | None = None
     description: str = ""
 
+    def model_names(self) -> list[str]:
+        """Every model the sweep loads: encoders, and models named by metric options (e.g. XMoverScore's `lm`)."""
+        from metrics import get_metric
+
+        names = [e.name for m in self.metrics for e in m.encoders]
+        for m in self.metrics:
+            names += [m.options[k] for k in get_metric(m.metric).model_options if m.options.get(k)]
+        return list(dict.fromkeys(names))
+
     def cells(self) -> list[Cell]:
         """All cells in a stable order: metric entry, encoder, aligner, dataset, device, batch size."""
         out: list[Cell] = []
@@ -260,7 +269,13 @@ def _metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
         kind = encoder_kind(enc.name)
         if kind is not None and kind not in info.encoder_kinds:
             raise UserError(f"{where}.encoders[{i}]: metric {name!r} needs a {' or '.join(info.encoder_kinds)} model; "
-                            f"{enc.name} is a {kind} model")
+                            f"{enc.name} is of kind {kind}")
+    for key, kind in info.model_options.items():
+        if options.get(key) is not None:
+            validate_encoder_name(options[key], f"{where}.options.{key}")
+            found = encoder_kind(options[key])
+            if found is not None and found != kind:
+                raise UserError(f"{where}.options.{key}: needs a {kind} model; {options[key]} is of kind {found}")
     _check_depths(options, encoders, where)
     aligners: list[str | None] = ["wmd"] if info.accepts_aligners else [None]
     if "aligners" in raw:

@@ -11,6 +11,9 @@ _MODULES: dict[str, str] = {
     "moverscore": "metrics.moverscore",
     "baryscore": "metrics.baryscore",
     "bartscore": "metrics.bartscore",
+    "xmoverscore": "metrics.xmoverscore",
+    "sentsim": "metrics.sentsim",
+    "frugalscore": "metrics.frugalscore",
 }
 
 

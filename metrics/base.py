@@ -70,3 +70,4 @@ class MetricInfo:
     build: Callable[..., Scorer]  # build(encoder_ref, options, device, batch_size) -> Scorer
     encoder_kinds: tuple[str, ...] = ("encoder",)
     check_options: Callable[[dict[str, Any]], None] | None = None  # raises UserError on bad values
+    model_options: dict[str, str] = field(default_factory=dict)  # option naming a further model -> its kind

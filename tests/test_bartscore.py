@@ -91,7 +91,7 @@ def test_an_encoder_only_model_is_refused_in_one_line(tmp_path: Path) -> None:
 
     bert = make_tiny_bert(tmp_path / "bert", ["a b c"])
     spec = {"name": "t", "datasets": ["wmt16"], "metrics": [{"metric": "bartscore", "encoders": [str(bert)]}]}
-    with pytest.raises(UserError, match=r"metric 'bartscore' needs a seq2seq model; .* is a encoder model"):
+    with pytest.raises(UserError, match=r"metric 'bartscore' needs a seq2seq model; .* is of kind encoder"):
         parse_spec(spec)
     spec["metrics"][0]["encoders"] = ["all-MiniLM-L6-v2"]
     with pytest.raises(UserError, match="needs a seq2seq model"):

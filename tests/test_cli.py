@@ -395,7 +395,25 @@ def test_list_metrics(capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["name", "needs", "better"]
     row = next(line for line in lines if line.startswith("bertscore"))
-    assert "reference" in row and "higher" in row and "idf=False" in row
+    assert "reference" in row and "higher" in row and "idf=False" in row and "encoder|seq2seq" in row
+    names = [line.split()[0] for line in lines[1:]]
+    assert names == ["bartscore", "baryscore", "bertscore", "frugalscore", "moverscore", "sentsim", "xmoverscore"]
+    bary = next(line for line in lines if line.startswith("baryscore")).split()
+    assert bary[2] == "lower"
+    frugal = next(line for line in lines if line.startswith("frugalscore")).split()
+    assert frugal[4] == "cross-encoder"
+
+
+def test_full_study_dry_run_lists_cells_and_missing_models(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = Path(__file__).resolve().parents[1] / "examples" / "full-study.yaml"
+    assert main(["run", str(spec), "--dry-run"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    count, missing = last.split("; models not in the local cache: ")
+    assert int(count.split()[0]) > 300
+    names = missing.split(", ")
+    for model in ("roberta-large", "facebook/bart-large-cnn", "gpt2", "moussaKam/frugalscore_tiny_bert-base_bert-score"):
+        assert model in names
+    assert "sentence-transformers/all-MiniLM-L6-v2" not in names  # imported by scripts/get_models.py
 
 
 def test_list_datasets(capsys: pytest.CaptureFixture[str]) -> None:

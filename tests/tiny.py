@@ -69,7 +69,7 @@ def make_tiny_gpt2(folder: Path, texts: Iterable[str], seed: int = 0) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     vocab, merges = _byte_bpe(folder, texts)
-    tokenizer = GPT2TokenizerFast(vocab_file=str(vocab), merges_file=str(merges), bos_token="<s>", eos_token="</s>",
+    tokenizer = GPT2TokenizerFast(vocab=str(vocab), merges=str(merges), bos_token="<s>", eos_token="</s>",
                                   unk_token="<unk>", pad_token="<pad>")
     tokenizer.save_pretrained(folder)
     torch.manual_seed(seed)

@@ -1,0 +1,96 @@
+"""FrugalScore (Kamal Eddine et al., 2022): a small cross-encoder student distilled from an expensive metric.
+
+The student is a sequence classifier with one output; a pair is scored by one forward pass
+over "hypothesis [SEP] reference" (the order of the published scorer), truncated to
+`max_length`. The twelve published students are in encoders.yaml (kind cross-encoder).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from bench.data import Item
+from bench.encoders import EncoderRef
+from bench.errors import UserError
+from bench.models import load_model
+from metrics.base import MetricInfo, PhaseTimer, Scores
+
+
+def pair_scores(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None) -> torch.Tensor:
+    """The single regression output of the cross-encoder per pair, [B]."""
+    extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+    with torch.inference_mode():
+        logits = model(input_ids=input_ids, attention_mask=attention_mask, **extra).logits
+    if logits.shape[-1] != 1:
+        raise ValueError(f"a FrugalScore student has one output; this model has {logits.shape[-1]}")
+    return logits[:, 0].float()
+
+
+@dataclass
+class FrugalScoreOptions:
+    max_length: int = 512
+
+
+class FrugalScoreScorer:
+    """FrugalScore over one student checkpoint, batches sorted by pair length."""
+
+    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
+        self.options = FrugalScoreOptions(**options)
+        self.batch_size = batch_size
+        self.device = device
+        self.lm = load_model(encoder_ref, "cross-encoder", device)
+        labels = getattr(self.lm.model.config, "num_labels", 1)
+        if labels != 1:
+            raise UserError(f"{encoder_ref.label}: a FrugalScore student has one output, this model has {labels} labels")
+
+    def prepare(self, items: Sequence[Item]) -> None:
+        """No corpus state."""
+
+    def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
+        tok = self.lm.tokenizer
+        with timer.phase("tokenize"):
+            enc = tok([it.hypothesis for it in items], [it.reference for it in items],
+                      truncation=True, max_length=self.options.max_length)
+        order = sorted(range(len(items)), key=lambda i: len(enc["input_ids"][i]), reverse=True)
+        out = [0.0] * len(items)
+        with timer.phase("encode"):
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start : start + self.batch_size]
+                padded = tok.pad({k: [enc[k][i] for i in batch] for k in enc.keys()}, return_tensors="pt")
+                scores = pair_scores(self.lm.model, padded["input_ids"].to(self.device),
+                                     padded["attention_mask"].to(self.device),
+                                     padded["token_type_ids"].to(self.device) if "token_type_ids" in padded else None)
+                for i, value in zip(batch, scores.tolist()):
+                    out[i] = value
+        return Scores(primary="frugalscore", columns={"frugalscore": out})
+
+    def describe(self) -> dict[str, Any]:
+        return {"max_length": self.options.max_length, **self.lm.describe()}
+
+
+def _check(options: dict[str, Any]) -> None:
+    if options.get("max_length") is not None and options["max_length"] < 4:
+        raise UserError(f"max_length must be >= 4, got {options['max_length']}")
+
+
+def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> FrugalScoreScorer:
+    _check(options)
+    return FrugalScoreScorer(encoder_ref, options, device, batch_size)
+
+
+INFO = MetricInfo(
+    name="frugalscore",
+    description="FrugalScore (Kamal Eddine et al. 2022): a distilled cross-encoder student's output for (hypothesis, reference)",
+    needs=("reference",),
+    higher_is_better=True,
+    corpus_state=False,
+    options={"max_length": (int, 512)},
+    encoder_kinds=("cross-encoder",),
+    accepts_aligners=False,
+    build=_build,
+    check_options=_check,
+)

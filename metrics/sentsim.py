@@ -1,0 +1,147 @@
+"""SentSim (Song et al., 2021): sentence-embedding similarity combined with a token-level similarity.
+
+Reference-free by default: the hypothesis is compared with the source (`against: source`);
+`against: reference` compares with the reference instead. Parts, as the published code:
+- sentence part: cosine of mean-pooled last-layer token states (sentence-transformers
+  mean pooling, special tokens included);
+- token part: BERTScore F1 (`token_part: bertscore`) or the Word Mover's Distance of the
+  token clouds with uniform weights over the non-special tokens (`token_part: wmd`; any
+  aligner: wmd, rwmd, wcd);
+- each part min-max normalised over the whole scored dataset (corpus-level, never per
+  batch), combined as exp(cos) + exp(F1), or exp(cos) + exp(1 - WMD) for a distance.
+The encoder is the sentence encoder; `word_encoder` names another model for the token part
+(default: the same one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from bench.data import Item
+from bench.encoders import Encoder, EncoderRef, Tokenized, load_encoder
+from bench.errors import UserError
+from metrics.alignment import ALIGNERS, align
+from metrics.base import MetricInfo, PhaseTimer, Scores
+from metrics.bertscore import _pad, greedy_match, token_weights
+from metrics.embedding import chunks, embed_texts
+
+
+def min_max(values: Sequence[float]) -> np.ndarray:
+    """(v - min) / (max - min) over the whole set; undefined (ValueError) when all values are equal."""
+    v = np.asarray(values, dtype=np.float64)
+    span = v.max() - v.min()
+    if span <= 0:
+        raise ValueError("min-max normalisation needs at least two different scores in the dataset")
+    return (v - v.min()) / span
+
+
+def combine(sentence: np.ndarray, token: np.ndarray, token_is_distance: bool) -> np.ndarray:
+    """SentSim's combination of two min-max normalised parts."""
+    return np.exp(sentence) + np.exp(1.0 - token if token_is_distance else token)
+
+
+def mean_pool(hidden: torch.Tensor) -> torch.Tensor:
+    """Sentence embedding: the mean of a text's token states [n, D] -> [D]."""
+    return hidden.mean(dim=0)
+
+
+@dataclass
+class SentSimOptions:
+    against: str = "source"
+    token_part: str = "bertscore"
+    word_encoder: str | None = None
+    layer: int | None = None
+
+
+class SentSimScorer:
+    """SentSim over a sentence encoder and a word encoder (the same model unless `word_encoder` is set)."""
+
+    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
+        self.options = SentSimOptions(**options)
+        self.batch_size = batch_size
+        self.sentence = load_encoder(encoder_ref, device)
+        word_ref = EncoderRef(self.options.word_encoder) if self.options.word_encoder else encoder_ref
+        self.word: Encoder = self.sentence if word_ref == encoder_ref and self.options.layer is None else \
+            load_encoder(word_ref, device, needed_layer=self.options.layer)
+        self.layer = self.options.layer if self.options.layer is not None else self.word.layers_run
+
+    def prepare(self, items: Sequence[Item]) -> None:
+        """Normalisation is over the whole scored dataset, done in `score` once all items are scored."""
+
+    def _other(self, it: Item) -> str:
+        return it.source if self.options.against == "source" else it.reference
+
+    def _token_part(self, tok_a: Tokenized, a: torch.Tensor, tok_b: Tokenized, b: torch.Tensor) -> float:
+        if self.options.token_part == "bertscore":
+            wa = token_weights(tok_a.ids, self.word.special_ids, None, 0.0)
+            wb = token_weights(tok_b.ids, self.word.special_ids, None, 0.0)
+            a, b = a / a.norm(dim=-1, keepdim=True), b / b.norm(dim=-1, keepdim=True)
+            _, _, f = greedy_match(_pad([a]), _pad([wa]), _pad([b]), _pad([wb]))
+            return float(f[0])
+        keep_a = [j for j in range(len(tok_a.ids)) if not tok_a.special[j]]
+        keep_b = [j for j in range(len(tok_b.ids)) if not tok_b.special[j]]
+        x, y = a[keep_a].double().numpy(), b[keep_b].double().numpy()
+        return align(self.options.token_part, x, np.ones(len(x)), y, np.ones(len(y)))
+
+    def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
+        if self.options.against == "source" and any(not it.source.strip() for it in items):
+            raise ValueError("against: source needs a source text for every item; this dataset has blank sources")
+        cosine: list[float] = []
+        token: list[float] = []
+        for chunk in chunks(items):
+            texts = [t for it in chunk for t in (it.hypothesis, self._other(it))]
+            sent = embed_texts(self.sentence, texts, self.sentence.layers_run, self.batch_size, timer)
+            words = sent if self.word is self.sentence else embed_texts(self.word, texts, self.layer, self.batch_size, timer)
+            with timer.phase("sentence"):
+                for it in chunk:
+                    u, v = mean_pool(sent[it.hypothesis][1]), mean_pool(sent[self._other(it)][1])
+                    cosine.append(float(torch.nn.functional.cosine_similarity(u, v, dim=0)))
+            with timer.phase("token"):
+                for it in chunk:
+                    token.append(self._token_part(*words[it.hypothesis], *words[self._other(it)]))
+        with timer.phase("combine"):
+            is_distance = self.options.token_part != "bertscore"
+            sentsim = combine(min_max(cosine), min_max(token), is_distance)
+        return Scores(primary="sentsim", columns={"sentsim": sentsim.tolist(), "sentence_cosine": cosine,
+                                                  f"token_{self.options.token_part}": token})
+
+    def describe(self) -> dict[str, Any]:
+        out = {"layer": self.layer, "against": self.options.against, "token_part": self.options.token_part,
+               **self.sentence.describe()}
+        if self.word is not self.sentence:
+            word = self.word.describe()
+            out.update(params=out["params"] + word["params"], disk_bytes=out["disk_bytes"] + word["disk_bytes"],
+                       weight_bytes=out["weight_bytes"] + word["weight_bytes"], word_encoder=word["source"])
+        return out
+
+
+def _check(options: dict[str, Any]) -> None:
+    if options.get("against") not in (None, "source", "reference"):
+        raise UserError(f"against must be source or reference, got {options['against']!r}")
+    parts = ["bertscore", *ALIGNERS]
+    if options.get("token_part") not in (None, *parts):
+        raise UserError(f"token_part must be one of {', '.join(parts)}, got {options['token_part']!r}")
+
+
+def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> SentSimScorer:
+    _check(options)
+    return SentSimScorer(encoder_ref, options, device, batch_size)
+
+
+INFO = MetricInfo(
+    name="sentsim",
+    description="SentSim (Song et al. 2021): exp(normalised sentence cosine) + exp(normalised token BERTScore F1 or 1 - WMD); reference-free (source) by default",
+    needs=("source",),
+    higher_is_better=True,
+    corpus_state=True,
+    options={"against": (str, "source"), "token_part": (str, "bertscore"), "word_encoder": (str, None), "layer": (int, None)},
+    encoder_kinds=("encoder",),
+    accepts_aligners=False,
+    build=_build,
+    check_options=_check,
+    model_options={"word_encoder": "encoder"},
+)

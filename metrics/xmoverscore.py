@@ -1,0 +1,185 @@
+"""XMoverScore (Zhao et al., 2020): reference-free MoverScore between source and hypothesis.
+
+Parts, each timed: the source and hypothesis token states of a multilingual encoder layer
+(default 8, as the published mBERT setting); optional remapping of the source side per
+language pair, CLP (x -> x W, a linear map) or UMD (x -> x - (x.b) b, removing a bias
+direction), read from `{mapping_dir}/{lp}.clp.npy` / `{lp}.umd.npy` the user supplies;
+n-gram embeddings (mean of n consecutive token states, stride 1); a transport distance by
+any aligner (score 1 - distance); and the target-side language-model term, the mean token
+log-likelihood of the hypothesis under a causal LM (GPT-2 ...), combined as
+`1 * xmover + lm_weight * lm` (the published weights 1 and 0.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from bench.data import Item
+from bench.encoders import EncoderRef, Tokenized, load_encoder
+from bench.errors import UserError
+from bench.models import load_model
+from metrics.alignment import euclidean_cost, get_aligner
+from metrics.bartscore import pad
+from metrics.base import MetricInfo, PhaseTimer, Scores
+from metrics.embedding import chunks, embed_texts
+
+
+def remap(x: np.ndarray, mapping: str | None, matrix: np.ndarray | None) -> np.ndarray:
+    """Source-side remapping: CLP multiplies by W [D, D]; UMD removes the component along b [D]."""
+    if mapping is None:
+        return x
+    if mapping == "clp":
+        return x @ matrix
+    b = matrix / np.linalg.norm(matrix)
+    return x - np.outer(x @ b, b)
+
+
+def ngrams(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n-gram embeddings (means of n consecutive rows, stride 1) and their mass (n tokens each, uniform)."""
+    if n <= 1 or len(x) < n:
+        return x, np.ones(len(x))
+    windows = np.stack([x[i : i + n].mean(axis=0) for i in range(len(x) - n + 1)])
+    return windows, np.full(len(windows), float(n))
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-30)
+
+
+def lm_log_likelihood(model: Any, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean log p(token_t | tokens_<t) over each row's predicted tokens (all but the first), [B]."""
+    with torch.inference_mode():
+        logits = model(input_ids=ids, attention_mask=mask).logits
+    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    m = mask[:, 1:].to(logp.dtype)
+    return (logp * m).sum(1) / m.sum(1)
+
+
+@dataclass
+class XMoverScoreOptions:
+    layer: int = 8
+    mapping: str | None = None
+    mapping_dir: str | None = None
+    n_gram: int = 1
+    lm: str | None = None
+    lm_weight: float = 0.1
+
+
+class XMoverScoreScorer:
+    """XMoverScore over one multilingual encoder, one aligner and an optional causal LM."""
+
+    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
+                 aligner: str | None = None) -> None:
+        self.options = XMoverScoreOptions(**options)
+        self.aligner = get_aligner(aligner or "wmd")
+        self.batch_size = batch_size
+        self.device = device
+        self.encoder = load_encoder(encoder_ref, device, needed_layer=self.options.layer)
+        self.layer = self.encoder.layers_run
+        self.lm = load_model(EncoderRef(self.options.lm), "causal-lm", device) if self.options.lm else None
+        self.maps: dict[str, np.ndarray] = {}
+
+    def prepare(self, items: Sequence[Item]) -> None:
+        """Read the remapping of every language pair in the dataset (a missing file is an error)."""
+        if self.options.mapping is None:
+            return
+        folder = Path(self.options.mapping_dir or ".").expanduser()
+        for lp in sorted({it.lp for it in items}):
+            path = folder / f"{lp}.{self.options.mapping}.npy"
+            if not path.is_file():
+                raise UserError(f"xmoverscore mapping {self.options.mapping}: no file {path} for language pair {lp}")
+            self.maps[lp] = np.load(path).astype(np.float64)
+
+    def _cloud(self, tok: Tokenized, hidden: torch.Tensor, lp: str | None) -> tuple[np.ndarray, np.ndarray]:
+        x = hidden[[j for j in range(len(tok.ids)) if not tok.special[j]]].double().cpu().numpy()
+        if lp is not None:
+            x = remap(x, self.options.mapping, self.maps[lp])
+        x, w = ngrams(x, self.options.n_gram)
+        return unit(x), w
+
+    def lm_scores(self, texts: list[str], timer: PhaseTimer) -> list[float]:
+        """Mean token log-likelihood of each text under the causal LM (bos + text + eos)."""
+        assert self.lm is not None
+        tok = self.lm.tokenizer
+        bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        with timer.phase("tokenize"):
+            ids = [[bos, *t, tok.eos_token_id] for t in tok(texts, add_special_tokens=False)["input_ids"]]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]), reverse=True)
+        out = [0.0] * len(texts)
+        pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        with timer.phase("lm"):
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start : start + self.batch_size]
+                x, m = pad([ids[i] for i in batch], pad_id)
+                for i, v in zip(batch, lm_log_likelihood(self.lm.model, x.to(self.device), m.to(self.device)).tolist()):
+                    out[i] = v
+        return out
+
+    def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
+        if any(not it.source.strip() for it in items):
+            raise ValueError("xmoverscore needs a source text for every item; this dataset has blank sources")
+        xmover: list[float] = []
+        for chunk in chunks(items):
+            emb = embed_texts(self.encoder, [t for it in chunk for t in (it.source, it.hypothesis)],
+                              self.layer, self.batch_size, timer)
+            for it in chunk:
+                with timer.phase("distance"):
+                    x, a = self._cloud(*emb[it.source], it.lp if self.options.mapping else None)
+                    y, b = self._cloud(*emb[it.hypothesis], None)
+                    cost = euclidean_cost(x, y) if self.aligner.needs_cost else None
+                with timer.phase("transport"):
+                    d = self.aligner.fn(a, b, cost) if cost is not None else self.aligner.fn(x, a, y, b)
+                xmover.append(1.0 - d)
+        cols = {"xmoverscore": xmover}
+        if self.lm is not None:
+            lm = self.lm_scores([it.hypothesis for it in items], timer)
+            cols["lm"] = lm
+            cols["combined"] = [s + self.options.lm_weight * v for s, v in zip(xmover, lm)]
+        return Scores(primary="combined" if self.lm is not None else "xmoverscore", columns=cols)
+
+    def describe(self) -> dict[str, Any]:
+        out = {"layer": self.layer, "aligner": self.aligner.name, "mapping": self.options.mapping,
+               "n_gram": self.options.n_gram, **self.encoder.describe()}
+        if self.lm is not None:
+            lm = self.lm.describe()
+            out.update(params=out["params"] + lm["params"], disk_bytes=out["disk_bytes"] + lm["disk_bytes"],
+                       weight_bytes=out["weight_bytes"] + lm["weight_bytes"], lm=lm["source"], lm_weight=self.options.lm_weight)
+        return out
+
+
+def _check(options: dict[str, Any]) -> None:
+    if options.get("mapping") not in (None, "clp", "umd"):
+        raise UserError(f"mapping must be clp or umd (or null), got {options['mapping']!r}")
+    if options.get("mapping") and options.get("mapping_dir") and not Path(options["mapping_dir"]).expanduser().is_dir():
+        raise UserError(f"mapping_dir {options['mapping_dir']}: no such folder")
+    if options.get("n_gram") is not None and options["n_gram"] < 1:
+        raise UserError(f"n_gram must be >= 1, got {options['n_gram']}")
+    if options.get("layer") is not None and options["layer"] < 0:
+        raise UserError(f"layer must be >= 0, got {options['layer']}")
+
+
+def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
+           aligner: str | None = None) -> XMoverScoreScorer:
+    _check(options)
+    return XMoverScoreScorer(encoder_ref, options, device, batch_size, aligner)
+
+
+INFO = MetricInfo(
+    name="xmoverscore",
+    description="XMoverScore (Zhao et al. 2020): reference-free 1 - transport distance of (remapped) source and hypothesis token states, + lm_weight x causal-LM log-likelihood",
+    needs=("source",),
+    higher_is_better=True,
+    corpus_state=False,
+    options={"layer": (int, 8), "mapping": (str, None), "mapping_dir": (str, None), "n_gram": (int, 1),
+             "lm": (str, None), "lm_weight": (float, 0.1)},
+    encoder_kinds=("encoder",),
+    accepts_aligners=True,
+    build=_build,
+    check_options=_check,
+    model_options={"lm": "causal-lm"},
+)

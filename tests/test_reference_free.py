@@ -1,0 +1,209 @@
+"""XMoverScore, SentSim and FrugalScore mechanics on tiny random models, checked against direct computations.
+
+No real multilingual encoder, GPT-2 or FrugalScore student can be had here (shared/MODELS.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bench.data import Item
+from bench.encoders import EncoderRef
+from bench.errors import UserError
+from metrics.alignment import align
+from metrics.base import PhaseTimer
+from metrics.frugalscore import FrugalScoreScorer
+from metrics.sentsim import SentSimScorer, combine, min_max
+from metrics.xmoverscore import XMoverScoreScorer, lm_log_likelihood, ngrams, remap
+from tiny import make_tiny_bert, make_tiny_gpt2
+
+ITEMS = [
+    Item("de-en", i, "", src, ref, hyp, float(i))
+    for i, (src, ref, hyp) in enumerate([
+        ("die katze sitzt auf der matte", "the cat sits on the mat", "a cat is sitting on a mat"),
+        ("hunde bellen laut", "dogs bark loudly", "the dogs are barking"),
+        ("guten morgen", "good morning", "morning"),
+        ("es regnet heute", "it is raining today", "today it rains"),
+    ])
+]
+TEXTS = [t for it in ITEMS for t in (it.source, it.reference, it.hypothesis)]
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("bert"), TEXTS, num_layers=4)
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_gpt2(tmp_path_factory.mktemp("gpt2"), TEXTS * 3)
+
+
+# ----------------------------------------------------------------------------- XMoverScore
+
+
+def test_identity_remapping_and_no_lm_give_exactly_the_aligners_score(bert_dir: Path, tmp_path: Path) -> None:
+    dim = 32
+    np.save(tmp_path / "de-en.clp.npy", np.eye(dim))
+    for aligner in ("wmd", "rwmd", "wcd"):
+        plain = XMoverScoreScorer(EncoderRef(str(bert_dir)), {"layer": 3}, "cpu", 2, aligner)
+        mapped = XMoverScoreScorer(EncoderRef(str(bert_dir)), {"layer": 3, "mapping": "clp", "mapping_dir": str(tmp_path)},
+                                   "cpu", 2, aligner)
+        mapped.prepare(ITEMS)
+        a = plain.score(ITEMS, PhaseTimer()).score
+        b = mapped.score(ITEMS, PhaseTimer()).score
+        assert a == b
+        # and that score is 1 - the aligner's distance of the unit token states, computed directly
+        enc = plain.encoder
+        for it, got in zip(ITEMS, a):
+            states = []
+            for text in (it.source, it.hypothesis):
+                (tok,) = enc.tokenize([text])
+                (h,), _ = enc.hidden_states([tok.ids], [3])
+                x = h[0, [j for j in range(len(tok.ids)) if not tok.special[j]]].double().numpy()
+                states.append(x / np.linalg.norm(x, axis=1, keepdims=True))
+            want = 1 - align(aligner, states[0], np.ones(len(states[0])), states[1], np.ones(len(states[1])))
+            assert got == pytest.approx(want, abs=1e-6)
+
+
+def test_remapping_and_ngrams() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5, 4))
+    w = rng.normal(size=(4, 4))
+    assert np.allclose(remap(x, "clp", w), x @ w)
+    b = np.array([3.0, 0, 0, 0])
+    removed = remap(x, "umd", b)
+    assert np.allclose(removed[:, 0], 0) and np.allclose(removed[:, 1:], x[:, 1:])
+    grams, mass = ngrams(x, 2)
+    assert grams.shape == (4, 4) and np.allclose(grams[1], (x[1] + x[2]) / 2) and set(mass) == {2.0}
+
+
+def test_lm_term_equals_direct_log_likelihood_and_is_combined(bert_dir: Path, gpt2_dir: Path) -> None:
+    scorer = XMoverScoreScorer(EncoderRef(str(bert_dir)), {"layer": 3, "lm": str(gpt2_dir), "lm_weight": 0.1}, "cpu", 3)
+    out = scorer.score(ITEMS, PhaseTimer())
+    model, tok = scorer.lm.model, scorer.lm.tokenizer
+    for i, it in enumerate(ITEMS):
+        ids = [tok.bos_token_id, *tok(it.hypothesis, add_special_tokens=False)["input_ids"], tok.eos_token_id]
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([ids])).logits[0], dim=-1)
+        direct = float(sum(logp[t - 1, ids[t]] for t in range(1, len(ids))) / (len(ids) - 1))
+        assert out.columns["lm"][i] == pytest.approx(direct, abs=1e-5)
+        assert out.columns["combined"][i] == pytest.approx(out.columns["xmoverscore"][i] + 0.1 * direct, abs=1e-9)
+    assert out.primary == "combined"
+    silent = XMoverScoreScorer(EncoderRef(str(bert_dir)), {"layer": 3, "lm": str(gpt2_dir), "lm_weight": 0.0}, "cpu", 3)
+    zero = silent.score(ITEMS, PhaseTimer())
+    assert zero.score == zero.columns["xmoverscore"] == out.columns["xmoverscore"]  # LM weight 0: the aligner's score
+    # batched with padding equals one at a time
+    x = torch.tensor([[5, 6, 7, 8], [5, 6, 0, 0]])
+    m = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+    both = lm_log_likelihood(model, x, m)
+    assert float(both[1]) == pytest.approx(float(lm_log_likelihood(model, x[1:, :2], m[1:, :2])[0]), abs=1e-5)
+
+
+def test_missing_mapping_file_is_one_clear_error(bert_dir: Path, tmp_path: Path) -> None:
+    scorer = XMoverScoreScorer(EncoderRef(str(bert_dir)), {"layer": 3, "mapping": "umd", "mapping_dir": str(tmp_path)}, "cpu", 2)
+    with pytest.raises(UserError, match="no file .*de-en.umd.npy for language pair de-en"):
+        scorer.prepare(ITEMS)
+
+
+# ----------------------------------------------------------------------------- SentSim
+
+
+def test_sentsim_combines_corpus_normalised_parts(bert_dir: Path) -> None:
+    scorer = SentSimScorer(EncoderRef(str(bert_dir)), {"against": "reference"}, "cpu", 2)
+    out = scorer.score(ITEMS, PhaseTimer())
+    enc = scorer.sentence
+    cos, f1 = [], []
+    for it in ITEMS:
+        (th, tr) = enc.tokenize([it.hypothesis, it.reference])
+        (h,), _ = enc.hidden_states([th.ids], [4])
+        (r,), _ = enc.hidden_states([tr.ids], [4])
+        cos.append(float(torch.nn.functional.cosine_similarity(h[0].mean(0), r[0].mean(0), dim=0)))
+        hn = h[0] / h[0].norm(dim=-1, keepdim=True)  # BERTScore F1, no idf: specials weigh 0, stay candidates
+        rn = r[0] / r[0].norm(dim=-1, keepdim=True)
+        sim = hn @ rn.T
+        p, rc = sim[1:-1].max(1).values.mean(), sim[:, 1:-1].max(0).values.mean()
+        f1.append(float(2 * p * rc / (p + rc)))
+    assert out.columns["sentence_cosine"] == pytest.approx(cos, abs=1e-5)
+    assert out.columns["token_bertscore"] == pytest.approx(f1, abs=1e-5)
+    c, t = np.array(cos), np.array(f1)
+    want = np.exp((c - c.min()) / (c.max() - c.min())) + np.exp((t - t.min()) / (t.max() - t.min()))
+    assert out.score == pytest.approx(want.tolist(), abs=1e-5)
+    # corpus-level: a score depends on the other items (normalisation over the whole set)
+    drop = int(np.argmax(c))  # removing the item that sets the cosine maximum changes every other score
+    rest = [it for k, it in enumerate(ITEMS) if k != drop]
+    again = scorer.score(rest, PhaseTimer()).score
+    assert all(a != pytest.approx(b, abs=1e-6) for a, b in zip(again, [s for k, s in enumerate(out.score) if k != drop]))
+
+
+def test_sentsim_wmd_part_is_a_distance(bert_dir: Path) -> None:
+    assert combine(np.array([0.0, 1.0]), np.array([1.0, 0.0]), True) == pytest.approx([2.0, 2 * np.e])
+    scorer = SentSimScorer(EncoderRef(str(bert_dir)), {"against": "source", "token_part": "wmd"}, "cpu", 2)
+    out = scorer.score(ITEMS, PhaseTimer())
+    assert len(out.columns["token_wmd"]) == len(ITEMS) and min(out.columns["token_wmd"]) > 0
+    with pytest.raises(ValueError, match="at least two different scores"):
+        min_max([0.3, 0.3])
+    blank = [dataclasses.replace(it, source="") for it in ITEMS]
+    with pytest.raises(ValueError, match="needs a source text"):
+        scorer.score(blank, PhaseTimer())
+
+
+# ----------------------------------------------------------------------------- FrugalScore
+
+
+def make_student(folder: Path) -> Path:
+    from transformers import BertConfig, BertForSequenceClassification
+
+    make_tiny_bert(folder, TEXTS, num_layers=2)
+    torch.manual_seed(1)
+    config = BertConfig.from_pretrained(folder, num_labels=1)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_frugalscore_equals_a_direct_forward_pass(tmp_path: Path, batch_size: int) -> None:
+    student = make_student(tmp_path / "student")
+    scorer = FrugalScoreScorer(EncoderRef(str(student)), {"max_length": 64}, "cpu", batch_size)
+    out = scorer.score(ITEMS, PhaseTimer())
+    for it, got in zip(ITEMS, out.score):
+        enc = scorer.lm.tokenizer(it.hypothesis, it.reference, return_tensors="pt")
+        with torch.no_grad():
+            want = float(scorer.lm.model(**enc).logits[0, 0])
+        assert got == pytest.approx(want, abs=1e-5)
+
+
+def test_frugalscore_refuses_models_of_another_kind(bert_dir: Path) -> None:
+    from bench.spec import parse_spec
+
+    spec = {"name": "t", "datasets": ["wmt16"], "metrics": [{"metric": "frugalscore", "encoders": [str(bert_dir)]}]}
+    with pytest.raises(UserError, match="needs a cross-encoder model; .* is of kind encoder"):
+        parse_spec(spec)
+
+
+@pytest.mark.slow
+def test_sentsim_runs_for_real_in_a_sweep_with_minilm(tmp_path: Path) -> None:
+    import csv
+    import json
+
+    from bench.cli import main
+    from bench.store import CSV_COLUMNS
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps({
+        "name": "sentsim", "datasets": [{"name": "wmt16", "max_segments": 20}], "repeats": 2, "batch_size": 32,
+        "metrics": [{"metric": "sentsim", "options": {"against": "reference"}, "encoders": ["all-MiniLM-L6-v2"]}],
+    }))
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out)]) == 0
+    with (out / "results.csv").open(encoding="utf-8", newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert row["status"] == "ok" and row["n_segments"] == "120"
+    assert all(row[c] != "" for c in CSV_COLUMNS if c != "error")
+    assert "sentence=" in row["phase_ms"] and "token=" in row["phase_ms"]
+    assert float(row["pearson_pooled"]) > 0.2  # real MiniLM, monolingual (hypothesis vs reference)
