@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from bench.errors import UserError
+
+if TYPE_CHECKING:
+    from bench.report import QualityOptions
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -97,6 +100,62 @@ def _cmd_datasets_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quality_options(args: argparse.Namespace) -> "QualityOptions":
+    from bench.report import QualityOptions
+
+    options = QualityOptions(method=args.correlation, level=args.level, threshold=args.threshold)
+    options.check()
+    return options
+
+
+def _run_folder(raw: str) -> Path:
+    folder = Path(raw)
+    if not folder.is_dir():
+        raise UserError(f"{folder}: no such run folder")
+    return folder
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from bench.report import write_report
+
+    index = write_report(_run_folder(args.dir), baseline=args.baseline, options=_quality_options(args))
+    print(f"report: {index}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from bench.compare import compare, render
+    from bench.rundata import load_run
+
+    result = compare(load_run(_run_folder(args.dir)), args.candidate, args.baseline, args.metric,
+                     _quality_options(args), n_resamples=args.resamples, seed=args.seed)
+    print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0
+
+
+def _cmd_import_scores(args: argparse.Namespace) -> int:
+    from bench.importscores import import_scores
+
+    result = import_scores(Path(args.file), args.dataset, args.metric, args.encoder, Path(args.out),
+                           max_segments=args.max_segments, lower_is_better=True if args.lower_is_better else None)
+    c = result["correlation"]
+    print(f"imported {result['n_segments']} scores as cell {result['cell_id']} ({result['label']}): "
+          f"pearson {c['pearson']:.4f}, kendall {c['kendall']:.4f}, pearson_pooled {c['pearson_pooled']:.4f}; "
+          f"results: {Path(args.out) / 'results.csv'}")
+    return 0
+
+
+def _add_quality_args(p: argparse.ArgumentParser) -> None:
+    from bench.stats import LEVELS, METHODS
+
+    p.add_argument("--correlation", default="pearson", help=f"quality measure: {', '.join(METHODS)} (default pearson)")
+    p.add_argument("--level", default="pooled", help=f"{', '.join(LEVELS)} (default pooled, the efficiency study's)")
+    p.add_argument("--threshold", type=float, default=0.0,
+                   help="kendall_like: only pairs whose human scores differ by more than this (WMT DARR: 25 raw DA points)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nlgbench", description="Efficiency-quality benchmarks of NLG evaluation metrics.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -122,6 +181,34 @@ def build_parser() -> argparse.ArgumentParser:
     fetch = ds.add_parser("fetch", help="download a catalogue dataset into the cache (sha256-checked)")
     fetch.add_argument("name")
     fetch.set_defaults(func=_cmd_datasets_fetch)
+
+    rep = sub.add_parser("report", help="plots and tables of a run folder into DIR/report/ (index.html)")
+    rep.add_argument("dir", help="run folder (with results.sqlite)")
+    rep.add_argument("--baseline", help="baseline encoder label (default: per metric, the one with most parameters)")
+    _add_quality_args(rep)
+    rep.set_defaults(func=_cmd_report)
+
+    cmp_ = sub.add_parser("compare", help="candidate vs baseline encoder: quality difference, significance, speed-up")
+    cmp_.add_argument("dir", help="run folder (with results.sqlite)")
+    cmp_.add_argument("--candidate", required=True, help="encoder label, as in results.csv")
+    cmp_.add_argument("--baseline", required=True, help="encoder label, as in results.csv")
+    cmp_.add_argument("--metric", help="only this metric (as in the report, e.g. 'moverscore (wmd)')")
+    cmp_.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    cmp_.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    cmp_.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    _add_quality_args(cmp_)
+    cmp_.set_defaults(func=_cmd_compare)
+
+    imp_s = sub.add_parser("import-scores", help="add precomputed segment scores (CSV lp,seg_id,system,score) as a cell")
+    imp_s.add_argument("file")
+    imp_s.add_argument("--dataset", required=True, help="catalogue name or a data file path")
+    imp_s.add_argument("--max-segments", type=int, help="the first N items per language pair, as in a spec")
+    imp_s.add_argument("--metric", required=True)
+    imp_s.add_argument("--encoder", required=True)
+    imp_s.add_argument("--out", required=True, help="run folder to add the cell to")
+    imp_s.add_argument("--lower-is-better", action="store_true", help="the scores are distances (default: the "
+                       "registered metric's direction, else higher is better)")
+    imp_s.set_defaults(func=_cmd_import_scores)
     return p
 
 

@@ -161,6 +161,16 @@ def csv_row(result: dict[str, Any]) -> dict[str, Any]:
     }
     if result["status"] != "ok":
         return row
+    if result.get("imported"):  # precomputed scores (import-scores): correlations only, nothing measured
+        c = result["correlation"]
+        ci = (c.get("bootstrap") or {}).get("pearson_pooled_ci") or [None, None]
+        row.update({"n_segments": result["n_segments"], "n_repeats": 0, "threads": "",
+                    "pearson": _num(c["pearson"]), "kendall": _num(c["kendall"]),
+                    "pearson_pooled": _num(c["pearson_pooled"]), "kendall_pooled": _num(c["kendall_pooled"]),
+                    "n_lps": c.get("n_lps", ""), "system_pearson": _num((c.get("system") or {}).get("pearson")),
+                    "system_kendall": _num((c.get("system") or {}).get("kendall")),
+                    "pearson_pooled_ci_low": _num(ci[0]), "pearson_pooled_ci_high": _num(ci[1])})
+        return row
     t, m, c = result["timing"], result["memory"], result["correlation"]
     env = result["environment"]
     system = c.get("system") or {}

@@ -1,0 +1,129 @@
+"""`nlgbench import-scores FILE --dataset D --metric M --encoder E --out DIR`: segment scores computed
+by any other tool join a run folder as a cell without timing, correlated, reported and compared
+like a measured one. The file is a CSV with the columns `lp, seg_id, system, score` (system empty
+for DA data); its keys must be exactly the dataset's (lp, seg_id, system) keys."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.correlation import correlate
+from bench.data import load_dataset
+from bench.errors import UserError
+from bench.spec import DatasetRef
+from bench.store import Store
+from bench.worker import _json_safe, write_atomic
+
+COLUMNS = ("lp", "seg_id", "system", "score")
+
+
+def _examples(keys: list[tuple[str, int, str]], n: int = 3) -> str:
+    shown = ", ".join(f"({lp}, {seg}, {sys or '-'})" for lp, seg, sys in keys[:n])
+    return shown + (f" and {len(keys) - n} more" if len(keys) > n else "")
+
+
+def read_scores(path: Path) -> dict[tuple[str, int, str], float]:
+    """The file's scores by (lp, seg_id, system); every problem is one UserError line."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    reader = csv.DictReader(text.splitlines())
+    fields = [f.strip() for f in reader.fieldnames or []]
+    missing = [c for c in COLUMNS if c not in fields]
+    unknown = [f for f in fields if f not in COLUMNS]
+    if missing or unknown:
+        raise UserError(f"{path}: " + "; ".join(
+            ([f"missing column(s) {', '.join(missing)}"] if missing else [])
+            + ([f"unknown column(s) {', '.join(unknown)}"] if unknown else [])) + f" (expected: {', '.join(COLUMNS)})")
+    out: dict[tuple[str, int, str], float] = {}
+    for line, raw in enumerate(reader, start=2):
+        row = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+        try:
+            seg_id = int(row["seg_id"])
+        except ValueError:
+            raise UserError(f"{path}:{line}: seg_id {row['seg_id']!r} is not an integer") from None
+        try:
+            score = float(row["score"])
+        except ValueError:
+            raise UserError(f"{path}:{line}: score {row['score']!r} is not a number") from None
+        if not math.isfinite(score):
+            raise UserError(f"{path}:{line}: score {row['score']!r} is not finite")
+        key = (row["lp"], seg_id, row["system"])
+        if key in out:
+            raise UserError(f"{path}:{line}: duplicate key {_examples([key])}")
+        out[key] = score
+    if not out:
+        raise UserError(f"{path}: no score rows")
+    return out
+
+
+def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path, *,
+                  max_segments: int | None = None, lower_is_better: bool | None = None) -> dict[str, Any]:
+    """Join the file to the dataset's items, correlate, and record the cell; returns its result."""
+    from metrics import metric_names, get_metric
+
+    if lower_is_better is None:
+        lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False
+    ref = DatasetRef(path=dataset, max_segments=max_segments) if Path(dataset).suffix in {".jsonl", ".tsv", ".csv"} \
+        else DatasetRef(name=dataset, max_segments=max_segments)
+    ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments)
+    scores = read_scores(path)
+    wanted = [it.key for it in ds.items]
+    unknown = [k for k in scores if k not in set(wanted)]
+    absent = [k for k in wanted if k not in scores]
+    if unknown or absent:
+        parts = []
+        if unknown:
+            parts.append(f"{len(unknown)} key(s) not in {ref.label}: {_examples(unknown)}")
+        if absent:
+            parts.append(f"{len(absent)} item(s) of {ref.label} missing from the file: {_examples(absent)}"
+                         + ("" if max_segments else " (a subset? give --max-segments N)"))
+        raise UserError(f"{path}: keys (lp, seg_id, system) do not match the dataset: " + "; ".join(parts))
+
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    config = {"metric": metric, "options": {}, "encoder": {"name": encoder}, "aligner": None,
+              "dataset": {"name": ref.name, "path": ref.path, "max_segments": ref.max_segments},
+              "device": "none", "batch_size": 0, "repeats": 0, "warmup": 0, "threads": None}
+    cell_id = hashlib.sha256(json.dumps({"imported": sha, **config}, sort_keys=True).encode()).hexdigest()[:12]
+    items = ds.items
+    values = [scores[it.key] for it in items]
+    corr = correlate(values, [it.human for it in items], [it.lp for it in items], [it.system for it in items],
+                     higher_is_better=not lower_is_better, bootstrap=1000, seed=0)
+    label = f"{metric} | {encoder} | {ref.label} | imported"
+    result = {
+        "cell_id": cell_id, "label": label, "status": "ok", "error": None, "imported": True, "config": config,
+        "metric": {"name": metric, "higher_is_better": not lower_is_better, "primary": "score"},
+        "scorer": {}, "n_segments": len(items),
+        "dataset": {"name": ds.name, "files": ds.files, "has_systems": ds.has_systems},
+        "timing": None, "memory": None, "params": None, "disk_bytes": None, "repeat_agreement": None,
+        "correlation": corr,
+        "environment": {"imported_from": str(path.resolve()), "sha256": sha, "imported_at": time.time()},
+    }
+    cell_dir = out / "cells" / cell_id
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    with (cell_dir / "scores.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["lp", "seg_id", "system", "score", "human"])
+        for it, v in zip(items, values):
+            w.writerow([it.lp, it.seg_id, it.system, repr(v), repr(it.human)])
+    write_atomic(cell_dir / "result.json", json.dumps(_json_safe(result), indent=2))
+    store = Store(out)
+    try:
+        run_id = store.start_run(f"import-scores {path.name}", {"import": str(path), **config}, result["environment"])
+        seq = store.db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM cells").fetchone()[0]
+        store.record(run_id, seq, result, cell_dir / "scores.csv")
+        store.write_csv()
+        store.finish_run(run_id)
+    finally:
+        store.close()
+    return result
+

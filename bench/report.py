@@ -1,0 +1,319 @@
+"""`nlgbench report DIR`: the efficiency-quality trade-off of a run folder, for people to read.
+
+Writes DIR/report/: runtime-vs-quality and memory-vs-quality plots per device (one panel per
+metric, Pareto front drawn, baseline starred; the study's Figures 1-3), the baseline-relative
+table (quality retained and speed-up per dataset and averaged; Table 3) as Markdown, LaTeX and
+CSV, the correlation matrix of the measured quantities averaged over metrics (Table 4), and
+an offline index.html showing all of it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from bench.errors import UserError, unknown_name
+from bench.rundata import RunData, load_run
+from bench.stats import LEVELS, METHODS, quality
+from bench.tables import markdown
+
+QUANTITIES = {  # Table 4's measured quantities: column -> readable name
+    "cpu_ms": "CPU time", "gpu_ms": "GPU time", "memory_mb": "memory", "params": "parameters",
+    "disk_mb": "disk", "quality": "quality",
+}
+
+
+@dataclass(frozen=True)
+class QualityOptions:
+    """Which correlation measures quality: method x level (see bench.stats)."""
+
+    method: str = "pearson"
+    level: str = "pooled"
+    threshold: float = 0.0
+
+    def check(self) -> None:
+        if self.method not in METHODS:
+            raise unknown_name("correlation method", self.method, METHODS)
+        if self.level not in LEVELS:
+            raise unknown_name("correlation level", self.level, LEVELS)
+
+    @property
+    def label(self) -> str:
+        return f"{self.method.replace('_', '-')} ({self.level.replace('_', ' ')})"
+
+
+def with_quality(run: RunData, options: QualityOptions) -> pd.DataFrame:
+    """The run's cells with a `quality` column recomputed from segment scores."""
+    options.check()
+    df = run.cells.copy()
+    df["quality"] = [quality(run.segments(c), options.method, options.level, options.threshold) for c in df["cell_id"]]
+    if options.level == "system" and df["quality"].isna().all():
+        raise UserError("system-level correlation needs datasets with system names (e.g. wmt21); this run has none")
+    return df
+
+
+def pareto_front(times: Sequence[float], qualities: Sequence[float]) -> list[int]:
+    """Indices of the points no other point beats (as fast or faster and as good or better,
+    strictly better in one), ordered by time."""
+    pts = [(t, q, i) for i, (t, q) in enumerate(zip(times, qualities)) if math.isfinite(t) and math.isfinite(q)]
+    front = []
+    for t, q, i in pts:
+        dominated = any((t2 <= t and q2 >= q) and (t2 < t or q2 > q) for t2, q2, _ in pts)
+        if not dominated:
+            front.append((t, i))
+    return [i for _, i in sorted(front)]
+
+
+def choose_baselines(df: pd.DataFrame, baseline: str | None) -> dict[str, str]:
+    """The baseline encoder of each metric: the one asked for, else the one with the most parameters."""
+    out = {}
+    for metric, group in df.groupby("metric", sort=False):
+        encoders = list(dict.fromkeys(group["encoder"]))
+        if baseline is not None:
+            if baseline in encoders:
+                out[metric] = baseline
+            continue
+        timed = group.dropna(subset=["params"])
+        out[metric] = str(timed.sort_values("params", ascending=False)["encoder"].iloc[0]) if len(timed) else encoders[0]
+    if baseline is not None and not out:
+        raise unknown_name("baseline encoder", baseline, sorted(set(df["encoder"])))
+    return out
+
+
+def relative_table(df: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
+    """Table 3: per metric x encoder x device, per dataset and the mean over datasets, quality,
+    quality retained (quality / baseline quality) and speed-up (baseline time / time)."""
+    rows = []
+    for (metric, device), group in df.groupby(["metric", "device"], sort=False):
+        if metric not in baselines:
+            continue
+        base = group[group["encoder"] == baselines[metric]].set_index("dataset")
+        for encoder, enc_rows in group.groupby("encoder", sort=False):
+            per = []
+            for _, r in enc_rows.iterrows():
+                b = base.loc[r["dataset"]] if r["dataset"] in base.index else None
+                retained = r["quality"] / b["quality"] if b is not None else np.nan
+                speedup = b["ms_per_segment"] / r["ms_per_segment"] if b is not None else np.nan
+                per.append({"metric": metric, "encoder": encoder, "device": device, "dataset": r["dataset"],
+                            "baseline": baselines[metric], "quality": r["quality"], "retained": retained,
+                            "ms_per_segment": r["ms_per_segment"], "speedup": speedup})
+            rows += per
+            rows.append({"metric": metric, "encoder": encoder, "device": device, "dataset": "mean",
+                         "baseline": baselines[metric],
+                         **{k: float(np.nanmean([p[k] for p in per])) if any(np.isfinite(p[k]) for p in per) else np.nan
+                            for k in ("quality", "retained", "ms_per_segment", "speedup")}})
+    return pd.DataFrame(rows)
+
+
+def per_encoder(df: pd.DataFrame) -> pd.DataFrame:
+    """Table 4's inputs: per metric x encoder, the quantities averaged over datasets."""
+    rows = []
+    for (metric, encoder), g in df.groupby(["metric", "encoder"], sort=False):
+        cpu, gpu = g[g["device"] == "cpu"], g[g["device"] == "cuda"]
+        rows.append({
+            "metric": metric, "encoder": encoder,
+            "cpu_ms": cpu["ms_per_segment"].mean() if len(cpu) else np.nan,
+            "gpu_ms": gpu["ms_per_segment"].mean() if len(gpu) else np.nan,
+            "memory_mb": cpu["peak_rss_mb"].mean() if len(cpu) else gpu["cuda_peak_allocated_mb"].mean(),
+            "params": g["params"].mean(), "disk_mb": g["disk_mb"].mean(), "quality": g["quality"].mean(),
+        })
+    return pd.DataFrame(rows)
+
+
+def quantity_correlations(df: pd.DataFrame, min_encoders: int = 3) -> tuple[pd.DataFrame, int]:
+    """Table 4: Pearson correlation between the measured quantities across encoders, computed per
+    metric (metrics with at least `min_encoders` encoders) and averaged over metrics."""
+    enc = per_encoder(df)
+    mats = []
+    for _, g in enc.groupby("metric", sort=False):
+        if len(g) >= min_encoders:
+            mats.append(g[list(QUANTITIES)].astype(float).corr(method="pearson", min_periods=min_encoders).to_numpy())
+    names = list(QUANTITIES.values())
+    if not mats:
+        return pd.DataFrame(np.nan, index=names, columns=names), 0
+    with np.errstate(invalid="ignore"), _quiet():
+        mean = np.nanmean(np.stack(mats), axis=0)
+    return pd.DataFrame(mean, index=names, columns=names), len(mats)
+
+
+class _quiet:
+    """Silence numpy's 'mean of empty slice' warning (an all-NaN cell stays NaN, which is what we want)."""
+
+    def __enter__(self) -> None:
+        import warnings
+
+        self._w = warnings.catch_warnings()
+        self._w.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc: object) -> None:
+        self._w.__exit__(*exc)
+
+
+# ----------------------------------------------------------------------------- plots
+
+
+def plot_tradeoff(df: pd.DataFrame, device: str, x: str, xlabel: str, quality_label: str,
+                  baselines: dict[str, str], path: Path, title: str) -> Path:
+    """One panel per metric: each encoder at (x averaged over datasets, quality averaged), log x,
+    Pareto front (lower x, higher quality) as a dashed step line, the baseline starred."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    data = df[(df["device"] == device) & df[x].notna()]
+    metrics = list(dict.fromkeys(data["metric"]))
+    ncols = min(3, len(metrics))
+    nrows = math.ceil(len(metrics) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 4.2 * nrows), squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
+        g = data[data["metric"] == metric].groupby("encoder", sort=False)[[x, "quality"]].mean().reset_index()
+        xs, qs = g[x].to_numpy(float), g["quality"].to_numpy(float)
+        ax.scatter(xs, qs, s=36, color="tab:blue", zorder=3)
+        for xi, qi, name in zip(xs, qs, g["encoder"]):
+            ax.annotate(_short(name), (xi, qi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        front = pareto_front(xs, qs)
+        if len(front) > 1:
+            ax.step(xs[front], qs[front], where="post", linestyle="--", color="tab:orange", label="Pareto front", zorder=2)
+        is_base = (g["encoder"] == baselines.get(metric)).to_numpy()
+        if is_base.any():
+            ax.scatter(xs[is_base], qs[is_base], marker="*", s=220, color="tab:red", label="baseline", zorder=4)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.margins(x=0.3, y=0.15)
+        ax.set_title(metric)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(quality_label)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.set_visible(False)
+    fig.suptitle(f"{title} (each point: mean over datasets)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _short(name: str) -> str:
+    return name.split("/")[-1]
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def _fmt(value: object, digits: int = 3) -> str:
+    if isinstance(value, (float, np.floating)):
+        return "-" if not math.isfinite(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def relative_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    header = ["metric", "encoder", "device", "dataset", "quality", "retained", "ms/seg", "speed-up"]
+    rows = [[r["metric"], r["encoder"], r["device"], r["dataset"], _fmt(r["quality"]),
+             "-" if not math.isfinite(r["retained"]) else f"{100 * r['retained']:.1f}%", _fmt(r["ms_per_segment"], 1),
+             "-" if not math.isfinite(r["speedup"]) else f"{r['speedup']:.2f}x"] for _, r in table.iterrows()]
+    return header, rows
+
+
+def latex(header: Sequence[str], rows: Sequence[Sequence[str]], text_columns: int = 4) -> str:
+    """A booktabs tabular; the first `text_columns` columns left-aligned, the rest right-aligned."""
+    special = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "_": "\\_", "#": "\\#", "$": "\\$",
+               "{": "\\{", "}": "\\}"}
+
+    def esc(text: str) -> str:
+        return "".join(special.get(ch, ch) for ch in text)
+
+    lines = ["\\begin{tabular}{" + "l" * text_columns + "r" * (len(header) - text_columns) + "}", "\\toprule",
+             " & ".join(esc(h) for h in header) + " \\\\", "\\midrule"]
+    lines += [" & ".join(esc(c) for c in r) + " \\\\" for r in rows]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "") -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def write_report(folder: Path, baseline: str | None = None, options: QualityOptions = QualityOptions()) -> Path:
+    """Write DIR/report/ and return the path of its index.html."""
+    run = load_run(folder)
+    df = with_quality(run, options)
+    out = folder / "report"
+    out.mkdir(exist_ok=True)
+    baselines = choose_baselines(df, baseline)
+    timed = df[~df["imported"]]
+    figures = []
+    for device in dict.fromkeys(timed["device"]):
+        xlabel = "ms per segment (median of repeats, log)"
+        title = f"Runtime vs quality, {device}"
+        figures.append((title, plot_tradeoff(timed, device, "ms_per_segment", xlabel, options.label, baselines,
+                                             out / f"runtime_{device}.png", title)))
+        mem = "peak_rss_mb" if device == "cpu" else "cuda_peak_allocated_mb"
+        mlabel = "peak RSS MB (log)" if device == "cpu" else "peak CUDA memory allocated MB (log)"
+        title = f"Memory vs quality, {device}"
+        figures.append((title, plot_tradeoff(timed, device, mem, mlabel, options.label, baselines,
+                                             out / f"memory_{device}.png", title)))
+
+    rel = relative_table(df, baselines)
+    rel.to_csv(out / "relative.csv", index=False)
+    header, rows = relative_rows(rel)
+    (out / "relative.md").write_text(markdown(header, rows), encoding="utf-8")
+    (out / "relative.tex").write_text(latex(header, rows), encoding="utf-8")
+
+    corr, n_metrics = quantity_correlations(df)
+    corr.to_csv(out / "quantities.csv")
+    cheader = ["", *corr.columns]
+    crows = [[name, *(_fmt(v, 2) for v in corr.loc[name])] for name in corr.index]
+    (out / "quantities.md").write_text(markdown(cheader, crows), encoding="utf-8")
+    (out / "quantities.tex").write_text(latex(cheader, crows, text_columns=1), encoding="utf-8")
+
+    enc = per_encoder(df)
+    eheader = ["metric", "encoder", "CPU ms/seg", "GPU ms/seg", "memory MB", "params (M)", "disk MB", "quality"]
+    erows = [[r["metric"], r["encoder"], _fmt(r["cpu_ms"], 1), _fmt(r["gpu_ms"], 1), _fmt(r["memory_mb"], 0),
+              _fmt(r["params"] / 1e6, 1), _fmt(r["disk_mb"], 1), _fmt(r["quality"])] for _, r in enc.iterrows()]
+
+    env = sorted({(c, g) for c, g in zip(df["cpu_model"], df["gpu"])})
+    machine = "; ".join(f"{c}" + (f", GPU {g}" if g else "") for c, g in env if c) or "unknown"
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>nlgbench report: {html.escape(folder.name)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
+        "td:first-child,td:nth-child(2),th{text-align:left}caption{text-align:left;font-weight:bold}"
+        "img{max-width:100%;border:1px solid #ddd}</style></head><body>",
+        f"<h1>nlgbench report: {html.escape(folder.name)}</h1>",
+        f"<p>{len(df)} finished cells; quality = {html.escape(options.label)} with human judgments; "
+        f"baselines: {html.escape(', '.join(f'{m}: {e}' for m, e in baselines.items()))}. Machine: {html.escape(machine)}.</p>",
+        "<h2>Trade-off plots</h2>",
+        *[f"<figure><img src='{p.name}' alt='{html.escape(t)}'><figcaption>{html.escape(t)}</figcaption></figure>" for t, p in figures],
+        "<h2>Relative to the baseline (quality retained, speed-up)</h2>",
+        "<p>Files: <a href='relative.md'>Markdown</a>, <a href='relative.tex'>LaTeX</a>, <a href='relative.csv'>CSV</a>.</p>",
+        html_table(header, rows, "Quality retained and speed-up per dataset and the mean over datasets"),
+        "<h2>Per encoder, averaged over datasets</h2>",
+        html_table(eheader, erows, "Measured quantities"),
+        "<h2>Correlation of the measured quantities</h2>",
+        f"<p>Pearson correlation across encoders, per metric with at least 3 encoders ({n_metrics} here), averaged over "
+        "metrics; '-' where a quantity was not measured (e.g. no GPU cells). Files: <a href='quantities.md'>Markdown</a>, "
+        "<a href='quantities.tex'>LaTeX</a>, <a href='quantities.csv'>CSV</a>.</p>",
+        html_table(cheader, crows, "Correlation matrix of measured quantities"),
+        "</body></html>",
+    ]
+    index = out / "index.html"
+    index.write_text("\n".join(parts), encoding="utf-8")
+    return index
