@@ -1,0 +1,234 @@
+"""report, compare and import-scores end to end on a real (tiny-model) sweep, numbers checked
+against independent computations from the run's own files; index.html opened in Chromium."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from bench.cli import main
+from bench.data import load_dataset
+from bench.report import pareto_front, quantity_correlations
+from bench.stats import williams_test
+from tiny import make_tiny_bert
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def cell_scores(run: Path, cell_id: str) -> tuple[np.ndarray, np.ndarray]:
+    rows = read_csv(run / "cells" / cell_id / "scores.csv")
+    return np.array([float(r["score"]) for r in rows]), np.array([float(r["human"]) for r in rows])
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real three-encoder BERTScore sweep (a tiny random BERT and two cuts of it) on WMT16, 8 per lp."""
+    root = tmp_path_factory.mktemp("report")
+    items = load_dataset("wmt16", max_segments=8).items
+    model = make_tiny_bert(root / "tiny", [t for it in items for t in (it.reference, it.hypothesis)], num_layers=4)
+    spec = {
+        "name": "report-test", "datasets": [{"name": "wmt16", "max_segments": 8}], "batch_size": 8, "repeats": 3,
+        "threads": 1, "metrics": [{"metric": "bertscore", "encoders": [
+            str(model), {"name": str(model), "num_layers": 2}, {"name": str(model), "num_layers": 1}]}],
+    }
+    (root / "spec.yaml").write_text(json.dumps(spec), encoding="utf-8")
+    out = root / "run"
+    assert main(["run", str(root / "spec.yaml"), "--out", str(out)]) == 0
+    return out
+
+
+def test_pareto_front_by_hand() -> None:
+    # (time, quality): B dominates D (faster and better); A, B, C are each best at their speed
+    times = [1.0, 2.0, 4.0, 3.0, float("nan")]
+    quals = [0.5, 0.7, 0.9, 0.6, 1.0]
+    assert pareto_front(times, quals) == [0, 1, 2]
+
+
+def test_quantity_correlations_average_per_metric_matrices() -> None:
+    rng = np.random.default_rng(0)
+    rows = []
+    for metric in ("m1", "m2"):
+        for e in range(4):
+            rows.append({"metric": metric, "encoder": f"e{e}", "device": "cpu", "ms_per_segment": rng.uniform(1, 9),
+                         "peak_rss_mb": rng.uniform(100, 900), "cuda_peak_allocated_mb": np.nan,
+                         "params": rng.uniform(1e6, 9e6), "disk_mb": rng.uniform(10, 90), "quality": rng.uniform(0, 1)})
+    df = pd.DataFrame(rows)
+    got, n = quantity_correlations(df)
+    assert n == 2
+    want = np.mean([np.corrcoef(df[df["metric"] == m][["ms_per_segment", "peak_rss_mb", "params", "disk_mb", "quality"]]
+                                .to_numpy().T) for m in ("m1", "m2")], axis=0)
+    order = ["CPU time", "memory", "parameters", "disk", "quality"]
+    assert np.allclose(got.loc[order, order].to_numpy(), want)
+    assert got.loc["GPU time"].isna().all()  # not measured: blank, not a made-up number
+
+
+def test_report_files_and_relative_table(run_dir: Path) -> None:
+    assert main(["report", str(run_dir)]) == 0
+    out = run_dir / "report"
+    for name in ("index.html", "runtime_cpu.png", "memory_cpu.png", "relative.md", "relative.tex", "relative.csv",
+                 "quantities.md", "quantities.tex", "quantities.csv"):
+        assert (out / name).stat().st_size > 0, name
+    cells = read_csv(run_dir / "results.csv")
+    base = max(cells, key=lambda r: int(r["params"]))  # default baseline: the most parameters (the 4-layer model)
+    assert "num_layers" not in base["encoder"]
+    rel = pd.read_csv(out / "relative.csv")
+    assert set(rel["baseline"]) == {base["encoder"]}
+    bs, bh = cell_scores(run_dir, base["cell_id"])
+    for r in cells:
+        s, h = cell_scores(run_dir, r["cell_id"])
+        (row,) = rel[(rel["encoder"] == r["encoder"]) & (rel["dataset"] == r["dataset"])].to_dict("records")
+        assert row["quality"] == pytest.approx(stats.pearsonr(s, h)[0], abs=1e-12)
+        assert row["retained"] == pytest.approx(stats.pearsonr(s, h)[0] / stats.pearsonr(bs, bh)[0], abs=1e-12)
+        assert row["speedup"] == pytest.approx(float(base["ms_per_segment_median"]) / float(r["ms_per_segment_median"]),
+                                               rel=1e-3)
+    assert "\\begin{tabular}" in (out / "relative.tex").read_text() and "\\%" in (out / "relative.tex").read_text()
+
+
+def test_report_errors_are_one_line(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+    assert main(["report", str(tmp_path)]) == 2
+    assert main(["report", str(run_dir), "--baseline", "no-such-encoder"]) == 2
+    assert main(["report", str(run_dir), "--correlation", "pearsn"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all(line.startswith("nlgbench: error: ") for line in err)
+    assert "did you mean 'pearson'" in err[3]
+
+
+def test_compare_numbers_match_direct_computations(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cells = read_csv(run_dir / "results.csv")
+    base = max(cells, key=lambda r: int(r["params"]))
+    cand = min(cells, key=lambda r: int(r["params"]))
+    assert main(["compare", str(run_dir), "--candidate", cand["encoder"], "--baseline", base["encoder"], "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    (row,) = result["rows"]
+    cs, h = cell_scores(run_dir, cand["cell_id"])
+    bs, _ = cell_scores(run_dir, base["cell_id"])
+    r_c, r_b = stats.pearsonr(cs, h)[0], stats.pearsonr(bs, h)[0]
+    assert row["delta"] == pytest.approx(r_c - r_b, abs=1e-12)
+    assert row["delta_ci"][0] <= row["delta"] <= row["delta_ci"][1]
+    assert row["p_williams"] == pytest.approx(williams_test(r_c, r_b, stats.pearsonr(cs, bs)[0], len(h))[1], abs=1e-12)
+    assert 0 <= row["p_bootstrap"] <= 1
+    b_rep = json.loads((run_dir / "cells" / base["cell_id"] / "result.json").read_text())["timing"]["ms_per_segment"]
+    c_rep = json.loads((run_dir / "cells" / cand["cell_id"] / "result.json").read_text())["timing"]["ms_per_segment"]
+    ratios = [b / c for b in b_rep for c in c_rep]
+    assert row["speedup"] == pytest.approx(float(np.median(ratios))) and row["speedup_range"] == [min(ratios), max(ratios)]
+    assert result["warnings"] == []  # same machine, same libraries
+    assert main(["compare", str(run_dir), "--candidate", cand["encoder"], "--baseline", base["encoder"],
+                 "--correlation", "kendall", "--level", "lp_mean"]) == 0
+    text = capsys.readouterr().out
+    assert "retained" in text and "kendall (lp mean)" in text and "speed-up" in text
+    assert main(["compare", str(run_dir), "--candidate", "nope", "--baseline", base["encoder"]]) == 2
+    assert "unknown encoder 'nope'" in capsys.readouterr().err
+
+
+def known_correlation_file(path: Path, r: float, max_segments: int) -> tuple[Path, list]:
+    """Scores whose pooled Pearson with the WMT16 humans is exactly r (an orthogonal-noise construction)."""
+    items = load_dataset("wmt16", max_segments=max_segments).items
+    h = np.array([it.human for it in items])
+    hc = (h - h.mean()) / np.linalg.norm(h - h.mean())
+    noise = np.random.default_rng(0).normal(size=len(h))
+    noise -= noise.mean()
+    noise -= (noise @ hc) * hc
+    noise /= np.linalg.norm(noise)
+    score = 3.0 + 2.0 * (r * hc + math.sqrt(1 - r * r) * noise)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["lp", "seg_id", "system", "score"])
+        for it, s in zip(items, score):
+            w.writerow([it.lp, it.seg_id, it.system, repr(float(s))])
+    return path, items
+
+
+def test_import_scores_reproduces_a_known_correlation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, items = known_correlation_file(tmp_path / "scores.csv", 0.6, 20)
+    out = tmp_path / "run"
+    assert main(["import-scores", str(path), "--dataset", "wmt16", "--max-segments", "20", "--metric", "comet",
+                 "--encoder", "external-model", "--out", str(out)]) == 0
+    (row,) = read_csv(out / "results.csv")
+    assert float(row["pearson_pooled"]) == pytest.approx(0.6, abs=1e-6)
+    assert row["n_segments"] == str(len(items)) and row["status"] == "ok" and row["ms_per_segment_median"] == ""
+    # a second import into the same folder sits beside it, and the report runs on imported cells alone
+    path2, _ = known_correlation_file(tmp_path / "scores2.csv", 0.3, 20)
+    assert main(["import-scores", str(path2), "--dataset", "wmt16", "--max-segments", "20", "--metric", "comet",
+                 "--encoder", "other-model", "--out", str(out)]) == 0
+    assert main(["report", str(out), "--baseline", "external-model"]) == 0
+    rel = pd.read_csv(out / "report" / "relative.csv")
+    (mean,) = rel[(rel["encoder"] == "other-model") & (rel["dataset"] == "mean")].to_dict("records")
+    assert mean["retained"] == pytest.approx(0.5, abs=1e-6) and math.isnan(mean["speedup"])
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("content, message", [
+    ("lp,seg_id,score\nde-en,1,0.5\n", "missing column(s) system"),
+    ("lp,seg_id,system,score,extra\nde-en,1,,0.5,1\n", "unknown column(s) extra"),
+    ("lp,seg_id,system,score\nde-en,x,,0.5\n", "seg_id 'x' is not an integer"),
+    ("lp,seg_id,system,score\nde-en,1,,high\n", "score 'high' is not a number"),
+    ("lp,seg_id,system,score\nde-en,1,,0.5\nde-en,1,,0.6\n", "duplicate key (de-en, 1, -)"),
+    ("lp,seg_id,system,score\nde-en,1,,0.5\nxx-en,9,,0.6\n", "1 key(s) not in wmt16[:2]: (xx-en, 9, -)"),
+])
+def test_import_scores_bad_files_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str,
+                                              message: str) -> None:
+    path = tmp_path / "s.csv"
+    path.write_text(content, encoding="utf-8")
+    code = main(["import-scores", str(path), "--dataset", "wmt16", "--max-segments", "2", "--metric", "m",
+                 "--encoder", "e", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err
+
+
+def test_import_scores_names_missing_items(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, items = known_correlation_file(tmp_path / "scores.csv", 0.5, 2)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n")  # drop the last item
+    assert main(["import-scores", str(path), "--dataset", "wmt16", "--max-segments", "2", "--metric", "m",
+                 "--encoder", "e", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    last = items[-1]
+    assert f"1 item(s) of wmt16[:2] missing from the file: ({last.lp}, {last.seg_id}, -)" in err
+
+
+def test_index_html_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
+    """Open the report in a real headless Chromium: every image loads, every table has its rows."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    assert chromium and driver_path, "Debian's chromium and chromium-driver are needed (scripts/setup.sh installs them)"
+    index = run_dir / "report" / "index.html"
+    if not index.exists():
+        assert main(["report", str(run_dir)]) == 0
+    os.environ.setdefault("SE_OFFLINE", "true")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(flag)
+    browser = webdriver.Chrome(options=options, service=Service(driver_path))
+    try:
+        browser.get(index.as_uri())
+        images = browser.execute_script(
+            "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);")
+        assert len(images) == 2  # runtime and memory on cpu
+        assert all(complete and width > 100 for _, complete, width in images), images
+        rows = browser.execute_script(
+            "return Array.from(document.querySelectorAll('table')).map(t => t.querySelectorAll('tbody tr').length);")
+        relative = pd.read_csv(run_dir / "report" / "relative.csv")
+        assert rows[0] == len(relative) and rows[1] == 3 and rows[2] == 6
+        first = browser.execute_script("return document.querySelector('table tbody tr td:nth-child(2)').textContent;")
+        assert first == relative["encoder"].iloc[0]
+    finally:
+        browser.quit()
