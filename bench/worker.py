@@ -80,7 +80,7 @@ def run_cell(cell_dir: Path) -> dict[str, Any]:
     cuda_reset(device)
     t0 = time.perf_counter()
     extra = {"aligner": cfg["aligner"]} if info.accepts_aligners else {}
-    scorer = info.build(EncoderRef(**cfg["encoder"]), cfg["options"], device, cfg["batch_size"], **extra)
+    scorer = info.make(EncoderRef(**cfg["encoder"]), cfg["options"], device, cfg["batch_size"], **extra)
     sync()
     load_s = time.perf_counter() - t0
     _log(f"load: {load_s:.1f} s")

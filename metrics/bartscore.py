@@ -126,11 +126,6 @@ def _check(options: dict[str, Any]) -> None:
         raise UserError(f"max_length must be >= 2, got {options['max_length']}")
 
 
-def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> BartScoreScorer:
-    _check(options)
-    return BartScoreScorer(encoder_ref, options, device, batch_size)
-
-
 INFO = MetricInfo(
     name="bartscore",
     description="BARTScore (Yuan et al. 2021): mean target log-likelihood under a seq2seq LM; P (ref->hyp), R (hyp->ref), F = mean (primary), optional faithfulness (src->hyp)",
@@ -141,6 +136,6 @@ INFO = MetricInfo(
              "state_dict": (str, None), "max_length": (int, 1024)},
     encoder_kinds=("seq2seq",),
     accepts_aligners=False,
-    build=_build,
+    build=BartScoreScorer,
     check_options=_check,
 )

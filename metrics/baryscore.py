@@ -139,12 +139,6 @@ def _check(options: dict[str, Any]) -> None:
             raise UserError(f"{key} must be >= 1, got {options[key]}")
 
 
-def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> BaryScoreScorer:
-    _check(options)
-    regs = [float(r) for r in options.get("sinkhorn_regs") or []]
-    return BaryScoreScorer(encoder_ref, {**options, "sinkhorn_regs": regs}, device, batch_size)
-
-
 INFO = MetricInfo(
     name="baryscore",
     description="BaryScore (Colombo et al. 2021): Wasserstein distance of idf-weighted barycentres of the last k layers (lower is better)",
@@ -154,6 +148,6 @@ INFO = MetricInfo(
     options={"last_layers": (int, 5), "idf": (bool, True), "sinkhorn_regs": (list, []), "max_iter": (int, 1000)},
     encoder_kinds=("encoder", "seq2seq"),  # seq2seq: its encoder half
     accepts_aligners=False,
-    build=_build,
+    build=BaryScoreScorer,
     check_options=_check,
 )

@@ -71,3 +71,9 @@ class MetricInfo:
     encoder_kinds: tuple[str, ...] = ("encoder",)
     check_options: Callable[[dict[str, Any]], None] | None = None  # raises UserError on bad values
     model_options: dict[str, str] = field(default_factory=dict)  # option naming a further model -> its kind
+
+    def make(self, encoder_ref: Any, options: dict[str, Any], device: str, batch_size: int, **extra: Any) -> Scorer:
+        """Check the options (as the spec does), then build the scorer."""
+        if self.check_options is not None:
+            self.check_options(options)
+        return self.build(encoder_ref, options, device, batch_size, **extra)

@@ -77,11 +77,6 @@ def _check(options: dict[str, Any]) -> None:
         raise UserError(f"max_length must be >= 4, got {options['max_length']}")
 
 
-def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> FrugalScoreScorer:
-    _check(options)
-    return FrugalScoreScorer(encoder_ref, options, device, batch_size)
-
-
 INFO = MetricInfo(
     name="frugalscore",
     description="FrugalScore (Kamal Eddine et al. 2022): a distilled cross-encoder student's output for (hypothesis, reference)",
@@ -91,6 +86,6 @@ INFO = MetricInfo(
     options={"max_length": (int, 512)},
     encoder_kinds=("cross-encoder",),
     accepts_aligners=False,
-    build=_build,
+    build=FrugalScoreScorer,
     check_options=_check,
 )

@@ -108,12 +108,6 @@ def _check(options: dict[str, Any]) -> None:
         raise UserError("stop_words must be a list of words")
 
 
-def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
-           aligner: str | None = None) -> MoverScoreScorer:
-    _check(options)
-    return MoverScoreScorer(encoder_ref, options, device, batch_size, aligner)
-
-
 INFO = MetricInfo(
     name="moverscore",
     description="MoverScore (Zhao et al. 2019, moverscore_v2 semantics): 1 - transport distance of idf-weighted token embeddings",
@@ -123,6 +117,6 @@ INFO = MetricInfo(
     options={"idf": (bool, True), "layer": (int, None), "stop_words": (list, None)},
     encoder_kinds=("encoder", "seq2seq"),  # seq2seq: its encoder half
     accepts_aligners=True,
-    build=_build,
+    build=MoverScoreScorer,
     check_options=_check,
 )

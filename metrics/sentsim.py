@@ -127,11 +127,6 @@ def _check(options: dict[str, Any]) -> None:
         raise UserError(f"token_part must be one of {', '.join(parts)}, got {options['token_part']!r}")
 
 
-def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> SentSimScorer:
-    _check(options)
-    return SentSimScorer(encoder_ref, options, device, batch_size)
-
-
 INFO = MetricInfo(
     name="sentsim",
     description="SentSim (Song et al. 2021): exp(normalised sentence cosine) + exp(normalised token BERTScore F1 or 1 - WMD); reference-free (source) by default",
@@ -141,7 +136,7 @@ INFO = MetricInfo(
     options={"against": (str, "source"), "token_part": (str, "bertscore"), "word_encoder": (str, None), "layer": (int, None)},
     encoder_kinds=("encoder",),
     accepts_aligners=False,
-    build=_build,
+    build=SentSimScorer,
     check_options=_check,
     model_options={"word_encoder": "encoder"},
 )

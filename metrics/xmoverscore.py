@@ -163,12 +163,6 @@ def _check(options: dict[str, Any]) -> None:
         raise UserError(f"layer must be >= 0, got {options['layer']}")
 
 
-def _build(encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
-           aligner: str | None = None) -> XMoverScoreScorer:
-    _check(options)
-    return XMoverScoreScorer(encoder_ref, options, device, batch_size, aligner)
-
-
 INFO = MetricInfo(
     name="xmoverscore",
     description="XMoverScore (Zhao et al. 2020): reference-free 1 - transport distance of (remapped) source and hypothesis token states, + lm_weight x causal-LM log-likelihood",
@@ -179,7 +173,7 @@ INFO = MetricInfo(
              "lm": (str, None), "lm_weight": (float, 0.1)},
     encoder_kinds=("encoder",),
     accepts_aligners=True,
-    build=_build,
+    build=XMoverScoreScorer,
     check_options=_check,
     model_options={"lm": "causal-lm"},
 )
