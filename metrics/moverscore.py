@@ -4,9 +4,10 @@ Each text is a weighted cloud of its last-layer token embeddings (unit-normalise
 continuations, punctuation, special tokens and optional stop words get no mass; weights are
 idf computed separately over the references and over the hypotheses (corpus state). The
 distance between the two clouds comes from an aligner (exact WMD by default, or RWMD / WCD)
-and the score is `1 - distance`, as `moverscore_v2.word_mover_score` returns (the paper's
-prose mentions other transforms; the published code, which the efficiency study ran, uses
-this one).
+and the score is `1 - distance`, as `moverscore_v2.word_mover_score` returns (the published
+code, which the efficiency study ran, uses this one); `score_form: inverse` gives
+`1 / (1 + distance)` instead. `n_gram: n` replaces tokens by n-grams as the first release
+(`moverscore.py`'s `load_ngram`); moverscore_v2 accepts `n_gram` but ignores it.
 """
 
 from __future__ import annotations
@@ -38,15 +39,32 @@ def kept_tokens(tok: Tokenized, stop_words: frozenset[str]) -> list[bool]:
     ]
 
 
+def ngram_cloud(emb: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n-grams of consecutive kept tokens (stride 1; one window of all when fewer than n): the
+    idf-weighted mean embedding and the idf sum as mass, as moverscore.py's `load_ngram`."""
+    if n <= 1:
+        return emb, w
+    n = min(n, len(w))
+    starts = range(len(w) - n + 1)
+    mass = np.array([w[i : i + n].sum() for i in starts])
+    grams = np.stack([(w[i : i + n, None] / (mass[k] + 1e-30) * emb[i : i + n]).sum(axis=0) for k, i in enumerate(starts)])
+    return grams, mass
+
+
 def cloud(tok: Tokenized, hidden: torch.Tensor, idf: dict[int, float] | None, unseen: float,
-          stop_words: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(unit embeddings [k, D], weights [k]) of the kept tokens of one text."""
+          stop_words: frozenset[str], n_gram: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(unit embeddings [k, D], weights [k]) of the kept tokens (or their n-grams) of one text."""
     keep = kept_tokens(tok, stop_words)
     idx = [j for j, k in enumerate(keep) if k]
-    emb = hidden[idx].double()
-    emb = emb / (emb.norm(dim=-1, keepdim=True) + 1e-30)
     w = np.array([idf.get(tok.ids[j], unseen) if idf is not None else 1.0 for j in idx], dtype=np.float64)
-    return emb.cpu().numpy(), w
+    emb, w = ngram_cloud(hidden[idx].double().cpu().numpy(), w, n_gram) if idx else (np.zeros((0, hidden.shape[-1])), w)
+    emb = emb / (np.linalg.norm(emb, axis=-1, keepdims=True) + 1e-30)
+    return emb, w
+
+
+def moverscore_from_distance(d: float, form: str) -> float:
+    """`one_minus`: 1 - d (moverscore_v2's return value); `inverse`: 1 / (1 + d)."""
+    return 1.0 - d if form == "one_minus" else 1.0 / (1.0 + d)
 
 
 @dataclass
@@ -54,6 +72,8 @@ class MoverScoreOptions:
     idf: bool = True
     layer: int | None = None
     stop_words: list | None = None
+    n_gram: int = 1
+    score_form: str = "one_minus"
 
 
 class MoverScoreScorer:
@@ -87,8 +107,9 @@ class MoverScoreScorer:
                               self.layer, self.batch_size, timer)
             for it in chunk:
                 with timer.phase("distance"):
-                    x, a = cloud(*emb[it.reference], self.idf_ref, self.unseen_ref, self.stop_words)
-                    y, b = cloud(*emb[it.hypothesis], self.idf_hyp, self.unseen_hyp, self.stop_words)
+                    x, a = cloud(*emb[it.reference], self.idf_ref, self.unseen_ref, self.stop_words, self.options.n_gram)
+                    y, b = cloud(*emb[it.hypothesis], self.idf_hyp, self.unseen_hyp, self.stop_words,
+                                 self.options.n_gram)
                     if not a.size or not b.size or a.sum() <= 0 or b.sum() <= 0:
                         raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
                                          "after removing subwords, punctuation and stop words")
@@ -96,16 +117,22 @@ class MoverScoreScorer:
                 with timer.phase("transport"):
                     d = self.aligner.fn(a, b, cost) if cost is not None else self.aligner.fn(x, a, y, b)
                 distances.append(d)
-                scores.append(1.0 - d)
+                scores.append(moverscore_from_distance(d, self.options.score_form))
         return Scores(primary="moverscore", columns={"moverscore": scores, "distance": distances})
 
     def describe(self) -> dict[str, Any]:
-        return {"layer": self.layer, "idf": self.options.idf, "aligner": self.aligner.name, **self.encoder.describe()}
+        return {"layer": self.layer, "idf": self.options.idf, "aligner": self.aligner.name,
+                "n_gram": self.options.n_gram, "score_form": self.options.score_form, **self.encoder.describe()}
 
 
 def _check(options: dict[str, Any]) -> None:
     if options.get("stop_words") is not None and not all(isinstance(w, str) for w in options["stop_words"]):
         raise UserError("stop_words must be a list of words")
+    if options.get("n_gram") is not None and options["n_gram"] < 1:
+        raise UserError(f"n_gram must be >= 1, got {options['n_gram']}")
+    if options.get("score_form") not in (None, "one_minus", "inverse"):
+        raise UserError(f"score_form must be one_minus (1 - distance) or inverse (1 / (1 + distance)), "
+                        f"got {options['score_form']!r}")
 
 
 INFO = MetricInfo(
@@ -114,7 +141,8 @@ INFO = MetricInfo(
     needs=("reference",),
     higher_is_better=True,
     corpus_state=True,
-    options={"idf": (bool, True), "layer": (int, None), "stop_words": (list, None)},
+    options={"idf": (bool, True), "layer": (int, None), "stop_words": (list, None), "n_gram": (int, 1),
+             "score_form": (str, "one_minus")},
     encoder_kinds=("encoder", "seq2seq"),  # seq2seq: its encoder half
     accepts_aligners=True,
     build=MoverScoreScorer,

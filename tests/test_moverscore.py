@@ -12,7 +12,8 @@ from bench.data import load_dataset
 from bench.encoders import EncoderRef, load_encoder
 from bench.hfcache import local_snapshot
 from metrics.base import PhaseTimer
-from metrics.moverscore import MoverScoreScorer, kept_tokens
+from bench.errors import UserError
+from metrics.moverscore import INFO, MoverScoreScorer, kept_tokens, ngram_cloud
 from tiny import make_tiny_bert
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -61,6 +62,35 @@ def test_idf_is_computed_separately_for_references_and_hypotheses(tiny_dir: Path
     assert hyp_only, "test data should have hypothesis-only tokens"
     assert scorer.idf_ref is not None and scorer.idf_hyp is not None
     assert all(t not in scorer.idf_ref and t in scorer.idf_hyp for t in hyp_only)
+
+
+def test_ngram_cloud_is_idf_weighted_mean_with_idf_sum_mass() -> None:
+    emb = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    w = np.array([1.0, 3.0, 2.0])
+    same_emb, same_w = ngram_cloud(emb, w, 1)
+    assert same_emb is emb and same_w is w
+    grams, mass = ngram_cloud(emb, w, 2)
+    # (1*[1,0] + 3*[0,1]) / 4 and (3*[0,1] + 2*[1,1]) / 5, masses 4 and 5
+    assert np.allclose(grams, [[0.25, 0.75], [0.4, 1.0]]) and np.allclose(mass, [4.0, 5.0])
+    grams, mass = ngram_cloud(emb, w, 5)  # fewer tokens than n: one window of all
+    assert np.allclose(grams, [[0.5, 5 / 6]]) and np.allclose(mass, [6.0])
+
+
+def test_ngram_and_score_form_options(tiny_dir: Path) -> None:
+    items = load_dataset("wmt16", max_segments=6).items
+    uni = MoverScoreScorer(EncoderRef(str(tiny_dir)), {}, "cpu", 8)
+    uni.prepare(items)
+    d1 = np.array(uni.score(items, PhaseTimer()).columns["distance"])
+    bi = MoverScoreScorer(EncoderRef(str(tiny_dir)), {"n_gram": 2, "score_form": "inverse"}, "cpu", 8)
+    bi.prepare(items)
+    out = bi.score(items, PhaseTimer())
+    d2 = np.array(out.columns["distance"])
+    assert np.allclose(out.score, 1.0 / (1.0 + d2))
+    assert not np.allclose(d1, d2)  # bigrams move the clouds
+    assert bi.describe()["n_gram"] == 2
+    for bad in ({"n_gram": 0}, {"score_form": "exp"}):
+        with pytest.raises(UserError):
+            INFO.make(EncoderRef(str(tiny_dir)), bad, "cpu", 8)
 
 
 @pytest.mark.slow
