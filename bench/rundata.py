@@ -42,14 +42,16 @@ class RunData:
         )
 
 
-def metric_label(metric: str, aligner: str) -> str:
-    """`moverscore (rwmd)` for metrics run with an aligner, else the metric name."""
-    return metric if aligner in ("", "none", None) else f"{metric} ({aligner})"
+def metric_label(metric: str, aligner: str, options: str = "") -> str:
+    """`moverscore (rwmd)` for metrics run with an aligner, else the metric name; non-default
+    options in brackets: `sentsim[token_part=wmd]`."""
+    name = f"{metric}[{options}]" if options else metric
+    return name if aligner in ("", "none", None) else f"{name} ({aligner})"
 
 
 def load_run(folder: Path) -> RunData:
     """Read DIR/results.sqlite; one clear error when the folder holds no finished cells."""
-    from bench.store import Store, _labels
+    from bench.store import Store, _labels, options_label
 
     if not (folder / "results.sqlite").is_file():
         raise UserError(f"{folder}: no results.sqlite (run `nlgbench run SPEC --out {folder}` or `nlgbench import-scores` first)")
@@ -68,7 +70,7 @@ def load_run(folder: Path) -> RunData:
         memory = r.get("memory") or {}
         env = r.get("environment") or {}
         rows.append({
-            "cell_id": r["cell_id"], "metric": metric_label(cfg["metric"], aligner), "encoder": encoder,
+            "cell_id": r["cell_id"], "metric": metric_label(cfg["metric"], aligner, options_label(cfg["metric"], cfg.get("options"))), "encoder": encoder,
             "dataset": dataset, "device": "cuda" if str(cfg["device"]).startswith("cuda") else cfg["device"],
             "batch_size": cfg["batch_size"], "n_segments": r["n_segments"],
             "ms_per_segment": timing.get("ms_per_segment_median", np.nan),

@@ -78,7 +78,10 @@ class Cell:
 
     @property
     def label(self) -> str:
-        parts = [self.metric, self.encoder.label]
+        from bench.store import options_label
+
+        opts = options_label(self.metric, dict(self.options))
+        parts = [f"{self.metric}[{opts}]" if opts else self.metric, self.encoder.label]
         if self.aligner:
             parts.append(self.aligner)
         return " | ".join(parts + [self.dataset.label, self.device, f"bs{self.batch_size}"])

@@ -45,7 +45,7 @@ CSV_COLUMNS = [
 EXTRA_COLUMNS = [
     "layer", "prepare_s", "warmup_s", "cuda_peak_reserved_mb", "n_lps", "system_pearson", "system_kendall",
     "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
-    "mean_exit_layer", "weight_mb",
+    "mean_exit_layer", "weight_mb", "metric_options",
 ]
 
 
@@ -56,6 +56,23 @@ def _labels(config: dict[str, Any]) -> tuple[str, str, str]:
 
     encoder = EncoderRef(**config["encoder"]).label
     return encoder, config["aligner"] or "none", DatasetRef(**config["dataset"]).label
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, list):
+        return f"[{len(value)} items]" if len(value) > 3 else "[" + ";".join(map(str, value)) + "]"
+    return str(value)
+
+
+def options_label(metric: str, options: dict[str, Any] | None) -> str:
+    """The metric options that differ from the metric's defaults, `key=value,...` ('' if none):
+    cells that differ only in options (SentSim's token_part, ...) must not share a label."""
+    from metrics import get_metric, metric_names
+
+    if metric not in metric_names() or not options:
+        return ""
+    defaults = {k: d for k, (_, d) in get_metric(metric).options.items()}
+    return ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items()) if k in defaults and v != defaults[k])
 
 
 class Store:
@@ -158,6 +175,7 @@ def csv_row(result: dict[str, Any]) -> dict[str, Any]:
         "cell_id": result["cell_id"], "metric": cfg["metric"], "encoder": encoder, "aligner": aligner,
         "dataset": dataset, "device": cfg["device"], "batch_size": cfg["batch_size"], "status": result["status"],
         "n_repeats": cfg["repeats"], "error": result.get("error") or "", "threads": cfg["threads"] or "",
+        "metric_options": options_label(cfg["metric"], cfg.get("options")),
     }
     if result["status"] != "ok":
         return row

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Sequence
 
 from bench.errors import UserError
+from bench.rundata import metric_label
 
 CELL_COLUMNS = [
-    ("metric", "metric"), ("aligner", "aligner"), ("encoder", "encoder"), ("dataset", "dataset"),
+    ("metric", "metric"), ("metric_options", "options"), ("aligner", "aligner"), ("encoder", "encoder"), ("dataset", "dataset"),
     ("n_segments", "n"), ("ms_per_segment_median", "ms/seg"), ("peak_rss_mb", "peak RSS MB"),
     ("params", "params (M)"), ("weight_mb", "weights MB"), ("mean_exit_layer", "mean exit layer"),
     ("pearson", "pearson"), ("kendall", "kendall"), ("pearson_pooled", "pearson pooled"), ("status", "status"),
@@ -54,18 +55,21 @@ def cells_table(rows: list[dict[str, str]]) -> str:
 def by_dataset_table(rows: list[dict[str, str]], quality: str = "pearson_pooled") -> str:
     """One row per metric x aligner x encoder; per dataset its ms/segment and `quality` correlation."""
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    keys = list(dict.fromkeys((r["metric"], r["aligner"], r["encoder"]) for r in rows))
-    index = {(r["metric"], r["aligner"], r["encoder"], r["dataset"]): r for r in rows}
+    def metric(r: dict[str, str]) -> str:
+        return metric_label(r["metric"], r["aligner"], r.get("metric_options", ""))
+
+    keys = list(dict.fromkeys((metric(r), r["encoder"]) for r in rows))
+    index = {(metric(r), r["encoder"], r["dataset"]): r for r in rows}
     header = ["metric", "encoder", "params (M)", "weights MB"]
     for ds in datasets:
         header += [f"{ds} ms/seg", f"{ds} r"]
     header.append("mean exit layer")
     out = []
-    for metric, aligner, encoder in keys:
-        cells = [index.get((metric, aligner, encoder, ds)) for ds in datasets]
+    for label, encoder in keys:
+        cells = [index.get((label, encoder, ds)) for ds in datasets]
         ok = [c for c in cells if c and c["status"] == "ok"]
         first = ok[0] if ok else {}
-        line = [metric if aligner == "none" else f"{metric} ({aligner})", encoder,
+        line = [label, encoder,
                 _fmt("params", first.get("params", "")), _fmt("weight_mb", first.get("weight_mb", ""))]
         for c in cells:
             if c is None or c["status"] != "ok":

@@ -29,3 +29,16 @@ def test_by_dataset_table_pivots_datasets_and_marks_failures() -> None:
 def test_missing_results_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no results.csv"):
         read_results(tmp_path)
+
+
+def test_cells_that_differ_only_in_metric_options_get_their_own_rows() -> None:
+    from bench.store import options_label
+
+    assert options_label("sentsim", {"against": "reference", "token_part": "wmd", "layer": None}) == "against=reference,token_part=wmd"
+    assert options_label("bertscore", {"idf": False, "layer": None}) == ""  # all defaults
+    assert options_label("moverscore", {"stop_words": ["a", "an", "the", "of"]}) == "stop_words=[4 items]"
+    assert options_label("not-registered", {"x": 1}) == ""  # imported scores of an unknown metric
+    bert = row("sentsim", "none", "m", "a", "10", "0.6")
+    wmd = dict(row("sentsim", "none", "m", "a", "12", "0.5"), metric_options="token_part=wmd")
+    table = by_dataset_table([bert, wmd]).splitlines()
+    assert table[2].startswith("| sentsim | m |") and table[3].startswith("| sentsim[token_part=wmd] | m |")
