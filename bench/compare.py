@@ -90,6 +90,16 @@ def _show(value: Any) -> str:
     return str(value) if value not in ("", None) else "none"
 
 
+def _fmt_p(p: float, resamples: int | None = None) -> str:
+    """A p-value readable at any size: 0.037, 2.1e-05; a bootstrap p of 0 is `< 2/resamples`
+    (no resample crossed 0, so the test cannot say more)."""
+    if p is None or not math.isfinite(p):
+        return "-"
+    if resamples and p == 0:
+        return f"< {2 / resamples:.2g}"
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
 def render(result: dict[str, Any]) -> str:
     """The readable table `compare` prints, with a line saying how to read it."""
     header = ["metric", "dataset", "device", "n", "baseline", "candidate", "retained", "delta [95% CI]",
@@ -99,7 +109,7 @@ def render(result: dict[str, Any]) -> str:
         lo, hi = r["delta_ci"]
         rows.append([r["metric"], r["dataset"], r["device"], str(r["n"]), _fmt(r["quality_baseline"]),
                      _fmt(r["quality_candidate"]), "-" if not math.isfinite(r["retained"]) else f"{100 * r['retained']:.1f}%",
-                     f"{r['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]", _fmt(r["p_bootstrap"]), _fmt(r["p_williams"]),
+                     f"{r['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]", _fmt_p(r["p_bootstrap"], result["bootstrap_resamples"]), _fmt_p(r["p_williams"]),
                      f"{r['speedup']:.2f}x [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}]",
                      f"{r['memory_ratio']:.2f}x"])
     lines = [f"candidate {result['candidate']} vs baseline {result['baseline']}; quality = {result['quality']}; "

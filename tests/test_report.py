@@ -232,3 +232,12 @@ def test_index_html_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
         assert first == relative["encoder"].iloc[0]
     finally:
         browser.quit()
+
+
+def test_p_values_print_readably_at_any_size() -> None:
+    from bench.compare import _fmt_p
+
+    assert _fmt_p(0.0371) == "0.037"
+    assert _fmt_p(2.14e-5) == "2.1e-05"
+    assert _fmt_p(0.0, 1000) == "< 0.002"  # no resample crossed 0: the bootstrap cannot say more
+    assert _fmt_p(float("nan")) == "-"
