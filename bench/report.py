@@ -178,8 +178,14 @@ def plot_tradeoff(df: pd.DataFrame, device: str, x: str, xlabel: str, quality_la
         g = data[data["metric"] == metric].groupby("encoder", sort=False)[[x, "quality"]].mean().reset_index()
         xs, qs = g[x].to_numpy(float), g["quality"].to_numpy(float)
         ax.scatter(xs, qs, s=36, color="tab:blue", zorder=3)
-        for xi, qi, name in zip(xs, qs, g["encoder"]):
-            ax.annotate(_short(name), (xi, qi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        span = float(np.nanmax(qs) - np.nanmin(qs)) or 1.0
+        placed: list[tuple[float, float, int]] = []
+        for xi, qi, name in sorted(zip(xs, qs, g["encoder"]), key=lambda t: -t[1]):  # top first, lower ones move down
+            dy = 4  # points: move the label down while it would sit on a nearby point's label
+            while any(abs(qi - pq) < 0.05 * span and abs(np.log10(xi / px)) < 0.6 and pdy == dy for px, pq, pdy in placed):
+                dy -= 10
+            placed.append((xi, qi, dy))
+            ax.annotate(_short(name), (xi, qi), textcoords="offset points", xytext=(4, dy), fontsize=7)
         front = pareto_front(xs, qs)
         if len(front) > 1:
             ax.step(xs[front], qs[front], where="post", linestyle="--", color="tab:orange", label="Pareto front", zorder=2)
