@@ -7,21 +7,21 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from bench.errors import UserError
+from nlgbench.errors import UserError
 
 if TYPE_CHECKING:
-    from bench.report import QualityOptions
+    from nlgbench.report import QualityOptions
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from bench.runner import run_sweep
-    from bench.spec import load_spec
+    from nlgbench.runner import run_sweep
+    from nlgbench.spec import load_spec
 
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path("reports") / spec.name
     if args.dry_run:
-        from bench.encoders import resolve_source
-        from bench.hfcache import local_snapshot
+        from nlgbench.encoders import resolve_source
+        from nlgbench.hfcache import local_snapshot
 
         cells = spec.cells()
         for cell in cells:
@@ -37,8 +37,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     if args.what == "encoders":
-        from bench.encoders import registry
-        from bench.hfcache import checkpoint_params, disk_bytes, local_snapshot
+        from nlgbench.encoders import registry
+        from nlgbench.hfcache import checkpoint_params, disk_bytes, local_snapshot
 
         rows = [("name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mb")]
         for name, e in sorted(registry().items()):
@@ -48,7 +48,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
             rows.append((name, e.hub_id, e.family, e.kind, str(e.layers or "-"), "yes" if snap else "no", params, disk))
         _table(rows)
     elif args.what == "metrics":
-        from metrics import get_metric, metric_names
+        from nlgbench.metrics import get_metric, metric_names
 
         rows = [("name", "needs", "better", "corpus_state", "encoders", "options", "description")]
         for name in metric_names():
@@ -58,14 +58,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
                          "yes" if m.corpus_state else "no", "|".join(m.encoder_kinds), opts, m.description))
         _table(rows)
     elif args.what == "datasets":
-        from bench.data import load_catalogue
+        from nlgbench.data import load_catalogue
 
         rows = [("name", "format", "language pairs", "items", "description")]
         for name, d in sorted(load_catalogue()["datasets"].items()):
             rows.append((name, d["format"], " ".join(d["language_pairs"]), str(d.get("expected_items", "")), d.get("description", "")))
         _table(rows)
     elif args.what == "aligners":
-        from metrics.alignment import ALIGNERS
+        from nlgbench.metrics.alignment import ALIGNERS
 
         rows = [("name", "needs cost matrix", "description")]
         for name, a in sorted(ALIGNERS.items()):
@@ -81,7 +81,7 @@ def _table(rows: list[tuple[str, ...]]) -> None:
 
 
 def _cmd_models_import(args: argparse.Namespace) -> int:
-    from bench.hfcache import import_model
+    from nlgbench.hfcache import import_model
 
     snap = import_model(Path(args.src), args.as_hub_id)
     print(f"imported {args.src} as {args.as_hub_id}: {snap}")
@@ -89,8 +89,8 @@ def _cmd_models_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_datasets_fetch(args: argparse.Namespace) -> int:
-    from bench.data import dataset_names, fetch, load_dataset
-    from bench.errors import unknown_name
+    from nlgbench.data import dataset_names, fetch, load_dataset
+    from nlgbench.errors import unknown_name
 
     if args.name not in dataset_names():
         raise unknown_name("dataset", args.name, dataset_names())
@@ -101,7 +101,7 @@ def _cmd_datasets_fetch(args: argparse.Namespace) -> int:
 
 
 def _quality_options(args: argparse.Namespace) -> "QualityOptions":
-    from bench.report import QualityOptions
+    from nlgbench.report import QualityOptions
 
     options = QualityOptions(method=args.correlation, level=args.level, threshold=args.threshold)
     options.check()
@@ -116,7 +116,7 @@ def _run_folder(raw: str) -> Path:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from bench.report import write_report
+    from nlgbench.report import write_report
 
     index = write_report(_run_folder(args.dir), baseline=args.baseline, options=_quality_options(args))
     print(f"report: {index}")
@@ -126,8 +126,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     import json
 
-    from bench.compare import compare, render
-    from bench.rundata import load_run
+    from nlgbench.compare import compare, render
+    from nlgbench.rundata import load_run
 
     result = compare(load_run(_run_folder(args.dir)), args.candidate, args.baseline, args.metric,
                      _quality_options(args), n_resamples=args.resamples, seed=args.seed)
@@ -136,7 +136,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_import_scores(args: argparse.Namespace) -> int:
-    from bench.importscores import import_scores
+    from nlgbench.importscores import import_scores
 
     result = import_scores(Path(args.file), args.dataset, args.metric, args.encoder, Path(args.out),
                            max_segments=args.max_segments, lower_is_better=True if args.lower_is_better else None)
@@ -148,7 +148,7 @@ def _cmd_import_scores(args: argparse.Namespace) -> int:
 
 
 def _add_quality_args(p: argparse.ArgumentParser) -> None:
-    from bench.stats import LEVELS, METHODS
+    from nlgbench.stats import LEVELS, METHODS
 
     p.add_argument("--correlation", default="pearson", help=f"quality measure: {', '.join(METHODS)} (default pearson)")
     p.add_argument("--level", default="pooled", help=f"{', '.join(LEVELS)} (default pooled, the efficiency study's)")

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from bench.errors import UserError, unknown_name
-from bench.report import QualityOptions, _fmt
-from bench.rundata import RunData
-from bench.stats import correlation, paired_bootstrap, quality, williams_test
-from bench.tables import markdown
+from nlgbench.errors import UserError, unknown_name
+from nlgbench.report import QualityOptions, _fmt
+from nlgbench.rundata import RunData
+from nlgbench.stats import correlation, paired_bootstrap, quality, williams_test
+from nlgbench.tables import markdown
 
 
 def _pair_ratios(base: list[float], cand: list[float]) -> list[float]:

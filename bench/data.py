@@ -4,7 +4,7 @@ Catalogue datasets (``datasets/catalogue.yaml``) are fetched from their public s
 from ``$NLGBENCH_DATA_MIRROR``, into ``$NLGBENCH_CACHE/datasets/<folder>/`` and parsed per
 format (``da`` or ``mqm``). User files (``.jsonl`` / ``.tsv``) are read directly. Every
 dataset is a list of :class:`Item` in a stable order: language pair (sorted by name), then
-``seg_id``, then ``system``. Bad input raises :class:`bench.errors.UserError` (one line).
+``seg_id``, then ``system``. Bad input raises :class:`nlgbench.errors.UserError` (one line).
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-import bench
-from bench.errors import UserError, unknown_name
+from nlgbench.errors import UserError, unknown_name
 
 CACHE_ENV = "NLGBENCH_CACHE"
 MIRROR_ENV = "NLGBENCH_DATA_MIRROR"
@@ -80,8 +79,8 @@ class Dataset:
 
 
 def catalogue_path() -> Path:
-    """Where the catalogue lives (``datasets/catalogue.yaml`` next to the ``bench`` package)."""
-    return Path(bench.__file__).resolve().parents[1] / "datasets" / "catalogue.yaml"
+    """The packaged catalogue: `datasets/catalogue.yaml`, shipped in the package as `nlgbench/catalogue.yaml`."""
+    return Path(__file__).resolve().parent / "catalogue.yaml"
 
 
 def load_catalogue(path: Path | None = None) -> dict[str, Any]:

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import yaml
 
-from bench.errors import UserError, closest, unknown_name
+from nlgbench.errors import UserError, closest, unknown_name
 
 if TYPE_CHECKING:
-    from bench.variants import ExitState
+    from nlgbench.variants import ExitState
 
-REGISTRY_PATH = Path(__file__).resolve().parents[1] / "encoders.yaml"
+REGISTRY_PATH = Path(__file__).resolve().parent / "encoders.yaml"  # the repository's encoders.yaml, shipped in the package
 
 # Variant options an encoder may carry in a spec, with their types (see bench/variants.py).
 VARIANT_OPTIONS: dict[str, type] = {"num_layers": int, "early_exit": float, "quantize": str, "dtype": str}
@@ -118,7 +118,7 @@ def parse_encoder_ref(raw: Any, where: str) -> EncoderRef:
 
 
 def _check_variant(opts: dict[str, Any], where: str) -> None:
-    from bench.variants import DTYPES, QUANTIZE
+    from nlgbench.variants import DTYPES, QUANTIZE
 
     if opts.get("num_layers") is not None and opts["num_layers"] < 1:
         raise UserError(f"{where}: num_layers must be >= 1, got {opts['num_layers']}")
@@ -144,7 +144,7 @@ def validate_encoder_name(name: str, where: str) -> None:
     """Reject names that are neither registered, a local folder, cached, nor (online) a Hub id."""
     if find_entry(name) or Path(name).expanduser().is_dir():
         return
-    from bench.hfcache import local_snapshot
+    from nlgbench.hfcache import local_snapshot
 
     if local_snapshot(name) is not None:
         return
@@ -165,7 +165,7 @@ def encoder_kind(name: str) -> str | None:
     entry = find_entry(name)
     if entry is not None:
         return entry.kind
-    from bench.hfcache import local_snapshot
+    from nlgbench.hfcache import local_snapshot
 
     folder = local_snapshot(resolve_source(name))
     if folder is None:
@@ -242,13 +242,13 @@ class Encoder:
     @property
     def params_run(self) -> int:
         """Parameters of the modules the metric actually runs (truncated stack, no pooler; int8 weights count)."""
-        from bench.variants import count_params
+        from nlgbench.variants import count_params
 
         return count_params(self.model)
 
     def describe(self) -> dict[str, Any]:
         """What runs: parameters, disk, layers, variant, and (early exit) the mean exit layer over inputs run."""
-        from bench.variants import weight_bytes
+        from nlgbench.variants import weight_bytes
 
         out: dict[str, Any] = {
             "params": self.params_run, "disk_bytes": self.disk_bytes, "total_layers": self.total_layers,
@@ -381,7 +381,7 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from bench.hfcache import disk_bytes, local_snapshot
+    from nlgbench.hfcache import disk_bytes, local_snapshot
 
     hf_logging.disable_progress_bar()
     source = resolve_source(ref.name)
@@ -424,7 +424,7 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
 
 def _apply_variants(model: Any, ref: EncoderRef, device: str, folder: Path | None) -> tuple[Any, ExitState | None]:
     """Quantise / cast, move to the device, and wrap the layers for early exit, as the ref asks."""
-    from bench import variants
+    from nlgbench import variants
 
     if ref.quantize == "int8":
         model = variants.quantize_int8(model, device)

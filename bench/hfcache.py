@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bench.errors import UserError
+from nlgbench.errors import UserError
 
 #: Files never copied from a source folder (operating-system litter).
 JUNK_FILES = frozenset({"desktop.ini", "thumbs.db", ".ds_store"})

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.correlation import correlate
-from bench.data import load_dataset
-from bench.errors import UserError
-from bench.spec import DatasetRef
-from bench.store import Store
-from bench.worker import _json_safe, write_atomic
+from nlgbench.correlation import correlate
+from nlgbench.data import load_dataset
+from nlgbench.errors import UserError
+from nlgbench.spec import DatasetRef
+from nlgbench.store import Store
+from nlgbench.worker import _json_safe, write_atomic
 
 COLUMNS = ("lp", "seg_id", "system", "score")
 
@@ -69,7 +69,7 @@ def read_scores(path: Path) -> dict[tuple[str, int, str], float]:
 def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path, *,
                   max_segments: int | None = None, lower_is_better: bool | None = None) -> dict[str, Any]:
     """Join the file to the dataset's items, correlate, and record the cell; returns its result."""
-    from metrics import metric_names, get_metric
+    from nlgbench.metrics import metric_names, get_metric
 
     if lower_is_better is None:
         lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False

@@ -84,7 +84,7 @@ def environment(device: str) -> dict[str, Any]:
     import torch
     import transformers
 
-    from bench import __version__
+    from nlgbench import __version__
 
     gpu = None
     if device.startswith("cuda") and torch.cuda.is_available():

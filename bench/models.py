@@ -1,6 +1,6 @@
 """Whole models for the generation-based and learned metrics: seq2seq LMs, causal LMs, cross-encoders.
 
-Token-embedding metrics use `bench.encoders.Encoder`; these metrics need the model's head
+Token-embedding metrics use `nlgbench.encoders.Encoder`; these metrics need the model's head
 (log-likelihoods, a regression output), so they load the matching Auto class. Variants that
 make sense for a whole model apply (`dtype`, `quantize`); layer truncation and early exit do not.
 """
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.encoders import EncoderRef, encoder_kind, resolve_source
-from bench.errors import UserError
+from nlgbench.encoders import EncoderRef, encoder_kind, resolve_source
+from nlgbench.errors import UserError
 
 AUTO_CLASSES = {
     "seq2seq": "AutoModelForSeq2SeqLM",
@@ -33,7 +33,7 @@ class LoadedModel:
     disk_bytes: int
 
     def describe(self) -> dict[str, Any]:
-        from bench.variants import count_params, weight_bytes
+        from nlgbench.variants import count_params, weight_bytes
 
         return {"params": count_params(self.model), "disk_bytes": self.disk_bytes, "source": self.source,
                 "variant": self.ref.variant(), "weight_bytes": weight_bytes(self.model)}
@@ -45,8 +45,8 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
     import transformers
     from transformers.utils import logging as hf_logging
 
-    from bench import variants
-    from bench.hfcache import disk_bytes, local_snapshot
+    from nlgbench import variants
+    from nlgbench.hfcache import disk_bytes, local_snapshot
 
     if ref.num_layers is not None or ref.early_exit is not None:
         raise UserError(f"{ref.label}: num_layers and early_exit apply to encoders, not to a whole {kind} model")

@@ -18,10 +18,10 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from bench.errors import UserError, unknown_name
-from bench.rundata import RunData, load_run
-from bench.stats import LEVELS, METHODS, quality
-from bench.tables import markdown
+from nlgbench.errors import UserError, unknown_name
+from nlgbench.rundata import RunData, load_run
+from nlgbench.stats import LEVELS, METHODS, quality
+from nlgbench.tables import markdown
 
 QUANTITIES = {  # Table 4's measured quantities: column -> readable name
     "cpu_ms": "CPU time", "gpu_ms": "GPU time", "memory_mb": "memory", "params": "parameters",
@@ -31,7 +31,7 @@ QUANTITIES = {  # Table 4's measured quantities: column -> readable name
 
 @dataclass(frozen=True)
 class QualityOptions:
-    """Which correlation measures quality: method x level (see bench.stats)."""
+    """Which correlation measures quality: method x level (see nlgbench.stats)."""
 
     method: str = "pearson"
     level: str = "pooled"

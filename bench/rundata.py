@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.errors import UserError
-from bench.stats import Segments
+from nlgbench.errors import UserError
+from nlgbench.stats import Segments
 
 
 @dataclass
@@ -42,16 +42,9 @@ class RunData:
         )
 
 
-def metric_label(metric: str, aligner: str, options: str = "") -> str:
-    """`moverscore (rwmd)` for metrics run with an aligner, else the metric name; non-default
-    options in brackets: `sentsim[token_part=wmd]`."""
-    name = f"{metric}[{options}]" if options else metric
-    return name if aligner in ("", "none", None) else f"{name} ({aligner})"
-
-
 def load_run(folder: Path) -> RunData:
     """Read DIR/results.sqlite; one clear error when the folder holds no finished cells."""
-    from bench.store import Store, _labels, options_label
+    from nlgbench.store import Store, _labels, metric_label, options_label
 
     if not (folder / "results.sqlite").is_file():
         raise UserError(f"{folder}: no results.sqlite (run `nlgbench run SPEC --out {folder}` or `nlgbench import-scores` first)")

@@ -19,9 +19,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.spec import Cell, SweepSpec
-from bench.store import Store
-from bench.worker import write_atomic
+import nlgbench
+from nlgbench.spec import Cell, SweepSpec
+from nlgbench.store import Store
+from nlgbench.worker import write_atomic
 
 
 def _die_with_parent() -> None:
@@ -34,8 +35,8 @@ def _die_with_parent() -> None:
 
 def check_datasets(spec: SweepSpec) -> dict[str, int]:
     """Load every dataset of the spec once and check the fields its metrics read are non-blank."""
-    from bench.data import check_nonblank, load_dataset
-    from metrics import get_metric
+    from nlgbench.data import check_nonblank, load_dataset
+    from nlgbench.metrics import get_metric
 
     fields = {"hypothesis"}
     for entry in spec.metrics:
@@ -53,8 +54,22 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
+# The worker runs `nlgbench.worker` with the current folder off its import path (a user's
+# `metrics/` or `bench/` folder can never shadow it) and checks it imported the parent's package.
+_WORKER_BOOT = (
+    "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+    "import runpy, nlgbench; "
+    "runpy.run_module('nlgbench.worker', run_name='__main__', alter_sys=True)"
+)
+
+
+def worker_command(cell_dir: Path) -> list[str]:
+    """`python -c BOOT CELL_DIR PACKAGE_DIR`: the worker of this very installation."""
+    return [sys.executable, "-c", _WORKER_BOOT, str(cell_dir), str(Path(nlgbench.__file__).resolve().parent)]
+
+
 def execute(cell: Cell, cell_dir: Path) -> dict[str, Any]:
-    """Run one cell in a fresh `python -m bench.worker` process and return its result."""
+    """Run one cell in a fresh worker process (`worker_command`) and return its result."""
     cell_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("result.json", "scores.csv", "traceback.txt"):
         (cell_dir / stale).unlink(missing_ok=True)
@@ -62,7 +77,7 @@ def execute(cell: Cell, cell_dir: Path) -> dict[str, Any]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if cell.threads:
         env["OMP_NUM_THREADS"] = str(cell.threads)
-    proc = subprocess.Popen([sys.executable, "-m", "bench.worker", str(cell_dir)], env=env, preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(worker_command(cell_dir), env=env, preexec_fn=_die_with_parent)
     try:
         code = proc.wait()
     except BaseException:
@@ -84,7 +99,7 @@ def run_sweep(
     spec: SweepSpec, out_dir: Path, *, force: bool = False, log: Callable[[str], None] = print
 ) -> list[dict[str, Any]]:
     """Run every cell of the spec that is not finished yet; returns the results of this sweep's cells."""
-    from bench.measure import environment
+    from nlgbench.measure import environment
 
     sizes = check_datasets(spec)
     cells = spec.cells()

@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from bench import __version__
-from bench.encoders import EncoderRef, encoder_kind, parse_encoder_ref, validate_encoder_name
-from bench.errors import UserError, closest, unknown_name
+from nlgbench import __version__
+from nlgbench.encoders import EncoderRef, encoder_kind, parse_encoder_ref, validate_encoder_name
+from nlgbench.errors import UserError, closest, unknown_name
 
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics"}
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
@@ -78,10 +78,9 @@ class Cell:
 
     @property
     def label(self) -> str:
-        from bench.store import options_label
+        from nlgbench.store import metric_label, options_label
 
-        opts = options_label(self.metric, dict(self.options))
-        parts = [f"{self.metric}[{opts}]" if opts else self.metric, self.encoder.label]
+        parts = [metric_label(self.metric, None, options_label(self.metric, dict(self.options))), self.encoder.label]
         if self.aligner:
             parts.append(self.aligner)
         return " | ".join(parts + [self.dataset.label, self.device, f"bs{self.batch_size}"])
@@ -121,7 +120,7 @@ class SweepSpec:
 
     def model_names(self) -> list[str]:
         """Every model the sweep loads: encoders, and models named by metric options (e.g. XMoverScore's `lm`)."""
-        from metrics import get_metric
+        from nlgbench.metrics import get_metric
 
         names = [e.name for m in self.metrics for e in m.encoders]
         for m in self.metrics:
@@ -178,7 +177,7 @@ def _list(raw: Any, where: str) -> list[Any]:
 
 
 def _dataset(raw: Any, where: str, base: Path) -> DatasetRef:
-    from bench.data import dataset_names
+    from nlgbench.data import dataset_names
 
     if isinstance(raw, str):
         raw = {"name": raw}
@@ -203,7 +202,7 @@ def _dataset(raw: Any, where: str, base: Path) -> DatasetRef:
 
 
 def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
-    from metrics import get_metric
+    from nlgbench.metrics import get_metric
 
     info = get_metric(metric)
     if raw is None:
@@ -227,7 +226,7 @@ def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
 
 def _check_depths(options: dict[str, Any], encoders: list[EncoderRef], where: str) -> None:
     """`layer` >= 0, and neither `layer` nor `num_layers` deeper than the registered encoder."""
-    from bench.encoders import find_entry
+    from nlgbench.encoders import find_entry
 
     layer = options.get("layer")
     if layer is not None and layer < 0:
@@ -251,7 +250,7 @@ def _local_folder(enc: EncoderRef, base: Path) -> EncoderRef:
 
 
 def _metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
-    from metrics import get_metric, metric_names
+    from nlgbench.metrics import get_metric, metric_names
 
     if not isinstance(raw, dict):
         raise UserError(f"{where}: must be a mapping with 'metric', got {raw!r}")
@@ -284,7 +283,7 @@ def _metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     if "aligners" in raw:
         if not info.accepts_aligners:
             raise UserError(f"{where}.aligners: metric {name!r} takes no aligner")
-        from metrics.alignment import get_aligner
+        from nlgbench.metrics.alignment import get_aligner
 
         aligners = [get_aligner(str(a)).name for a in _list(raw["aligners"], f"{where}.aligners")]
     return MetricEntry(metric=name, options=options, encoders=encoders, aligners=aligners)

@@ -51,8 +51,8 @@ EXTRA_COLUMNS = [
 
 def _labels(config: dict[str, Any]) -> tuple[str, str, str]:
     """(encoder, aligner, dataset) labels of a cell config, as the spec's objects write them."""
-    from bench.encoders import EncoderRef
-    from bench.spec import DatasetRef
+    from nlgbench.encoders import EncoderRef
+    from nlgbench.spec import DatasetRef
 
     encoder = EncoderRef(**config["encoder"]).label
     return encoder, config["aligner"] or "none", DatasetRef(**config["dataset"]).label
@@ -67,12 +67,19 @@ def _short(value: Any) -> str:
 def options_label(metric: str, options: dict[str, Any] | None) -> str:
     """The metric options that differ from the metric's defaults, `key=value,...` ('' if none):
     cells that differ only in options (SentSim's token_part, ...) must not share a label."""
-    from metrics import get_metric, metric_names
+    from nlgbench.metrics import get_metric, metric_names
 
     if metric not in metric_names() or not options:
         return ""
     defaults = {k: d for k, (_, d) in get_metric(metric).options.items()}
     return ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items()) if k in defaults and v != defaults[k])
+
+
+def metric_label(metric: str, aligner: str | None, options: str = "") -> str:
+    """`moverscore (rwmd)` for metrics run with an aligner, else the metric name; non-default
+    options (`options_label`) in brackets: `sentsim[token_part=wmd]`."""
+    name = f"{metric}[{options}]" if options else metric
+    return name if aligner in ("", "none", None) else f"{name} ({aligner})"
 
 
 class Store:

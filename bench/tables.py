@@ -6,8 +6,8 @@ import csv
 from pathlib import Path
 from typing import Sequence
 
-from bench.errors import UserError
-from bench.rundata import metric_label
+from nlgbench.errors import UserError
+from nlgbench.store import metric_label
 
 CELL_COLUMNS = [
     ("metric", "metric"), ("metric_options", "options"), ("aligner", "aligner"), ("encoder", "encoder"), ("dataset", "dataset"),

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from bench.errors import UserError
+from nlgbench.errors import UserError
 
 DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 QUANTIZE = ("int8",)

@@ -1,6 +1,6 @@
 """Run one cell in this (fresh) process, following the measurement protocol of DESIGN.md.
 
-Invoked by the runner as `python -m bench.worker CELL_DIR`; reads `CELL_DIR/config.json`,
+Invoked by the runner as `python -m nlgbench.worker CELL_DIR`; reads `CELL_DIR/config.json`,
 writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically). Phases: data,
 load, prepare (corpus state), warm-up (not counted), then R timed repeats over the whole
 dataset. Exit code 0 when the cell is ok, 1 when it failed (the result says why).
@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.measure import cuda_peaks_mb, cuda_reset, environment, peak_rss_mb, rss_mb, synchroniser
+from nlgbench.measure import cuda_peaks_mb, cuda_reset, environment, peak_rss_mb, rss_mb, synchroniser
 
 
 def _log(msg: str) -> None:
@@ -53,11 +53,11 @@ def run_cell(cell_dir: Path) -> dict[str, Any]:
     import torch
     import transformers  # noqa: F401  (library import is not part of the measured load time)
 
-    from bench.correlation import correlate
-    from bench.data import load_dataset
-    from bench.encoders import EncoderRef
-    from metrics import get_metric
-    from metrics.base import PhaseTimer
+    from nlgbench.correlation import correlate
+    from nlgbench.data import load_dataset
+    from nlgbench.encoders import EncoderRef
+    from nlgbench.metrics import get_metric
+    from nlgbench.metrics.base import PhaseTimer
 
     spec = json.loads((cell_dir / "config.json").read_text(encoding="utf-8"))
     cfg = spec["config"]
@@ -198,6 +198,12 @@ def failure(cell_dir: Path, exc: BaseException) -> dict[str, Any]:
 
 def main() -> int:
     cell_dir = Path(sys.argv[1])
+    import nlgbench
+
+    here = Path(nlgbench.__file__).resolve().parent
+    if len(sys.argv) > 2 and here != Path(sys.argv[2]):
+        print(f"worker imported nlgbench from {here}, not the parent's {sys.argv[2]}", file=sys.stderr)
+        return 3
     try:
         result = run_cell(cell_dir)
     except BaseException as exc:  # recorded, never lost: the sweep goes on

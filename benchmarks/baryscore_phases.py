@@ -29,11 +29,11 @@ def main() -> None:
     parser.add_argument("--sinkhorn-regs", type=float, nargs="*", default=[])
     args = parser.parse_args()
 
-    from bench.data import load_dataset
-    from bench.encoders import EncoderRef
-    from metrics.baryscore import BaryScoreScorer
-    from metrics.base import PhaseTimer
-    from metrics.bertscore import BertScoreScorer
+    from nlgbench.data import load_dataset
+    from nlgbench.encoders import EncoderRef
+    from nlgbench.metrics.baryscore import BaryScoreScorer
+    from nlgbench.metrics.base import PhaseTimer
+    from nlgbench.metrics.bertscore import BertScoreScorer
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -59,10 +59,10 @@ def main() -> None:
 
     from bert_score import BERTScorer
 
-    from bench.data import load_dataset
-    from bench.encoders import EncoderRef
-    from metrics.base import PhaseTimer
-    from metrics.bertscore import BertScoreScorer
+    from nlgbench.data import load_dataset
+    from nlgbench.encoders import EncoderRef
+    from nlgbench.metrics.base import PhaseTimer
+    from nlgbench.metrics.bertscore import BertScoreScorer
 
     if args.threads:
         torch.set_num_threads(args.threads)

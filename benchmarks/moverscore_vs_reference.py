@@ -35,10 +35,10 @@ def main() -> None:
 
     from moverscore_reference import load_moverscore_v2
 
-    from bench.data import load_dataset
-    from bench.encoders import EncoderRef
-    from metrics.base import PhaseTimer
-    from metrics.moverscore import MoverScoreScorer
+    from nlgbench.data import load_dataset
+    from nlgbench.encoders import EncoderRef
+    from nlgbench.metrics.base import PhaseTimer
+    from nlgbench.metrics.moverscore import MoverScoreScorer
 
     if args.threads:
         torch.set_num_threads(args.threads)

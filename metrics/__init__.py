@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import importlib
 
-from bench.errors import unknown_name
+from nlgbench.errors import unknown_name
 
 _MODULES: dict[str, str] = {
-    "bertscore": "metrics.bertscore",
-    "moverscore": "metrics.moverscore",
-    "baryscore": "metrics.baryscore",
-    "bartscore": "metrics.bartscore",
-    "xmoverscore": "metrics.xmoverscore",
-    "sentsim": "metrics.sentsim",
-    "frugalscore": "metrics.frugalscore",
+    "bertscore": "nlgbench.metrics.bertscore",
+    "moverscore": "nlgbench.metrics.moverscore",
+    "baryscore": "nlgbench.metrics.baryscore",
+    "bartscore": "nlgbench.metrics.bartscore",
+    "xmoverscore": "nlgbench.metrics.xmoverscore",
+    "sentsim": "nlgbench.metrics.sentsim",
+    "frugalscore": "nlgbench.metrics.frugalscore",
 }
 
 
@@ -22,7 +22,7 @@ def metric_names() -> list[str]:
     return sorted(_MODULES)
 
 
-def get_metric(name: str):  # -> metrics.base.MetricInfo
+def get_metric(name: str):  # -> nlgbench.metrics.base.MetricInfo
     """The MetricInfo of a registered metric; UserError with the closest names otherwise."""
     if name not in _MODULES:
         raise unknown_name("metric", name, _MODULES)

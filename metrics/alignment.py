@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import ot
 
-from bench.errors import unknown_name
+from nlgbench.errors import unknown_name
 
 
 def _normalise(w: np.ndarray) -> np.ndarray:

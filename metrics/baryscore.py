@@ -22,12 +22,12 @@ import numpy as np
 import ot
 import torch
 
-from bench.data import Item
-from bench.encoders import EncoderRef, Tokenized, load_encoder
-from bench.errors import UserError
-from metrics.base import MetricInfo, PhaseTimer, Scores
-from metrics.bertscore import idf_table
-from metrics.embedding import chunks, embed_texts
+from nlgbench.data import Item
+from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
+from nlgbench.errors import UserError
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
+from nlgbench.metrics.bertscore import idf_table
+from nlgbench.metrics.embedding import chunks, embed_texts
 
 
 def measure_weights(tok: Tokenized, idf: dict[int, float] | None, unseen: float) -> tuple[list[int], np.ndarray]:
@@ -72,6 +72,9 @@ class BaryScoreOptions:
     idf: bool = True
     sinkhorn_regs: list = field(default_factory=list)
     max_iter: int = 1000
+
+    def __post_init__(self) -> None:
+        self.sinkhorn_regs = [float(r) for r in self.sinkhorn_regs or []]
 
 
 class BaryScoreScorer:

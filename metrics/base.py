@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from bench.data import Item
+from nlgbench.data import Item
 
 
 @dataclass

@@ -18,11 +18,11 @@ from typing import Any, Sequence
 
 import torch
 
-from bench.data import Item
-from bench.encoders import EncoderRef, load_encoder, find_entry
-from bench.errors import UserError
-from metrics.base import MetricInfo, PhaseTimer, Scores
-from metrics.embedding import chunks, embed_texts
+from nlgbench.data import Item
+from nlgbench.encoders import EncoderRef, load_encoder, find_entry
+from nlgbench.errors import UserError
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
+from nlgbench.metrics.embedding import chunks, embed_texts
 
 
 

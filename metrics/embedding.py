@@ -6,8 +6,8 @@ from typing import Iterator, Sequence, TypeVar
 
 import torch
 
-from bench.encoders import Encoder, Tokenized
-from metrics.base import PhaseTimer
+from nlgbench.encoders import Encoder, Tokenized
+from nlgbench.metrics.base import PhaseTimer
 
 T = TypeVar("T")
 

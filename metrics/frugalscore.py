@@ -12,11 +12,11 @@ from typing import Any, Sequence
 
 import torch
 
-from bench.data import Item
-from bench.encoders import EncoderRef
-from bench.errors import UserError
-from bench.models import load_model
-from metrics.base import MetricInfo, PhaseTimer, Scores
+from nlgbench.data import Item
+from nlgbench.encoders import EncoderRef
+from nlgbench.errors import UserError
+from nlgbench.models import load_model
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
 
 
 def pair_scores(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,

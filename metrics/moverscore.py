@@ -19,13 +19,13 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from bench.data import Item
-from bench.encoders import EncoderRef, Tokenized, load_encoder
-from bench.errors import UserError
-from metrics.alignment import euclidean_cost, get_aligner
-from metrics.base import MetricInfo, PhaseTimer, Scores
-from metrics.bertscore import idf_table
-from metrics.embedding import chunks, embed_texts
+from nlgbench.data import Item
+from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
+from nlgbench.errors import UserError
+from nlgbench.metrics.alignment import euclidean_cost, get_aligner
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
+from nlgbench.metrics.bertscore import idf_table
+from nlgbench.metrics.embedding import chunks, embed_texts
 
 PUNCTUATION = frozenset(string.punctuation)
 
@@ -42,7 +42,7 @@ def kept_tokens(tok: Tokenized, stop_words: frozenset[str]) -> list[bool]:
 def ngram_cloud(emb: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """n-grams of consecutive kept tokens (stride 1; one window of all when fewer than n): the
     idf-weighted mean embedding and the idf sum as mass, as moverscore.py's `load_ngram`."""
-    if n <= 1:
+    if n <= 1 or not len(w):
         return emb, w
     n = min(n, len(w))
     starts = range(len(w) - n + 1)
@@ -57,7 +57,7 @@ def cloud(tok: Tokenized, hidden: torch.Tensor, idf: dict[int, float] | None, un
     keep = kept_tokens(tok, stop_words)
     idx = [j for j, k in enumerate(keep) if k]
     w = np.array([idf.get(tok.ids[j], unseen) if idf is not None else 1.0 for j in idx], dtype=np.float64)
-    emb, w = ngram_cloud(hidden[idx].double().cpu().numpy(), w, n_gram) if idx else (np.zeros((0, hidden.shape[-1])), w)
+    emb, w = ngram_cloud(hidden[idx].double().cpu().numpy(), w, n_gram)
     emb = emb / (np.linalg.norm(emb, axis=-1, keepdims=True) + 1e-30)
     return emb, w
 

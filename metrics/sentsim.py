@@ -21,13 +21,13 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from bench.data import Item
-from bench.encoders import Encoder, EncoderRef, Tokenized, load_encoder
-from bench.errors import UserError
-from metrics.alignment import ALIGNERS, align
-from metrics.base import MetricInfo, PhaseTimer, Scores
-from metrics.bertscore import _pad, greedy_match, token_weights
-from metrics.embedding import chunks, embed_texts
+from nlgbench.data import Item
+from nlgbench.encoders import Encoder, EncoderRef, Tokenized, load_encoder
+from nlgbench.errors import UserError
+from nlgbench.metrics.alignment import ALIGNERS, align
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
+from nlgbench.metrics.bertscore import _pad, greedy_match, token_weights
+from nlgbench.metrics.embedding import chunks, embed_texts
 
 
 def min_max(values: Sequence[float]) -> np.ndarray:

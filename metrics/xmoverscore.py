@@ -19,14 +19,14 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from bench.data import Item
-from bench.encoders import EncoderRef, Tokenized, load_encoder
-from bench.errors import UserError
-from bench.models import load_model
-from metrics.alignment import euclidean_cost, get_aligner
-from metrics.bartscore import pad
-from metrics.base import MetricInfo, PhaseTimer, Scores
-from metrics.embedding import chunks, embed_texts
+from nlgbench.data import Item
+from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
+from nlgbench.errors import UserError
+from nlgbench.models import load_model
+from nlgbench.metrics.alignment import euclidean_cost, get_aligner
+from nlgbench.metrics.bartscore import pad
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
+from nlgbench.metrics.embedding import chunks, embed_texts
 
 
 def remap(x: np.ndarray, mapping: str | None, matrix: np.ndarray | None) -> np.ndarray:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.errors import UserError
-from metrics.alignment import ALIGNERS, align, euclidean_cost, get_aligner, rwmd, wcd, wmd
+from nlgbench.errors import UserError
+from nlgbench.metrics.alignment import ALIGNERS, align, euclidean_cost, get_aligner, rwmd, wcd, wmd
 
 
 def test_identical_texts_are_at_distance_zero() -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.data import Item
-from bench.encoders import EncoderRef
-from bench.errors import UserError
-from metrics.bartscore import BartScoreScorer
-from metrics.base import PhaseTimer
+from nlgbench.data import Item
+from nlgbench.encoders import EncoderRef
+from nlgbench.errors import UserError
+from nlgbench.metrics.bartscore import BartScoreScorer
+from nlgbench.metrics.base import PhaseTimer
 from tiny import make_tiny_bart, make_tiny_bert
 
 ITEMS = [
@@ -87,7 +87,7 @@ def test_fine_tuned_state_dict_is_loaded_on_top(bart_dir: Path, tmp_path: Path) 
 
 
 def test_an_encoder_only_model_is_refused_in_one_line(tmp_path: Path) -> None:
-    from bench.spec import parse_spec
+    from nlgbench.spec import parse_spec
 
     bert = make_tiny_bert(tmp_path / "bert", ["a b c"])
     spec = {"name": "t", "datasets": ["wmt16"], "metrics": [{"metric": "bartscore", "encoders": [str(bert)]}]}

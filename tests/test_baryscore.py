@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.data import Item
-from bench.encoders import EncoderRef
-from bench.errors import UserError
-from bench.spec import parse_spec
-from metrics.baryscore import BaryScoreScorer, barycentre, bary_distances
-from metrics.base import PhaseTimer
-from metrics.bertscore import idf_table
+from nlgbench.data import Item
+from nlgbench.encoders import EncoderRef
+from nlgbench.errors import UserError
+from nlgbench.spec import parse_spec
+from nlgbench.metrics.baryscore import BaryScoreScorer, barycentre, bary_distances
+from nlgbench.metrics.base import PhaseTimer
+from nlgbench.metrics.bertscore import idf_table
 from tiny import make_tiny_bert
 
 # "cat" is in every hypothesis but in one reference only: its idf differs between the two sides.
@@ -77,7 +77,7 @@ def test_scores_repeat_exactly_and_lower_is_better(tiny_dir: Path) -> None:
 
 
 def test_options_are_checked_when_the_spec_is_read(tiny_dir: Path) -> None:
-    from metrics import get_metric
+    from nlgbench.metrics import get_metric
 
     assert get_metric("baryscore").higher_is_better is False
     base = {"name": "t", "datasets": ["wmt16"]}

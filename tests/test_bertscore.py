@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from bench.data import load_dataset
-from bench.encoders import EncoderRef, load_encoder
-from bench.hfcache import local_snapshot
-from metrics.base import PhaseTimer
-from metrics.bertscore import BertScoreScorer, greedy_match, idf_table
+from nlgbench.data import load_dataset
+from nlgbench.encoders import EncoderRef, load_encoder
+from nlgbench.hfcache import local_snapshot
+from nlgbench.metrics.base import PhaseTimer
+from nlgbench.metrics.bertscore import BertScoreScorer, greedy_match, idf_table
 from tiny import make_tiny_bert
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

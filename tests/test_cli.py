@@ -1,6 +1,6 @@
 """The `nlgbench` CLI on bad input: one line on stderr naming the problem, exit code 2, no model loaded.
 
-Every test calls `bench.cli.main([...])` in-process. Specs and data files are written to
+Every test calls `nlgbench.cli.main([...])` in-process. Specs and data files are written to
 tmp_path; the spec's encoder is a registry name, which validation accepts without touching
 the model, and an autouse fixture fails the test if anything tries to load a model or start
 a worker.
@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-import bench.encoders
-import bench.runner
-import metrics.bertscore
-from bench.cli import main
-from bench.hfcache import local_snapshot
+import nlgbench.encoders
+import nlgbench.runner
+import nlgbench.metrics.bertscore
+from nlgbench.cli import main
+from nlgbench.hfcache import local_snapshot
 from helpers import fake_da, minimal_spec
 
 PREFIX = "nlgbench: error: "
@@ -40,9 +40,9 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a model was loaded / a worker started for bad input")
 
-    monkeypatch.setattr(bench.encoders, "load_encoder", forbidden)
-    monkeypatch.setattr(metrics.bertscore, "load_encoder", forbidden)
-    monkeypatch.setattr(bench.runner, "execute", forbidden)
+    monkeypatch.setattr(nlgbench.encoders, "load_encoder", forbidden)
+    monkeypatch.setattr(nlgbench.metrics.bertscore, "load_encoder", forbidden)
+    monkeypatch.setattr(nlgbench.runner, "execute", forbidden)
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -328,7 +328,7 @@ def fake_catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: dic
     """A one-pair DA dataset 'fake' in a mirror under tmp_path; the packaged catalogue is replaced."""
     path = tmp_path / "catalogue.yaml"
     path.write_text(yaml.safe_dump(fake_da(tmp_path, monkeypatch, columns)), encoding="utf-8")
-    monkeypatch.setattr("bench.data.catalogue_path", lambda: path)
+    monkeypatch.setattr("nlgbench.data.catalogue_path", lambda: path)
 
 
 DA_COLUMNS = {
@@ -379,8 +379,8 @@ def test_blank_source_is_fine_for_bertscore(tmp_path: Path) -> None:
     rows = [dict(r) for r in ROWS]
     rows[0]["source"] = " "
     write_jsonl(tmp_path / "data.jsonl", rows)
-    from bench.runner import check_datasets
-    from bench.spec import load_spec
+    from nlgbench.runner import check_datasets
+    from nlgbench.spec import load_spec
 
     spec = load_spec(write_spec(tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}])))
     assert check_datasets(spec) == {"data": 3}
@@ -438,7 +438,7 @@ def test_list_encoders(capsys: pytest.CaptureFixture[str]) -> None:
     header = lines[0].split()
     assert header == ["name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mb"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    assert set(rows) == set(bench.encoders.registry())
+    assert set(rows) == set(nlgbench.encoders.registry())
     mini = rows["all-MiniLM-L6-v2"]
     assert mini[1] == "sentence-transformers/all-MiniLM-L6-v2" and mini[4] == "6"
     local = header.index("local")

@@ -1,4 +1,4 @@
-"""Tests for bench.correlation: values recomputed with scipy, hand-made system level, NaN,
+"""Tests for nlgbench.correlation: values recomputed with scipy, hand-made system level, NaN,
 bootstrap and input errors."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bench.correlation import correlate, flat_row
+from nlgbench.correlation import correlate, flat_row
 
 
 def _sample(seed: int = 1) -> tuple[list[float], list[float], list[str]]:

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.data import load_dataset
-from bench.encoders import EncoderRef, load_encoder
-from bench.hfcache import local_snapshot
-from metrics.base import PhaseTimer
-from bench.errors import UserError
-from metrics.moverscore import INFO, MoverScoreScorer, kept_tokens, ngram_cloud
+from nlgbench.data import load_dataset
+from nlgbench.encoders import EncoderRef, load_encoder
+from nlgbench.hfcache import local_snapshot
+from nlgbench.errors import UserError
+from nlgbench.metrics.base import PhaseTimer
+from nlgbench.metrics.moverscore import INFO, MoverScoreScorer, kept_tokens, ngram_cloud
 from tiny import make_tiny_bert
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

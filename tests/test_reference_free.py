@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from bench.data import Item
-from bench.encoders import EncoderRef
-from bench.errors import UserError
-from metrics.alignment import align
-from metrics.base import PhaseTimer
-from metrics.frugalscore import FrugalScoreScorer
-from metrics.sentsim import SentSimScorer, combine, min_max
-from metrics.xmoverscore import XMoverScoreScorer, lm_log_likelihood, ngrams, remap
+from nlgbench.data import Item
+from nlgbench.encoders import EncoderRef
+from nlgbench.errors import UserError
+from nlgbench.metrics.alignment import align
+from nlgbench.metrics.base import PhaseTimer
+from nlgbench.metrics.frugalscore import FrugalScoreScorer
+from nlgbench.metrics.sentsim import SentSimScorer, combine, min_max
+from nlgbench.metrics.xmoverscore import XMoverScoreScorer, lm_log_likelihood, ngrams, remap
 from tiny import make_tiny_bert, make_tiny_gpt2
 
 ITEMS = [
@@ -179,7 +179,7 @@ def test_frugalscore_equals_a_direct_forward_pass(tmp_path: Path, batch_size: in
 
 
 def test_frugalscore_refuses_models_of_another_kind(bert_dir: Path) -> None:
-    from bench.spec import parse_spec
+    from nlgbench.spec import parse_spec
 
     spec = {"name": "t", "datasets": ["wmt16"], "metrics": [{"metric": "frugalscore", "encoders": [str(bert_dir)]}]}
     with pytest.raises(UserError, match="needs a cross-encoder model; .* is of kind encoder"):
@@ -191,8 +191,8 @@ def test_sentsim_runs_for_real_in_a_sweep_with_minilm(tmp_path: Path) -> None:
     import csv
     import json
 
-    from bench.cli import main
-    from bench.store import CSV_COLUMNS
+    from nlgbench.cli import main
+    from nlgbench.store import CSV_COLUMNS
 
     spec = tmp_path / "spec.yaml"
     spec.write_text(json.dumps({

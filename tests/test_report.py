@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bench.cli import main
-from bench.data import load_dataset
-from bench.report import pareto_front, quantity_correlations
-from bench.stats import williams_test
+from nlgbench.cli import main
+from nlgbench.data import load_dataset
+from nlgbench.report import pareto_front, quantity_correlations
+from nlgbench.stats import williams_test
 from tiny import make_tiny_bert
 
 
@@ -235,7 +235,7 @@ def test_index_html_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
 
 
 def test_p_values_print_readably_at_any_size() -> None:
-    from bench.compare import _fmt_p
+    from nlgbench.compare import _fmt_p
 
     assert _fmt_p(0.0371) == "0.037"
     assert _fmt_p(2.14e-5) == "2.1e-05"

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bench.cli import main
-from bench.data import load_dataset
-from bench.hfcache import local_snapshot
-from bench.store import CSV_COLUMNS
+from nlgbench.cli import main
+from nlgbench.data import load_dataset
+from nlgbench.hfcache import local_snapshot
+from nlgbench.store import CSV_COLUMNS
 from tiny import make_tiny_bert
 
 REQUIRED_FILLED = [c for c in CSV_COLUMNS if c != "error"]
@@ -115,7 +115,7 @@ def test_killed_sweep_resumes_without_rerunning_or_duplicating(tiny_dir: Path, t
     encoders = [str(tiny_dir), {"name": str(tiny_dir), "num_layers": 3}, {"name": str(tiny_dir), "num_layers": 1}]
     spec = write_spec(tmp_path / "spec.yaml", encoders, max_segments=40, repeats=3)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "bench.cli", "run", str(spec), "--out", str(out)]
+    cmd = [sys.executable, "-m", "nlgbench.cli", "run", str(spec), "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ)
     assert proc.stdout is not None
     for line in proc.stdout:

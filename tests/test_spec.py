@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 import yaml
 
-import bench.encoders
-import bench.runner
-import bench.spec
-import metrics.bertscore
-from bench.cli import main
-from bench.encoders import EncoderRef, resolve_source
-from bench.hfcache import local_snapshot
+import nlgbench.encoders
+import nlgbench.runner
+import nlgbench.spec
+import nlgbench.metrics.bertscore
+from nlgbench.cli import main
+from nlgbench.encoders import EncoderRef, resolve_source
+from nlgbench.hfcache import local_snapshot
 from helpers import minimal_spec
-from bench.spec import Cell, DatasetRef, load_spec, parse_spec
+from nlgbench.spec import Cell, DatasetRef, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,9 +55,9 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a model was loaded / a worker started")
 
-    monkeypatch.setattr(bench.encoders, "load_encoder", forbidden)
-    monkeypatch.setattr(metrics.bertscore, "load_encoder", forbidden)
-    monkeypatch.setattr(bench.runner, "execute", forbidden)
+    monkeypatch.setattr(nlgbench.encoders, "load_encoder", forbidden)
+    monkeypatch.setattr(nlgbench.metrics.bertscore, "load_encoder", forbidden)
+    monkeypatch.setattr(nlgbench.runner, "execute", forbidden)
 
 
 def write_spec(folder: Path, spec: dict[str, Any], name: str = "spec.yaml") -> Path:
@@ -185,7 +185,7 @@ def test_sweep_name_does_not_change_cell_ids() -> None:
 def test_cell_ids_stable_across_processes(tmp_path: Path) -> None:
     """Resuming needs the same ids in a new process (no hash randomisation, no dict-order effects)."""
     path = write_spec(tmp_path, QUICKSTART)
-    code = "import sys; from bench.spec import load_spec; print(' '.join(c.cell_id for c in load_spec(sys.argv[1]).cells()))"
+    code = "import sys; from nlgbench.spec import load_spec; print(' '.join(c.cell_id for c in load_spec(sys.argv[1]).cells()))"
     env = dict(os.environ, PYTHONHASHSEED="12345")
     out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == [c.cell_id for c in load_spec(path).cells()]
@@ -240,9 +240,9 @@ def test_cell_fields_all_covered() -> None:
 
 def test_cell_id_changes_with_score_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     before = BASE_CELL.cell_id
-    versions = bench.spec.score_versions()
+    versions = nlgbench.spec.score_versions()
     assert set(versions) >= {"nlgbench", "torch", "transformers"}
-    monkeypatch.setattr(bench.spec, "score_versions", lambda: dict(versions, torch="0.0"))
+    monkeypatch.setattr(nlgbench.spec, "score_versions", lambda: dict(versions, torch="0.0"))
     assert BASE_CELL.cell_id != before
 
 

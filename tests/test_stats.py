@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bench.stats import (Segments, bootstrap_ci, correlation, kendall_like, paired_bootstrap, quality,
+from nlgbench.stats import (Segments, bootstrap_ci, correlation, kendall_like, paired_bootstrap, quality,
                          system_means, williams_test)
 
 

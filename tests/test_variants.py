@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.cli import main
-from bench.encoders import EncoderRef, load_encoder, parse_encoder_ref
-from bench.errors import UserError
-from bench.variants import count_params
+from nlgbench.cli import main
+from nlgbench.encoders import EncoderRef, load_encoder, parse_encoder_ref
+from nlgbench.errors import UserError
+from nlgbench.variants import count_params
 from test_runner import read_csv
 from tiny import make_tiny_bert
 
@@ -138,8 +138,8 @@ def test_int8_quantises_linear_layers_and_counts_their_weights(tiny_dir: Path) -
 
 
 def test_bf16_runs_in_half_precision_and_metrics_get_float32(tiny_dir: Path) -> None:
-    from metrics.base import PhaseTimer
-    from metrics.embedding import embed_texts
+    from nlgbench.metrics.base import PhaseTimer
+    from nlgbench.metrics.embedding import embed_texts
 
     enc = load_encoder(EncoderRef(str(tiny_dir), dtype="bf16"), "cpu")
     assert next(enc.model.parameters()).dtype == torch.bfloat16
