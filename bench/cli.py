@@ -20,7 +20,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path("reports") / spec.name
     if args.dry_run:
-        from nlgbench.encoders import resolve_source
+        from nlgbench.encoder_registry import resolve_source
         from nlgbench.hfcache import local_snapshot
 
         cells = spec.cells()
@@ -37,7 +37,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     if args.what == "encoders":
-        from nlgbench.encoders import registry
+        from nlgbench.encoder_registry import registry
         from nlgbench.hfcache import checkpoint_params, disk_bytes, local_snapshot
 
         rows = [("name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mb")]
@@ -147,6 +147,58 @@ def _cmd_import_scores(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_lines(path: str, what: str) -> list[str]:
+    """One text per line (UTF-8), as bert-score's `-r/-c` files."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{what} file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{what} file {path} is not UTF-8 (byte {exc.start})") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+    return text.splitlines()
+
+
+def _option_value(raw: str) -> tuple[str, object]:
+    import yaml
+
+    key, sep, value = raw.partition("=")
+    if not sep or not key:
+        raise UserError(f"--option takes KEY=VALUE, got {raw!r}")
+    try:
+        return key, yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise UserError(f"--option {key}: cannot read the value {value!r}") from None
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    import csv
+    import statistics
+
+    from nlgbench.api import score_outputs
+
+    hyps = _read_lines(args.candidates, "candidates")
+    refs = _read_lines(args.references, "references") if args.references else None
+    srcs = _read_lines(args.sources, "sources") if args.sources else None
+    options = dict(_option_value(o) for o in args.option)
+    outputs = score_outputs(hyps, refs, args.metric, args.encoder, sources=srcs, aligner=args.aligner,
+                            device=args.device, batch_size=args.batch_size, **options)
+    columns = list(outputs)
+    rows = [[i + 1, *(repr(outputs[c][i]) for c in columns)] for i in range(len(hyps))]
+    if args.out:
+        with open(args.out, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh, lineterminator="\n").writerows([["line", *columns], *rows])
+    else:
+        csv.writer(sys.stdout, lineterminator="\n").writerows([["line", *columns], *rows])
+        sys.stdout.flush()
+    finite = [v for v in outputs["score"] if v == v]
+    mean = f"{statistics.fmean(finite):.6f}" if finite else "n/a"
+    print(f"{len(hyps)} scores ({args.metric}, {args.encoder}), mean {mean}" + (f"; written to {args.out}" if args.out else ""),
+          file=sys.stderr)
+    return 0
+
+
 def _add_quality_args(p: argparse.ArgumentParser) -> None:
     from nlgbench.stats import LEVELS, METHODS
 
@@ -157,7 +209,10 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from nlgbench.version import __version__
+
     p = argparse.ArgumentParser(prog="nlgbench", description="Efficiency-quality benchmarks of NLG evaluation metrics.")
+    p.add_argument("--version", action="version", version=f"nlgbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a sweep spec (resumes: finished cells are skipped)")
@@ -166,6 +221,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="rerun cells that are already finished")
     run.add_argument("--dry-run", action="store_true", help="list the cells and missing models, run nothing")
     run.set_defaults(func=_cmd_run)
+
+    sc = sub.add_parser("score", help="score a candidates file against a references file, one text per line")
+    sc.add_argument("-c", "--candidates", required=True, help="hypotheses, one per line")
+    sc.add_argument("-r", "--references", help="references, one per line (metrics that need them)")
+    sc.add_argument("-s", "--sources", help="sources, one per line (reference-free metrics)")
+    sc.add_argument("--metric", default="bertscore", help="a registered metric (default bertscore)")
+    sc.add_argument("--encoder", default="all-MiniLM-L6-v2", help="encoder name, Hub id or local folder")
+    sc.add_argument("--aligner", help="wmd, rwmd or wcd (metrics with an aligner)")
+    sc.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a metric option, e.g. idf=true")
+    sc.add_argument("--device", default="cpu")
+    sc.add_argument("--batch-size", type=int, default=64)
+    sc.add_argument("--out", help="CSV file (default: stdout): line, score, further outputs")
+    sc.set_defaults(func=_cmd_score)
 
     lst = sub.add_parser("list", help="list encoders, metrics, aligners or datasets")
     lst.add_argument("what", choices=["encoders", "metrics", "aligners", "datasets"])

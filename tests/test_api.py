@@ -1,0 +1,133 @@
+"""The Python API (`nlgbench.score`, `run`, `load_run`, `load_scores`) and `nlgbench score`:
+bad input, equality with the bert_score package and with a sweep cell's scores.csv."""
+
+from __future__ import annotations
+
+import csv
+import importlib.metadata
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nlgbench
+from nlgbench.cli import main
+from nlgbench.data import load_dataset
+from nlgbench.errors import UserError
+from nlgbench.hfcache import local_snapshot
+from tiny import make_tiny_bert
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+HYPS = ["the cat sat on the mat", "a dog ran in the park", "it is raining today"]
+REFS = ["a cat sat on the mat", "the dog runs through the park", "today it rains"]
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", HYPS + REFS, num_layers=2)
+
+
+def test_version_is_one_number_everywhere(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"nlgbench {nlgbench.__version__}"
+    assert importlib.metadata.version("nlgbench") == nlgbench.__version__
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: nlgbench.score(HYPS, REFS[:2], encoder="x"), "references has 2 items but hypotheses has 3"),
+    (lambda: nlgbench.score("one string", REFS), "hypotheses must be a list of strings"),
+    (lambda: nlgbench.score(HYPS, None), "metric 'bertscore' needs references"),
+    (lambda: nlgbench.score(HYPS, REFS, metric="bertscor"), "bertscore"),
+    (lambda: nlgbench.score(HYPS, REFS, idf="yes"), "idf must be bool"),
+    (lambda: nlgbench.score(HYPS, REFS, nonsense=1), "nonsense"),
+    (lambda: nlgbench.score(HYPS, ["", "b", "c"]), "blank"),
+    (lambda: nlgbench.score(HYPS, REFS, device="gpu"), "unknown device 'gpu'"),
+    (lambda: nlgbench.score(HYPS, REFS, batch_size=0), "batch_size must be an integer >= 1"),
+    (lambda: nlgbench.load_run("/nonexistent/run"), "no results.csv"),
+])
+def test_bad_input_is_one_clear_error(call, message: str) -> None:
+    with pytest.raises(UserError) as err:
+        call()
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_score_outputs_and_options_on_a_tiny_model(tiny_dir: Path) -> None:
+    """Primary score first, the metric's other outputs after; options and variants reach the scorer."""
+    out = nlgbench.score_outputs(HYPS, REFS, encoder=str(tiny_dir))
+    assert list(out) == ["score", "precision", "recall"]
+    p, r, f = (np.array(out[k]) for k in ("precision", "recall", "score"))
+    assert np.allclose(f, 2 * p * r / (p + r), atol=1e-6)
+    assert nlgbench.score(HYPS, REFS, encoder=str(tiny_dir)) == out["score"]
+    layer1 = nlgbench.score(HYPS, REFS, encoder=str(tiny_dir), layer=1)
+    cut = nlgbench.score(HYPS, REFS, encoder={"name": str(tiny_dir), "num_layers": 1})
+    assert layer1 != out["score"]
+    assert np.allclose(layer1, cut, atol=1e-6)  # layer 1 of the full model = the 1-layer cut
+    wcd = nlgbench.score(HYPS, REFS, metric="moverscore", encoder=str(tiny_dir), aligner="wcd")
+    wmd = nlgbench.score(HYPS, REFS, metric="moverscore", encoder=str(tiny_dir), aligner="wmd")
+    assert len(wcd) == 3 and wcd != wmd
+
+
+def test_cli_score_writes_what_the_api_returns(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "refs.txt").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    (tmp_path / "hyps.txt").write_text("\n".join(HYPS) + "\n", encoding="utf-8")
+    out = tmp_path / "scores.csv"
+    code = main(["score", "--encoder", str(tiny_dir), "-r", str(tmp_path / "refs.txt"), "-c", str(tmp_path / "hyps.txt"),
+                 "--option", "idf=true", "--out", str(out)])
+    assert code == 0
+    with out.open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [int(r["line"]) for r in rows] == [1, 2, 3]
+    expected = nlgbench.score(HYPS, REFS, encoder=str(tiny_dir), idf=True)
+    assert [float(r["score"]) for r in rows] == expected
+    assert "3 scores" in capsys.readouterr().err
+    (tmp_path / "short.txt").write_text("one line\n", encoding="utf-8")
+    assert main(["score", "--encoder", str(tiny_dir), "-r", str(tmp_path / "short.txt"), "-c", str(tmp_path / "hyps.txt")]) == 2
+    assert "references has 1 items but hypotheses has 3" in capsys.readouterr().err
+    assert main(["score", "-c", str(tmp_path / "missing.txt"), "-r", str(tmp_path / "refs.txt")]) == 2
+    assert "candidates file not found" in capsys.readouterr().err
+
+
+needs_minilm = pytest.mark.skipif(local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache (scripts/get_models.py)")
+
+
+@pytest.mark.slow
+@needs_minilm
+def test_score_equals_bert_score_package() -> None:
+    """`nlgbench.score` F1 equals bert_score.score F1 on 120 real WMT16 segments, MiniLM-L6 (layer 6)."""
+    bert_score = pytest.importorskip("bert_score")
+    items = load_dataset("wmt16", max_segments=20).items
+    hyps, refs = [it.hypothesis for it in items], [it.reference for it in items]
+    ours = nlgbench.score(hyps, refs, metric="bertscore", encoder="all-MiniLM-L6-v2", batch_size=32)
+    _, _, f1 = bert_score.score(hyps, refs, model_type=MINILM, num_layers=6, batch_size=32, device="cpu",
+                                use_fast_tokenizer=True, nthreads=0)
+    assert np.abs(np.array(ours) - f1.numpy()).max() <= 1e-5
+
+
+@pytest.mark.slow
+@needs_minilm
+def test_score_equals_the_sweep_cells_scores(tmp_path: Path) -> None:
+    """The same items through `nlgbench.run` (a worker process) and `nlgbench.score` give the same
+    scores: BERTScore with idf (corpus state over all items) and MoverScore-RWMD."""
+    spec = {
+        "name": "api", "datasets": [{"name": "wmt16", "max_segments": 8}], "repeats": 1, "batch_size": 16,
+        "metrics": [
+            {"metric": "bertscore", "options": {"idf": True}, "encoders": ["all-MiniLM-L6-v2"]},
+            {"metric": "moverscore", "encoders": ["all-MiniLM-L6-v2"], "aligners": ["rwmd"]},
+        ],
+    }
+    cells = nlgbench.run(spec, out=tmp_path / "run", quiet=True)
+    assert list(cells["status"]) == ["ok", "ok"], list(cells["error"])
+    items = load_dataset("wmt16", max_segments=8).items
+    hyps, refs = [it.hypothesis for it in items], [it.reference for it in items]
+    for _, row in cells.iterrows():
+        seg = nlgbench.load_scores(tmp_path / "run", row["cell_id"])
+        assert list(seg["seg_id"]) == [it.seg_id for it in items] and list(seg["lp"]) == [it.lp for it in items]
+        options = {"idf": True} if row["metric"] == "bertscore" else {}
+        aligner = "rwmd" if row["metric"] == "moverscore" else None
+        direct = nlgbench.score(hyps, refs, metric=row["metric"], encoder="all-MiniLM-L6-v2", aligner=aligner,
+                                batch_size=16, **options)
+        # float32 encoders in two processes: equal up to float32 rounding of the similarity sums
+        assert np.abs(np.array(direct) - seg["score"].to_numpy()).max() <= 1e-6
