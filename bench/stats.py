@@ -1,18 +1,42 @@
-"""Statistics shared by `report` and `compare`: correlation methods and levels, Williams' test,
-paired bootstrap intervals and p-values. SciPy does the work wherever it has the statistic."""
+"""All correlation statistics of nlgbench, used by the worker, import-scores, report and compare.
+
+As in mt-metrics-eval, one engine takes correlation functions: a correlation method (`pearson`,
+`kendall` tau-b, `spearman`, WMT's `kendall_like`) is applied at a level (`pooled` over all
+segments; `lp_mean`, the mean over language pairs of the per-pair values, WMT style; `system`,
+per language pair over the mean scores of its systems, then the mean over pairs). Scores are
+signed so that higher always means better before they get here.
+
+Minimum size: a correlation needs at least MIN_POINTS = 3 points. Through 2 points Pearson,
+Kendall and Spearman are always +1 or -1 whatever the metric, so such a value says nothing.
+A group (a language pair's segments, or its systems at system level) with fewer points, or with
+a constant side, gets NaN; means over language pairs leave NaN out, and results count the pairs
+left out for being too small (`n_lps_too_small`).
+
+Sums (system means, means over language pairs) use math.fsum, so they do not depend on order.
+One seeded bootstrap (`bootstrap_distribution`) serves the confidence intervals of a cell and the
+paired test of two cells: segments resampled with replacement, BOOTSTRAP_RESAMPLES times.
+"""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy import stats
 
 METHODS = ("pearson", "kendall", "spearman", "kendall_like")
 LEVELS = ("pooled", "lp_mean", "system")
+MIN_POINTS = 3  # fewer points: no correlation (NaN); see the module docstring
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+INTERVAL_PERCENTILES = (2.5, 97.5)  # the 95% percentile interval
+ZERO_DELTA = 1e-12  # a bootstrap difference this close to 0 is 0 (rounding), on both sides of the test
 NAN = float("nan")
+
+Correlation = Callable[[np.ndarray, np.ndarray], float]  # (metric scores, human scores) -> coefficient
 
 
 @dataclass(frozen=True)
@@ -32,6 +56,24 @@ class Segments:
         return len(self.score)
 
 
+# ----------------------------------------------------------------------------- correlation functions
+
+
+def pearson(x: np.ndarray, h: np.ndarray) -> float:
+    """Pearson's r (SciPy)."""
+    return float(stats.pearsonr(x, h)[0])
+
+
+def kendall(x: np.ndarray, h: np.ndarray) -> float:
+    """Kendall's tau-b, which handles ties on either side (SciPy)."""
+    return float(stats.kendalltau(x, h, variant="b")[0])
+
+
+def spearman(x: np.ndarray, h: np.ndarray) -> float:
+    """Spearman's rho (SciPy)."""
+    return float(stats.spearmanr(x, h)[0])
+
+
 def kendall_like(x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
     """WMT's DARR Kendall tau-like: over pairs whose human scores differ by more than `threshold`,
     (Concordant - Discordant) / (Concordant + Discordant), a metric tie counting as Discordant
@@ -46,53 +88,167 @@ def kendall_like(x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
     return (conc - disc) / (conc + disc) if conc + disc else NAN
 
 
-def correlation(method: str, x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
-    """One correlation coefficient; NaN for fewer than 3 points or a constant side."""
-    if len(x) < 3 or np.all(x == x[0]) or np.all(h == h[0]):
+def _guarded(fn: Correlation, x: np.ndarray, h: np.ndarray) -> float:
+    if len(x) < MIN_POINTS or np.all(x == x[0]) or np.all(h == h[0]):
         return NAN
-    if method == "pearson":
-        return float(stats.pearsonr(x, h)[0])
-    if method == "kendall":
-        return float(stats.kendalltau(x, h, variant="b")[0])
-    if method == "spearman":
-        return float(stats.spearmanr(x, h)[0])
-    if method == "kendall_like":
-        return kendall_like(x, h, threshold)
-    raise ValueError(f"unknown correlation method {method!r} (valid: {', '.join(METHODS)})")
+    return fn(x, h)
 
 
-def _nanmean(values: Sequence[float]) -> float:
+def correlation_function(method: str, threshold: float = 0.0) -> Correlation:
+    """The correlation `method` as a function of (x, h): NaN for fewer than MIN_POINTS points or
+    a constant side. `threshold` is kendall_like's."""
+    functions: dict[str, Correlation] = {"pearson": pearson, "kendall": kendall, "spearman": spearman,
+                                         "kendall_like": functools.partial(kendall_like, threshold=threshold)}
+    if method not in functions:
+        raise ValueError(f"unknown correlation method {method!r} (valid: {', '.join(METHODS)})")
+    return functools.partial(_guarded, functions[method])
+
+
+def correlation(method: str, x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
+    """One correlation coefficient; NaN for fewer than MIN_POINTS points or a constant side."""
+    return correlation_function(method, threshold)(x, h)
+
+
+# ----------------------------------------------------------------------------- levels
+
+
+@dataclass(frozen=True)
+class Group:
+    """One language pair at a level: its correlation and its number of points (segments, or
+    systems at system level)."""
+
+    lp: str
+    value: float
+    n: int
+
+    @property
+    def too_small(self) -> bool:
+        return self.n < MIN_POINTS
+
+
+def finite_mean(values: Sequence[float]) -> float:
+    """Mean of the finite values (math.fsum); NaN when there are none (WMT-style mean over lps)."""
     finite = [v for v in values if math.isfinite(v)]
-    return float(np.mean(finite)) if finite else NAN
+    return math.fsum(finite) / len(finite) if finite else NAN
+
+
+def _index(keys: Sequence[Any]) -> dict[Any, list[int]]:
+    """Positions of each key, keys in order of first appearance."""
+    out: dict[Any, list[int]] = {}
+    for i, key in enumerate(keys):
+        out.setdefault(key, []).append(i)
+    return out
 
 
 def system_means(seg: Segments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean metric and human score per (lp, system) with a system name: (x, h, lp of each system)."""
-    keys = [(lp, s) for lp, s in zip(seg.lp, seg.system) if s != ""]
-    named = np.array([s != "" for s in seg.system])
-    if not keys:
-        return np.array([]), np.array([]), np.array([])
-    uniq = list(dict.fromkeys(keys))
-    index = {k: i for i, k in enumerate(uniq)}
-    which = np.array([index[k] for k in keys])
-    count = np.bincount(which, minlength=len(uniq))
-    x = np.bincount(which, weights=seg.score[named], minlength=len(uniq)) / count
-    h = np.bincount(which, weights=seg.human[named], minlength=len(uniq)) / count
-    return x, h, np.array([k[0] for k in uniq])
+    """Mean metric and human score per (lp, system) with a system name: (x, h, lp of each system),
+    systems in order of first appearance. Segments without a system name are left out."""
+    keys = [(lp, s) if s != "" else None for lp, s in zip(seg.lp.tolist(), seg.system.tolist())]
+    index = {k: idx for k, idx in _index(keys).items() if k is not None}
+    x = np.array([math.fsum(seg.score[idx]) / len(idx) for idx in index.values()], dtype=float)
+    h = np.array([math.fsum(seg.human[idx]) / len(idx) for idx in index.values()], dtype=float)
+    return x, h, np.array([lp for lp, _ in index], dtype=object)
+
+
+def lp_groups(seg: Segments, corr: Correlation) -> list[Group]:
+    """Segment level per language pair, pairs in order of first appearance."""
+    return [Group(lp, corr(seg.score[idx], seg.human[idx]), len(idx)) for lp, idx in _index(seg.lp.tolist()).items()]
+
+
+def system_groups(seg: Segments, corr: Correlation) -> list[Group]:
+    """System level per language pair (over its systems' mean scores); every pair of the
+    segments is listed, one without named systems with n = 0."""
+    x, h, lps = system_means(seg)
+    by_lp = _index(lps.tolist())
+    return [Group(lp, corr(x[by_lp.get(lp, [])], h[by_lp.get(lp, [])]), len(by_lp.get(lp, [])))
+            for lp in dict.fromkeys(seg.lp.tolist())]
 
 
 def quality(seg: Segments, method: str = "pearson", level: str = "pooled", threshold: float = 0.0) -> float:
     """Correlation with humans at a level: pooled over all segments, mean over language pairs
     (WMT style), or system level (mean per system, correlated per lp, mean over lps)."""
+    corr = correlation_function(method, threshold)
     if level == "pooled":
-        return correlation(method, seg.score, seg.human, threshold)
+        return corr(seg.score, seg.human)
+    return finite_mean([g.value for g in level_groups(seg, level, corr)])
+
+
+def level_groups(seg: Segments, level: str, corr: Correlation) -> list[Group]:
+    """The language-pair groups whose mean is the `lp_mean` or `system` level."""
     if level == "lp_mean":
-        return _nanmean([correlation(method, seg.score[seg.lp == lp], seg.human[seg.lp == lp], threshold)
-                         for lp in dict.fromkeys(seg.lp)])
+        return lp_groups(seg, corr)
     if level == "system":
-        x, h, lps = system_means(seg)
-        return _nanmean([correlation(method, x[lps == lp], h[lps == lp], threshold) for lp in dict.fromkeys(lps)])
-    raise ValueError(f"unknown correlation level {level!r} (valid: {', '.join(LEVELS)})")
+        return system_groups(seg, corr)
+    raise ValueError(f"correlation level {level!r} has no language-pair groups (valid: lp_mean, system)")
+
+
+def too_small_lps(seg: Segments, level: str) -> list[str]:
+    """The language pairs left out of a level's mean for having fewer than MIN_POINTS segments
+    (`lp_mean`) or systems (`system`); none at the `pooled` level."""
+    if level == "pooled":
+        return []
+    if level not in LEVELS:
+        raise ValueError(f"unknown correlation level {level!r} (valid: {', '.join(LEVELS)})")
+    return [g.lp for g in level_groups(seg, level, lambda x, h: NAN) if g.too_small]
+
+
+# ----------------------------------------------------------------------------- bootstrap
+
+
+def bootstrap_distribution(n: int, statistic: Callable[[np.ndarray], Any], n_resamples: int = BOOTSTRAP_RESAMPLES,
+                           seed: int = BOOTSTRAP_SEED) -> np.ndarray:
+    """`statistic(idx)` on n_resamples resamples of the n segments drawn with replacement (one row
+    per resample; a statistic may return several values). The draws are SciPy's `bootstrap`'s."""
+    rng = np.random.default_rng(seed)
+    return np.asarray([statistic(rng.integers(0, n, size=n)) for _ in range(n_resamples)], dtype=float)
+
+
+def percentile_interval(values: np.ndarray) -> tuple[float, float]:
+    """95% percentile interval of the finite values; (NaN, NaN) if there are none."""
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return NAN, NAN
+    lo, hi = np.percentile(finite, INTERVAL_PERCENTILES)
+    return float(lo), float(hi)
+
+
+def bootstrap_ci(seg: Segments, statistic: Callable[[Segments], float], n_resamples: int = BOOTSTRAP_RESAMPLES,
+                 seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """95% percentile interval of one cell's statistic by resampling segments."""
+    return percentile_interval(bootstrap_distribution(len(seg), lambda idx: statistic(seg.take(idx)), n_resamples, seed))
+
+
+@dataclass(frozen=True)
+class PairedBootstrap:
+    """Candidate minus baseline quality, its 95% percentile interval and a two-sided p-value."""
+
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n_resamples: int
+    seed: int
+
+
+def paired_bootstrap(candidate: Segments, baseline: Segments, statistic: Callable[[Segments], float],
+                     n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> PairedBootstrap:
+    """Resample segments with replacement (the same draw for both metrics) and recompute
+    statistic(candidate) - statistic(baseline). The p-value is the two-sided bootstrap test
+    2 * min(P(delta* <= 0), P(delta* >= 0)): below 0.05 exactly when 0 lies outside the 95%
+    percentile interval. A delta* within ZERO_DELTA of 0 counts as 0: rank statistics of a few
+    systems often tie exactly, and rounding must not decide the side."""
+    n = len(candidate)
+    if len(baseline) != n:
+        raise ValueError(f"paired bootstrap needs the same segments: {n} vs {len(baseline)}")
+
+    def delta(idx: np.ndarray) -> float:
+        return statistic(candidate.take(idx)) - statistic(baseline.take(idx))
+
+    dist = bootstrap_distribution(n, delta, n_resamples, seed)
+    lo, hi = percentile_interval(dist)
+    dist = dist[np.isfinite(dist)]
+    p = min(1.0, 2 * min(float(np.mean(dist <= ZERO_DELTA)), float(np.mean(dist >= -ZERO_DELTA)))) if dist.size else NAN
+    return PairedBootstrap(float(delta(np.arange(n))), lo, hi, p, n_resamples, seed)
 
 
 # ----------------------------------------------------------------------------- significance
@@ -110,45 +266,60 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
     return float(t), float(2 * stats.t.sf(abs(t), n - 3))
 
 
-@dataclass(frozen=True)
-class PairedBootstrap:
-    """Candidate minus baseline quality, its 95% percentile interval and a two-sided p-value."""
-
-    delta: float
-    ci_low: float
-    ci_high: float
-    p_value: float
-    n_resamples: int
-    seed: int
+# ----------------------------------------------------------------------------- a cell's summary
 
 
-def paired_bootstrap(candidate: Segments, baseline: Segments, statistic: Callable[[Segments], float],
-                     n_resamples: int = 1000, seed: int = 0) -> PairedBootstrap:
-    """Resample segments with replacement (the same draw for both metrics, SciPy's paired
-    bootstrap) and recompute statistic(candidate) - statistic(baseline). The p-value is the
-    two-sided bootstrap test 2 * min(P(delta* <= 0), P(delta* >= 0)): below 0.05 exactly when
-    0 lies outside the 95% percentile interval."""
-    n = len(candidate)
-    if len(baseline) != n:
-        raise ValueError(f"paired bootstrap needs the same segments: {n} vs {len(baseline)}")
-
-    def delta(idx: np.ndarray) -> float:
-        idx = np.asarray(idx, dtype=np.int64)
-        return statistic(candidate.take(idx)) - statistic(baseline.take(idx))
-
-    observed = delta(np.arange(n))
-    res = stats.bootstrap((np.arange(n),), delta, n_resamples=n_resamples, vectorized=False, paired=True,
-                          method="percentile", confidence_level=0.95, rng=np.random.default_rng(seed))
-    dist = res.bootstrap_distribution[np.isfinite(res.bootstrap_distribution)]
-    p = min(1.0, 2 * min(float(np.mean(dist <= 0)), float(np.mean(dist >= 0)))) if dist.size else NAN
-    return PairedBootstrap(float(observed), float(res.confidence_interval.low), float(res.confidence_interval.high),
-                           p, n_resamples, seed)
+def _check_finite(name: str, values: np.ndarray) -> None:
+    """Raise ValueError naming how many values are non-finite and the first index."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise ValueError(f"{bad.size} non-finite {name} value(s) (NaN or inf), first at index {int(bad[0])}")
 
 
-def bootstrap_ci(seg: Segments, statistic: Callable[[Segments], float], n_resamples: int = 1000,
-                 seed: int = 0) -> tuple[float, float]:
-    """95% percentile interval of one cell's statistic by resampling segments (SciPy's bootstrap)."""
-    res = stats.bootstrap((np.arange(len(seg)),), lambda idx: statistic(seg.take(np.asarray(idx, dtype=np.int64))),
-                          n_resamples=n_resamples, vectorized=False, method="percentile", confidence_level=0.95,
-                          rng=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+def correlate(scores: Sequence[float], human: Sequence[float], lps: Sequence[str],
+              systems: Sequence[str | None] | None = None, *, higher_is_better: bool = True, bootstrap: int = 0,
+              seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
+    """A cell's correlations as stored in result.json and results.csv: Pearson and Kendall per
+    language pair, their mean (`pearson`, `kendall`), pooled, at system level where systems are
+    named, and with `bootstrap` > 0 resamples the 95% intervals of the pooled values.
+
+    Lower-is-better metrics are negated first so positive always means agreement; plain floats
+    (NaN where a correlation is undefined). `n_lps` counts all language pairs, `n_lps_too_small`
+    those with fewer than MIN_POINTS segments (NaN, left out of the mean like constant ones)."""
+    n = len(scores)
+    if len(human) != n or len(lps) != n:
+        raise ValueError(f"length mismatch: {n} scores, {len(human)} human judgments, {len(lps)} language pairs")
+    if systems is not None and len(systems) != n:
+        raise ValueError(f"length mismatch: {n} scores but {len(systems)} system names")
+    if bootstrap < 0:
+        raise ValueError(f"bootstrap must be >= 0 resamples, got {bootstrap}")
+    raw = np.asarray(scores, dtype=float).reshape(-1)
+    h = np.asarray(human, dtype=float).reshape(-1)
+    _check_finite("metric score", raw)
+    _check_finite("human judgment", h)
+    sign = 1 if higher_is_better else -1
+    names = np.array(["" if s is None else str(s) for s in (systems if systems is not None else [""] * n)], dtype=object)
+    seg = Segments(raw * sign, h, np.array([str(lp) for lp in lps], dtype=object), names, np.arange(n))
+    r, tau = correlation_function("pearson"), correlation_function("kendall")
+
+    def summary(groups_r: list[Group], groups_tau: list[Group], size: str) -> dict[str, Any]:
+        return {"pearson": finite_mean([g.value for g in groups_r]), "kendall": finite_mean([g.value for g in groups_tau]),
+                "n_lps": len(groups_r), "n_lps_too_small": sum(g.too_small for g in groups_r),
+                "per_lp": {g.lp: {"pearson": g.value, "kendall": t.value, size: g.n} for g, t in zip(groups_r, groups_tau)}}
+
+    segment = summary(lp_groups(seg, r), lp_groups(seg, tau), "n")
+    system = None
+    if any(s != "" for s in names):
+        system = summary(system_groups(seg, r), system_groups(seg, tau), "n_systems")
+    boot = None
+    if bootstrap > 0 and n > 0:
+        dist = bootstrap_distribution(n, lambda idx: (r(seg.score[idx], h[idx]), tau(seg.score[idx], h[idx])),
+                                      bootstrap, seed)
+        boot = {"n_resamples": bootstrap, "seed": seed, "pearson_pooled_ci": list(percentile_interval(dist[:, 0])),
+                "kendall_pooled_ci": list(percentile_interval(dist[:, 1]))}
+    return {
+        "pearson": segment["pearson"], "kendall": segment["kendall"], "n_lps": segment["n_lps"],
+        "n_lps_too_small": segment["n_lps_too_small"], "min_points": MIN_POINTS,
+        "pearson_pooled": r(seg.score, h), "kendall_pooled": tau(seg.score, h), "n": n,
+        "per_lp": segment["per_lp"], "system": system, "bootstrap": boot, "sign": sign,
+    }

@@ -1,5 +1,6 @@
-"""Tests for nlgbench.correlation: values recomputed with scipy, hand-made system level, NaN,
-bootstrap and input errors."""
+"""Tests for a cell's correlations (nlgbench.stats.correlate, what result.json and results.csv hold):
+values recomputed with scipy, hand-made system level, NaN, the 3-point minimum, bootstrap and
+input errors."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from nlgbench.correlation import correlate, flat_row
+from nlgbench.stats import MIN_POINTS, correlate
 
 
 def _sample(seed: int = 1) -> tuple[list[float], list[float], list[str]]:
@@ -99,7 +100,7 @@ def test_system_level_by_hand() -> None:
 
 
 def test_system_level_mean_over_lps_and_empty_names() -> None:
-    """Mean over lps of system-level values; lps with < 2 systems give NaN and are skipped."""
+    """Mean over lps of system-level values; lps with < 3 systems give NaN and are skipped."""
     systems = ["A", "B", "C", "A", "B", "C", "A", "A"]
     scores = [1.0, 2.0, 3.0, 3.0, 2.0, 1.0, 0.5, 0.7]
     human = [1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 0.1, 0.2]
@@ -128,14 +129,35 @@ def test_constant_lp_gives_nan_and_mean_skips_it() -> None:
 
 
 def test_all_nan_and_single_point() -> None:
-    """Fewer than 2 points everywhere: every correlation and mean is NaN."""
-    res = correlate([1.0], [2.0], ["x"])
-    for key in ("pearson", "kendall", "pearson_pooled", "kendall_pooled"):
-        assert math.isnan(res[key])
-    assert res["n"] == 1
-    row = flat_row(res)
-    assert set(row) == {"pearson", "kendall", "pearson_pooled", "kendall_pooled", "n"}
-    assert row["n"] == 1 and math.isnan(row["pearson"])
+    """Fewer than 3 points everywhere: every correlation and mean is NaN."""
+    for scores, human in (([1.0], [2.0]), ([1.0, 2.0], [2.0, 1.0])):
+        res = correlate(scores, human, ["x"] * len(scores))
+        for key in ("pearson", "kendall", "pearson_pooled", "kendall_pooled"):
+            assert math.isnan(res[key])
+        assert res["n"] == len(scores) and res["n_lps"] == 1 and res["n_lps_too_small"] == 1
+
+
+def test_groups_below_three_points_are_left_out_and_counted() -> None:
+    """A 2-segment lp (whose Pearson would be -1 whatever the metric) and a 1-segment lp are NaN,
+    left out of the mean over lps and counted; pooled uses every segment. The same at system level
+    for an lp with 2 systems."""
+    assert MIN_POINTS == 3
+    scores = [1.0, 2.0, 3.0, 4.0, 5.0, 0.3, 0.1, 7.0]
+    human = [1.0, 3.0, 2.0, 5.0, 4.0, 0.2, 0.9, 1.0]
+    lps = ["ok"] * 5 + ["two"] * 2 + ["one"]
+    systems = ["A", "B", "C", "A", "B", "A", "B", "A"]
+    res = correlate(scores, human, lps, systems)
+    assert math.isnan(res["per_lp"]["two"]["pearson"]) and math.isnan(res["per_lp"]["one"]["kendall"])
+    assert res["per_lp"]["two"]["n"] == 2 and res["per_lp"]["one"]["n"] == 1
+    assert res["pearson"] == pytest.approx(stats.pearsonr(scores[:5], human[:5])[0])
+    assert res["kendall"] == pytest.approx(stats.kendalltau(scores[:5], human[:5])[0])
+    assert res["n_lps"] == 3 and res["n_lps_too_small"] == 2 and res["min_points"] == 3
+    assert res["pearson_pooled"] == pytest.approx(stats.pearsonr(scores, human)[0])
+    system = res["system"]
+    assert system["per_lp"]["ok"]["n_systems"] == 3 and system["per_lp"]["two"]["n_systems"] == 2
+    assert math.isnan(system["per_lp"]["two"]["pearson"]) and system["n_lps_too_small"] == 2
+    means_x, means_h = [2.5, 3.5, 3.0], [3.0, 3.5, 2.0]  # A, B, C of lp "ok"
+    assert system["pearson"] == pytest.approx(stats.pearsonr(means_x, means_h)[0])
 
 
 def test_bootstrap_reproducible_and_contains_estimate() -> None:

@@ -1,0 +1,86 @@
+"""nlgbench.stats reproduces the two engines it replaced (the worker's nlgbench.correlation and the
+report's nlgbench.stats, commit 7052c2b) on seeded random data where every group has at least
+3 points: tests/stats_golden.json holds their outputs on tests/stats_cases.py's inputs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nlgbench.stats import (LEVELS, METHODS, ZERO_DELTA, Segments, bootstrap_ci,
+                            bootstrap_distribution, correlate, correlation, paired_bootstrap, quality, williams_test)
+from stats_cases import N_CASES, random_case
+
+GOLDEN = json.loads((Path(__file__).parent / "stats_golden.json").read_text(encoding="utf-8"))["cases"]
+
+
+def same(got: Any, want: Any, path: str = "") -> None:
+    """Equal structure, equal ints and strings, floats equal to 1e-12 (NaN where NaN)."""
+    if isinstance(want, dict):
+        extra = set(got) - set(want)
+        assert extra <= {"n_lps", "n_lps_too_small", "min_points"}, f"{path}: unexpected keys {extra}"
+        for key in want:
+            same(got[key], want[key], f"{path}/{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), path
+        for i, (g, w) in enumerate(zip(got, want)):
+            same(g, w, f"{path}[{i}]")
+    elif isinstance(want, float):
+        assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, rel=1e-12, abs=1e-12), \
+            f"{path}: {got} != {want}"
+    else:
+        assert got == want, f"{path}: {got!r} != {want!r}"
+
+
+def test_the_golden_file_covers_every_case() -> None:
+    assert [c["seed"] for c in GOLDEN] == list(range(N_CASES))
+    assert any(c["correlate"]["system"] is not None for c in GOLDEN)  # system level exercised
+    assert any(c["correlate"]["sign"] == -1 for c in GOLDEN)  # a lower-is-better metric too
+
+
+@pytest.mark.parametrize("seed", range(N_CASES))
+def test_cell_correlations_equal_the_old_worker_engine(seed: int) -> None:
+    case, golden = random_case(seed), GOLDEN[seed]
+    got = correlate(case["scores"], case["human"], case["lps"], case["systems"],
+                    higher_is_better=case["higher_is_better"], bootstrap=200, seed=seed)
+    same(got, golden["correlate"])
+    assert got["n_lps_too_small"] == 0  # every group of these cases has >= 3 points
+
+
+@pytest.mark.parametrize("seed", range(N_CASES))
+def test_levels_tests_and_intervals_equal_the_old_report_engine(seed: int) -> None:
+    case, golden = random_case(seed), GOLDEN[seed]
+    sign = 1.0 if case["higher_is_better"] else -1.0
+
+    def seg(scores: list[float]) -> Segments:
+        return Segments(sign * np.asarray(scores, float), np.asarray(case["human"], float), np.asarray(case["lps"]),
+                        np.asarray(case["systems"]), np.arange(len(scores)))
+
+    cand, base = seg(case["scores"]), seg(case["baseline"])
+    got = {f"{m}/{lv}": quality(cand, m, lv) for m in METHODS for lv in LEVELS}
+    got.update({f"kendall_like@0.5/{lv}": quality(cand, "kendall_like", lv, 0.5) for lv in LEVELS})
+    same(got, golden["quality"], "quality")
+    same(list(bootstrap_ci(cand, lambda s: quality(s, "pearson", "pooled"), n_resamples=200, seed=seed)),
+         golden["bootstrap_ci"], "bootstrap_ci")
+    for key, want in golden["paired"].items():
+        method, level = key.split("/")
+        def stat(s: Segments) -> float:
+            return quality(s, method, level)
+
+        b = paired_bootstrap(cand, base, stat, n_resamples=200, seed=seed)
+        same([b.delta, b.ci_low, b.ci_high], want[:3], key)
+        # A resample whose difference is 0 up to rounding (rank statistics of a few systems tie
+        # exactly) counts on both sides now; before, the order of a sum decided its side.
+        deltas = bootstrap_distribution(len(cand), lambda idx: stat(cand.take(idx)) - stat(base.take(idx)), 200, seed)
+        zeros = int(np.sum(np.abs(deltas) <= ZERO_DELTA))
+        assert math.isnan(b.p_value) == math.isnan(want[3])
+        assert math.isnan(want[3]) or abs(b.p_value - want[3]) <= 2 * zeros / 200 + 1e-12, key
+        if key == "pearson/pooled":
+            assert zeros == 0 and b.p_value == pytest.approx(want[3], abs=1e-12)
+    r1, r2 = correlation("pearson", cand.score, cand.human), correlation("pearson", base.score, cand.human)
+    same(list(williams_test(r1, r2, correlation("pearson", cand.score, base.score), len(cand))), golden["williams"])
