@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import yaml
-
 from nlgbench.errors import UserError, unknown_name
+from nlgbench.registry import Registry, UserFiles, read_registry_file
 
 CACHE_ENV = "NLGBENCH_CACHE"
 MIRROR_ENV = "NLGBENCH_DATA_MIRROR"
+USER_CATALOGUES = UserFiles("NLGBENCH_CATALOGUE")  # the user's catalogue files, merged over the packaged one
 
 #: Columns of the user format; ``system`` and ``source`` may be left out (default "").
 USER_COLUMNS = ("lp", "seg_id", "system", "source", "reference", "hypothesis", "human")
@@ -84,47 +84,49 @@ def catalogue_path() -> Path:
 
 
 def load_catalogue(path: Path | None = None) -> dict[str, Any]:
-    """Read and parse the catalogue YAML (the whole document: ``{datasets: {...}}``)."""
-    path = path or catalogue_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read the dataset catalogue {path}: {exc.strerror or exc}") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"dataset catalogue {path} is not valid YAML: {_one_line(exc)}") from None
+    """The catalogue document ``{datasets: {...}}`` of the file `path`, or (default) of the packaged
+    catalogue with the user's catalogue files merged over it (a user entry replaces a same-named one)."""
+    datasets: dict[str, Any] = {}
+    for file in [path] if path else [catalogue_path(), *USER_CATALOGUES.paths()]:
+        for name, entry in read_registry_file(file, "datasets", "dataset catalogue").items():
+            if not isinstance(entry, dict):
+                raise UserError(f"dataset catalogue {file}: entry {name!r} must be a mapping, got {entry!r}")
+            datasets[str(name)] = entry
+    return {"datasets": datasets}
+
+
+def add_catalogue_file(path: Path) -> None:
+    """Merge a user's catalogue file (a sweep spec's `catalogue_file`) over the catalogue from now on; checked first."""
+    load_catalogue(path.expanduser().resolve())
+    USER_CATALOGUES.add(path)
+
+
+def catalogue_registry(catalogue: dict[str, Any] | None = None) -> Registry[dict]:
+    """The datasets of `catalogue` (default: `load_catalogue()`) as a registry, read afresh on each call."""
+    doc = catalogue if catalogue is not None else load_catalogue()
     if not isinstance(doc, dict) or not isinstance(doc.get("datasets"), dict):
-        raise UserError(f"dataset catalogue {path} has no 'datasets' mapping")
-    return doc
+        raise UserError("dataset catalogue has no 'datasets' mapping")
+    registry: Registry[dict] = Registry("dataset", dict)
+    for name, entry in doc["datasets"].items():
+        registry.register(name, entry)
+    return registry
 
 
 def dataset_names(catalogue: dict[str, Any] | None = None) -> list[str]:
     """Names of the catalogue datasets, sorted."""
-    return sorted(_datasets(catalogue))
+    return catalogue_registry(catalogue).names()
 
 
 def catalogue_entry(name: str, catalogue: dict[str, Any] | None = None) -> dict[str, Any]:
     """The catalogue entry of dataset `name` (unknown names: error with the closest ones)."""
-    datasets = _datasets(catalogue)
-    if name not in datasets:
-        raise unknown_name("dataset", name, datasets)
-    entry = datasets[name]
+    entry = catalogue_registry(catalogue).get(name)
     required = ("source", "folder", "format", "language_pairs", "files")
-    missing = [key for key in required if not isinstance(entry, dict) or key not in entry]
+    missing = [key for key in required if key not in entry]
     if missing:
         raise UserError(f"dataset catalogue: entry {name!r} lacks {', '.join(repr(k) for k in missing)}")
     if entry["format"] not in ("da", "mqm"):
         raise UserError(f"dataset catalogue: entry {name!r} has unknown format {entry['format']!r} (valid: da, mqm)")
     return entry
-
-
-def _datasets(catalogue: dict[str, Any] | None) -> dict[str, Any]:
-    """The ``datasets`` mapping of `catalogue` (default: the packaged catalogue)."""
-    doc = catalogue if catalogue is not None else load_catalogue()
-    if not isinstance(doc, dict) or not isinstance(doc.get("datasets"), dict):
-        raise UserError("dataset catalogue has no 'datasets' mapping")
-    return doc["datasets"]
 
 
 # --------------------------------------------------------------------------- fetching
@@ -557,7 +559,3 @@ def _parse_seg_id(value: str, where: str) -> int:
     except ValueError:
         raise UserError(f"{where}: seg_id {value!r} is not an integer") from None
 
-
-def _one_line(exc: BaseException) -> str:
-    """An exception's message on one line."""
-    return " ".join(str(exc).split())

@@ -1,189 +1,25 @@
-"""Encoders: the registry (`encoders.yaml`), variant options, and the encoder object metrics use.
+"""The runtime encoder metrics use: tokenizer + model (possibly truncated or a variant) on one device.
 
 Metrics never look at token strings or architectures; they use what `Encoder` exposes:
 tokenisation with offsets, special-token ids, a word-start test, hidden states of chosen
 layers, the number of layers run, parameters actually run, bytes on disk, and the device.
+How a spec names an encoder (`EncoderRef`, the registry) is `nlgbench.encoder_registry`;
+`EncoderRef` is re-exported here as the type of `Encoder.ref`.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-import yaml
-
-from nlgbench.errors import UserError, closest, unknown_name
+from nlgbench.encoder_registry import EncoderRef, check_layers, resolve_source
+from nlgbench.errors import UserError
 
 if TYPE_CHECKING:
     from nlgbench.variants import ExitState
 
-REGISTRY_PATH = Path(__file__).resolve().parent / "encoders.yaml"  # the repository's encoders.yaml, shipped in the package
-
-# Variant options an encoder may carry in a spec, with their types (see bench/variants.py).
-VARIANT_OPTIONS: dict[str, type] = {"num_layers": int, "early_exit": float, "quantize": str, "dtype": str}
-
-
-@dataclass(frozen=True)
-class EncoderEntry:
-    """One registered encoder (a row of encoders.yaml)."""
-
-    name: str
-    hub_id: str
-    family: str
-    kind: str
-    layers: int | None
-    default_layers: dict[str, int]
-    multilingual: bool
-    notes: str
-
-
-@lru_cache(maxsize=1)
-def registry() -> dict[str, EncoderEntry]:
-    """All registered encoders by name, read from encoders.yaml."""
-    raw = yaml.safe_load(REGISTRY_PATH.read_text(encoding="utf-8"))["encoders"]
-    return {
-        name: EncoderEntry(
-            name=name,
-            hub_id=str(e["hub_id"]),
-            family=str(e.get("family", "")),
-            kind=str(e.get("kind", "encoder")),
-            layers=e.get("layers"),
-            default_layers=dict(e.get("default_layers") or {}),
-            multilingual=bool(e.get("multilingual", False)),
-            notes=str(e.get("notes", "")),
-        )
-        for name, e in raw.items()
-    }
-
-
-def find_entry(name: str) -> EncoderEntry | None:
-    """The registry entry for a registry name or a registered Hub id, else None."""
-    reg = registry()
-    if name in reg:
-        return reg[name]
-    for entry in reg.values():
-        if entry.hub_id == name:
-            return entry
-    return None
-
-
-@dataclass(frozen=True)
-class EncoderRef:
-    """An encoder as a spec names it: registry name, Hub id or local folder, plus variant options."""
-
-    name: str
-    num_layers: int | None = None  # keep only the first N layers
-    early_exit: float | None = None  # DeeBERT-style exit threshold (entropy, or relative change)
-    quantize: str | None = None  # "int8": dynamic quantisation of linear layers (CPU)
-    dtype: str | None = None  # "fp32", "fp16", "bf16"
-
-    @property
-    def label(self) -> str:
-        """Short human-readable name used in tables, e.g. `all-MiniLM-L6-v2[num_layers=3]`."""
-        opts = self.variant()
-        return self.name + (f"[{','.join(f'{k}={v}' for k, v in opts.items())}]" if opts else "")
-
-    def variant(self) -> dict[str, Any]:
-        """The variant options that are set."""
-        return {k: getattr(self, k) for k in VARIANT_OPTIONS if getattr(self, k) is not None}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **self.variant()}
-
-
-def parse_encoder_ref(raw: Any, where: str) -> EncoderRef:
-    """Build an EncoderRef from a spec value: a string or `{name: ..., num_layers: ...}`."""
-    if isinstance(raw, str):
-        return EncoderRef(name=raw)
-    if not isinstance(raw, dict) or "name" not in raw or not isinstance(raw["name"], str):
-        raise UserError(f"{where}: an encoder must be a name or a mapping with 'name', got {raw!r}")
-    opts: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key == "name":
-            continue
-        if key not in VARIANT_OPTIONS:
-            hits = closest(key, VARIANT_OPTIONS)
-            hint = f"; did you mean {hits[0]!r}?" if hits else ""
-            raise UserError(f"{where}: unknown encoder option {key!r}{hint} (valid: {', '.join(VARIANT_OPTIONS)})")
-        want = VARIANT_OPTIONS[key]
-        accepted = (int, float) if want is float else want
-        if not isinstance(value, accepted) or isinstance(value, bool):
-            raise UserError(f"{where}: encoder option {key!r} must be {want.__name__}, got {value!r}")
-        opts[key] = float(value) if want is float else value
-    _check_variant(opts, where)
-    return EncoderRef(name=raw["name"], **opts)
-
-
-def _check_variant(opts: dict[str, Any], where: str) -> None:
-    from nlgbench.variants import DTYPES, QUANTIZE
-
-    if opts.get("num_layers") is not None and opts["num_layers"] < 1:
-        raise UserError(f"{where}: num_layers must be >= 1, got {opts['num_layers']}")
-    if opts.get("early_exit") is not None and not opts["early_exit"] > 0:
-        raise UserError(f"{where}: early_exit is a threshold > 0, got {opts['early_exit']}")
-    if opts.get("quantize") is not None and opts["quantize"] not in QUANTIZE:
-        raise UserError(f"{where}: quantize must be one of {', '.join(QUANTIZE)}, got {opts['quantize']!r}")
-    if opts.get("dtype") is not None and opts["dtype"] not in DTYPES:
-        raise UserError(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {opts['dtype']!r}")
-    if opts.get("quantize") and opts.get("dtype") not in (None, "fp32"):
-        raise UserError(f"{where}: quantize int8 runs float32 activations; drop dtype {opts['dtype']!r}")
-
-
-def resolve_source(name: str) -> str:
-    """What `from_pretrained` gets: a local folder, or the Hub id of a registry name / Hub id."""
-    if Path(name).expanduser().is_dir():
-        return str(Path(name).expanduser().resolve())
-    entry = find_entry(name)
-    return entry.hub_id if entry else name
-
-
-def validate_encoder_name(name: str, where: str) -> None:
-    """Reject names that are neither registered, a local folder, cached, nor (online) a Hub id."""
-    if find_entry(name) or Path(name).expanduser().is_dir():
-        return
-    from nlgbench.hfcache import local_snapshot
-
-    if local_snapshot(name) is not None:
-        return
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}
-    looks_like_hub_id = name.count("/") == 1 and all(name.split("/"))
-    if offline or not looks_like_hub_id:
-        err = unknown_name("encoder", name, registry())
-        reason = "not a registered name, a local folder, or a model in the local Hugging Face cache"
-        raise UserError(f"{where}: {err} — {reason}")
-
-
-def encoder_kind(name: str) -> str | None:
-    """What a model is: the registry's kind, else read from a local/cached config.json; None if unknown.
-
-    Kinds: "encoder", "seq2seq" (encoder-decoder), "causal-lm", "cross-encoder" (one-output
-    sequence classifier).
-    """
-    entry = find_entry(name)
-    if entry is not None:
-        return entry.kind
-    from nlgbench.hfcache import local_snapshot
-
-    folder = local_snapshot(resolve_source(name))
-    if folder is None:
-        return None
-    import json
-
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    archs = " ".join(config.get("architectures") or [])
-    if config.get("is_encoder_decoder"):
-        return "seq2seq"
-    if "CausalLM" in archs or "LMHeadModel" in archs:
-        return "causal-lm"
-    if "ForSequenceClassification" in archs:
-        return "cross-encoder"
-    return "encoder"
-
-
-# ----------------------------------------------------------------------------- the encoder object
+__all__ = ["EncoderRef", "Encoder", "Tokenized", "count_layers", "load_encoder"]
 
 
 @dataclass
@@ -234,7 +70,6 @@ class Encoder:
     total_layers: int
     layers_run: int
     disk_bytes: int
-    entry: EncoderEntry | None = None
     special_ids: frozenset[int] = field(default_factory=frozenset)
     exit_state: ExitState | None = None  # set for early-exit variants
     exit_layers: dict[tuple[int, ...], int] = field(default_factory=dict)  # exit layer per input run
@@ -270,11 +105,6 @@ class Encoder:
             reserve = 2 if getattr(self.model.config, "model_type", "") in {"roberta", "mpnet", "xlm-roberta", "camembert"} else 0
             limit = min(limit, positions - reserve)
         return int(min(limit, 100_000))
-
-    def default_layer(self, metric: str) -> int:
-        """Layer a metric uses by default: the registry's tuned layer where known, else the last run."""
-        layer = self.entry.default_layers.get(metric) if self.entry else None
-        return min(layer, self.layers_run) if layer is not None else self.layers_run
 
     def tokenize(self, texts: Sequence[str]) -> list[Tokenized]:
         """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length."""
@@ -348,7 +178,7 @@ def _layer_stack(model: Any) -> tuple[str, Any] | None:
 
 
 def _truncate(model: Any, num_layers: int) -> int:
-    """Keep only the first `num_layers` transformer layers (as bert_score does); returns the total before."""
+    """Keep only the first `num_layers` (<= the total, checked by the caller) transformer layers, as bert_score does; returns the total before."""
     import torch
 
     found = _layer_stack(model)
@@ -356,8 +186,6 @@ def _truncate(model: Any, num_layers: int) -> int:
         raise UserError(f"cannot truncate {type(model).__name__}: no known layer stack")
     path, stack = found
     total = len(stack)
-    if num_layers > total:
-        raise UserError(f"num_layers={num_layers} but the model has only {total} layers")
     _set_path(model, path, torch.nn.ModuleList(list(stack)[:num_layers]))
     for attr in ("num_hidden_layers", "n_layer", "n_layers", "encoder_layers"):
         if hasattr(model.config, attr):
@@ -394,13 +222,10 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     if getattr(model, "pooler", None) is not None:
         model.pooler = None  # unused by token-level metrics; not counted, not run
     total = count_layers(model)
+    check_layers(ref, total, needed_layer, f"encoder {ref.label}")
     keep = ref.num_layers if ref.num_layers is not None else total
     if needed_layer is not None:
-        if not 0 <= needed_layer <= keep:
-            raise UserError(f"encoder {ref.label}: layer {needed_layer} out of range 0..{keep}")
-        keep = needed_layer
-    if keep > total:
-        raise UserError(f"encoder {ref.label}: num_layers={keep} but the model has only {total} layers")
+        keep = needed_layer  # layers above the deepest one the metric reads are never run
     if keep < total:
         _truncate(model, keep)
     model.eval()
@@ -416,7 +241,6 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
         total_layers=total,
         layers_run=keep,
         disk_bytes=disk_bytes(folder) if folder else 0,
-        entry=find_entry(ref.name),
         special_ids=frozenset(special),
         exit_state=exit_state,
     )

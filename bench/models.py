@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlgbench.encoders import EncoderRef, encoder_kind, resolve_source
+from nlgbench.encoder_registry import EncoderRef, encoder_kind, resolve_source
 from nlgbench.errors import UserError
 
 AUTO_CLASSES = {

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import nlgbench
+from nlgbench.registry import user_files_environment
 from nlgbench.spec import Cell, SweepSpec
 from nlgbench.store import Store
 from nlgbench.worker import write_atomic
@@ -74,7 +75,7 @@ def execute(cell: Cell, cell_dir: Path) -> dict[str, Any]:
     for stale in ("result.json", "scores.csv", "traceback.txt"):
         (cell_dir / stale).unlink(missing_ok=True)
     write_atomic(cell_dir / "config.json", json.dumps({"cell_id": cell.cell_id, "label": cell.label, "config": cell.config()}, indent=2))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **user_files_environment())  # the user's registry files reach the worker
     if cell.threads:
         env["OMP_NUM_THREADS"] = str(cell.threads)
     proc = subprocess.Popen(worker_command(cell_dir), env=env, preexec_fn=_die_with_parent)

@@ -17,10 +17,13 @@ from typing import Any
 import yaml
 
 from nlgbench import __version__
-from nlgbench.encoders import EncoderRef, encoder_kind, parse_encoder_ref, validate_encoder_name
+from nlgbench.encoder_registry import (
+    EncoderRef, add_encoders_file, check_layers, encoder_kind, find_entry, parse_encoder_ref, validate_encoder_name,
+)
 from nlgbench.errors import UserError, closest, unknown_name
 
-TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics"}
+TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics",
+            "encoders_file", "catalogue_file"}
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
 DATASET_KEYS = {"name", "path", "max_segments"}
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
@@ -225,20 +228,10 @@ def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
 
 
 def _check_depths(options: dict[str, Any], encoders: list[EncoderRef], where: str) -> None:
-    """`layer` >= 0, and neither `layer` nor `num_layers` deeper than the registered encoder."""
-    from nlgbench.encoders import find_entry
-
-    layer = options.get("layer")
-    if layer is not None and layer < 0:
-        raise UserError(f"{where}.options.layer must be >= 0, got {layer}")
+    """`layer` and `num_layers` against each encoder's registered depth (before any model is loaded)."""
     for i, enc in enumerate(encoders):
         entry = find_entry(enc.name)
-        depth = entry.layers if entry and entry.layers else None
-        if depth is not None and enc.num_layers is not None and enc.num_layers > depth:
-            raise UserError(f"{where}.encoders[{i}]: num_layers={enc.num_layers} but {enc.name} has only {depth} layers")
-        keep = enc.num_layers if enc.num_layers is not None else depth
-        if layer is not None and keep is not None and layer > keep:
-            raise UserError(f"{where}.options.layer={layer} but encoder {enc.label} has only {keep} layers")
+        check_layers(enc, entry.layers if entry else None, options.get("layer"), f"{where}.encoders[{i}]")
 
 
 def _local_folder(enc: EncoderRef, base: Path) -> EncoderRef:
@@ -289,6 +282,21 @@ def _metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     return MetricEntry(metric=name, options=options, encoders=encoders, aligners=aligners)
 
 
+def _user_registries(raw: dict[str, Any], source: str, base: Path) -> None:
+    """Merge the spec's own encoder registry / dataset catalogue files (paths relative to the spec) over the packaged ones."""
+    from nlgbench.data import add_catalogue_file
+
+    for key, add in (("encoders_file", add_encoders_file), ("catalogue_file", add_catalogue_file)):
+        if key in raw:
+            if not isinstance(raw[key], str):
+                raise UserError(f"{source}.{key} must be a file path, got {raw[key]!r}")
+            path = Path(raw[key]).expanduser()
+            try:
+                add(path if path.is_absolute() else base / path)
+            except UserError as exc:
+                raise UserError(f"{source}.{key}: {exc}") from None
+
+
 def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> SweepSpec:
     """Validate a loaded YAML document and build the SweepSpec."""
     base = base or Path.cwd()
@@ -297,6 +305,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     if not isinstance(raw, dict):
         raise UserError(f"{source}: the spec must be a YAML mapping, got {type(raw).__name__}")
     _check_keys(raw, TOP_KEYS, source)
+    _user_registries(raw, source, base)
     for key in ("datasets", "metrics"):
         if key not in raw:
             raise UserError(f"{source}: missing required key {key!r}")

@@ -86,7 +86,6 @@ class ExitState:
     active: torch.Tensor | None = None  # [B] bool: still running
     exit_layer: torch.Tensor | None = None  # [B] layer at which each input stopped
     states: list[torch.Tensor] = field(default_factory=list)  # hidden states per layer, full batch
-    exits: list[int] = field(default_factory=list)  # exit layers of every input run so far
     tuple_out: bool = False  # whether this architecture's layers return (hidden, ...) rather than hidden
 
     @property
@@ -98,10 +97,6 @@ class ExitState:
         self.active = torch.ones(mask.shape[0], dtype=torch.bool, device=mask.device)
         self.exit_layer = torch.full((mask.shape[0],), num_layers, dtype=torch.long, device=mask.device)
         self.states = []
-
-    def finish(self) -> None:
-        assert self.exit_layer is not None
-        self.exits += self.exit_layer.tolist()
 
     def done(self, layer: int, new: torch.Tensor, old: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         """Which of `rows` stop after `layer`, given their new and previous states."""

@@ -1,29 +1,54 @@
-"""Metric registry: name -> module defining `INFO` (a MetricInfo). Modules load lazily."""
+"""Metric registry: name -> `MetricInfo`, each loaded on first use.
+
+Packaged metrics are modules defining `INFO`. Installed distributions add metrics through
+the `nlgbench.metrics` entry-point group, without editing this package: the entry point's
+value names a module defining `INFO` (`my_pkg.my_metric`) or the MetricInfo itself
+(`my_pkg.my_metric:INFO`); an entry point named like a packaged metric replaces it.
+"""
 
 from __future__ import annotations
 
-import importlib
+from functools import lru_cache
+from importlib.metadata import entry_points
+from types import ModuleType
 
-from nlgbench.errors import unknown_name
+from nlgbench.metrics.base import MetricInfo
+from nlgbench.registry import Registry
 
-_MODULES: dict[str, str] = {
-    "bertscore": "nlgbench.metrics.bertscore",
-    "moverscore": "nlgbench.metrics.moverscore",
-    "baryscore": "nlgbench.metrics.baryscore",
-    "bartscore": "nlgbench.metrics.bartscore",
-    "xmoverscore": "nlgbench.metrics.xmoverscore",
-    "sentsim": "nlgbench.metrics.sentsim",
-    "frugalscore": "nlgbench.metrics.frugalscore",
+ENTRY_POINT_GROUP = "nlgbench.metrics"
+
+PACKAGED: dict[str, str] = {
+    "bertscore": "nlgbench.metrics.bertscore:INFO",
+    "moverscore": "nlgbench.metrics.moverscore:INFO",
+    "baryscore": "nlgbench.metrics.baryscore:INFO",
+    "bartscore": "nlgbench.metrics.bartscore:INFO",
+    "xmoverscore": "nlgbench.metrics.xmoverscore:INFO",
+    "sentsim": "nlgbench.metrics.sentsim:INFO",
+    "frugalscore": "nlgbench.metrics.frugalscore:INFO",
 }
+
+
+def metric_info(obj: object) -> object:
+    """What a metric module or entry point names, as a registry entry: a module's `INFO`, else the object."""
+    return getattr(obj, "INFO", obj) if isinstance(obj, ModuleType) else obj
+
+
+@lru_cache(maxsize=1)
+def metric_registry() -> Registry[MetricInfo]:
+    """Packaged metrics, then the installed `nlgbench.metrics` entry points (read once per process)."""
+    registry: Registry[MetricInfo] = Registry("metric", MetricInfo)
+    for name, path in PACKAGED.items():
+        registry.register_lazy(name, path)
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        registry.register_lazy(point.name, lambda point=point: metric_info(point.load()))
+    return registry
 
 
 def metric_names() -> list[str]:
     """Names of all registered metrics."""
-    return sorted(_MODULES)
+    return metric_registry().names()
 
 
-def get_metric(name: str):  # -> nlgbench.metrics.base.MetricInfo
+def get_metric(name: str) -> MetricInfo:
     """The MetricInfo of a registered metric; UserError with the closest names otherwise."""
-    if name not in _MODULES:
-        raise unknown_name("metric", name, _MODULES)
-    return importlib.import_module(_MODULES[name]).INFO
+    return metric_registry().get(name)

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import ot
 
-from nlgbench.errors import unknown_name
+from nlgbench.registry import Registry
 
 
 def _normalise(w: np.ndarray) -> np.ndarray:
@@ -52,17 +52,15 @@ class AlignerInfo:
     fn: Callable[..., float]
 
 
-ALIGNERS: dict[str, AlignerInfo] = {
-    "wmd": AlignerInfo("wmd", "exact Word Mover's Distance (optimal transport, POT emd)", True, wmd),
-    "rwmd": AlignerInfo("rwmd", "relaxed WMD: max of the two nearest-neighbour relaxations (lower bound of WMD)", True, rwmd),
-    "wcd": AlignerInfo("wcd", "word centroid distance: distance of weighted mean embeddings (lower bound of WMD)", False, wcd),
-}
+ALIGNERS: Registry[AlignerInfo] = Registry("aligner", AlignerInfo)
+ALIGNERS.register("wmd", AlignerInfo("wmd", "exact Word Mover's Distance (optimal transport, POT emd)", True, wmd))
+ALIGNERS.register("rwmd", AlignerInfo("rwmd", "relaxed WMD: max of the two nearest-neighbour relaxations (lower bound of WMD)", True, rwmd))
+ALIGNERS.register("wcd", AlignerInfo("wcd", "word centroid distance: distance of weighted mean embeddings (lower bound of WMD)", False, wcd))
 
 
 def get_aligner(name: str) -> AlignerInfo:
-    if name not in ALIGNERS:
-        raise unknown_name("aligner", name, ALIGNERS)
-    return ALIGNERS[name]
+    """The named aligner; UserError with the closest names otherwise."""
+    return ALIGNERS.get(name)
 
 
 def align(name: str, x: np.ndarray, a: np.ndarray, y: np.ndarray, b: np.ndarray) -> float:

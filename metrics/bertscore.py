@@ -19,8 +19,8 @@ from typing import Any, Sequence
 import torch
 
 from nlgbench.data import Item
-from nlgbench.encoders import EncoderRef, load_encoder, find_entry
-from nlgbench.errors import UserError
+from nlgbench.encoder_registry import default_layer
+from nlgbench.encoders import EncoderRef, load_encoder
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
 from nlgbench.metrics.embedding import chunks, embed_texts
 
@@ -83,14 +83,7 @@ class BertScoreScorer:
     def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
         self.options = BertScoreOptions(**options)
         self.batch_size = batch_size
-        layer = self.options.layer
-        if layer is not None and encoder_ref.num_layers is not None and layer > encoder_ref.num_layers:
-            raise UserError(f"bertscore layer={layer} but encoder {encoder_ref.label} keeps only {encoder_ref.num_layers} layers")
-        if layer is None:
-            entry = find_entry(encoder_ref.name)
-            layer = entry.default_layers.get("bertscore") if entry else None
-            if layer is not None and encoder_ref.num_layers is not None:
-                layer = min(layer, encoder_ref.num_layers)
+        layer = self.options.layer if self.options.layer is not None else default_layer(encoder_ref, "bertscore")
         self.encoder = load_encoder(encoder_ref, device, needed_layer=layer)
         self.layer = self.encoder.layers_run
         self.idf: dict[int, float] | None = None

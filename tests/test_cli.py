@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+import nlgbench.encoder_registry
 import nlgbench.encoders
 import nlgbench.runner
 import nlgbench.metrics.bertscore
@@ -438,7 +439,7 @@ def test_list_encoders(capsys: pytest.CaptureFixture[str]) -> None:
     header = lines[0].split()
     assert header == ["name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mb"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    assert set(rows) == set(nlgbench.encoders.registry())
+    assert set(rows) == set(nlgbench.encoder_registry.registry())
     mini = rows["all-MiniLM-L6-v2"]
     assert mini[1] == "sentence-transformers/all-MiniLM-L6-v2" and mini[4] == "6"
     local = header.index("local")

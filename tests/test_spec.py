@@ -22,7 +22,7 @@ import nlgbench.runner
 import nlgbench.spec
 import nlgbench.metrics.bertscore
 from nlgbench.cli import main
-from nlgbench.encoders import EncoderRef, resolve_source
+from nlgbench.encoder_registry import EncoderRef, resolve_source
 from nlgbench.hfcache import local_snapshot
 from helpers import minimal_spec
 from nlgbench.spec import Cell, DatasetRef, load_spec, parse_spec

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from nlgbench.cli import main
-from nlgbench.encoders import EncoderRef, load_encoder, parse_encoder_ref
+from nlgbench.encoder_registry import EncoderRef, parse_encoder_ref
+from nlgbench.encoders import load_encoder
 from nlgbench.errors import UserError
 from nlgbench.variants import count_params
 from test_runner import read_csv
