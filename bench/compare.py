@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from nlgbench import fmt
 from nlgbench.errors import UserError, unknown_name
-from nlgbench.report import QualityOptions, _fmt
+from nlgbench.report import QualityOptions
 from nlgbench.rundata import RunData
-from nlgbench.stats import correlation, paired_bootstrap, quality, williams_test
+from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, correlation, left_out_note, paired_bootstrap, quality,
+                            too_small_lps, williams_test)
 from nlgbench.tables import markdown
 
 
@@ -26,7 +28,8 @@ def _pair_ratios(base: list[float], cand: list[float]) -> list[float]:
 
 
 def compare(run: RunData, candidate: str, baseline: str, metric: str | None = None,
-            options: QualityOptions = QualityOptions(), n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+            options: QualityOptions = QualityOptions(), n_resamples: int = BOOTSTRAP_RESAMPLES,
+            seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
     """The comparison as plain data (what --json prints)."""
     options.check()
     df = run.cells
@@ -71,8 +74,10 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
             "speedup": statistics.median(speed) if speed else math.nan,
             "speedup_range": [min(speed), max(speed)] if speed else [math.nan, math.nan],
             "n_repeats": [len(b["ms_per_segment_repeats"]), len(c["ms_per_segment_repeats"])],
-            "memory_ratio": float(mem),
+            "memory_ratio": float(mem), "lps_left_out": too_small_lps(cs, options.level),
         })
+        if rows[-1]["lps_left_out"]:
+            warnings.append(f"{key['metric']} / {key['dataset']}: {left_out_note(options.level, rows[-1]['lps_left_out'])}")
         for field, what in (("cpu_model", "CPU"), ("gpu", "GPU"), ("versions", "library versions"), ("threads", "threads")):
             if c[field] != b[field]:
                 warnings.append(f"{key['metric']} / {key['dataset']}: {what} differ between the two cells "
@@ -90,16 +95,6 @@ def _show(value: Any) -> str:
     return str(value) if value not in ("", None) else "none"
 
 
-def _fmt_p(p: float, resamples: int | None = None) -> str:
-    """A p-value readable at any size: 0.037, 2.1e-05; a bootstrap p of 0 is `< 2/resamples`
-    (no resample crossed 0, so the test cannot say more)."""
-    if p is None or not math.isfinite(p):
-        return "-"
-    if resamples and p == 0:
-        return f"< {2 / resamples:.2g}"
-    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
-
-
 def render(result: dict[str, Any]) -> str:
     """The readable table `compare` prints, with a line saying how to read it."""
     header = ["metric", "dataset", "device", "n", "baseline", "candidate", "retained", "delta [95% CI]",
@@ -107,11 +102,13 @@ def render(result: dict[str, Any]) -> str:
     rows = []
     for r in result["rows"]:
         lo, hi = r["delta_ci"]
-        rows.append([r["metric"], r["dataset"], r["device"], str(r["n"]), _fmt(r["quality_baseline"]),
-                     _fmt(r["quality_candidate"]), "-" if not math.isfinite(r["retained"]) else f"{100 * r['retained']:.1f}%",
-                     f"{r['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]", _fmt_p(r["p_bootstrap"], result["bootstrap_resamples"]), _fmt_p(r["p_williams"]),
-                     f"{r['speedup']:.2f}x [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}]",
-                     f"{r['memory_ratio']:.2f}x"])
+        rows.append([r["metric"], r["dataset"], r["device"], str(r["n"]), fmt.number(r["quality_baseline"]),
+                     fmt.number(r["quality_candidate"]), fmt.percent(r["retained"]),
+                     f"{r['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]", fmt.p_value(r["p_bootstrap"], result["bootstrap_resamples"]),
+                     fmt.p_value(r["p_williams"]),
+                     fmt.times(r["speedup"]) + (f" [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}]"
+                                                 if math.isfinite(r["speedup"]) else ""),
+                     fmt.times(r["memory_ratio"])])
     lines = [f"candidate {result['candidate']} vs baseline {result['baseline']}; quality = {result['quality']}; "
              f"paired bootstrap over segments, {result['bootstrap_resamples']} resamples, seed {result['seed']}",
              "", markdown(header, rows).rstrip(),

@@ -18,9 +18,10 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from nlgbench import fmt
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.rundata import RunData, load_run
-from nlgbench.stats import LEVELS, METHODS, quality
+from nlgbench.stats import LEVELS, METHODS, left_out_note, quality, too_small_lps
 from nlgbench.tables import markdown
 
 QUANTITIES = {  # Table 4's measured quantities: column -> readable name
@@ -49,13 +50,22 @@ class QualityOptions:
 
 
 def with_quality(run: RunData, options: QualityOptions) -> pd.DataFrame:
-    """The run's cells with a `quality` column recomputed from segment scores."""
+    """The run's cells with a `quality` column recomputed from segment scores, and `lps_left_out`:
+    the language pairs too small for the level (see nlgbench.stats.too_small_lps)."""
     options.check()
     df = run.cells.copy()
-    df["quality"] = [quality(run.segments(c), options.method, options.level, options.threshold) for c in df["cell_id"]]
+    segments = [run.segments(c) for c in df["cell_id"]]
+    df["quality"] = [quality(seg, options.method, options.level, options.threshold) for seg in segments]
+    df["lps_left_out"] = [tuple(too_small_lps(seg, options.level)) for seg in segments]
     if options.level == "system" and df["quality"].isna().all():
         raise UserError("system-level correlation needs datasets with system names (e.g. wmt21); this run has none")
     return df
+
+
+def left_out_notes(df: pd.DataFrame, level: str) -> list[str]:
+    """Per dataset, the line naming the language pairs its cells leave out of the level's mean."""
+    by_dataset = {d: lps for d, lps in zip(df["dataset"], df["lps_left_out"]) if lps}
+    return [f"{dataset}: {left_out_note(level, lps)}" for dataset, lps in by_dataset.items()]
 
 
 def pareto_front(times: Sequence[float], qualities: Sequence[float]) -> list[int]:
@@ -217,17 +227,10 @@ def _short(name: str) -> str:
 # ----------------------------------------------------------------------------- tables
 
 
-def _fmt(value: object, digits: int = 3) -> str:
-    if isinstance(value, (float, np.floating)):
-        return "-" if not math.isfinite(value) else f"{value:.{digits}f}"
-    return str(value)
-
-
 def relative_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     header = ["metric", "encoder", "device", "dataset", "quality", "retained", "ms/seg", "speed-up"]
-    rows = [[r["metric"], r["encoder"], r["device"], r["dataset"], _fmt(r["quality"]),
-             "-" if not math.isfinite(r["retained"]) else f"{100 * r['retained']:.1f}%", _fmt(r["ms_per_segment"], 1),
-             "-" if not math.isfinite(r["speedup"]) else f"{r['speedup']:.2f}x"] for _, r in table.iterrows()]
+    rows = [[r["metric"], r["encoder"], r["device"], r["dataset"], fmt.number(r["quality"]), fmt.percent(r["retained"]),
+             fmt.number(r["ms_per_segment"], 1), fmt.times(r["speedup"])] for _, r in table.iterrows()]
     return header, rows
 
 
@@ -285,14 +288,14 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
     corr, n_metrics = quantity_correlations(df)
     corr.to_csv(out / "quantities.csv")
     cheader = ["", *corr.columns]
-    crows = [[name, *(_fmt(v, 2) for v in corr.loc[name])] for name in corr.index]
+    crows = [[name, *(fmt.number(v, 2) for v in corr.loc[name])] for name in corr.index]
     (out / "quantities.md").write_text(markdown(cheader, crows), encoding="utf-8")
     (out / "quantities.tex").write_text(latex(cheader, crows, text_columns=1), encoding="utf-8")
 
     enc = per_encoder(df)
     eheader = ["metric", "encoder", "CPU ms/seg", "GPU ms/seg", "memory MB", "params (M)", "disk MB", "quality"]
-    erows = [[r["metric"], r["encoder"], _fmt(r["cpu_ms"], 1), _fmt(r["gpu_ms"], 1), _fmt(r["memory_mb"], 0),
-              _fmt(r["params"] / 1e6, 1), _fmt(r["disk_mb"], 1), _fmt(r["quality"])] for _, r in enc.iterrows()]
+    erows = [[r["metric"], r["encoder"], fmt.number(r["cpu_ms"], 1), fmt.number(r["gpu_ms"], 1), fmt.number(r["memory_mb"], 0),
+              fmt.number(r["params"] / 1e6, 1), fmt.number(r["disk_mb"], 1), fmt.number(r["quality"])] for _, r in enc.iterrows()]
 
     env = sorted({(c, g) for c, g in zip(df["cpu_model"], df["gpu"])})
     machine = "; ".join(f"{c}" + (f", GPU {g}" if g else "") for c, g in env if c) or "unknown"
@@ -306,6 +309,7 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
         f"<h1>nlgbench report: {html.escape(folder.name)}</h1>",
         f"<p>{len(df)} finished cells; quality = {html.escape(options.label)} with human judgments; "
         f"baselines: {html.escape(', '.join(f'{m}: {e}' for m, e in baselines.items()))}. Machine: {html.escape(machine)}.</p>",
+        *[f"<p>{html.escape(note)}</p>" for note in left_out_notes(df, options.level)],
         "<h2>Trade-off plots</h2>",
         *[f"<figure><img src='{p.name}' alt='{html.escape(t)}'><figcaption>{html.escape(t)}</figcaption></figure>" for t, p in figures],
         "<h2>Relative to the baseline (quality retained, speed-up)</h2>",

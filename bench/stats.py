@@ -192,6 +192,13 @@ def too_small_lps(seg: Segments, level: str) -> list[str]:
     return [g.lp for g in level_groups(seg, level, lambda x, h: NAN) if g.too_small]
 
 
+def left_out_note(level: str, lps: Sequence[str]) -> str:
+    """The line report and compare print for the language pairs `too_small_lps` names."""
+    unit = "systems" if level == "system" else "segments"
+    return (f"{len(lps)} language pair(s) with fewer than {MIN_POINTS} {unit} have no correlation and are left out "
+            f"of the {level.replace('_', ' ')}: {', '.join(lps)}")
+
+
 # ----------------------------------------------------------------------------- bootstrap
 
 

@@ -234,10 +234,14 @@ def test_index_html_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
         browser.quit()
 
 
-def test_p_values_print_readably_at_any_size() -> None:
-    from nlgbench.compare import _fmt_p
+def test_numbers_print_readably() -> None:
+    from nlgbench import fmt
 
-    assert _fmt_p(0.0371) == "0.037"
-    assert _fmt_p(2.14e-5) == "2.1e-05"
-    assert _fmt_p(0.0, 1000) == "< 0.002"  # no resample crossed 0: the bootstrap cannot say more
-    assert _fmt_p(float("nan")) == "-"
+    assert fmt.p_value(0.0371) == "0.037"
+    assert fmt.p_value(2.14e-5) == "2.1e-05"
+    assert fmt.p_value(0.0, 1000) == "< 0.002"  # no resample crossed 0: the bootstrap cannot say more
+    assert fmt.p_value(float("nan")) == "-" and fmt.p_value(None) == "-"
+    assert fmt.number(0.12345) == "0.123" and fmt.number(np.float64(2.0), 1) == "2.0" and fmt.number(math.inf) == "-"
+    assert fmt.number("text") == "text"
+    assert fmt.percent(0.9534) == "95.3%" and fmt.percent(math.nan) == "-"
+    assert fmt.times(2.5) == "2.50x" and fmt.times(math.nan) == "-"
