@@ -1,8 +1,9 @@
 """Human-judgment datasets: the catalogue, a sha256-checked download cache, and loaders.
 
-Catalogue datasets (``datasets/catalogue.yaml``) are fetched from their public source, or
-from ``$NLGBENCH_DATA_MIRROR``, into ``$NLGBENCH_CACHE/datasets/<folder>/`` and parsed per
-format (``da`` or ``mqm``). User files (``.jsonl`` / ``.tsv``) are read directly. Every
+Catalogue datasets (``datasets/catalogue.yaml``, with the user's own catalogue files from
+``$NLGBENCH_CATALOGUE`` or a spec's ``catalogue_file`` merged over it) are fetched from their
+public source, or from ``$NLGBENCH_DATA_MIRROR``, into ``$NLGBENCH_CACHE/datasets/<folder>/``
+and parsed per format (``da`` or ``mqm``). User files (``.jsonl`` / ``.tsv``) are read directly. Every
 dataset is a list of :class:`Item` in a stable order: language pair (sorted by name), then
 ``seg_id``, then ``system``. Bad input raises :class:`nlgbench.errors.UserError` (one line).
 """

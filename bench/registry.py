@@ -70,9 +70,6 @@ class Registry(Generic[T]):
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
-    def __len__(self) -> int:
-        return len(self.names())
-
     def _checked(self, name: str, entry: object) -> T:
         if not isinstance(entry, self.entry_type):
             raise UserError(f"{self.kind} {name!r}: registered entry is a {type(entry).__name__}, "

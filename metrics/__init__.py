@@ -28,7 +28,7 @@ PACKAGED: dict[str, str] = {
 }
 
 
-def metric_info(obj: object) -> object:
+def _metric_info(obj: object) -> object:
     """What a metric module or entry point names, as a registry entry: a module's `INFO`, else the object."""
     return getattr(obj, "INFO", obj) if isinstance(obj, ModuleType) else obj
 
@@ -40,7 +40,7 @@ def metric_registry() -> Registry[MetricInfo]:
     for name, path in PACKAGED.items():
         registry.register_lazy(name, path)
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        registry.register_lazy(point.name, lambda point=point: metric_info(point.load()))
+        registry.register_lazy(point.name, lambda point=point: _metric_info(point.load()))
     return registry
 
 
