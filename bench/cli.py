@@ -30,7 +30,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"{len(cells)} cells; models not in the local cache: {', '.join(missing) if missing else 'none'}")
         return 0
     results = run_sweep(spec, out, force=args.force)
-    bad = [r for r in results if r["status"] != "ok"]
+    bad = [r for r in results if not r.ok]
     print(f"{len(results) - len(bad)} ok, {len(bad)} not ok; results: {out / 'results.csv'}")
     return 1 if bad else 0
 
@@ -140,8 +140,8 @@ def _cmd_import_scores(args: argparse.Namespace) -> int:
 
     result = import_scores(Path(args.file), args.dataset, args.metric, args.encoder, Path(args.out),
                            max_segments=args.max_segments, lower_is_better=True if args.lower_is_better else None)
-    c = result["correlation"]
-    print(f"imported {result['n_segments']} scores as cell {result['cell_id']} ({result['label']}): "
+    c = result.correlation or {}
+    print(f"imported {result.n_segments} scores as cell {result.cell_id} ({result.label}): "
           f"pearson {c['pearson']:.4f}, kendall {c['kendall']:.4f}, pearson_pooled {c['pearson_pooled']:.4f}; "
           f"results: {Path(args.out) / 'results.csv'}")
     return 0

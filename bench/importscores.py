@@ -11,14 +11,15 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any
 
-from nlgbench.correlation import correlate
+from nlgbench.cell import (
+    OK, SCORES_FILE, CellConfig, CellResult, DatasetRecord, DatasetRef, MetricRecord, correlate_scores, write_scores,
+)
 from nlgbench.data import load_dataset
+from nlgbench.encoders import EncoderRef
 from nlgbench.errors import UserError
-from nlgbench.spec import DatasetRef
+from nlgbench.labels import imported_label
 from nlgbench.store import Store
-from nlgbench.worker import _json_safe, write_atomic
 
 COLUMNS = ("lp", "seg_id", "system", "score")
 
@@ -67,7 +68,7 @@ def read_scores(path: Path) -> dict[tuple[str, int, str], float]:
 
 
 def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path, *,
-                  max_segments: int | None = None, lower_is_better: bool | None = None) -> dict[str, Any]:
+                  max_segments: int | None = None, lower_is_better: bool | None = None) -> CellResult:
     """Join the file to the dataset's items, correlate, and record the cell; returns its result."""
     from nlgbench.metrics import metric_names, get_metric
 
@@ -90,40 +91,28 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
         raise UserError(f"{path}: keys (lp, seg_id, system) do not match the dataset: " + "; ".join(parts))
 
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    config = {"metric": metric, "options": {}, "encoder": {"name": encoder}, "aligner": None,
-              "dataset": {"name": ref.name, "path": ref.path, "max_segments": ref.max_segments},
-              "device": "none", "batch_size": 0, "repeats": 0, "warmup": 0, "threads": None}
-    cell_id = hashlib.sha256(json.dumps({"imported": sha, **config}, sort_keys=True).encode()).hexdigest()[:12]
+    config = CellConfig(metric=metric, options={}, encoder=EncoderRef(name=encoder), aligner=None, dataset=ref,
+                        device="none", batch_size=0, repeats=0, warmup=0, threads=None)
+    payload = {"imported": sha, **config.to_dict()}
+    cell_id = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
     items = ds.items
     values = [scores[it.key] for it in items]
-    corr = correlate(values, [it.human for it in items], [it.lp for it in items], [it.system for it in items],
-                     higher_is_better=not lower_is_better, bootstrap=1000, seed=0)
-    label = f"{metric} | {encoder} | {ref.label} | imported"
-    result = {
-        "cell_id": cell_id, "label": label, "status": "ok", "error": None, "imported": True, "config": config,
-        "metric": {"name": metric, "higher_is_better": not lower_is_better, "primary": "score"},
-        "scorer": {}, "n_segments": len(items),
-        "dataset": {"name": ds.name, "files": ds.files, "has_systems": ds.has_systems},
-        "timing": None, "memory": None, "params": None, "disk_bytes": None, "repeat_agreement": None,
-        "correlation": corr,
-        "environment": {"imported_from": str(path.resolve()), "sha256": sha, "imported_at": time.time()},
-    }
+    result = CellResult(
+        cell_id=cell_id, label=imported_label(metric, encoder, ref.label), status=OK, error=None, config=config,
+        imported=True, metric=MetricRecord(name=metric, higher_is_better=not lower_is_better, primary="score"),
+        scorer={}, n_segments=len(items),
+        dataset=DatasetRecord(name=ds.name, files=ds.files, has_systems=ds.has_systems),
+        correlation=correlate_scores(values, items, higher_is_better=not lower_is_better),
+        environment={"imported_from": str(path.resolve()), "sha256": sha, "imported_at": time.time()},
+    )
     cell_dir = out / "cells" / cell_id
     cell_dir.mkdir(parents=True, exist_ok=True)
-    with (cell_dir / "scores.csv").open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["lp", "seg_id", "system", "score", "human"])
-        for it, v in zip(items, values):
-            w.writerow([it.lp, it.seg_id, it.system, repr(v), repr(it.human)])
-    write_atomic(cell_dir / "result.json", json.dumps(_json_safe(result), indent=2))
-    store = Store(out)
-    try:
-        run_id = store.start_run(f"import-scores {path.name}", {"import": str(path), **config}, result["environment"])
-        seq = store.db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM cells").fetchone()[0]
-        store.record(run_id, seq, result, cell_dir / "scores.csv")
+    write_scores(cell_dir / SCORES_FILE, items, values)
+    result.write(cell_dir)
+    with Store(out) as store:
+        run_id = store.start_run(f"import-scores {path.name}", {"import": str(path), **config.to_dict()},
+                                 result.environment or {})
+        store.record(run_id, store.next_seq(), result, cell_dir / SCORES_FILE)
         store.write_csv()
         store.finish_run(run_id)
-    finally:
-        store.close()
     return result
-

@@ -9,7 +9,6 @@ parent-death signal) and nothing half-written is recorded.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import subprocess
@@ -19,11 +18,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-import nlgbench
+from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellResult, write_config
 from nlgbench.registry import user_files_environment
 from nlgbench.spec import Cell, SweepSpec
 from nlgbench.store import Store
-from nlgbench.worker import write_atomic
 
 
 def _die_with_parent() -> None:
@@ -66,15 +64,16 @@ _WORKER_BOOT = (
 
 def worker_command(cell_dir: Path) -> list[str]:
     """`python -c BOOT CELL_DIR PACKAGE_DIR`: the worker of this very installation."""
-    return [sys.executable, "-c", _WORKER_BOOT, str(cell_dir), str(Path(nlgbench.__file__).resolve().parent)]
+    return [sys.executable, "-c", _WORKER_BOOT, str(cell_dir), str(Path(__file__).resolve().parent)]
 
 
-def execute(cell: Cell, cell_dir: Path) -> dict[str, Any]:
+def execute(cell: Cell, cell_dir: Path) -> CellResult:
     """Run one cell in a fresh worker process (`worker_command`) and return its result."""
     cell_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("result.json", "scores.csv", "traceback.txt"):
+    for stale in (RESULT_FILE, SCORES_FILE, TRACEBACK_FILE):
         (cell_dir / stale).unlink(missing_ok=True)
-    write_atomic(cell_dir / "config.json", json.dumps({"cell_id": cell.cell_id, "label": cell.label, "config": cell.config()}, indent=2))
+    config = cell.cell_config()
+    write_config(cell_dir, cell.cell_id, cell.label, config)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **user_files_environment())  # the user's registry files reach the worker
     if cell.threads:
         env["OMP_NUM_THREADS"] = str(cell.threads)
@@ -85,56 +84,67 @@ def execute(cell: Cell, cell_dir: Path) -> dict[str, Any]:
         proc.kill()
         proc.wait()
         raise
-    result_path = cell_dir / "result.json"
-    if result_path.exists():
-        return json.loads(result_path.read_text(encoding="utf-8"))
+    if (cell_dir / RESULT_FILE).exists():
+        return CellResult.read(cell_dir)
     killed = code < 0 and -code == signal.SIGKILL
-    return {
-        "cell_id": cell.cell_id, "label": cell.label, "config": cell.config(),
-        "status": "oom" if killed else "failed",
-        "error": "worker killed by SIGKILL (likely out of memory)" if killed else f"worker exited with code {code} and wrote no result",
-    }
+    error = "worker killed by SIGKILL (likely out of memory)" if killed else f"worker exited with code {code} and wrote no result"
+    return CellResult.not_finished(cell.cell_id, cell.label, config, error, oom=killed)
+
+
+def _summary(result: CellResult, elapsed: float) -> str:
+    """The progress line's verdict on a cell."""
+    if not result.ok or result.timing is None or result.correlation is None:
+        return f"{result.status.upper()}: {result.error}"
+    pearson = result.correlation["pearson"]
+    return (f"ok in {_fmt_s(elapsed)}: {result.timing.ms_per_segment_mean:.2f} ms/segment, "
+            f"pearson {'n/a' if pearson is None else f'{pearson:.4f}'}")
 
 
 def run_sweep(
     spec: SweepSpec, out_dir: Path, *, force: bool = False, log: Callable[[str], None] = print
-) -> list[dict[str, Any]]:
-    """Run every cell of the spec that is not finished yet; returns the results of this sweep's cells."""
-    from nlgbench.measure import environment
+) -> list[CellResult]:
+    """Run every cell of the spec that is not finished yet; returns the results of this sweep's cells.
 
+    The run's environment record holds, per device its finished cells ran on, the environment
+    their worker measured (CPU, GPU name, threads, versions)."""
     sizes = check_datasets(spec)
     cells = spec.cells()
-    store = Store(out_dir)
-    results: list[dict[str, Any]] = []
-    try:
-        run_id = store.start_run(spec.name, {"spec": asdict(spec)}, environment("cpu"))
+    results: list[CellResult] = []
+    environments: dict[str, dict[str, Any]] = {}
+    with Store(out_dir) as store:
+        run_id = store.start_run(spec.name, {"spec": asdict(spec)}, environments)
+
+        def note_environment(result: CellResult) -> None:
+            device = result.config.device
+            if result.environment is not None and device not in environments:
+                environments[device] = result.environment
+                store.set_run_environment(run_id, environments)
+
         log(f"sweep {spec.name!r}: {len(cells)} cells -> {out_dir} ({', '.join(f'{k}: {v} items' for k, v in sizes.items())})")
         done_times: list[float] = []
-        todo = [c for c in cells if force or store.status(c.cell_id) != "ok"]
+        todo = [c for c in cells if force or store.status(c.cell_id) != OK]
         for seq, cell in enumerate(cells):
             prefix = f"[{seq + 1}/{len(cells)}] {cell.label}"
+            cell_dir = out_dir / "cells" / cell.cell_id
             if cell not in todo:
                 log(f"{prefix}: done already (cell {cell.cell_id}), skipped")
-                results.append(store.result(cell.cell_id))
+                stored = store.result(cell.cell_id)
+                assert stored is not None  # its status was read from the store
+                note_environment(stored)
+                results.append(stored)
                 continue
             log(f"{prefix}: running (cell {cell.cell_id})")
             start = time.perf_counter()
-            result = execute(cell, out_dir / "cells" / cell.cell_id)
+            result = execute(cell, cell_dir)
             elapsed = time.perf_counter() - start
-            store.record(run_id, seq, result, out_dir / "cells" / cell.cell_id / "scores.csv" if result["status"] == "ok" else None)
+            store.record(run_id, seq, result, cell_dir / SCORES_FILE if result.ok else None)
             store.write_csv()
+            note_environment(result)
             results.append(result)
             done_times.append(elapsed)
             remaining = len(todo) - len(done_times)
             eta = sum(done_times) / len(done_times) * remaining
-            if result["status"] == "ok":
-                summary = (f"ok in {_fmt_s(elapsed)}: {result['timing']['ms_per_segment_mean']:.2f} ms/segment, "
-                           f"pearson {result['correlation']['pearson']:.4f}")
-            else:
-                summary = f"{result['status'].upper()}: {result['error']}"
-            log(f"{prefix}: {summary}" + (f" — {remaining} left, ETA {_fmt_s(eta)}" if remaining else ""))
+            log(f"{prefix}: {_summary(result, elapsed)}" + (f" — {remaining} left, ETA {_fmt_s(eta)}" if remaining else ""))
         store.write_csv()
         store.finish_run(run_id)
-    finally:
-        store.close()
     return results

@@ -9,17 +9,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from nlgbench import __version__
+from nlgbench.version import __version__
 from nlgbench.encoder_registry import (
     EncoderRef, add_encoders_file, check_layers, encoder_kind, find_entry, parse_encoder_ref, validate_encoder_name,
 )
+from nlgbench.cell import CellConfig, DatasetRef
 from nlgbench.errors import UserError, closest, unknown_name
 
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics",
@@ -27,20 +28,6 @@ TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
 DATASET_KEYS = {"name", "path", "max_segments"}
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
-
-
-@dataclass(frozen=True)
-class DatasetRef:
-    """A catalogue dataset or a user file, optionally cut to the first N items per language pair."""
-
-    name: str | None = None
-    path: str | None = None
-    max_segments: int | None = None
-
-    @property
-    def label(self) -> str:
-        base = self.name if self.name else Path(self.path or "").stem
-        return base + (f"[:{self.max_segments}]" if self.max_segments else "")
 
 
 @dataclass(frozen=True)
@@ -58,20 +45,17 @@ class Cell:
     warmup: int
     threads: int | None
 
+    def cell_config(self) -> CellConfig:
+        """The typed configuration the worker receives (nlgbench.cell)."""
+        return CellConfig(
+            metric=self.metric, options=dict(self.options), encoder=self.encoder, aligner=self.aligner,
+            dataset=self.dataset, device=self.device, batch_size=self.batch_size, repeats=self.repeats,
+            warmup=self.warmup, threads=self.threads,
+        )
+
     def config(self) -> dict[str, Any]:
         """The normalised configuration (JSON-ready) that defines this cell."""
-        return {
-            "metric": self.metric,
-            "options": dict(self.options),
-            "encoder": self.encoder.to_dict(),
-            "aligner": self.aligner,
-            "dataset": asdict(self.dataset),
-            "device": self.device,
-            "batch_size": self.batch_size,
-            "repeats": self.repeats,
-            "warmup": self.warmup,
-            "threads": self.threads,
-        }
+        return self.cell_config().to_dict()
 
     @property
     def cell_id(self) -> str:
@@ -81,12 +65,7 @@ class Cell:
 
     @property
     def label(self) -> str:
-        from nlgbench.store import metric_label, options_label
-
-        parts = [metric_label(self.metric, None, options_label(self.metric, dict(self.options))), self.encoder.label]
-        if self.aligner:
-            parts.append(self.aligner)
-        return " | ".join(parts + [self.dataset.label, self.device, f"bs{self.batch_size}"])
+        return self.cell_config().label
 
 
 @lru_cache(maxsize=1)

@@ -7,14 +7,17 @@ interrupted sweep never leaves a half-recorded or duplicated cell.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
-import os
 import sqlite3
 import time
 import uuid
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Iterator
+
+from nlgbench.cell import CellResult, write_atomic
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -49,41 +52,9 @@ EXTRA_COLUMNS = [
 ]
 
 
-def _labels(config: dict[str, Any]) -> tuple[str, str, str]:
-    """(encoder, aligner, dataset) labels of a cell config, as the spec's objects write them."""
-    from nlgbench.encoders import EncoderRef
-    from nlgbench.spec import DatasetRef
-
-    encoder = EncoderRef(**config["encoder"]).label
-    return encoder, config["aligner"] or "none", DatasetRef(**config["dataset"]).label
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, list):
-        return f"[{len(value)} items]" if len(value) > 3 else "[" + ";".join(map(str, value)) + "]"
-    return str(value)
-
-
-def options_label(metric: str, options: dict[str, Any] | None) -> str:
-    """The metric options that differ from the metric's defaults, `key=value,...` ('' if none):
-    cells that differ only in options (SentSim's token_part, ...) must not share a label."""
-    from nlgbench.metrics import get_metric, metric_names
-
-    if metric not in metric_names() or not options:
-        return ""
-    defaults = {k: d for k, (_, d) in get_metric(metric).options.items()}
-    return ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items()) if k in defaults and v != defaults[k])
-
-
-def metric_label(metric: str, aligner: str | None, options: str = "") -> str:
-    """`moverscore (rwmd)` for metrics run with an aligner, else the metric name; non-default
-    options (`options_label`) in brackets: `sentsim[token_part=wmd]`."""
-    name = f"{metric}[{options}]" if options else metric
-    return name if aligner in ("", "none", None) else f"{name} ({aligner})"
-
-
 class Store:
-    """results.sqlite in a run folder."""
+    """results.sqlite in a run folder; all SQL of the project is here. Use as a context manager
+    (or call `close`)."""
 
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
@@ -91,6 +62,12 @@ class Store:
         self.db = sqlite3.connect(out_dir / "results.sqlite")
         self.db.executescript(SCHEMA)
         self.db.commit()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
 
     def close(self) -> None:
         self.db.close()
@@ -104,6 +81,15 @@ class Store:
             )
         return run_id
 
+    def set_run_environment(self, run_id: str, env: dict[str, Any]) -> None:
+        """Replace the run's environment record (the runner's: one per device its cells ran on)."""
+        with self.db:
+            self.db.execute("UPDATE runs SET environment_json = ? WHERE run_id = ?", (json.dumps(env), run_id))
+
+    def run_environment(self, run_id: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT environment_json FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
     def finish_run(self, run_id: str) -> None:
         with self.db:
             self.db.execute("UPDATE runs SET finished_at = ? WHERE run_id = ?", (time.time(), run_id))
@@ -112,11 +98,14 @@ class Store:
         row = self.db.execute("SELECT status FROM cells WHERE cell_id = ?", (cell_id,)).fetchone()
         return row[0] if row else None
 
-    def record(self, run_id: str, seq: int, result: dict[str, Any], scores_csv: Path | None) -> None:
+    def next_seq(self) -> int:
+        """The position after the last recorded cell (cells list in this order)."""
+        return int(self.db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM cells").fetchone()[0])
+
+    def record(self, run_id: str, seq: int, result: CellResult, scores_csv: Path | None) -> None:
         """Write one cell's result, measurements and segment scores atomically."""
-        cfg = result["config"]
-        encoder, aligner, dataset = _labels(cfg)
-        cid = result["cell_id"]
+        cfg = result.config
+        cid = result.cell_id
         rows: list[tuple[Any, ...]] = []
         if scores_csv is not None and scores_csv.exists():
             with scores_csv.open(encoding="utf-8", newline="") as fh:
@@ -124,42 +113,49 @@ class Store:
                     extra = {k: float(v) for k, v in r.items() if k not in {"lp", "seg_id", "system", "score", "human"}}
                     rows.append((cid, idx, r["lp"], int(r["seg_id"]), r["system"], float(r["score"]), float(r["human"]), json.dumps(extra)))
         measurements: list[tuple[Any, ...]] = []
-        timing = result.get("timing") or {}
-        for i, value in enumerate(timing.get("repeat_s", [])):
-            measurements.append((cid, "repeat_s", i, value))
-        for i, phases in enumerate(timing.get("phases_s", [])):
-            measurements += [(cid, f"phase_{k}_s", i, v) for k, v in phases.items()]
+        if result.timing is not None:
+            for i, value in enumerate(result.timing.repeat_s):
+                measurements.append((cid, "repeat_s", i, value))
+            for i, phases in enumerate(result.timing.phases_s):
+                measurements += [(cid, f"phase_{k}_s", i, v) for k, v in phases.items()]
         with self.db:
             for table in ("cells", "measurements", "segment_scores"):
                 self.db.execute(f"DELETE FROM {table} WHERE cell_id = ?", (cid,))
             self.db.execute(
                 "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (cid, run_id, seq, result["label"], cfg["metric"], encoder, aligner, dataset, cfg["device"],
-                 cfg["batch_size"], result["status"], result.get("error"), json.dumps(cfg), json.dumps(result), time.time()),
+                (cid, run_id, seq, result.label, cfg.metric, cfg.encoder.label, cfg.aligner_label, cfg.dataset.label,
+                 cfg.device, cfg.batch_size, result.status, result.error, json.dumps(cfg.to_dict()),
+                 result.to_json(indent=None), time.time()),
             )
             self.db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?)", measurements)
             self.db.executemany("INSERT INTO segment_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
-    def result(self, cell_id: str) -> dict[str, Any] | None:
+    def result(self, cell_id: str) -> CellResult | None:
         """The stored result of one cell, if any."""
         row = self.db.execute("SELECT result_json FROM cells WHERE cell_id = ?", (cell_id,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return CellResult.from_json(row[0]) if row else None
 
-    def results(self) -> Iterator[dict[str, Any]]:
+    def results(self) -> Iterator[CellResult]:
         """Stored cell results in sweep order."""
         for (text,) in self.db.execute("SELECT result_json FROM cells ORDER BY seq, cell_id"):
-            yield json.loads(text)
+            yield CellResult.from_json(text)
+
+    def segment_scores(self, cell_id: str) -> list[tuple[str, int, str, float, float]]:
+        """A cell's (lp, seg_id, system, score, human) in dataset order; system '' for DA data."""
+        rows = self.db.execute(
+            "SELECT lp, seg_id, system, score, human FROM segment_scores WHERE cell_id = ? ORDER BY idx", (cell_id,)
+        ).fetchall()
+        return [(lp, seg_id, system or "", score, human) for lp, seg_id, system, score, human in rows]
 
     def write_csv(self) -> Path:
         """Rewrite results.csv from the store (atomically)."""
         path = self.out_dir / "results.csv"
-        tmp = path.with_suffix(".csv.tmp")
-        with tmp.open("w", newline="", encoding="utf-8") as fh:
-            w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS + EXTRA_COLUMNS)
-            w.writeheader()
-            for result in self.results():
-                w.writerow(csv_row(result))
-        os.replace(tmp, path)
+        text = io.StringIO(newline="")
+        w = csv.DictWriter(text, fieldnames=CSV_COLUMNS + EXTRA_COLUMNS)
+        w.writeheader()
+        for result in self.results():
+            w.writerow(csv_row(result))
+        write_atomic(path, text.getvalue())
         return path
 
 
@@ -174,56 +170,52 @@ def _num(value: Any, digits: int | None = None) -> Any:
     return value
 
 
-def csv_row(result: dict[str, Any]) -> dict[str, Any]:
-    """One results.csv row from a result.json dict (ok or failed)."""
-    cfg = result["config"]
-    encoder, aligner, dataset = _labels(cfg)
+def csv_row(result: CellResult) -> dict[str, Any]:
+    """One results.csv row from a cell result (ok, imported or failed)."""
+    cfg = result.config
     row: dict[str, Any] = {
-        "cell_id": result["cell_id"], "metric": cfg["metric"], "encoder": encoder, "aligner": aligner,
-        "dataset": dataset, "device": cfg["device"], "batch_size": cfg["batch_size"], "status": result["status"],
-        "n_repeats": cfg["repeats"], "error": result.get("error") or "", "threads": cfg["threads"] or "",
-        "metric_options": options_label(cfg["metric"], cfg.get("options")),
+        "cell_id": result.cell_id, "metric": cfg.metric, "encoder": cfg.encoder.label, "aligner": cfg.aligner_label,
+        "dataset": cfg.dataset.label, "device": cfg.device, "batch_size": cfg.batch_size, "status": result.status,
+        "n_repeats": cfg.repeats, "error": result.error or "", "threads": cfg.threads or "",
+        "metric_options": cfg.options_label,
     }
-    if result["status"] != "ok":
+    if not result.ok:
         return row
-    if result.get("imported"):  # precomputed scores (import-scores): correlations only, nothing measured
-        c = result["correlation"]
-        ci = (c.get("bootstrap") or {}).get("pearson_pooled_ci") or [None, None]
-        row.update({"n_segments": result["n_segments"], "n_repeats": 0, "threads": "",
-                    "pearson": _num(c["pearson"]), "kendall": _num(c["kendall"]),
-                    "pearson_pooled": _num(c["pearson_pooled"]), "kendall_pooled": _num(c["kendall_pooled"]),
-                    "n_lps": c.get("n_lps", ""), "system_pearson": _num((c.get("system") or {}).get("pearson")),
-                    "system_kendall": _num((c.get("system") or {}).get("kendall")),
-                    "pearson_pooled_ci_low": _num(ci[0]), "pearson_pooled_ci_high": _num(ci[1])})
-        return row
-    t, m, c = result["timing"], result["memory"], result["correlation"]
-    env = result["environment"]
+    c = result.correlation or {}
     system = c.get("system") or {}
     ci = (c.get("bootstrap") or {}).get("pearson_pooled_ci") or [None, None]
     row.update({
-        "n_segments": result["n_segments"],
-        "load_s": _num(t["load_s"], 3),
-        "ms_per_segment_mean": _num(t["ms_per_segment_mean"], 4),
-        "ms_per_segment_median": _num(t["ms_per_segment_median"], 4),
-        "ms_per_segment_std": _num(t["ms_per_segment_std"], 4),
-        "peak_rss_mb": _num(m["peak_rss_mb"], 1),
-        "rss_growth_mb": _num(m["rss_growth_mb"], 1),
-        # 0 on CPU cells: no CUDA memory was allocated there.
-        "cuda_peak_allocated_mb": _num(m["cuda_peak_allocated_mb"], 1) if m["cuda_peak_allocated_mb"] is not None else 0.0,
-        "cuda_peak_reserved_mb": _num(m["cuda_peak_reserved_mb"], 1) if m["cuda_peak_reserved_mb"] is not None else 0.0,
-        "params": result["params"],
-        "disk_mb": _num(result["disk_bytes"] / 2**20, 2),
+        "n_segments": result.n_segments,
         "pearson": _num(c["pearson"]), "kendall": _num(c["kendall"]),
         "pearson_pooled": _num(c["pearson_pooled"]), "kendall_pooled": _num(c["kendall_pooled"]),
-        "layer": result["scorer"].get("layer", ""),
-        "prepare_s": _num(t["prepare_s"], 3), "warmup_s": _num(t["warmup_s"], 3),
         "n_lps": c.get("n_lps", ""),
         "system_pearson": _num(system.get("pearson")), "system_kendall": _num(system.get("kendall")),
         "pearson_pooled_ci_low": _num(ci[0]), "pearson_pooled_ci_high": _num(ci[1]),
-        "scores_agree": result["repeat_agreement"]["agree"],
+    })
+    if result.imported:  # precomputed scores (import-scores): correlations only, nothing measured
+        row.update({"n_repeats": 0, "threads": ""})
+        return row
+    t, m, scorer = result.timing, result.memory, result.scorer
+    assert t is not None and m is not None and scorer is not None and result.repeat_agreement is not None
+    env = result.environment or {}
+    row.update({
+        "load_s": _num(t.load_s, 3),
+        "ms_per_segment_mean": _num(t.ms_per_segment_mean, 4),
+        "ms_per_segment_median": _num(t.ms_per_segment_median, 4),
+        "ms_per_segment_std": _num(t.ms_per_segment_std, 4),
+        "peak_rss_mb": _num(m.peak_rss_mb, 1),
+        "rss_growth_mb": _num(m.rss_growth_mb, 1),
+        # 0 on CPU cells: no CUDA memory was allocated there.
+        "cuda_peak_allocated_mb": _num(m.cuda_peak_allocated_mb, 1) if m.cuda_peak_allocated_mb is not None else 0.0,
+        "cuda_peak_reserved_mb": _num(m.cuda_peak_reserved_mb, 1) if m.cuda_peak_reserved_mb is not None else 0.0,
+        "params": result.params,
+        "disk_mb": _num(result.disk_bytes / 2**20, 2) if result.disk_bytes is not None else "",
+        "layer": scorer.get("layer", ""),
+        "prepare_s": _num(t.prepare_s, 3), "warmup_s": _num(t.warmup_s, 3),
+        "scores_agree": result.repeat_agreement.agree,
         "threads": env.get("torch_threads", ""), "cpu_model": env.get("cpu_model", ""), "gpu": env.get("gpu") or "",
-        "mean_exit_layer": _num(result["scorer"].get("mean_exit_layer"), 3),
-        "weight_mb": _num(result["scorer"]["weight_bytes"] / 2**20, 2) if "weight_bytes" in result["scorer"] else "",
-        "phase_ms": ";".join(f"{k}={v:.3f}" for k, v in t["phase_ms_per_segment_mean"].items()),
+        "mean_exit_layer": _num(scorer.get("mean_exit_layer"), 3),
+        "weight_mb": _num(scorer["weight_bytes"] / 2**20, 2) if "weight_bytes" in scorer else "",
+        "phase_ms": ";".join(f"{k}={v:.3f}" for k, v in t.phase_ms_per_segment_mean.items()),
     })
     return row

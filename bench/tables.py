@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from nlgbench.errors import UserError
-from nlgbench.store import metric_label
+from nlgbench.labels import metric_label
 
 CELL_COLUMNS = [
     ("metric", "metric"), ("metric_options", "options"), ("aligner", "aligner"), ("encoder", "encoder"), ("dataset", "dataset"),

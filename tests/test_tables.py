@@ -32,7 +32,7 @@ def test_missing_results_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_cells_that_differ_only_in_metric_options_get_their_own_rows() -> None:
-    from nlgbench.store import options_label
+    from nlgbench.labels import options_label
 
     assert options_label("sentsim", {"against": "reference", "token_part": "wmd", "layer": None}) == "against=reference,token_part=wmd"
     assert options_label("bertscore", {"idf": False, "layer": None}) == ""  # all defaults

@@ -1,0 +1,360 @@
+"""A cell's configuration and result, typed, as they cross the process boundary and sit on disk.
+
+The runner writes `cells/<id>/config.json` (`write_config`: the cell id, its label and a
+`CellConfig`); the worker reads it, measures, and writes `result.json` (a `CellResult`) and
+`scores.csv` (`write_scores`); the store keeps the result. Both dataclasses serialise to exactly
+the JSON keys and values of DESIGN.md's output contract, which other tools read. A cell that
+failed or ran out of memory is a CellResult too: status `failed`/`oom`, an error line, and its
+measured sections None.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from nlgbench.encoder_registry import EncoderRef
+from nlgbench.labels import aligner_label, cell_label, dataset_label, metric_label, options_label
+
+if TYPE_CHECKING:
+    from nlgbench.data import Dataset, Item
+    from nlgbench.measure import MemoryTracker, ScoringRun
+
+OK, FAILED, OOM = "ok", "failed", "oom"  # a cell's status
+CONFIG_FILE, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE = "config.json", "result.json", "scores.csv", "traceback.txt"
+MAX_ERROR_CHARS = 500  # a failed cell's error line is cut here (the full traceback is in traceback.txt)
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file, so readers never see half a file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8", newline="")
+    os.replace(tmp, path)
+
+
+def json_safe(value: Any) -> Any:
+    """NaN/inf become None (recursively), so result.json is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_scores(path: Path, items: Sequence[Item], score: Sequence[float],
+                 extra: Mapping[str, Sequence[float]] | None = None) -> None:
+    """scores.csv: one row per item in dataset order, `score` the metric's primary output,
+    then the further outputs (`extra`) as columns; numbers as `repr` (exact)."""
+    extra = extra or {}
+    text = io.StringIO(newline="")
+    w = csv.writer(text)
+    w.writerow(["lp", "seg_id", "system", "score", "human", *extra])
+    for i, it in enumerate(items):
+        w.writerow([it.lp, it.seg_id, it.system, repr(score[i]), repr(it.human), *(repr(extra[c][i]) for c in extra)])
+    write_atomic(path, text.getvalue())
+
+
+def correlate_scores(score: Sequence[float], items: Sequence[Item], higher_is_better: bool) -> dict[str, Any]:
+    """A cell's correlation section: its scores against the items' human judgments, every level,
+    with bootstrap intervals (nlgbench.stats' resamples and seed, so they are reproducible)."""
+    from nlgbench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, correlate
+
+    return correlate(list(score), [it.human for it in items], [it.lp for it in items], [it.system for it in items],
+                     higher_is_better=higher_is_better, bootstrap=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+
+
+# ----------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """A catalogue dataset or a user file, optionally cut to the first N items per language pair."""
+
+    name: str | None = None
+    path: str | None = None
+    max_segments: int | None = None
+
+    @property
+    def label(self) -> str:
+        return dataset_label(self.name, self.path, self.max_segments)
+
+
+@dataclass(frozen=True)
+class CellConfig:
+    """What defines a cell (and its id): metric x options x encoder x aligner x dataset x device x
+    batch size, plus the protocol's repeats, warm-up passes and threads (None: all cores)."""
+
+    metric: str
+    options: dict[str, Any]
+    encoder: EncoderRef
+    aligner: str | None
+    dataset: DatasetRef
+    device: str
+    batch_size: int
+    repeats: int
+    warmup: int
+    threads: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form: config.json's `config` and result.json's `config`."""
+        return {
+            "metric": self.metric,
+            "options": dict(self.options),
+            "encoder": self.encoder.to_dict(),
+            "aligner": self.aligner,
+            "dataset": asdict(self.dataset),
+            "device": self.device,
+            "batch_size": self.batch_size,
+            "repeats": self.repeats,
+            "warmup": self.warmup,
+            "threads": self.threads,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> CellConfig:
+        return cls(
+            metric=raw["metric"], options=dict(raw["options"]), encoder=EncoderRef(**raw["encoder"]),
+            aligner=raw["aligner"], dataset=DatasetRef(**raw["dataset"]), device=raw["device"],
+            batch_size=raw["batch_size"], repeats=raw["repeats"], warmup=raw["warmup"], threads=raw["threads"],
+        )
+
+    @property
+    def label(self) -> str:
+        """The sweep's one-line name of this cell (progress lines, `run --dry-run`)."""
+        return cell_label(self.metric, self.options, self.encoder.label, self.aligner, self.dataset.label,
+                          self.device, self.batch_size)
+
+    @property
+    def options_label(self) -> str:
+        """Non-default metric options, `key=value,...` (results.csv's metric_options)."""
+        return options_label(self.metric, self.options)
+
+    @property
+    def aligner_label(self) -> str:
+        return aligner_label(self.aligner)
+
+    @property
+    def metric_label(self) -> str:
+        """The metric as tables and reports name it: `moverscore (wcd)`, `sentsim[token_part=wmd]`."""
+        return metric_label(self.metric, self.aligner, self.options_label)
+
+
+def write_config(cell_dir: Path, cell_id: str, label: str, config: CellConfig) -> None:
+    """config.json: what the worker is asked to measure."""
+    payload = {"cell_id": cell_id, "label": label, "config": config.to_dict()}
+    write_atomic(cell_dir / CONFIG_FILE, json.dumps(payload, indent=2))
+
+
+def read_config(cell_dir: Path) -> tuple[str, str, CellConfig]:
+    """(cell id, label, config) from config.json."""
+    raw = json.loads((cell_dir / CONFIG_FILE).read_text(encoding="utf-8"))
+    return raw["cell_id"], raw["label"], CellConfig.from_dict(raw["config"])
+
+
+# ----------------------------------------------------------------------------- result sections
+
+
+@dataclass(frozen=True)
+class MetricRecord:
+    """The metric as run: its name, direction and which output is the score."""
+
+    name: str
+    higher_is_better: bool
+    primary: str
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """The dataset as loaded, with the sha256 of every file read."""
+
+    name: str
+    files: dict[str, str]
+    has_systems: bool
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per phase; per-segment milliseconds of each timed repeat and their summary;
+    per repeat the metric's own phases (tokenize, encode, match, transport ...)."""
+
+    data_s: float
+    load_s: float
+    prepare_s: float
+    warmup_s: float
+    warmup_items: int
+    repeat_s: list[float]
+    ms_per_segment: list[float]
+    ms_per_segment_mean: float
+    ms_per_segment_median: float
+    ms_per_segment_std: float
+    phases_s: list[dict[str, float]]
+    phase_ms_per_segment_mean: dict[str, float]
+
+    @classmethod
+    def of_protocol(cls, data_s: float, load_s: float, prepare_s: float, run: ScoringRun, n_segments: int) -> Timing:
+        """The phases' seconds and the protocol's repeats, per segment over `n_segments`."""
+        per_seg = [t / n_segments * 1000 for t in run.repeat_s]
+        phases = run.phases_s
+        return cls(
+            data_s=data_s, load_s=load_s, prepare_s=prepare_s, warmup_s=run.warmup_s, warmup_items=run.warmup_items,
+            repeat_s=run.repeat_s, ms_per_segment=per_seg,
+            ms_per_segment_mean=statistics.fmean(per_seg),
+            ms_per_segment_median=statistics.median(per_seg),
+            ms_per_segment_std=statistics.stdev(per_seg) if len(per_seg) > 1 else 0.0,
+            phases_s=phases,
+            phase_ms_per_segment_mean={
+                k: statistics.fmean(p.get(k, 0.0) for p in phases) / n_segments * 1000 for k in phases[0]
+            },
+        )
+
+
+@dataclass(frozen=True)
+class Memory:
+    """MiB: RSS before loading anything, its peak and growth; CUDA peaks since the reset (None on CPU)."""
+
+    baseline_rss_mb: float
+    peak_rss_mb: float
+    rss_growth_mb: float
+    cuda_peak_allocated_mb: float | None
+    cuda_peak_reserved_mb: float | None
+
+    @classmethod
+    def of_tracker(cls, tracker: MemoryTracker) -> Memory:
+        return cls(
+            baseline_rss_mb=tracker.baseline_rss_mb, peak_rss_mb=tracker.peak_rss_mb,
+            rss_growth_mb=tracker.peak_rss_mb - tracker.baseline_rss_mb,
+            cuda_peak_allocated_mb=tracker.cuda_peak_allocated_mb, cuda_peak_reserved_mb=tracker.cuda_peak_reserved_mb,
+        )
+
+
+@dataclass(frozen=True)
+class RepeatAgreement:
+    """How far the later repeats' scores strayed from the first's, and whether within tolerance."""
+
+    max_abs_diff: float
+    agree: bool
+
+
+# ----------------------------------------------------------------------------- the result
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """result.json. `correlation` is the statistics module's section as is; `scorer` is what the
+    metric's scorer describes (layer, parameters, disk and weight bytes ...); `environment` the
+    machine and versions. Failed/oom cells carry only the first five fields; imported cells
+    (`imported`) have no timing, memory, sizes or repeats."""
+
+    cell_id: str
+    label: str
+    status: str  # OK, FAILED or OOM
+    error: str | None
+    config: CellConfig
+    imported: bool = False
+    metric: MetricRecord | None = None
+    scorer: dict[str, Any] | None = None
+    n_segments: int | None = None
+    dataset: DatasetRecord | None = None
+    timing: Timing | None = None
+    memory: Memory | None = None
+    params: int | None = None
+    disk_bytes: int | None = None
+    repeat_agreement: RepeatAgreement | None = None
+    correlation: dict[str, Any] | None = None
+    environment: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    @classmethod
+    def not_finished(cls, cell_id: str, label: str, config: CellConfig, error: str, *, oom: bool) -> CellResult:
+        """The result of a cell that failed (or ran out of memory): one error line, nothing measured."""
+        return cls(cell_id=cell_id, label=label, status=OOM if oom else FAILED, error=error[:MAX_ERROR_CHARS],
+                   config=config)
+
+    def to_dict(self) -> dict[str, Any]:
+        """result.json's keys, in its order; a cell that did not finish stops after `config`."""
+        out: dict[str, Any] = {"cell_id": self.cell_id, "label": self.label, "status": self.status, "error": self.error}
+        if self.imported:
+            out["imported"] = True
+        out["config"] = self.config.to_dict()
+        if self.metric is None:
+            return out
+
+        def section(value: Any) -> Any:
+            return asdict(value) if value is not None else None
+
+        out.update({
+            "metric": section(self.metric),
+            "scorer": self.scorer,
+            "n_segments": self.n_segments,
+            "dataset": section(self.dataset),
+            "timing": section(self.timing),
+            "memory": section(self.memory),
+            "params": self.params,
+            "disk_bytes": self.disk_bytes,
+            "repeat_agreement": section(self.repeat_agreement),
+            "correlation": self.correlation,
+            "environment": self.environment,
+        })
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> CellResult:
+        def section(kind: Any, key: str) -> Any:
+            value = raw.get(key)
+            return kind(**value) if value is not None else None
+
+        return cls(
+            cell_id=raw["cell_id"], label=raw["label"], status=raw["status"], error=raw.get("error"),
+            config=CellConfig.from_dict(raw["config"]), imported=bool(raw.get("imported", False)),
+            metric=section(MetricRecord, "metric"), scorer=raw.get("scorer"), n_segments=raw.get("n_segments"),
+            dataset=section(DatasetRecord, "dataset"), timing=section(Timing, "timing"),
+            memory=section(Memory, "memory"), params=raw.get("params"), disk_bytes=raw.get("disk_bytes"),
+            repeat_agreement=section(RepeatAgreement, "repeat_agreement"), correlation=raw.get("correlation"),
+            environment=raw.get("environment"),
+        )
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """Strict JSON (NaN/inf as null): result.json with indent 2, the store's copy on one line."""
+        return json.dumps(json_safe(self.to_dict()), indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> CellResult:
+        return cls.from_dict(json.loads(text))
+
+    def write(self, cell_dir: Path) -> None:
+        """result.json in the cell folder (atomically)."""
+        write_atomic(cell_dir / RESULT_FILE, self.to_json())
+
+    @classmethod
+    def read(cls, cell_dir: Path) -> CellResult:
+        return cls.from_json((cell_dir / RESULT_FILE).read_text(encoding="utf-8"))
+
+
+def measured_result(cell_id: str, label: str, config: CellConfig, *, metric: MetricRecord, scorer: dict[str, Any],
+                    dataset: Dataset, timing: Timing, memory: Memory, agreement: RepeatAgreement,
+                    environment: dict[str, Any], scores: Sequence[float]) -> CellResult:
+    """The result of a measured cell; its correlation is computed here from `scores`."""
+    return CellResult(
+        cell_id=cell_id, label=label, status=OK, error=None, config=config,
+        metric=metric, scorer=scorer, n_segments=len(dataset.items),
+        dataset=DatasetRecord(name=dataset.name, files=dataset.files, has_systems=dataset.has_systems),
+        timing=timing, memory=memory, params=scorer["params"], disk_bytes=scorer["disk_bytes"],
+        repeat_agreement=agreement,
+        correlation=correlate_scores(scores, dataset.items, metric.higher_is_better),
+        environment=environment,
+    )
