@@ -63,9 +63,18 @@ def get_aligner(name: str) -> AlignerInfo:
     return ALIGNERS.get(name)
 
 
+def cost_matrix(aligner: AlignerInfo, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """The cost matrix `aligner` needs between the points x and y (None for one that needs none, as WCD)."""
+    return euclidean_cost(x, y) if aligner.needs_cost else None
+
+
+def transport(aligner: AlignerInfo, x: np.ndarray, a: np.ndarray, y: np.ndarray, b: np.ndarray,
+              cost: np.ndarray | None) -> float:
+    """The aligner's distance between (x, a) and (y, b); `cost` is `cost_matrix(aligner, x, y)`."""
+    return aligner.fn(a, b, cost) if aligner.needs_cost else aligner.fn(x, a, y, b)
+
+
 def align(name: str, x: np.ndarray, a: np.ndarray, y: np.ndarray, b: np.ndarray) -> float:
     """Distance between (x, a) and (y, b) with the named aligner."""
     info = get_aligner(name)
-    if info.needs_cost:
-        return info.fn(a, b, euclidean_cost(x, y))
-    return info.fn(x, a, y, b)
+    return transport(info, x, a, y, b, cost_matrix(info, x, y))

@@ -22,18 +22,8 @@ from nlgbench.data import Item
 from nlgbench.encoders import EncoderRef
 from nlgbench.errors import UserError
 from nlgbench.models import load_model
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
-
-
-def pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-padded ids [B, T] and mask [B, T]."""
-    longest = max(len(r) for r in rows)
-    ids = torch.full((len(rows), longest), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), longest), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(list(r), dtype=torch.long)
-        mask[i, : len(r)] = 1
-    return ids, mask
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.common import length_sorted_map, pad_ids
 
 
 def target_log_likelihood(model: Any, src: torch.Tensor, src_mask: torch.Tensor,
@@ -58,19 +48,16 @@ class BartScoreOptions:
     max_length: int = 1024
 
 
-class BartScoreScorer:
+class BartScoreScorer(ScorerBase[BartScoreOptions]):
     """BARTScore over one seq2seq checkpoint."""
 
+    options_class = BartScoreOptions
+
     def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
-        self.options = BartScoreOptions(**options)
-        self.batch_size = batch_size
-        self.device = device
+        super().__init__(options, device, batch_size)
         self.lm = load_model(encoder_ref, "seq2seq", device, self.options.state_dict)
         tok = self.lm.tokenizer
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-
-    def prepare(self, items: Sequence[Item]) -> None:
-        """No corpus state."""
 
     def _prompted(self, srcs: list[str], tgts: list[str]) -> tuple[list[str], list[str]]:
         p = self.options.prompt
@@ -87,18 +74,15 @@ class BartScoreScorer:
         with timer.phase("tokenize"):
             s_ids = tok(srcs, truncation=True, max_length=self.options.max_length)["input_ids"]
             t_ids = tok(tgts, truncation=True, max_length=self.options.max_length)["input_ids"]
-        order = sorted(range(len(srcs)), key=lambda i: len(s_ids[i]) + len(t_ids[i]), reverse=True)
-        out = [0.0] * len(srcs)
+
+        def batch_scores(batch: list[int]) -> list[float]:
+            src, src_mask = pad_ids([s_ids[i] for i in batch], self.pad_id)
+            tgt, tgt_mask = pad_ids([t_ids[i] for i in batch], self.pad_id)
+            dev = self.device
+            return target_log_likelihood(self.lm.model, src.to(dev), src_mask.to(dev), tgt.to(dev), tgt_mask.to(dev)).tolist()
+
         with timer.phase(name):
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start : start + self.batch_size]
-                src, src_mask = pad([s_ids[i] for i in batch], self.pad_id)
-                tgt, tgt_mask = pad([t_ids[i] for i in batch], self.pad_id)
-                dev = self.device
-                scores = target_log_likelihood(self.lm.model, src.to(dev), src_mask.to(dev), tgt.to(dev), tgt_mask.to(dev))
-                for i, value in zip(batch, scores.tolist()):
-                    out[i] = value
-        return out
+            return length_sorted_map(batch_scores, [len(s) + len(t) for s, t in zip(s_ids, t_ids)], self.batch_size)
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         refs, hyps = [it.reference for it in items], [it.hypothesis for it in items]
@@ -116,7 +100,7 @@ class BartScoreScorer:
         return {"prompt": self.options.prompt, "state_dict": self.options.state_dict, **self.lm.describe()}
 
 
-def _check(options: dict[str, Any]) -> None:
+def check_values(options: dict[str, Any]) -> None:
     if options.get("prompt_position") not in (None, "source_suffix", "target_prefix"):
         raise UserError(f"prompt_position must be source_suffix or target_prefix, got {options['prompt_position']!r}")
     path = options.get("state_dict")
@@ -132,10 +116,9 @@ INFO = MetricInfo(
     needs=("reference",),
     higher_is_better=True,
     corpus_state=False,
-    options={"prompt": (str, None), "prompt_position": (str, "source_suffix"), "faithfulness": (bool, False),
-             "state_dict": (str, None), "max_length": (int, 1024)},
+    options_class=BartScoreOptions,
     encoder_kinds=("seq2seq",),
     accepts_aligners=False,
     build=BartScoreScorer,
-    check_options=_check,
+    check_values=check_values,
 )

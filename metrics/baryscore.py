@@ -25,9 +25,8 @@ import torch
 from nlgbench.data import Item
 from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
 from nlgbench.errors import UserError
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
-from nlgbench.metrics.bertscore import idf_table
-from nlgbench.metrics.embedding import chunks, embed_texts
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.embedding import corpus_idf, embed_pairs
 
 
 def measure_weights(tok: Tokenized, idf: dict[int, float] | None, unseen: float) -> tuple[list[int], np.ndarray]:
@@ -70,19 +69,20 @@ def bary_distances(x: np.ndarray, y: np.ndarray, sinkhorn_regs: Sequence[float])
 class BaryScoreOptions:
     last_layers: int = 5
     idf: bool = True
-    sinkhorn_regs: list = field(default_factory=list)
+    sinkhorn_regs: list[float] = field(default_factory=list)
     max_iter: int = 1000
 
     def __post_init__(self) -> None:
         self.sinkhorn_regs = [float(r) for r in self.sinkhorn_regs or []]
 
 
-class BaryScoreScorer:
+class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
     """BaryScore over one encoder: encode (k layers at once), barycentre per text, transport per pair."""
 
+    options_class = BaryScoreOptions
+
     def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
-        self.options = BaryScoreOptions(**options)
-        self.batch_size = batch_size
+        super().__init__(options, device, batch_size)
         self.encoder = load_encoder(encoder_ref, device)
         top = self.encoder.layers_run
         k = self.options.last_layers
@@ -97,10 +97,8 @@ class BaryScoreScorer:
     def prepare(self, items: Sequence[Item]) -> None:
         """IDF over all references and, separately, over all hypotheses."""
         if self.options.idf:
-            refs = self.encoder.tokenize([it.reference for it in items])
-            hyps = self.encoder.tokenize([it.hypothesis for it in items])
-            self.idf_ref, self.unseen_ref = idf_table([t.ids for t in refs])
-            self.idf_hyp, self.unseen_hyp = idf_table([t.ids for t in hyps])
+            self.idf_ref, self.unseen_ref = corpus_idf(self.encoder, [it.reference for it in items])
+            self.idf_hyp, self.unseen_hyp = corpus_idf(self.encoder, [it.hypothesis for it in items])
 
     def weights(self, tok: Tokenized, side: str) -> tuple[list[int], np.ndarray]:
         """Kept positions and measure weights of a text on `side` ("reference" or "hypothesis")."""
@@ -116,16 +114,14 @@ class BaryScoreScorer:
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         cols: dict[str, list[float]] = {}
-        for chunk in chunks(items):
-            emb = embed_texts(self.encoder, [t for it in chunk for t in (it.reference, it.hypothesis)],
-                              self.layers, self.batch_size, timer)
-            for it in chunk:
-                with timer.phase("barycentre"):
-                    ref = self._bary(*emb[it.reference], "reference")
-                    hyp = self._bary(*emb[it.hypothesis], "hypothesis")
-                with timer.phase("transport"):
-                    for key, value in bary_distances(ref, hyp, self.options.sinkhorn_regs).items():
-                        cols.setdefault(key, []).append(value)
+        pairs = [(it.reference, it.hypothesis) for it in items]
+        for ref_emb, hyp_emb in embed_pairs(self.encoder, pairs, self.layers, self.batch_size, timer):
+            with timer.phase("barycentre"):
+                ref = self._bary(*ref_emb, "reference")
+                hyp = self._bary(*hyp_emb, "hypothesis")
+            with timer.phase("transport"):
+                for key, value in bary_distances(ref, hyp, self.options.sinkhorn_regs).items():
+                    cols.setdefault(key, []).append(value)
         return Scores(primary="w", columns=cols)
 
     def describe(self) -> dict[str, Any]:
@@ -133,7 +129,7 @@ class BaryScoreScorer:
                 "sinkhorn_regs": self.options.sinkhorn_regs, **self.encoder.describe()}
 
 
-def _check(options: dict[str, Any]) -> None:
+def check_values(options: dict[str, Any]) -> None:
     regs = options.get("sinkhorn_regs") or []
     if not all(isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0 for r in regs):
         raise UserError(f"sinkhorn_regs must be a list of positive numbers, got {regs!r}")
@@ -148,9 +144,9 @@ INFO = MetricInfo(
     needs=("reference",),
     higher_is_better=False,
     corpus_state=True,
-    options={"last_layers": (int, 5), "idf": (bool, True), "sinkhorn_regs": (list, []), "max_iter": (int, 1000)},
+    options_class=BaryScoreOptions,
     encoder_kinds=("encoder", "seq2seq"),  # seq2seq: its encoder half
     accepts_aligners=False,
     build=BaryScoreScorer,
-    check_options=_check,
+    check_values=check_values,
 )

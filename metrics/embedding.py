@@ -1,4 +1,4 @@
-"""Shared encoding step of the token-embedding metrics: unique texts, length-sorted batches."""
+"""Shared encoding step of the token-embedding metrics: unique texts, length-sorted batches, corpus idf."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import torch
 
 from nlgbench.encoders import Encoder, Tokenized
 from nlgbench.metrics.base import PhaseTimer
+from nlgbench.metrics.common import idf_table, length_sorted_map
 
 T = TypeVar("T")
 
 # Items scored per chunk: embeddings of one chunk's unique texts are kept, then freed.
 CHUNK_ITEMS = 2048
+
+Embedded = tuple[Tokenized, torch.Tensor]  # a text's tokens and hidden states
 
 
 def chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:
@@ -21,9 +24,14 @@ def chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:
         yield items[start : start + CHUNK_ITEMS]
 
 
+def corpus_idf(encoder: Encoder, texts: Sequence[str]) -> tuple[dict[int, float], float]:
+    """`idf_table` over the encoder's token ids of `texts` (one corpus side: references or hypotheses)."""
+    return idf_table([t.ids for t in encoder.tokenize(list(texts))])
+
+
 def embed_texts(
     encoder: Encoder, texts: Sequence[str], layer: int | Sequence[int], batch_size: int, timer: PhaseTimer
-) -> dict[str, tuple[Tokenized, torch.Tensor]]:
+) -> dict[str, Embedded]:
     """Tokens and hidden states of each unique text: [n_tokens, D] for one layer, [k, n_tokens, D] for k layers.
 
     Texts are deduplicated and encoded in batches sorted by token count (least padding);
@@ -33,14 +41,23 @@ def embed_texts(
     unique = list(dict.fromkeys(texts))
     with timer.phase("tokenize"):
         toks = encoder.tokenize(unique)
-    order = sorted(range(len(unique)), key=lambda i: len(toks[i].ids), reverse=True)
-    out: dict[str, tuple[Tokenized, torch.Tensor]] = {}
+
+    def encode(batch: list[int]) -> list[torch.Tensor]:
+        states, _ = encoder.hidden_states([toks[i].ids for i in batch], layers)
+        # half-precision variants: metrics work in float32
+        hidden = states[0].float() if isinstance(layer, int) else torch.stack(states, dim=1).float()
+        return [hidden[row, ..., : len(toks[i].ids), :] for row, i in enumerate(batch)]
+
     with timer.phase("encode"):
-        for start in range(0, len(order), batch_size):
-            batch = order[start : start + batch_size]
-            states, _ = encoder.hidden_states([toks[i].ids for i in batch], layers)
-            # half-precision variants: metrics work in float32
-            hidden = states[0].float() if isinstance(layer, int) else torch.stack(states, dim=1).float()
-            for row, i in enumerate(batch):
-                out[unique[i]] = (toks[i], hidden[row, ..., : len(toks[i].ids), :])
-    return out
+        hidden = length_sorted_map(encode, [len(t.ids) for t in toks], batch_size)
+    return {text: (tok, states) for text, tok, states in zip(unique, toks, hidden)}
+
+
+def embed_pairs(
+    encoder: Encoder, pairs: Sequence[tuple[str, str]], layer: int | Sequence[int], batch_size: int, timer: PhaseTimer
+) -> Iterator[tuple[Embedded, Embedded]]:
+    """The embedded texts of each (a, b) pair, in order; encoded chunk by chunk with `embed_texts`."""
+    for chunk in chunks(pairs):
+        emb = embed_texts(encoder, [text for pair in chunk for text in pair], layer, batch_size, timer)
+        for a, b in chunk:
+            yield emb[a], emb[b]

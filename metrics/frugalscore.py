@@ -16,7 +16,8 @@ from nlgbench.data import Item
 from nlgbench.encoders import EncoderRef
 from nlgbench.errors import UserError
 from nlgbench.models import load_model
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.common import length_sorted_map
 
 
 def pair_scores(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -35,44 +36,39 @@ class FrugalScoreOptions:
     max_length: int = 512
 
 
-class FrugalScoreScorer:
+class FrugalScoreScorer(ScorerBase[FrugalScoreOptions]):
     """FrugalScore over one student checkpoint, batches sorted by pair length."""
 
+    options_class = FrugalScoreOptions
+
     def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
-        self.options = FrugalScoreOptions(**options)
-        self.batch_size = batch_size
-        self.device = device
+        super().__init__(options, device, batch_size)
         self.lm = load_model(encoder_ref, "cross-encoder", device)
         labels = getattr(self.lm.model.config, "num_labels", 1)
         if labels != 1:
             raise UserError(f"{encoder_ref.label}: a FrugalScore student has one output, this model has {labels} labels")
-
-    def prepare(self, items: Sequence[Item]) -> None:
-        """No corpus state."""
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         tok = self.lm.tokenizer
         with timer.phase("tokenize"):
             enc = tok([it.hypothesis for it in items], [it.reference for it in items],
                       truncation=True, max_length=self.options.max_length)
-        order = sorted(range(len(items)), key=lambda i: len(enc["input_ids"][i]), reverse=True)
-        out = [0.0] * len(items)
+
+        def batch_scores(batch: list[int]) -> list[float]:
+            padded = tok.pad({k: [enc[k][i] for i in batch] for k in enc.keys()}, return_tensors="pt")
+            return pair_scores(self.lm.model, padded["input_ids"].to(self.device),
+                               padded["attention_mask"].to(self.device),
+                               padded["token_type_ids"].to(self.device) if "token_type_ids" in padded else None).tolist()
+
         with timer.phase("encode"):
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start : start + self.batch_size]
-                padded = tok.pad({k: [enc[k][i] for i in batch] for k in enc.keys()}, return_tensors="pt")
-                scores = pair_scores(self.lm.model, padded["input_ids"].to(self.device),
-                                     padded["attention_mask"].to(self.device),
-                                     padded["token_type_ids"].to(self.device) if "token_type_ids" in padded else None)
-                for i, value in zip(batch, scores.tolist()):
-                    out[i] = value
+            out = length_sorted_map(batch_scores, [len(ids) for ids in enc["input_ids"]], self.batch_size)
         return Scores(primary="frugalscore", columns={"frugalscore": out})
 
     def describe(self) -> dict[str, Any]:
         return {"max_length": self.options.max_length, **self.lm.describe()}
 
 
-def _check(options: dict[str, Any]) -> None:
+def check_values(options: dict[str, Any]) -> None:
     if options.get("max_length") is not None and options["max_length"] < 4:
         raise UserError(f"max_length must be >= 4, got {options['max_length']}")
 
@@ -83,9 +79,9 @@ INFO = MetricInfo(
     needs=("reference",),
     higher_is_better=True,
     corpus_state=False,
-    options={"max_length": (int, 512)},
+    options_class=FrugalScoreOptions,
     encoder_kinds=("cross-encoder",),
     accepts_aligners=False,
     build=FrugalScoreScorer,
-    check_options=_check,
+    check_values=check_values,
 )

@@ -22,10 +22,9 @@ import torch
 from nlgbench.data import Item
 from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
 from nlgbench.errors import UserError
-from nlgbench.metrics.alignment import euclidean_cost, get_aligner
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
-from nlgbench.metrics.bertscore import idf_table
-from nlgbench.metrics.embedding import chunks, embed_texts
+from nlgbench.metrics.alignment import cost_matrix, get_aligner, transport
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.embedding import corpus_idf, embed_pairs
 
 PUNCTUATION = frozenset(string.punctuation)
 
@@ -71,19 +70,20 @@ def moverscore_from_distance(d: float, form: str) -> float:
 class MoverScoreOptions:
     idf: bool = True
     layer: int | None = None
-    stop_words: list | None = None
+    stop_words: list[str] | None = None
     n_gram: int = 1
     score_form: str = "one_minus"
 
 
-class MoverScoreScorer:
+class MoverScoreScorer(ScorerBase[MoverScoreOptions]):
     """MoverScore over one encoder and one aligner."""
+
+    options_class = MoverScoreOptions
 
     def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
                  aligner: str | None = None) -> None:
-        self.options = MoverScoreOptions(**options)
+        super().__init__(options, device, batch_size)
         self.aligner = get_aligner(aligner or "wmd")
-        self.batch_size = batch_size
         self.encoder = load_encoder(encoder_ref, device, needed_layer=self.options.layer)
         self.layer = self.encoder.layers_run
         self.stop_words = frozenset(w.lower() for w in (self.options.stop_words or []))
@@ -94,30 +94,25 @@ class MoverScoreScorer:
     def prepare(self, items: Sequence[Item]) -> None:
         """IDF over all references and, separately, over all hypotheses (as moverscore_v2's usage)."""
         if self.options.idf:
-            refs = self.encoder.tokenize([it.reference for it in items])
-            hyps = self.encoder.tokenize([it.hypothesis for it in items])
-            self.idf_ref, self.unseen_ref = idf_table([t.ids for t in refs])
-            self.idf_hyp, self.unseen_hyp = idf_table([t.ids for t in hyps])
+            self.idf_ref, self.unseen_ref = corpus_idf(self.encoder, [it.reference for it in items])
+            self.idf_hyp, self.unseen_hyp = corpus_idf(self.encoder, [it.hypothesis for it in items])
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         scores: list[float] = []
         distances: list[float] = []
-        for chunk in chunks(items):
-            emb = embed_texts(self.encoder, [t for it in chunk for t in (it.reference, it.hypothesis)],
-                              self.layer, self.batch_size, timer)
-            for it in chunk:
-                with timer.phase("distance"):
-                    x, a = cloud(*emb[it.reference], self.idf_ref, self.unseen_ref, self.stop_words, self.options.n_gram)
-                    y, b = cloud(*emb[it.hypothesis], self.idf_hyp, self.unseen_hyp, self.stop_words,
-                                 self.options.n_gram)
-                    if not a.size or not b.size or a.sum() <= 0 or b.sum() <= 0:
-                        raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
-                                         "after removing subwords, punctuation and stop words")
-                    cost = euclidean_cost(x, y) if self.aligner.needs_cost else None
-                with timer.phase("transport"):
-                    d = self.aligner.fn(a, b, cost) if cost is not None else self.aligner.fn(x, a, y, b)
-                distances.append(d)
-                scores.append(moverscore_from_distance(d, self.options.score_form))
+        pairs = [(it.reference, it.hypothesis) for it in items]
+        for it, (ref, hyp) in zip(items, embed_pairs(self.encoder, pairs, self.layer, self.batch_size, timer)):
+            with timer.phase("distance"):
+                x, a = cloud(*ref, self.idf_ref, self.unseen_ref, self.stop_words, self.options.n_gram)
+                y, b = cloud(*hyp, self.idf_hyp, self.unseen_hyp, self.stop_words, self.options.n_gram)
+                if not a.size or not b.size or a.sum() <= 0 or b.sum() <= 0:
+                    raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
+                                     "after removing subwords, punctuation and stop words")
+                cost = cost_matrix(self.aligner, x, y)
+            with timer.phase("transport"):
+                d = transport(self.aligner, x, a, y, b, cost)
+            distances.append(d)
+            scores.append(moverscore_from_distance(d, self.options.score_form))
         return Scores(primary="moverscore", columns={"moverscore": scores, "distance": distances})
 
     def describe(self) -> dict[str, Any]:
@@ -125,7 +120,7 @@ class MoverScoreScorer:
                 "n_gram": self.options.n_gram, "score_form": self.options.score_form, **self.encoder.describe()}
 
 
-def _check(options: dict[str, Any]) -> None:
+def check_values(options: dict[str, Any]) -> None:
     if options.get("stop_words") is not None and not all(isinstance(w, str) for w in options["stop_words"]):
         raise UserError("stop_words must be a list of words")
     if options.get("n_gram") is not None and options["n_gram"] < 1:
@@ -141,10 +136,9 @@ INFO = MetricInfo(
     needs=("reference",),
     higher_is_better=True,
     corpus_state=True,
-    options={"idf": (bool, True), "layer": (int, None), "stop_words": (list, None), "n_gram": (int, 1),
-             "score_form": (str, "one_minus")},
+    options_class=MoverScoreOptions,
     encoder_kinds=("encoder", "seq2seq"),  # seq2seq: its encoder half
     accepts_aligners=True,
     build=MoverScoreScorer,
-    check_options=_check,
+    check_values=check_values,
 )

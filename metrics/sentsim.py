@@ -25,8 +25,8 @@ from nlgbench.data import Item
 from nlgbench.encoders import Encoder, EncoderRef, Tokenized, load_encoder
 from nlgbench.errors import UserError
 from nlgbench.metrics.alignment import ALIGNERS, align
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
-from nlgbench.metrics.bertscore import _pad, greedy_match, token_weights
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores, with_second_model
+from nlgbench.metrics.common import greedy_match, pad_tensors, token_weights
 from nlgbench.metrics.embedding import chunks, embed_texts
 
 
@@ -57,12 +57,13 @@ class SentSimOptions:
     layer: int | None = None
 
 
-class SentSimScorer:
+class SentSimScorer(ScorerBase[SentSimOptions]):
     """SentSim over a sentence encoder and a word encoder (the same model unless `word_encoder` is set)."""
 
+    options_class = SentSimOptions
+
     def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
-        self.options = SentSimOptions(**options)
-        self.batch_size = batch_size
+        super().__init__(options, device, batch_size)
         self.sentence = load_encoder(encoder_ref, device)
         word_ref = EncoderRef(self.options.word_encoder) if self.options.word_encoder else encoder_ref
         self.word: Encoder = self.sentence if word_ref == encoder_ref and self.options.layer is None else \
@@ -80,7 +81,7 @@ class SentSimScorer:
             wa = token_weights(tok_a.ids, self.word.special_ids, None, 0.0)
             wb = token_weights(tok_b.ids, self.word.special_ids, None, 0.0)
             a, b = a / a.norm(dim=-1, keepdim=True), b / b.norm(dim=-1, keepdim=True)
-            _, _, f = greedy_match(_pad([a]), _pad([wa]), _pad([b]), _pad([wb]))
+            _, _, f = greedy_match(pad_tensors([a]), pad_tensors([wa]), pad_tensors([b]), pad_tensors([wb]))
             return float(f[0])
         keep_a = [j for j in range(len(tok_a.ids)) if not tok_a.special[j]]
         keep_b = [j for j in range(len(tok_b.ids)) if not tok_b.special[j]]
@@ -114,12 +115,11 @@ class SentSimScorer:
                **self.sentence.describe()}
         if self.word is not self.sentence:
             word = self.word.describe()
-            out.update(params=out["params"] + word["params"], disk_bytes=out["disk_bytes"] + word["disk_bytes"],
-                       weight_bytes=out["weight_bytes"] + word["weight_bytes"], word_encoder=word["source"])
+            out = {**with_second_model(out, word), "word_encoder": word["source"]}
         return out
 
 
-def _check(options: dict[str, Any]) -> None:
+def check_values(options: dict[str, Any]) -> None:
     if options.get("against") not in (None, "source", "reference"):
         raise UserError(f"against must be source or reference, got {options['against']!r}")
     parts = ["bertscore", *ALIGNERS]
@@ -133,10 +133,10 @@ INFO = MetricInfo(
     needs=("source",),
     higher_is_better=True,
     corpus_state=True,
-    options={"against": (str, "source"), "token_part": (str, "bertscore"), "word_encoder": (str, None), "layer": (int, None)},
+    options_class=SentSimOptions,
     encoder_kinds=("encoder",),
     accepts_aligners=False,
     build=SentSimScorer,
-    check_options=_check,
+    check_values=check_values,
     model_options={"word_encoder": "encoder"},
 )

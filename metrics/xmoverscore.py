@@ -23,10 +23,10 @@ from nlgbench.data import Item
 from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
 from nlgbench.errors import UserError
 from nlgbench.models import load_model
-from nlgbench.metrics.alignment import euclidean_cost, get_aligner
-from nlgbench.metrics.bartscore import pad
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
-from nlgbench.metrics.embedding import chunks, embed_texts
+from nlgbench.metrics.alignment import cost_matrix, get_aligner, transport
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores, with_second_model
+from nlgbench.metrics.common import length_sorted_map, pad_ids
+from nlgbench.metrics.embedding import embed_pairs
 
 
 def remap(x: np.ndarray, mapping: str | None, matrix: np.ndarray | None) -> np.ndarray:
@@ -70,15 +70,15 @@ class XMoverScoreOptions:
     lm_weight: float = 0.1
 
 
-class XMoverScoreScorer:
+class XMoverScoreScorer(ScorerBase[XMoverScoreOptions]):
     """XMoverScore over one multilingual encoder, one aligner and an optional causal LM."""
+
+    options_class = XMoverScoreOptions
 
     def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
                  aligner: str | None = None) -> None:
-        self.options = XMoverScoreOptions(**options)
+        super().__init__(options, device, batch_size)
         self.aligner = get_aligner(aligner or "wmd")
-        self.batch_size = batch_size
-        self.device = device
         self.encoder = load_encoder(encoder_ref, device, needed_layer=self.options.layer)
         self.layer = self.encoder.layers_run
         self.lm = load_model(EncoderRef(self.options.lm), "causal-lm", device) if self.options.lm else None
@@ -109,32 +109,29 @@ class XMoverScoreScorer:
         bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
         with timer.phase("tokenize"):
             ids = [[bos, *t, tok.eos_token_id] for t in tok(texts, add_special_tokens=False)["input_ids"]]
-        order = sorted(range(len(texts)), key=lambda i: len(ids[i]), reverse=True)
-        out = [0.0] * len(texts)
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        model = self.lm.model
+
+        def batch_scores(batch: list[int]) -> list[float]:
+            x, m = pad_ids([ids[i] for i in batch], pad_id)
+            return lm_log_likelihood(model, x.to(self.device), m.to(self.device)).tolist()
+
         with timer.phase("lm"):
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start : start + self.batch_size]
-                x, m = pad([ids[i] for i in batch], pad_id)
-                for i, v in zip(batch, lm_log_likelihood(self.lm.model, x.to(self.device), m.to(self.device)).tolist()):
-                    out[i] = v
-        return out
+            return length_sorted_map(batch_scores, [len(row) for row in ids], self.batch_size)
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         if any(not it.source.strip() for it in items):
             raise ValueError("xmoverscore needs a source text for every item; this dataset has blank sources")
         xmover: list[float] = []
-        for chunk in chunks(items):
-            emb = embed_texts(self.encoder, [t for it in chunk for t in (it.source, it.hypothesis)],
-                              self.layer, self.batch_size, timer)
-            for it in chunk:
-                with timer.phase("distance"):
-                    x, a = self._cloud(*emb[it.source], it.lp if self.options.mapping else None)
-                    y, b = self._cloud(*emb[it.hypothesis], None)
-                    cost = euclidean_cost(x, y) if self.aligner.needs_cost else None
-                with timer.phase("transport"):
-                    d = self.aligner.fn(a, b, cost) if cost is not None else self.aligner.fn(x, a, y, b)
-                xmover.append(1.0 - d)
+        pairs = [(it.source, it.hypothesis) for it in items]
+        for it, (src, hyp) in zip(items, embed_pairs(self.encoder, pairs, self.layer, self.batch_size, timer)):
+            with timer.phase("distance"):
+                x, a = self._cloud(*src, it.lp if self.options.mapping else None)
+                y, b = self._cloud(*hyp, None)
+                cost = cost_matrix(self.aligner, x, y)
+            with timer.phase("transport"):
+                d = transport(self.aligner, x, a, y, b, cost)
+            xmover.append(1.0 - d)
         cols = {"xmoverscore": xmover}
         if self.lm is not None:
             lm = self.lm_scores([it.hypothesis for it in items], timer)
@@ -147,12 +144,11 @@ class XMoverScoreScorer:
                "n_gram": self.options.n_gram, **self.encoder.describe()}
         if self.lm is not None:
             lm = self.lm.describe()
-            out.update(params=out["params"] + lm["params"], disk_bytes=out["disk_bytes"] + lm["disk_bytes"],
-                       weight_bytes=out["weight_bytes"] + lm["weight_bytes"], lm=lm["source"], lm_weight=self.options.lm_weight)
+            out = {**with_second_model(out, lm), "lm": lm["source"], "lm_weight": self.options.lm_weight}
         return out
 
 
-def _check(options: dict[str, Any]) -> None:
+def check_values(options: dict[str, Any]) -> None:
     if options.get("mapping") not in (None, "clp", "umd"):
         raise UserError(f"mapping must be clp or umd (or null), got {options['mapping']!r}")
     if options.get("mapping") and options.get("mapping_dir") and not Path(options["mapping_dir"]).expanduser().is_dir():
@@ -169,11 +165,10 @@ INFO = MetricInfo(
     needs=("source",),
     higher_is_better=True,
     corpus_state=False,
-    options={"layer": (int, 8), "mapping": (str, None), "mapping_dir": (str, None), "n_gram": (int, 1),
-             "lm": (str, None), "lm_weight": (float, 0.1)},
+    options_class=XMoverScoreOptions,
     encoder_kinds=("encoder",),
     accepts_aligners=True,
     build=XMoverScoreScorer,
-    check_options=_check,
+    check_values=check_values,
     model_options={"lm": "causal-lm"},
 )

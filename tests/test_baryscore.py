@@ -14,7 +14,7 @@ from nlgbench.errors import UserError
 from nlgbench.spec import parse_spec
 from nlgbench.metrics.baryscore import BaryScoreScorer, barycentre, bary_distances
 from nlgbench.metrics.base import PhaseTimer
-from nlgbench.metrics.bertscore import idf_table
+from nlgbench.metrics.common import idf_table
 from tiny import make_tiny_bert
 
 # "cat" is in every hypothesis but in one reference only: its idf differs between the two sides.

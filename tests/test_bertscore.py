@@ -14,7 +14,8 @@ from nlgbench.data import load_dataset
 from nlgbench.encoders import EncoderRef, load_encoder
 from nlgbench.hfcache import local_snapshot
 from nlgbench.metrics.base import PhaseTimer
-from nlgbench.metrics.bertscore import BertScoreScorer, greedy_match, idf_table
+from nlgbench.metrics.bertscore import BertScoreScorer
+from nlgbench.metrics.common import greedy_match, idf_table
 from tiny import make_tiny_bert
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
