@@ -86,10 +86,6 @@ class Store:
         with self.db:
             self.db.execute("UPDATE runs SET environment_json = ? WHERE run_id = ?", (json.dumps(env), run_id))
 
-    def run_environment(self, run_id: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT environment_json FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        return json.loads(row[0]) if row else None
-
     def finish_run(self, run_id: str) -> None:
         with self.db:
             self.db.execute("UPDATE runs SET finished_at = ? WHERE run_id = ?", (time.time(), run_id))

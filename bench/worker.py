@@ -1,9 +1,10 @@
 """Run one cell in this (fresh) process, following the measurement protocol of DESIGN.md.
 
-Invoked by the runner as `python -m nlgbench.worker CELL_DIR`; reads `CELL_DIR/config.json`,
-writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically). Phases: data,
-load, prepare (corpus state), warm-up (not counted), then R timed repeats over the whole
-dataset. Exit code 0 when the cell is ok, 1 when it failed (the result says why).
+Started by the runner (`runner.worker_command`) with CELL_DIR; reads `CELL_DIR/config.json`
+(nlgbench.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
+Phases: data, load, prepare (corpus state), then the protocol of `measure.measure_scoring`:
+warm-up (not counted) and R timed repeats over the whole dataset. Exit code 0 when the cell
+is ok, 1 when it failed (the result says why).
 """
 
 from __future__ import annotations

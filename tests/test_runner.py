@@ -83,9 +83,12 @@ def test_sweep_output_contract_and_resume(tiny_dir: Path, tmp_path: Path, capsys
         assert {"precision", "recall", "f1"} <= set(scores[0])
         assert [r["score"] for r in scores] == [r["f1"] for r in scores]
     assert int(rows[1]["params"]) < int(rows[0]["params"])
+    first_env = json.loads((out / "cells" / rows[0]["cell_id"] / "result.json").read_text())["environment"]
     with sqlite3.connect(out / "results.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM segment_scores").fetchone()[0] == 96
         assert db.execute("SELECT COUNT(*) FROM measurements WHERE name = 'repeat_s'").fetchone()[0] == 4
+        # the run's environment: per device its cells ran on, as their worker measured it
+        assert [json.loads(e) for (e,) in db.execute("SELECT environment_json FROM runs")] == [{"cpu": first_env}]
 
     # resume: nothing reruns; --force reruns
     capsys.readouterr()
@@ -183,6 +186,9 @@ def test_cuda_cell_without_gpu_fails_clearly(tiny_dir: Path, tmp_path: Path) -> 
     rows = read_csv(out / "results.csv")
     assert [(r["device"], r["status"]) for r in rows] == [("cpu", "ok"), ("cuda", "failed")]
     assert "CUDA is not available" in rows[1]["error"]
+    with sqlite3.connect(out / "results.sqlite") as db:
+        (env,) = db.execute("SELECT environment_json FROM runs").fetchone()
+    assert list(json.loads(env)) == ["cpu"]  # no cell ran on CUDA
 
 
 def test_moverscore_sweep_crosses_aligners(tiny_dir: Path, tmp_path: Path) -> None:
