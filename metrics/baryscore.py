@@ -26,7 +26,7 @@ from nlgbench.data import Item
 from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
 from nlgbench.errors import UserError
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
-from nlgbench.metrics.embedding import corpus_idf, embed_pairs
+from nlgbench.metrics.embedding import SidedIdf, embed_pairs
 
 
 def measure_weights(tok: Tokenized, idf: dict[int, float] | None, unseen: float) -> tuple[list[int], np.ndarray]:
@@ -90,21 +90,18 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
             raise UserError(f"baryscore last_layers={k} but encoder {encoder_ref.label} has {top + 1} hidden states "
                             f"(embeddings + {top} layers)")
         self.layers = list(range(top - k + 1, top + 1))
-        self.idf_ref: dict[int, float] | None = None
-        self.idf_hyp: dict[int, float] | None = None
-        self.unseen_ref = self.unseen_hyp = 1.0
+        self.idf_tables = SidedIdf()
 
     def prepare(self, items: Sequence[Item]) -> None:
         """IDF over all references and, separately, over all hypotheses."""
         if self.options.idf:
-            self.idf_ref, self.unseen_ref = corpus_idf(self.encoder, [it.reference for it in items])
-            self.idf_hyp, self.unseen_hyp = corpus_idf(self.encoder, [it.hypothesis for it in items])
+            self.idf_tables.fit(self.encoder, items)
 
     def weights(self, tok: Tokenized, side: str) -> tuple[list[int], np.ndarray]:
         """Kept positions and measure weights of a text on `side` ("reference" or "hypothesis")."""
         if side == "reference":
-            return measure_weights(tok, self.idf_ref, self.unseen_ref)
-        return measure_weights(tok, self.idf_hyp, self.unseen_hyp)
+            return measure_weights(tok, self.idf_tables.reference, self.idf_tables.unseen_reference)
+        return measure_weights(tok, self.idf_tables.hypothesis, self.idf_tables.unseen_hypothesis)
 
     def _bary(self, tok: Tokenized, hidden: torch.Tensor, side: str) -> np.ndarray:
         keep, w = self.weights(tok, side)

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence, TypeVar
+from dataclasses import dataclass
+from typing import Any, Iterator, Protocol, Sequence, TypeVar
 
 import torch
 
-from nlgbench.encoders import Encoder, Tokenized
-from nlgbench.metrics.base import PhaseTimer
+from nlgbench.data import Item
+from nlgbench.encoders import Encoder, EncoderRef, Tokenized, load_encoder
+from nlgbench.metrics.alignment import get_aligner
+from nlgbench.metrics.base import PhaseTimer, ScorerBase
 from nlgbench.metrics.common import idf_table, length_sorted_map
 
 T = TypeVar("T")
+
+
+class LayerOptions(Protocol):
+    @property
+    def layer(self) -> int | None: ...
+
+
+L = TypeVar("L", bound=LayerOptions)
 
 # Items scored per chunk: embeddings of one chunk's unique texts are kept, then freed.
 CHUNK_ITEMS = 2048
@@ -27,6 +38,23 @@ def chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:
 def corpus_idf(encoder: Encoder, texts: Sequence[str]) -> tuple[dict[int, float], float]:
     """`idf_table` over the encoder's token ids of `texts` (one corpus side: references or hypotheses)."""
     return idf_table([t.ids for t in encoder.tokenize(list(texts))])
+
+
+@dataclass
+class SidedIdf:
+    """idf over all references and, separately, over all hypotheses (MoverScore's and BaryScore's corpus state).
+
+    Before `fit` (idf off) there are no tables: every token weighs 1.
+    """
+
+    reference: dict[int, float] | None = None
+    hypothesis: dict[int, float] | None = None
+    unseen_reference: float = 1.0
+    unseen_hypothesis: float = 1.0
+
+    def fit(self, encoder: Encoder, items: Sequence[Item]) -> None:
+        self.reference, self.unseen_reference = corpus_idf(encoder, [it.reference for it in items])
+        self.hypothesis, self.unseen_hypothesis = corpus_idf(encoder, [it.hypothesis for it in items])
 
 
 def embed_texts(
@@ -61,3 +89,14 @@ def embed_pairs(
         emb = embed_texts(encoder, [text for pair in chunk for text in pair], layer, batch_size, timer)
         for a, b in chunk:
             yield emb[a], emb[b]
+
+
+class AlignerScorer(ScorerBase[L]):
+    """A scorer comparing token clouds of one encoder layer (`options.layer`) with an aligner (MoverScore, XMoverScore)."""
+
+    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
+                 aligner: str | None = None) -> None:
+        super().__init__(options, device, batch_size)
+        self.aligner = get_aligner(aligner or "wmd")
+        self.encoder = load_encoder(encoder_ref, device, needed_layer=self.options.layer)
+        self.layer = self.encoder.layers_run

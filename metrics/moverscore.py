@@ -20,11 +20,11 @@ import numpy as np
 import torch
 
 from nlgbench.data import Item
-from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
+from nlgbench.encoders import EncoderRef, Tokenized
 from nlgbench.errors import UserError
-from nlgbench.metrics.alignment import cost_matrix, get_aligner, transport
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
-from nlgbench.metrics.embedding import corpus_idf, embed_pairs
+from nlgbench.metrics.alignment import cost_matrix, transport
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
+from nlgbench.metrics.embedding import AlignerScorer, SidedIdf, embed_pairs
 
 PUNCTUATION = frozenset(string.punctuation)
 
@@ -75,27 +75,21 @@ class MoverScoreOptions:
     score_form: str = "one_minus"
 
 
-class MoverScoreScorer(ScorerBase[MoverScoreOptions]):
+class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
     """MoverScore over one encoder and one aligner."""
 
     options_class = MoverScoreOptions
 
     def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
                  aligner: str | None = None) -> None:
-        super().__init__(options, device, batch_size)
-        self.aligner = get_aligner(aligner or "wmd")
-        self.encoder = load_encoder(encoder_ref, device, needed_layer=self.options.layer)
-        self.layer = self.encoder.layers_run
+        super().__init__(encoder_ref, options, device, batch_size, aligner)
         self.stop_words = frozenset(w.lower() for w in (self.options.stop_words or []))
-        self.idf_ref: dict[int, float] | None = None
-        self.idf_hyp: dict[int, float] | None = None
-        self.unseen_ref = self.unseen_hyp = 1.0
+        self.idf_tables = SidedIdf()
 
     def prepare(self, items: Sequence[Item]) -> None:
         """IDF over all references and, separately, over all hypotheses (as moverscore_v2's usage)."""
         if self.options.idf:
-            self.idf_ref, self.unseen_ref = corpus_idf(self.encoder, [it.reference for it in items])
-            self.idf_hyp, self.unseen_hyp = corpus_idf(self.encoder, [it.hypothesis for it in items])
+            self.idf_tables.fit(self.encoder, items)
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         scores: list[float] = []
@@ -103,8 +97,9 @@ class MoverScoreScorer(ScorerBase[MoverScoreOptions]):
         pairs = [(it.reference, it.hypothesis) for it in items]
         for it, (ref, hyp) in zip(items, embed_pairs(self.encoder, pairs, self.layer, self.batch_size, timer)):
             with timer.phase("distance"):
-                x, a = cloud(*ref, self.idf_ref, self.unseen_ref, self.stop_words, self.options.n_gram)
-                y, b = cloud(*hyp, self.idf_hyp, self.unseen_hyp, self.stop_words, self.options.n_gram)
+                idf = self.idf_tables
+                x, a = cloud(*ref, idf.reference, idf.unseen_reference, self.stop_words, self.options.n_gram)
+                y, b = cloud(*hyp, idf.hypothesis, idf.unseen_hypothesis, self.stop_words, self.options.n_gram)
                 if not a.size or not b.size or a.sum() <= 0 or b.sum() <= 0:
                     raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
                                      "after removing subwords, punctuation and stop words")

@@ -20,13 +20,13 @@ import numpy as np
 import torch
 
 from nlgbench.data import Item
-from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
+from nlgbench.encoders import EncoderRef, Tokenized
 from nlgbench.errors import UserError
 from nlgbench.models import load_model
-from nlgbench.metrics.alignment import cost_matrix, get_aligner, transport
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores, with_second_model
+from nlgbench.metrics.alignment import cost_matrix, transport
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores, with_second_model
 from nlgbench.metrics.common import length_sorted_map, pad_ids
-from nlgbench.metrics.embedding import embed_pairs
+from nlgbench.metrics.embedding import AlignerScorer, embed_pairs
 
 
 def remap(x: np.ndarray, mapping: str | None, matrix: np.ndarray | None) -> np.ndarray:
@@ -70,17 +70,14 @@ class XMoverScoreOptions:
     lm_weight: float = 0.1
 
 
-class XMoverScoreScorer(ScorerBase[XMoverScoreOptions]):
+class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):
     """XMoverScore over one multilingual encoder, one aligner and an optional causal LM."""
 
     options_class = XMoverScoreOptions
 
     def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
                  aligner: str | None = None) -> None:
-        super().__init__(options, device, batch_size)
-        self.aligner = get_aligner(aligner or "wmd")
-        self.encoder = load_encoder(encoder_ref, device, needed_layer=self.options.layer)
-        self.layer = self.encoder.layers_run
+        super().__init__(encoder_ref, options, device, batch_size, aligner)
         self.lm = load_model(EncoderRef(self.options.lm), "causal-lm", device) if self.options.lm else None
         self.maps: dict[str, np.ndarray] = {}
 

@@ -60,8 +60,9 @@ def test_idf_is_computed_separately_for_references_and_hypotheses(tiny_dir: Path
     ref_ids = {t for tok in scorer.encoder.tokenize([it.reference for it in items]) for t in tok.ids}
     hyp_only = {t for tok in scorer.encoder.tokenize([it.hypothesis for it in items]) for t in tok.ids} - ref_ids
     assert hyp_only, "test data should have hypothesis-only tokens"
-    assert scorer.idf_ref is not None and scorer.idf_hyp is not None
-    assert all(t not in scorer.idf_ref and t in scorer.idf_hyp for t in hyp_only)
+    idf = scorer.idf_tables
+    assert idf.reference is not None and idf.hypothesis is not None
+    assert all(t not in idf.reference and t in idf.hypothesis for t in hyp_only)
 
 
 def test_ngram_cloud_is_idf_weighted_mean_with_idf_sum_mass() -> None:
