@@ -168,6 +168,8 @@ def quality(seg: Segments, method: str = "pearson", level: str = "pooled", thres
     """Correlation with humans at a level: pooled over all segments, mean over language pairs
     (WMT style), or system level (mean per system, correlated per lp, mean over lps)."""
     corr = correlation_function(method, threshold)
+    if level not in LEVELS:
+        raise ValueError(f"unknown correlation level {level!r} (valid: {', '.join(LEVELS)})")
     if level == "pooled":
         return corr(seg.score, seg.human)
     return finite_mean([g.value for g in level_groups(seg, level, corr)])
@@ -185,10 +187,10 @@ def level_groups(seg: Segments, level: str, corr: Correlation) -> list[Group]:
 def too_small_lps(seg: Segments, level: str) -> list[str]:
     """The language pairs left out of a level's mean for having fewer than MIN_POINTS segments
     (`lp_mean`) or systems (`system`); none at the `pooled` level."""
-    if level == "pooled":
-        return []
     if level not in LEVELS:
         raise ValueError(f"unknown correlation level {level!r} (valid: {', '.join(LEVELS)})")
+    if level == "pooled":
+        return []
     return [g.lp for g in level_groups(seg, level, lambda x, h: NAN) if g.too_small]
 
 

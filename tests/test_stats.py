@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from nlgbench.stats import (Segments, bootstrap_ci, correlation, kendall_like, paired_bootstrap, quality,
+from nlgbench.stats import (Segments, bootstrap_ci, correlation, kendall_like, paired_bootstrap, quality, too_small_lps,
                          system_means, williams_test)
 
 
@@ -125,3 +125,20 @@ def test_paired_bootstrap_agrees_with_a_hand_written_resampler() -> None:
     # a metric against itself: no difference, p = 1
     same = paired_bootstrap(sa, sa, pearson, n_resamples=200, seed=0)
     assert same.delta == 0 and same.ci_low == 0 and same.ci_high == 0 and same.p_value == 1.0
+
+
+def test_unknown_method_or_level_is_named_whatever_the_size() -> None:
+    seg = segments([1.0, 2.0], [2.0, 1.0])  # too small to correlate: the name is still checked
+    with pytest.raises(ValueError, match="unknown correlation method 'pearsn'"):
+        quality(seg, "pearsn", "pooled")
+    with pytest.raises(ValueError, match="unknown correlation level 'lp'"):
+        quality(seg, "pearson", "lp")
+
+
+def test_too_small_lps_per_level() -> None:
+    seg = segments([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1.0, 3.0, 2.0, 4.0, 6.0, 5.0], lp=["a"] * 4 + ["b"] * 2,
+                   system=["A", "B", "C", "A", "A", "B"])
+    assert too_small_lps(seg, "pooled") == []
+    assert too_small_lps(seg, "lp_mean") == ["b"]
+    assert too_small_lps(seg, "system") == ["b"]  # b has 2 systems, a has 3
+    assert quality(seg, "pearson", "lp_mean") == pytest.approx(stats.pearsonr([1, 2, 3, 4], [1, 3, 2, 4])[0])
