@@ -212,7 +212,7 @@ def _local_folder(enc: EncoderRef, base: Path) -> EncoderRef:
     return enc
 
 
-def _metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
+def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     from nlgbench.metrics import get_metric, metric_names
 
     if not isinstance(raw, dict):
@@ -293,7 +293,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     threads = raw.get("threads")
     if threads is not None:
         threads = _int(threads, f"{source}.threads", 1)
-    metrics = [_metric_entry(m, f"{source}.metrics[{i}]", base) for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))]
+    metrics = [parse_metric_entry(m, f"{source}.metrics[{i}]", base) for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))]
     return SweepSpec(
         name=name, datasets=datasets, metrics=metrics, devices=devices, batch_sizes=batch_sizes,
         repeats=repeats, warmup=warmup, threads=threads, description=str(raw.get("description", "")),
