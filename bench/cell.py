@@ -11,16 +11,19 @@ measured sections None.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
 import os
 import statistics
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from nlgbench.encoder_registry import EncoderRef
+from nlgbench.version import __version__
 from nlgbench.labels import aligner_label, cell_label, dataset_label, metric_label, options_label
 
 if TYPE_CHECKING:
@@ -131,6 +134,12 @@ class CellConfig:
         )
 
     @property
+    def cell_id(self) -> str:
+        """The cell's id: a short hash of this config and the versions that change scores, so a
+        finished cell is recognised (and skipped) when the same sweep runs again."""
+        return short_hash({"config": self.to_dict(), "versions": score_versions()})
+
+    @property
     def label(self) -> str:
         """The sweep's one-line name of this cell (progress lines, `run --dry-run`)."""
         return cell_label(self.metric, self.options, self.encoder.label, self.aligner, self.dataset.label,
@@ -149,6 +158,23 @@ class CellConfig:
     def metric_label(self) -> str:
         """The metric as tables and reports name it: `moverscore (wcd)`, `sentsim[token_part=wmd]`."""
         return metric_label(self.metric, self.aligner, self.options_label)
+
+
+def short_hash(payload: Mapping[str, Any]) -> str:
+    """12 hex digits of the sha256 of a JSON-ready mapping (keys sorted): cell ids."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@lru_cache(maxsize=1)
+def score_versions() -> dict[str, str]:
+    """Versions whose change may change scores (major.minor of the libraries), part of every cell id."""
+    import torch
+    import transformers
+
+    def mm(v: str) -> str:
+        return ".".join(v.split("+")[0].split(".")[:2])
+
+    return {"nlgbench": __version__, "torch": mm(torch.__version__), "transformers": mm(transformers.__version__)}
 
 
 def write_config(cell_dir: Path, cell_id: str, label: str, config: CellConfig) -> None:

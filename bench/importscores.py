@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import math
 import time
 from pathlib import Path
 
 from nlgbench.cell import (
-    OK, SCORES_FILE, CellConfig, CellResult, DatasetRecord, DatasetRef, MetricRecord, correlate_scores, write_scores,
+    OK, SCORES_FILE, CellConfig, CellResult, DatasetRecord, DatasetRef, MetricRecord, correlate_scores, short_hash,
+    write_scores,
 )
 from nlgbench.data import load_dataset
 from nlgbench.encoders import EncoderRef
@@ -94,7 +94,7 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
     config = CellConfig(metric=metric, options={}, encoder=EncoderRef(name=encoder), aligner=None, dataset=ref,
                         device="none", batch_size=0, repeats=0, warmup=0, threads=None)
     payload = {"imported": sha, **config.to_dict()}
-    cell_id = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+    cell_id = short_hash(payload)
     items = ds.items
     values = [scores[it.key] for it in items]
     result = CellResult(

@@ -18,9 +18,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellResult, write_config
+from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, CellResult, write_config
 from nlgbench.registry import user_files_environment
-from nlgbench.spec import Cell, SweepSpec
+from nlgbench.spec import SweepSpec
 from nlgbench.store import Store
 
 
@@ -67,13 +67,12 @@ def worker_command(cell_dir: Path) -> list[str]:
     return [sys.executable, "-c", _WORKER_BOOT, str(cell_dir), str(Path(__file__).resolve().parent)]
 
 
-def execute(cell: Cell, cell_dir: Path) -> CellResult:
+def execute(cell: CellConfig, cell_dir: Path) -> CellResult:
     """Run one cell in a fresh worker process (`worker_command`) and return its result."""
     cell_dir.mkdir(parents=True, exist_ok=True)
     for stale in (RESULT_FILE, SCORES_FILE, TRACEBACK_FILE):
         (cell_dir / stale).unlink(missing_ok=True)
-    config = cell.cell_config()
-    write_config(cell_dir, cell.cell_id, cell.label, config)
+    write_config(cell_dir, cell.cell_id, cell.label, cell)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **user_files_environment())  # the user's registry files reach the worker
     if cell.threads:
         env["OMP_NUM_THREADS"] = str(cell.threads)
@@ -88,7 +87,7 @@ def execute(cell: Cell, cell_dir: Path) -> CellResult:
         return CellResult.read(cell_dir)
     killed = code < 0 and -code == signal.SIGKILL
     error = "worker killed by SIGKILL (likely out of memory)" if killed else f"worker exited with code {code} and wrote no result"
-    return CellResult.not_finished(cell.cell_id, cell.label, config, error, oom=killed)
+    return CellResult.not_finished(cell.cell_id, cell.label, cell, error, oom=killed)
 
 
 def _summary(result: CellResult, elapsed: float) -> str:

@@ -6,17 +6,13 @@ before any model is loaded.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from nlgbench.version import __version__
 from nlgbench.encoder_registry import (
     EncoderRef, add_encoders_file, check_layers, encoder_kind, find_entry, parse_encoder_ref, validate_encoder_name,
 )
@@ -28,56 +24,6 @@ TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
 DATASET_KEYS = {"name", "path", "max_segments"}
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One measured unit: metric x encoder x aligner x dataset x device x batch size."""
-
-    metric: str
-    options: tuple[tuple[str, Any], ...]
-    encoder: EncoderRef
-    aligner: str | None
-    dataset: DatasetRef
-    device: str
-    batch_size: int
-    repeats: int
-    warmup: int
-    threads: int | None
-
-    def cell_config(self) -> CellConfig:
-        """The typed configuration the worker receives (nlgbench.cell)."""
-        return CellConfig(
-            metric=self.metric, options=dict(self.options), encoder=self.encoder, aligner=self.aligner,
-            dataset=self.dataset, device=self.device, batch_size=self.batch_size, repeats=self.repeats,
-            warmup=self.warmup, threads=self.threads,
-        )
-
-    def config(self) -> dict[str, Any]:
-        """The normalised configuration (JSON-ready) that defines this cell."""
-        return self.cell_config().to_dict()
-
-    @property
-    def cell_id(self) -> str:
-        """Short hash of the config and the versions that change scores."""
-        payload = {"config": self.config(), "versions": score_versions()}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
-
-    @property
-    def label(self) -> str:
-        return self.cell_config().label
-
-
-@lru_cache(maxsize=1)
-def score_versions() -> dict[str, str]:
-    """Versions whose change may change scores (major.minor of the libraries)."""
-    import torch
-    import transformers
-
-    def mm(v: str) -> str:
-        return ".".join(v.split("+")[0].split(".")[:2])
-
-    return {"nlgbench": __version__, "torch": mm(torch.__version__), "transformers": mm(transformers.__version__)}
 
 
 @dataclass
@@ -109,17 +55,17 @@ class SweepSpec:
             names += [m.options[k] for k in get_metric(m.metric).model_options if m.options.get(k)]
         return list(dict.fromkeys(names))
 
-    def cells(self) -> list[Cell]:
+    def cells(self) -> list[CellConfig]:
         """All cells in a stable order: metric entry, encoder, aligner, dataset, device, batch size."""
-        out: list[Cell] = []
+        out: list[CellConfig] = []
         for entry in self.metrics:
             for enc in entry.encoders:
                 for aligner in entry.aligners:
                     for ds in self.datasets:
                         for device in self.devices:
                             for bs in self.batch_sizes:
-                                out.append(Cell(
-                                    metric=entry.metric, options=tuple(sorted(entry.options.items())),
+                                out.append(CellConfig(
+                                    metric=entry.metric, options=dict(sorted(entry.options.items())),
                                     encoder=enc, aligner=aligner, dataset=ds, device=device,
                                     batch_size=bs, repeats=self.repeats, warmup=self.warmup,
                                     threads=self.threads,

@@ -19,13 +19,14 @@ import yaml
 
 import nlgbench.encoders
 import nlgbench.runner
-import nlgbench.spec
+import nlgbench.cell
 import nlgbench.metrics.bertscore
 from nlgbench.cli import main
 from nlgbench.encoder_registry import EncoderRef, resolve_source
 from nlgbench.hfcache import local_snapshot
 from helpers import minimal_spec
-from nlgbench.spec import Cell, DatasetRef, load_spec, parse_spec
+from nlgbench.cell import CellConfig
+from nlgbench.spec import DatasetRef, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -191,9 +192,9 @@ def test_cell_ids_stable_across_processes(tmp_path: Path) -> None:
     assert out.stdout.split() == [c.cell_id for c in load_spec(path).cells()]
 
 
-BASE_CELL = Cell(
+BASE_CELL = CellConfig(
     metric="bertscore",
-    options=(("idf", False), ("layer", None)),
+    options={"idf": False, "layer": None},
     encoder=EncoderRef("all-MiniLM-L6-v2"),
     aligner=None,
     dataset=DatasetRef(name="wmt16"),
@@ -209,8 +210,8 @@ BASE_CELL = Cell(
     "change",
     [
         {"metric": "moverscore"},
-        {"options": (("idf", True), ("layer", None))},
-        {"options": (("idf", False), ("layer", 4))},
+        {"options": {"idf": True, "layer": None}},
+        {"options": {"idf": False, "layer": 4}},
         {"encoder": EncoderRef("all-mpnet-base-v2")},
         {"encoder": EncoderRef("sentence-transformers/all-MiniLM-L6-v2")},
         {"encoder": EncoderRef("all-MiniLM-L6-v2", num_layers=3)},
@@ -234,15 +235,15 @@ def test_cell_id_changes_with_each_config_field(change: dict[str, Any]) -> None:
 
 
 def test_cell_fields_all_covered() -> None:
-    """Every Cell field appears in the config that the id hashes (a new field must not be left out)."""
-    assert set(BASE_CELL.config()) == {f.name for f in dataclasses.fields(Cell)}
+    """Every CellConfig field appears in the config that the id hashes (a new field must not be left out)."""
+    assert set(BASE_CELL.to_dict()) == {f.name for f in dataclasses.fields(CellConfig)}
 
 
 def test_cell_id_changes_with_score_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     before = BASE_CELL.cell_id
-    versions = nlgbench.spec.score_versions()
+    versions = nlgbench.cell.score_versions()
     assert set(versions) >= {"nlgbench", "torch", "transformers"}
-    monkeypatch.setattr(nlgbench.spec, "score_versions", lambda: dict(versions, torch="0.0"))
+    monkeypatch.setattr(nlgbench.cell, "score_versions", lambda: dict(versions, torch="0.0"))
     assert BASE_CELL.cell_id != before
 
 
