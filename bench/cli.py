@@ -209,6 +209,7 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from nlgbench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
     from nlgbench.version import __version__
 
     p = argparse.ArgumentParser(prog="nlgbench", description="Efficiency-quality benchmarks of NLG evaluation metrics.")
@@ -261,8 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--candidate", required=True, help="encoder label, as in results.csv")
     cmp_.add_argument("--baseline", required=True, help="encoder label, as in results.csv")
     cmp_.add_argument("--metric", help="only this metric (as in the report, e.g. 'moverscore (wmd)')")
-    cmp_.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    cmp_.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    cmp_.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES, help=f"bootstrap resamples (default {BOOTSTRAP_RESAMPLES})")
+    cmp_.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default {BOOTSTRAP_SEED})")
     cmp_.add_argument("--json", action="store_true", help="print JSON instead of the table")
     _add_quality_args(cmp_)
     cmp_.set_defaults(func=_cmd_compare)

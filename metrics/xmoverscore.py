@@ -152,8 +152,6 @@ def check_values(options: dict[str, Any]) -> None:
         raise UserError(f"mapping_dir {options['mapping_dir']}: no such folder")
     if options.get("n_gram") is not None and options["n_gram"] < 1:
         raise UserError(f"n_gram must be >= 1, got {options['n_gram']}")
-    if options.get("layer") is not None and options["layer"] < 0:
-        raise UserError(f"layer must be >= 0, got {options['layer']}")
 
 
 INFO = MetricInfo(
