@@ -17,7 +17,7 @@ import json
 import math
 import os
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -97,7 +97,12 @@ class DatasetRef:
 @dataclass(frozen=True)
 class CellConfig:
     """What defines a cell (and its id): metric x options x encoder x aligner x dataset x device x
-    batch size, plus the protocol's repeats, warm-up passes and threads (None: all cores)."""
+    batch size, plus the protocol's repeats, warm-up passes and threads (None: all cores).
+
+    `inputs` fingerprints the local files the cell reads, by path: a user data file's
+    `sha256:...`, a local model folder's `weights:...` (`nlgbench.hfcache.weights_fingerprint`),
+    so changed data or weights make a new cell instead of a skipped one. Catalogue datasets (whose
+    files are sha256-checked) and registered or Hub models have none: their ids are unchanged."""
 
     metric: str
     options: dict[str, Any]
@@ -109,6 +114,7 @@ class CellConfig:
     repeats: int
     warmup: int
     threads: int | None
+    inputs: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form: config.json's `config` and result.json's `config`."""
@@ -123,6 +129,7 @@ class CellConfig:
             "repeats": self.repeats,
             "warmup": self.warmup,
             "threads": self.threads,
+            **({"inputs": dict(self.inputs)} if self.inputs else {}),  # only where present: ids stay as they were
         }
 
     @classmethod
@@ -131,12 +138,14 @@ class CellConfig:
             metric=raw["metric"], options=dict(raw["options"]), encoder=EncoderRef(**raw["encoder"]),
             aligner=raw["aligner"], dataset=DatasetRef(**raw["dataset"]), device=raw["device"],
             batch_size=raw["batch_size"], repeats=raw["repeats"], warmup=raw["warmup"], threads=raw["threads"],
+            inputs=dict(raw.get("inputs") or {}),
         )
 
     @property
     def cell_id(self) -> str:
-        """The cell's id: a short hash of this config and the versions that change scores, so a
-        finished cell is recognised (and skipped) when the same sweep runs again."""
+        """The cell's id: a short hash of this config (with its `inputs`' fingerprints) and the
+        versions that change scores, so a finished cell is recognised (and skipped) when the same
+        sweep runs again on the same data and weights."""
         return short_hash({"config": self.to_dict(), "versions": score_versions()})
 
     @property

@@ -22,14 +22,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from nlgbench.encoder_registry import resolve_source
         from nlgbench.hfcache import local_snapshot
+        from nlgbench.runner import check_datasets
 
+        check_datasets(spec)  # the checks `run` makes before any cell: every dataset loads
         cells = spec.cells()
         for cell in cells:
             print(f"{cell.cell_id}  {cell.label}")
         missing = sorted({resolve_source(name) for name in spec.model_names() if local_snapshot(resolve_source(name)) is None})
         print(f"{len(cells)} cells; models not in the local cache: {', '.join(missing) if missing else 'none'}")
         return 0
-    results = run_sweep(spec, out, force=args.force)
+    results = run_sweep(spec, out, force=args.force, wait=args.wait)
     bad = [r for r in results if not r.ok]
     print(f"{len(results) - len(bad)} ok, {len(bad)} not ok; results: {out / 'results.csv'}")
     return 1 if bad else 0
@@ -38,14 +40,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     if args.what == "encoders":
         from nlgbench.encoder_registry import registry
-        from nlgbench.hfcache import checkpoint_params, disk_bytes, local_snapshot
+        from nlgbench.hfcache import check_model_folder, checkpoint_params, disk_bytes, local_snapshot
 
         rows = [("name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mb")]
         for name, e in sorted(registry().items()):
             snap = local_snapshot(e.hub_id)
-            params = f"{checkpoint_params(snap) / 1e6:.1f}M" if snap else "-"
-            disk = f"{disk_bytes(snap) / 2**20:.1f}" if snap else "-"
-            rows.append((name, e.hub_id, e.family, e.kind, str(e.layers or "-"), "yes" if snap else "no", params, disk))
+            local, params, disk = "no", "-", "-"
+            if snap:
+                try:
+                    check_model_folder(snap)
+                    local, params, disk = "yes", f"{checkpoint_params(snap) / 1e6:.1f}M", f"{disk_bytes(snap) / 2**20:.1f}"
+                except UserError as exc:  # a broken cache entry is listed as such, with why
+                    local = "broken"
+                    print(f"nlgbench: {name}: {exc}", file=sys.stderr)
+            rows.append((name, e.hub_id, e.family, e.kind, str(e.layers or "-"), local, params, disk))
         _table(rows)
     elif args.what == "metrics":
         from nlgbench.metrics import get_metric, metric_names
@@ -97,6 +105,14 @@ def _cmd_datasets_fetch(args: argparse.Namespace) -> int:
     folder = fetch(args.name, progress=print)
     n = len(load_dataset(args.name).items)
     print(f"{args.name}: {n} items in {folder}")
+    return 0
+
+
+def _cmd_repair(args: argparse.Namespace) -> int:
+    from nlgbench.repair import describe, repair
+
+    folder = Path(args.dir)
+    print(describe(folder, repair(folder)))
     return 0
 
 
@@ -221,6 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="output folder (default reports/<spec name>)")
     run.add_argument("--force", action="store_true", help="rerun cells that are already finished")
     run.add_argument("--dry-run", action="store_true", help="list the cells and missing models, run nothing")
+    run.add_argument("--wait", action="store_true",
+                     help="when another nlgbench process holds the output folder, wait for it (default: exit 2)")
     run.set_defaults(func=_cmd_run)
 
     sc = sub.add_parser("score", help="score a candidates file against a references file, one text per line")
@@ -278,6 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp_s.add_argument("--lower-is-better", action="store_true", help="the scores are distances (default: the "
                        "registered metric's direction, else higher is better)")
     imp_s.set_defaults(func=_cmd_import_scores)
+
+    rp = sub.add_parser("repair", help="rebuild DIR/results.sqlite from DIR/cells/ (a corrupt store is kept aside)")
+    rp.add_argument("dir", help="run folder")
+    rp.set_defaults(func=_cmd_repair)
     return p
 
 
@@ -287,6 +309,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except UserError as exc:
         print(f"nlgbench: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the file system refused a write (disk full, read-only): one line too
+        from nlgbench.runfolder import write_fault
+
+        fault = write_fault(exc)
+        if fault is None:
+            raise
+        print(f"nlgbench: error: {fault}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("nlgbench: interrupted; run the same command again to resume", file=sys.stderr)

@@ -154,7 +154,7 @@ def fetch(name: str, progress: Progress | None = None, *, catalogue: dict[str, A
         target = local / rel
         key = f"{folder}/{rel}"
         if target.is_file():
-            if _sha256_file(target) == sha:
+            if sha256_file(target) == sha:
                 continue
             _say(progress, f"{key}: cached copy has the wrong sha256, fetching it again")
         if root is None:
@@ -241,12 +241,15 @@ def _open_source(root: Path | str, key: str, origin: str) -> BinaryIO:
         raise UserError(f"cannot fetch {origin}: {exc.strerror or exc}{hint}") from None
 
 
-def _sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes (read in chunks); a UserError naming the file if it cannot be read."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
     return digest.hexdigest()
 
 
@@ -418,11 +421,22 @@ class _CatalogueReader:
 # --------------------------------------------------------------------------- user files
 
 
-def _load_user_file(path: Path) -> Dataset:
-    """Read a user ``.jsonl`` or ``.tsv`` file into a dataset in stable order."""
+def check_user_file(path: Path) -> None:
+    """A user data file that exists, is a regular file and is ``.jsonl`` or ``.tsv``; else a UserError
+    (a spec checks this before anything runs, `--dry-run` included)."""
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".tsv"):
         raise UserError(f"data file {path}: unsupported type {suffix or '(none)'!r}; use .jsonl or .tsv")
+    if path.is_dir():
+        raise UserError(f"data file {path} is a directory, not a .jsonl or .tsv file")
+    if not path.is_file():
+        raise UserError(f"missing file {path}")
+
+
+def _load_user_file(path: Path) -> Dataset:
+    """Read a user ``.jsonl`` or ``.tsv`` file into a dataset in stable order."""
+    check_user_file(path)
+    suffix = path.suffix.lower()
     data = _read_bytes(path)
     sha = hashlib.sha256(data).hexdigest()
     text = _decode(data, path).removeprefix("\ufeff")

@@ -104,13 +104,32 @@ def resolve_source(name: str) -> str:
     return entry.hub_id if entry else name
 
 
-def validate_encoder_name(name: str, where: str) -> None:
-    """Reject names that are neither registered, a local folder, cached, nor (online) a Hub id."""
-    if find_entry(name) or Path(name).expanduser().is_dir():
-        return
-    from nlgbench.hfcache import local_snapshot
+def registered_name(name: str) -> str:
+    """The registry name of a registered Hub id (`sentence-transformers/all-MiniLM-L6-v2` ->
+    `all-MiniLM-L6-v2`), so both spellings of one model are one cell; any other name unchanged."""
+    if name in registry() or Path(name).expanduser().is_dir():
+        return name
+    entry = find_entry(name)
+    return entry.name if entry else name
 
-    if local_snapshot(name) is not None:
+
+def validate_encoder_name(name: str, where: str) -> None:
+    """Reject names that are neither registered, a local folder, cached, nor (online) a Hub id, and
+    model folders that cannot load (`nlgbench.hfcache.check_model_folder`): a local folder must be
+    complete; a cached snapshot must have a valid config.json and intact weight files."""
+    from nlgbench.hfcache import check_model_folder, local_snapshot
+
+    try:
+        if Path(name).expanduser().is_dir():
+            check_model_folder(Path(name).expanduser())
+            return
+        snapshot = local_snapshot(resolve_source(name))
+        if snapshot is not None:
+            check_model_folder(snapshot, need_weights=False)
+            return
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    if find_entry(name):
         return
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}
     looks_like_hub_id = name.count("/") == 1 and all(name.split("/"))
@@ -118,6 +137,15 @@ def validate_encoder_name(name: str, where: str) -> None:
         err = unknown_name("encoder", name, registry().names())
         reason = "not a registered name, a local folder, or a model in the local Hugging Face cache"
         raise UserError(f"{where}: {err} — {reason}")
+
+
+def local_fingerprint(name: str) -> str | None:
+    """The weights fingerprint of a local model folder (`nlgbench.hfcache.weights_fingerprint`);
+    None for a registered name or Hub id (their name and revision identify them)."""
+    from nlgbench.hfcache import weights_fingerprint
+
+    path = Path(name).expanduser()
+    return weights_fingerprint(path) if path.is_dir() else None
 
 
 def encoder_kind(name: str) -> str | None:

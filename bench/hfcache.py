@@ -9,11 +9,13 @@ snapshot directly (no `blobs/` symlinks), which the hub library accepts as well.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
 import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 
 from nlgbench.errors import UserError
@@ -98,15 +100,111 @@ def folder_commit(src: Path) -> str:
     return digest.hexdigest()
 
 
-def _check_model_folder(src: Path) -> None:
-    if not src.is_dir():
-        raise UserError(f"model folder {str(src)!r} does not exist or is not a directory")
-    if not (src / "config.json").is_file():
-        raise UserError(f"model folder {str(src)!r} has no config.json")
-    if not weight_files(src):
-        raise UserError(
-            f"model folder {str(src)!r} has no weight file (*.safetensors or pytorch_model.bin)"
-        )
+def check_model_folder(folder: Path, *, need_weights: bool = True) -> None:
+    """A model folder that can be loaded, or a one-line UserError: config.json a JSON object, weights
+    present (`need_weights`; a Hub cache snapshot may lack files the Hub would still send) and intact
+    as far as their headers tell (`check_weight_file`). Cheap: no tensor is read."""
+    folder = Path(folder)
+    where = f"model folder {str(folder)!r}"
+    if not folder.is_dir():
+        raise UserError(f"{where} does not exist or is not a directory")
+    config = folder / "config.json"
+    if not config.is_file():
+        raise UserError(f"{where} has no config.json")
+    try:
+        parsed = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{where}: cannot read config.json: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{where}: config.json is not valid JSON ({exc.msg} at line {exc.lineno}, "
+                        f"column {exc.colno})") from None
+    if not isinstance(parsed, dict):
+        raise UserError(f"{where}: config.json must hold a JSON object, got {type(parsed).__name__}")
+    files = weight_files(folder)
+    if need_weights and not files:
+        raise UserError(f"{where} has no weight file (*.safetensors or pytorch_model.bin)")
+    for path in files:
+        check_weight_file(path, where)
+
+
+#: Bytes per element of the safetensors dtypes.
+SAFETENSORS_DTYPE_BYTES = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+    "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+}
+MAX_SAFETENSORS_HEADER = 100 * 2**20  # the format's own limit on the JSON header
+
+
+def safetensors_header(path: Path) -> bytes:
+    """The JSON header of a safetensors file (an 8-byte little-endian length, then that many bytes);
+    UserError if the file is too short to hold it."""
+    with path.open("rb") as fh:
+        prefix = fh.read(8)
+        if len(prefix) < 8:
+            raise UserError(f"{path} is not a safetensors file ({len(prefix)} bytes; truncated?)")
+        length = int.from_bytes(prefix, "little")
+        if length > MAX_SAFETENSORS_HEADER:
+            raise UserError(f"{path} is not a safetensors file (header length {length} bytes; corrupt?)")
+        header = fh.read(length)
+    if len(header) < length:
+        raise UserError(f"{path} is truncated: its header needs {length + 8} bytes, the file has {len(header) + 8}")
+    return header
+
+
+def check_weight_file(path: Path, where: str) -> None:
+    """A weight file whose header says it is complete: a safetensors header that parses, every
+    tensor's bytes match its shape and the file holds them all; a `.bin` not empty and, if a zip
+    (torch.save's format), with its directory at the end."""
+    try:
+        size = path.resolve().stat().st_size
+        if path.suffix != ".safetensors":
+            if size == 0:
+                raise UserError(f"{where}: {path.name} is empty")
+            with path.open("rb") as fh:
+                is_zip = fh.read(2) == b"PK"
+            if is_zip and not zipfile.is_zipfile(path):
+                raise UserError(f"{where}: {path.name} is a truncated or corrupt zip (torch.save) file")
+            return
+        header = safetensors_header(path)
+    except OSError as exc:
+        raise UserError(f"{where}: cannot read {path.name}: {exc.strerror or exc}") from None
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    try:
+        tensors = json.loads(header)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise UserError(f"{where}: {path.name} has a corrupt safetensors header (not JSON)") from None
+    if not isinstance(tensors, dict):
+        raise UserError(f"{where}: {path.name} has a corrupt safetensors header (not a JSON object)")
+    end = 0
+    for name, info in tensors.items():
+        if name == "__metadata__":
+            continue
+        try:
+            begin, stop = info["data_offsets"]
+            need = math.prod(info["shape"]) * SAFETENSORS_DTYPE_BYTES.get(info["dtype"], 0)
+        except (TypeError, KeyError, ValueError):
+            raise UserError(f"{where}: {path.name} has a corrupt safetensors header (tensor {name!r})") from None
+        if not 0 <= begin <= stop or (need and stop - begin != need):
+            raise UserError(f"{where}: {path.name} has a corrupt safetensors header (offsets of tensor {name!r})")
+        end = max(end, stop)
+    if size < 8 + len(header) + end:
+        raise UserError(f"{where}: {path.name} is truncated: its header needs {8 + len(header) + end} bytes, "
+                        f"the file has {size}")
+
+
+def weights_fingerprint(folder: Path) -> str:
+    """16 hex digits identifying a local model folder's contents without reading its weights: the
+    sha256 over config.json's bytes and, per weight file, its name, size, modification time and
+    (safetensors) header. Part of a cell's id, so a changed local model is measured again."""
+    folder = Path(folder)
+    digest = hashlib.sha256((folder / "config.json").read_bytes())
+    for path in weight_files(folder):
+        stat = path.resolve().stat()
+        digest.update(f"\0{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        if path.suffix == ".safetensors":
+            digest.update(safetensors_header(path))
+    return digest.hexdigest()[:16]
 
 
 def import_model(src: Path, hub_id: str, *, revision: str = "main") -> Path:
@@ -120,7 +218,7 @@ def import_model(src: Path, hub_id: str, *, revision: str = "main") -> Path:
     check_hub_id(hub_id)
     if not revision or "/" in revision or revision.startswith("."):
         raise UserError(f"bad revision {revision!r}: expected a branch name such as 'main'")
-    _check_model_folder(src)
+    check_model_folder(src)
 
     repo = repo_dir(hub_id)
     commit = folder_commit(src)

@@ -87,6 +87,44 @@ def import_object(path: str) -> object:
     return obj
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """`yaml.SafeLoader` that refuses a mapping with a repeated key (PyYAML would keep the last
+    value silently, so a spec's second `repeats:` would quietly win). Merge keys (`<<`) may still
+    be overridden."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                seen = key in first_line
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"repeated key {key!r} (first at line {first_line[key] + 1})", key_node.start_mark)
+            first_line[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    """A YAML document read safely (plain data only), a repeated mapping key being an error."""
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error as one line's tail: ` at line L, column C: problem (context started at ...)`."""
+    mark = getattr(exc, "problem_mark", None)
+    at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    context, cmark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and cmark:
+        problem += f" ({context} started at line {cmark.line + 1}, column {cmark.column + 1})"
+    return f"{at}: {problem}"
+
+
 def read_registry_file(path: Path, key: str, what: str) -> dict[str, Any]:
     """The `key` mapping (name -> entry) of a YAML registry file; one-line UserError naming the file otherwise.
 
@@ -97,9 +135,9 @@ def read_registry_file(path: Path, key: str, what: str) -> dict[str, Any]:
     except OSError as exc:
         raise UserError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as exc:
-        raise UserError(f"{what} {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+        raise UserError(f"{what} {path} is not valid YAML{yaml_problem(exc)}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get(key), dict):
         raise UserError(f"{what} {path} has no {key!r} mapping (name -> entry)")
     return doc[key]

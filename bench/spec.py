@@ -14,16 +14,19 @@ from typing import Any
 import yaml
 
 from nlgbench.encoder_registry import (
-    EncoderRef, add_encoders_file, check_layers, encoder_kind, find_entry, parse_encoder_ref, validate_encoder_name,
+    EncoderRef, add_encoders_file, check_layers, encoder_kind, find_entry, local_fingerprint, parse_encoder_ref,
+    registered_name, validate_encoder_name,
 )
 from nlgbench.cell import CellConfig, DatasetRef
 from nlgbench.errors import UserError, closest, unknown_name
+from nlgbench.registry import load_yaml, yaml_problem
 
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics",
             "encoders_file", "catalogue_file"}
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
 DATASET_KEYS = {"name", "path", "max_segments"}
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
+MAX_NAME_CHARS = 100  # a sweep's name (it names the folder reports/<name>)
 
 
 @dataclass
@@ -55,20 +58,38 @@ class SweepSpec:
             names += [m.options[k] for k in get_metric(m.metric).model_options if m.options.get(k)]
         return list(dict.fromkeys(names))
 
+    def input_fingerprints(self) -> dict[str, str]:
+        """Path -> fingerprint of every local file the sweep reads: user data files (`sha256:...`)
+        and local model folders (`weights:...`); read once, when the cells are made."""
+        from nlgbench.data import sha256_file
+
+        out = {ds.path: "sha256:" + sha256_file(Path(ds.path)) for ds in self.datasets if ds.path is not None}
+        for name in self.model_names():
+            fingerprint = local_fingerprint(name)
+            if fingerprint is not None:
+                out[name] = "weights:" + fingerprint
+        return out
+
     def cells(self) -> list[CellConfig]:
         """All cells in a stable order: metric entry, encoder, aligner, dataset, device, batch size."""
+        from nlgbench.metrics import get_metric
+
+        fingerprints = self.input_fingerprints()
         out: list[CellConfig] = []
         for entry in self.metrics:
+            models = [entry.options[k] for k in get_metric(entry.metric).model_options if entry.options.get(k)]
             for enc in entry.encoders:
                 for aligner in entry.aligners:
                     for ds in self.datasets:
+                        read = [ds.path, enc.name, *models]
+                        inputs = {path: fingerprints[path] for path in read if path in fingerprints}
                         for device in self.devices:
                             for bs in self.batch_sizes:
                                 out.append(CellConfig(
                                     metric=entry.metric, options=dict(sorted(entry.options.items())),
                                     encoder=enc, aligner=aligner, dataset=ds, device=device,
                                     batch_size=bs, repeats=self.repeats, warmup=self.warmup,
-                                    threads=self.threads,
+                                    threads=self.threads, inputs=inputs,
                                 ))
         seen: set[str] = set()
         unique = []
@@ -105,7 +126,7 @@ def _list(raw: Any, where: str) -> list[Any]:
 
 
 def _dataset(raw: Any, where: str, base: Path) -> DatasetRef:
-    from nlgbench.data import dataset_names
+    from nlgbench.data import check_user_file, dataset_names
 
     if isinstance(raw, str):
         raw = {"name": raw}
@@ -122,7 +143,9 @@ def _dataset(raw: Any, where: str, base: Path) -> DatasetRef:
         if not isinstance(path, str):
             raise UserError(f"{where}.path must be a string, got {path!r}")
         p = Path(path).expanduser()
-        path = str(p if p.is_absolute() else (base / p).resolve())
+        p = p if p.is_absolute() else (base / p).resolve()
+        check_user_file(p)
+        path = str(p)
     max_seg = raw.get("max_segments")
     if max_seg is not None:
         max_seg = _int(max_seg, f"{where}.max_segments", 1)
@@ -158,6 +181,12 @@ def _local_folder(enc: EncoderRef, base: Path) -> EncoderRef:
     return enc
 
 
+def _registered(enc: EncoderRef) -> EncoderRef:
+    """A registered model named by its Hub id is named by its registry name (one cell, one label)."""
+    name = registered_name(enc.name)
+    return enc if name == enc.name else EncoderRef(**{**enc.to_dict(), "name": name})
+
+
 def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     from nlgbench.metrics import get_metric, metric_names
 
@@ -172,7 +201,7 @@ def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     if "encoders" not in raw:
         raise UserError(f"{where}.encoders is required")
     encoders = [
-        _local_folder(parse_encoder_ref(e, f"{where}.encoders[{i}]"), base)
+        _registered(_local_folder(parse_encoder_ref(e, f"{where}.encoders[{i}]"), base))
         for i, e in enumerate(_list(raw["encoders"], f"{where}.encoders"))
     ]
     for i, enc in enumerate(encoders):
@@ -213,6 +242,21 @@ def _user_registries(raw: dict[str, Any], source: str, base: Path) -> None:
                 raise UserError(f"{source}.{key}: {exc}") from None
 
 
+def _run_name(name: Any, where: str) -> str:
+    """The sweep's name, which also names its default run folder `reports/<name>`: refused (not
+    rewritten) unless it is one plain folder name of at most MAX_NAME_CHARS characters."""
+    if not isinstance(name, str) or not name.strip():
+        raise UserError(f"{where} must be a non-empty string, got {name!r}")
+    shown = name if len(name) <= 40 else name[:40] + "..."
+    if len(name) > MAX_NAME_CHARS:
+        raise UserError(f"{where} {shown!r} is {len(name)} characters; use at most {MAX_NAME_CHARS} "
+                        "(it names the run folder reports/<name>)")
+    if name.strip() in (".", "..") or any(c in name for c in "/\\") or not name.isprintable():
+        raise UserError(f"{where} {shown!r} is not a plain folder name (no '/' or '\\', not '.' or '..', no "
+                        "control characters): it names the run folder reports/<name>")
+    return name
+
+
 def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> SweepSpec:
     """Validate a loaded YAML document and build the SweepSpec."""
     base = base or Path.cwd()
@@ -225,9 +269,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     for key in ("datasets", "metrics"):
         if key not in raw:
             raise UserError(f"{source}: missing required key {key!r}")
-    name = raw.get("name", Path(source).stem)
-    if not isinstance(name, str) or not name:
-        raise UserError(f"{source}.name must be a non-empty string, got {name!r}")
+    name = _run_name(raw.get("name", Path(source).stem), f"{source}.name")
     datasets = [_dataset(d, f"{source}.datasets[{i}]", base) for i, d in enumerate(_list(raw["datasets"], f"{source}.datasets"))]
     devices = [str(d) for d in _list(raw.get("devices", ["cpu"]), f"{source}.devices")]
     for d in devices:
@@ -256,13 +298,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read spec file {p}: {exc}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = load_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        context, cmark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
-        if context and cmark:
-            problem += f" ({context} started at line {cmark.line + 1}, column {cmark.column + 1})"
-        raise UserError(f"malformed YAML in {p}{at}: {problem}") from None
+        raise UserError(f"malformed YAML in {p}{yaml_problem(exc)}") from None
     return parse_spec(raw, source=p.name, base=p.resolve().parent)

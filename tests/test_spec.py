@@ -7,6 +7,8 @@ the model, and an autouse fixture fails any test that tries.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 import re
 import subprocess
@@ -22,6 +24,7 @@ import nlgbench.runner
 import nlgbench.cell
 import nlgbench.metrics.bertscore
 from nlgbench.cli import main
+from nlgbench.errors import UserError
 from nlgbench.encoder_registry import EncoderRef, resolve_source
 from nlgbench.hfcache import local_snapshot
 from helpers import minimal_spec
@@ -61,15 +64,31 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nlgbench.runner, "execute", forbidden)
 
 
+MY_ROWS = [{"lp": "de-en", "seg_id": i + 1, "source": "s", "reference": f"ref {i}", "hypothesis": f"hyp {i}",
+            "human": float(i)} for i in range(3)]
+
+
+def write_my_data(folder: Path) -> Path:
+    """QUICKSTART's own data file, `data/my.jsonl` under `folder` (a spec's data file must exist)."""
+    data = folder / "data" / "my.jsonl"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_text("".join(json.dumps(r) + "\n" for r in MY_ROWS), encoding="utf-8")
+    return data
+
+
 def write_spec(folder: Path, spec: dict[str, Any], name: str = "spec.yaml") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
+    write_my_data(folder)
     path = folder / name
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path
 
 
-def ids(spec: dict[str, Any]) -> list[str]:
-    return [c.cell_id for c in parse_spec(spec).cells()]
+def ids(spec: dict[str, Any], base: Path | None = None) -> list[str]:
+    """The spec's cell ids; `base` gets QUICKSTART's data file (relative paths are read from there)."""
+    if base is not None:
+        write_my_data(base)
+    return [c.cell_id for c in parse_spec(spec, base=base).cells()]
 
 
 # --------------------------------------------------------------------------- parsing
@@ -98,7 +117,7 @@ def test_quickstart_shape_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert entry.options == {"idf": False, "layer": None}
     assert entry.encoders == [
         EncoderRef("all-mpnet-base-v2"),
-        EncoderRef("sentence-transformers/all-MiniLM-L6-v2"),
+        EncoderRef("all-MiniLM-L6-v2"),  # named by its Hub id in the spec: the registry name, one cell
         EncoderRef("all-MiniLM-L6-v2", num_layers=3),
     ]
     assert [e.label for e in entry.encoders][2] == "all-MiniLM-L6-v2[num_layers=3]"
@@ -133,6 +152,8 @@ def test_scalars_or_lists() -> None:
 
 def test_absolute_data_path_kept(tmp_path: Path) -> None:
     data = tmp_path / "abs" / "d.tsv"
+    data.parent.mkdir()
+    data.write_text("lp\tseg_id\treference\thypothesis\thuman\nde-en\t1\ta\tb\t1\n", encoding="utf-8")
     spec = parse_spec(minimal_spec(datasets=[{"path": str(data), "max_segments": 10}]), base=tmp_path / "other")
     assert spec.datasets == [DatasetRef(path=str(data), max_segments=10)]
     assert spec.datasets[0].label == "d[:10]"
@@ -172,8 +193,8 @@ def test_duplicate_cells_collapse() -> None:
     assert len(spec.cells()) == 1
 
 
-def test_cell_ids_deterministic() -> None:
-    first, second = ids(QUICKSTART), ids(QUICKSTART)
+def test_cell_ids_deterministic(tmp_path: Path) -> None:
+    first, second = ids(QUICKSTART, tmp_path), ids(QUICKSTART, tmp_path)
     assert first == second
     assert all(re.fullmatch(r"[0-9a-f]{12}", i) for i in first)
     assert len(set(first)) == len(first)
@@ -225,6 +246,7 @@ BASE_CELL = CellConfig(
         {"repeats": 5},
         {"warmup": 0},
         {"threads": 4},
+        {"inputs": {"/data/own.jsonl": "sha256:" + "0" * 64}},
     ],
     ids=lambda change: "-".join(f"{k}={v}" for k, v in change.items()),
 )
@@ -235,8 +257,72 @@ def test_cell_id_changes_with_each_config_field(change: dict[str, Any]) -> None:
 
 
 def test_cell_fields_all_covered() -> None:
-    """Every CellConfig field appears in the config that the id hashes (a new field must not be left out)."""
-    assert set(BASE_CELL.to_dict()) == {f.name for f in dataclasses.fields(CellConfig)}
+    """Every CellConfig field appears in the config that the id hashes (a new field must not be left out);
+    `inputs` only where there are any, so cells without local files keep their ids."""
+    with_inputs = dataclasses.replace(BASE_CELL, inputs={"/data/own.jsonl": "sha256:" + "0" * 64})
+    assert set(with_inputs.to_dict()) == {f.name for f in dataclasses.fields(CellConfig)}
+    assert set(BASE_CELL.to_dict()) == {f.name for f in dataclasses.fields(CellConfig)} - {"inputs"}
+    assert CellConfig.from_dict(with_inputs.to_dict()) == with_inputs
+
+
+def test_committed_example_cell_ids_unchanged() -> None:
+    """reports/example/results.csv was measured with these ids: catalogue data and registered encoders
+    get no `inputs`, so the ids stay."""
+    cells = load_spec(REPO / "examples" / "quickstart.yaml").cells()
+    assert [c.cell_id for c in cells] == ["3e81d599d21a", "8e8b18e4ac94", "d4c04c814c6e"]
+    assert all(not c.inputs for c in cells)
+
+
+def test_hub_id_and_registered_name_are_one_cell() -> None:
+    spec = parse_spec(minimal_spec(metrics=[{"metric": "bertscore", "encoders": [
+        "sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"]}]))
+    (cell,) = spec.cells()
+    assert cell.encoder == EncoderRef("all-MiniLM-L6-v2") and cell.label.startswith("bertscore | all-MiniLM-L6-v2 |")
+    assert cell.cell_id == ids(minimal_spec())[0]
+
+
+def test_user_data_file_content_in_cell_id(tmp_path: Path) -> None:
+    data = write_my_data(tmp_path)
+    spec = parse_spec(minimal_spec(datasets=[{"path": str(data)}]))
+    (before,) = spec.cells()
+    assert before.inputs == {str(data): "sha256:" + hashlib.sha256(data.read_bytes()).hexdigest()}
+    data.write_text(data.read_text(encoding="utf-8").replace('"human": 1.0', '"human": -1.0'), encoding="utf-8")
+    (after,) = spec.cells()
+    assert after.cell_id != before.cell_id
+    assert {k: v for k, v in after.to_dict().items() if k != "inputs"} == \
+        {k: v for k, v in before.to_dict().items() if k != "inputs"}
+
+
+def test_repeated_yaml_key_refused(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text("name: t\nrepeats: 3\ndatasets: [wmt16]\nrepeats: 5\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"at line 4, column 1: repeated key 'repeats' \(first at line 2\)"):
+        load_spec(path)
+    # a merge key may still be overridden
+    path.write_text("base: &b {a: 1}\nother:\n  <<: *b\n  a: 2\n", encoding="utf-8")
+    with pytest.raises(UserError, match="unknown key 'base'"):
+        load_spec(path)
+
+
+@pytest.mark.parametrize("name", ["x" * 101, "../../x", "a/b", "..", "a\\b", "tab\there"])
+def test_run_name_must_be_a_plain_folder_name(name: str) -> None:
+    with pytest.raises(UserError, match=r"spec\.name .*(characters|plain folder name)") as info:
+        parse_spec(minimal_spec(name=name))
+    assert "\n" not in str(info.value)
+    assert parse_spec(minimal_spec(name="x" * 100 + "")).name == "x" * 100
+    assert parse_spec(minimal_spec(name="v1.2 final")).name == "v1.2 final"
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder", "csv"])
+def test_data_path_checked_at_parse(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / ("d.csv" if kind == "csv" else "d.jsonl")
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "csv":
+        path.write_text("lp,seg_id\n", encoding="utf-8")
+    message = {"missing": "missing file", "folder": "is a directory", "csv": "unsupported type '.csv'"}[kind]
+    with pytest.raises(UserError, match=message):
+        parse_spec(minimal_spec(datasets=[{"path": str(path)}]))
 
 
 def test_cell_id_changes_with_score_versions(monkeypatch: pytest.MonkeyPatch) -> None:
