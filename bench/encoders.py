@@ -19,7 +19,16 @@ from nlgbench.errors import UserError
 if TYPE_CHECKING:
     from nlgbench.variants import ExitState
 
-__all__ = ["EncoderRef", "Encoder", "Tokenized", "count_layers", "load_encoder"]
+__all__ = ["EncoderRef", "Encoder", "Tokenized", "count_layers", "load_encoder", "truncated_texts"]
+
+# Texts that an encoder of this process cut to its model's maximum length. A worker measures one
+# cell, so in a worker this is the cell's record (`truncated_texts`).
+_TRUNCATED: set[str] = set()
+
+
+def truncated_texts() -> frozenset[str]:
+    """The (stripped) texts that encoders of this process cut to their model's maximum length."""
+    return frozenset(_TRUNCATED)
 
 
 @dataclass
@@ -107,7 +116,8 @@ class Encoder:
         return int(min(limit, 100_000))
 
     def tokenize(self, texts: Sequence[str]) -> list[Tokenized]:
-        """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length."""
+        """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length
+        (texts that were cut are recorded: `truncated_texts`)."""
         stripped = [t.strip() for t in texts]
         enc = self.tokenizer(
             stripped,
@@ -116,6 +126,7 @@ class Encoder:
             max_length=self.max_length,
             return_offsets_mapping=True,
         )
+        _TRUNCATED.update(text for text, e in zip(stripped, enc.encodings) if e.overflowing)
         out = []
         for i, ids in enumerate(enc["input_ids"]):
             word_ids = enc.word_ids(i)

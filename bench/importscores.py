@@ -19,7 +19,8 @@ from nlgbench.data import load_dataset
 from nlgbench.encoders import EncoderRef
 from nlgbench.errors import UserError
 from nlgbench.labels import imported_label
-from nlgbench.store import Store
+from nlgbench.repair import open_store
+from nlgbench.runfolder import locked
 
 COLUMNS = ("lp", "seg_id", "system", "score")
 
@@ -106,10 +107,10 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
         environment={"imported_from": str(path.resolve()), "sha256": sha, "imported_at": time.time()},
     )
     cell_dir = out / "cells" / cell_id
-    cell_dir.mkdir(parents=True, exist_ok=True)
-    write_scores(cell_dir / SCORES_FILE, items, values)
-    result.write(cell_dir)
-    with Store(out) as store:
+    with locked(out), open_store(out) as store:  # one writer per run folder (nlgbench.runfolder)
+        cell_dir.mkdir(parents=True, exist_ok=True)
+        write_scores(cell_dir / SCORES_FILE, items, values)
+        result.write(cell_dir)
         run_id = store.start_run(f"import-scores {path.name}", {"import": str(path), **config.to_dict()},
                                  result.environment or {})
         store.record(run_id, store.next_seq(), result, cell_dir / SCORES_FILE)

@@ -168,6 +168,30 @@ def measure_scoring(scorer: Scorer, items: Sequence[Any], *, warmup: int, repeat
                       scores=first, max_abs_diff=max_diff)
 
 
+def oom_kills() -> int | None:
+    """How many processes the kernel's OOM killer has killed in this process's memory cgroup
+    (`oom_kill` of cgroup v2 memory.events or v1 memory.oom_control); None where unreadable.
+    A worker killed by SIGKILL while this count rose was killed for memory."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        lines = []
+    own = {kind: path for _, kind, path in (line.split(":", 2) for line in lines if line.count(":") >= 2)}
+    v2, v1 = own.get("", "/").lstrip("/"), own.get("memory", "/").lstrip("/")
+    candidates = [Path("/sys/fs/cgroup", v2, "memory.events"), Path("/sys/fs/cgroup/memory.events"),
+                  Path("/sys/fs/cgroup/memory", v1, "memory.oom_control"), Path("/sys/fs/cgroup/memory/memory.oom_control")]
+    for path in candidates:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return None
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

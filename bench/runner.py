@@ -2,8 +2,10 @@
 
 Before any cell runs, every dataset of the spec is loaded and checked (so bad data is a
 one-line error, not N failed cells). A finished (`ok`) cell is skipped unless forced; a
-failed one is tried again. If the sweep is killed, the worker dies with it (Linux
-parent-death signal) and nothing half-written is recorded.
+failed one is tried again. The sweep holds the run folder's lock (`nlgbench.runfolder`), so a
+second sweep on the same folder cannot run its cells at the same time. If the sweep is killed,
+the worker dies with it (Linux parent-death signal) and nothing half-written is recorded. A
+worker that dies is recorded with what killed it (signal or exit code); `oom` only on evidence.
 """
 
 from __future__ import annotations
@@ -19,17 +21,40 @@ from pathlib import Path
 from typing import Any, Callable
 
 from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, CellResult, write_config
+from nlgbench.measure import oom_kills
 from nlgbench.registry import user_files_environment
+from nlgbench.repair import open_store
+from nlgbench.runfolder import locked
 from nlgbench.spec import SweepSpec
-from nlgbench.store import Store
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except OSError:
-        pass
+def die_with(parent_pid: int) -> Callable[[], None]:
+    """For Popen's preexec_fn: the child gets SIGKILL when its parent dies (Linux prctl
+    PR_SET_PDEATHSIG), and exits at once if the parent died before the prctl took effect."""
+    def arm() -> None:
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+        except OSError:
+            return
+        if os.getppid() != parent_pid:
+            os._exit(1)
+    return arm
+
+
+def death_cause(code: int, oom_killed: bool) -> tuple[str, bool]:
+    """(error line, status is oom) for a worker that ended with `code` and wrote no result.
+    A negative code is the signal that killed it; `oom_killed` is the kernel's word that it
+    killed a process for memory meanwhile (the cgroup's OOM-kill count rose)."""
+    if code < 0:
+        sig = -code
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "unknown signal"
+        if sig == signal.SIGKILL and oom_killed:
+            return f"worker killed by the kernel's out-of-memory killer (signal {sig}, {name})", True
+        return f"worker killed by signal {sig} ({name})", False
+    return f"worker exited with code {code} and wrote no result", False
 
 
 def check_datasets(spec: SweepSpec) -> dict[str, int]:
@@ -55,7 +80,9 @@ def _fmt_s(seconds: float) -> str:
 
 # The worker runs `nlgbench.worker` with the current folder off its import path (a user's
 # `metrics/` or `bench/` folder can never shadow it) and checks it imported the parent's package.
+# SIGINT keeps its default action: Ctrl-C ends the worker quietly (no traceback); the parent says why.
 _WORKER_BOOT = (
+    "import signal; signal.signal(signal.SIGINT, signal.SIG_DFL); "
     "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
     "import runpy, nlgbench; "
     "runpy.run_module('nlgbench.worker', run_name='__main__', alter_sys=True)"
@@ -76,7 +103,8 @@ def execute(cell: CellConfig, cell_dir: Path) -> CellResult:
     env = dict(os.environ, PYTHONUNBUFFERED="1", **user_files_environment())  # the user's registry files reach the worker
     if cell.threads:
         env["OMP_NUM_THREADS"] = str(cell.threads)
-    proc = subprocess.Popen(worker_command(cell_dir), env=env, preexec_fn=_die_with_parent)
+    kills_before = oom_kills()
+    proc = subprocess.Popen(worker_command(cell_dir), env=env, preexec_fn=die_with(os.getpid()))
     try:
         code = proc.wait()
     except BaseException:
@@ -85,32 +113,43 @@ def execute(cell: CellConfig, cell_dir: Path) -> CellResult:
         raise
     if (cell_dir / RESULT_FILE).exists():
         return CellResult.read(cell_dir)
-    killed = code < 0 and -code == signal.SIGKILL
-    error = "worker killed by SIGKILL (likely out of memory)" if killed else f"worker exited with code {code} and wrote no result"
-    return CellResult.not_finished(cell.cell_id, cell.label, cell, error, oom=killed)
+    kills_after = oom_kills()
+    oom_killed = kills_before is not None and kills_after is not None and kills_after > kills_before
+    error, oom = death_cause(code, oom_killed)
+    return CellResult.not_finished(cell.cell_id, cell.label, cell, error, oom=oom)
 
 
 def _summary(result: CellResult, elapsed: float) -> str:
     """The progress line's verdict on a cell."""
     if not result.ok or result.timing is None or result.correlation is None:
         return f"{result.status.upper()}: {result.error}"
-    pearson = result.correlation["pearson"]
+    pearson, note = result.correlation["pearson"], result.correlation.get("note")
     return (f"ok in {_fmt_s(elapsed)}: {result.timing.ms_per_segment_mean:.2f} ms/segment, "
-            f"pearson {'n/a' if pearson is None else f'{pearson:.4f}'}")
+            f"pearson {'n/a' if pearson is None else f'{pearson:.4f}'}" + (f" ({note})" if note else ""))
+
+
+def truncation_warning(result: CellResult) -> str | None:
+    """The sweep's warning line when a cell's model cut segments longer than its maximum length."""
+    n = (result.scorer or {}).get("truncated_segments") or 0
+    if not n:
+        return None
+    return (f"warning: {n} of {result.n_segments} segments were longer than the model's maximum length and were cut "
+            "(counted per cell: results.csv truncated_segments); warned once per sweep")
 
 
 def run_sweep(
-    spec: SweepSpec, out_dir: Path, *, force: bool = False, log: Callable[[str], None] = print
+    spec: SweepSpec, out_dir: Path, *, force: bool = False, wait: bool = False, log: Callable[[str], None] = print
 ) -> list[CellResult]:
     """Run every cell of the spec that is not finished yet; returns the results of this sweep's cells.
 
-    The run's environment record holds, per device its finished cells ran on, the environment
+    The run folder is locked for the sweep (`wait`: wait for another process holding it). The
+    run's environment record holds, per device its finished cells ran on, the environment
     their worker measured (CPU, GPU name, threads, versions)."""
     sizes = check_datasets(spec)
     cells = spec.cells()
     results: list[CellResult] = []
     environments: dict[str, dict[str, Any]] = {}
-    with Store(out_dir) as store:
+    with locked(out_dir, wait=wait, log=log), open_store(out_dir) as store:
         run_id = store.start_run(spec.name, {"spec": asdict(spec)}, environments)
 
         def note_environment(result: CellResult) -> None:
@@ -121,6 +160,7 @@ def run_sweep(
 
         log(f"sweep {spec.name!r}: {len(cells)} cells -> {out_dir} ({', '.join(f'{k}: {v} items' for k, v in sizes.items())})")
         done_times: list[float] = []
+        warned = False
         todo = [c for c in cells if force or store.status(c.cell_id) != OK]
         for seq, cell in enumerate(cells):
             prefix = f"[{seq + 1}/{len(cells)}] {cell.label}"
@@ -144,6 +184,10 @@ def run_sweep(
             remaining = len(todo) - len(done_times)
             eta = sum(done_times) / len(done_times) * remaining
             log(f"{prefix}: {_summary(result, elapsed)}" + (f" — {remaining} left, ETA {_fmt_s(eta)}" if remaining else ""))
+            warning = None if warned else truncation_warning(result)
+            if warning:
+                log(warning)
+                warned = True
         store.write_csv()
         store.finish_run(run_id)
     return results

@@ -1,23 +1,31 @@
 """The results store: `results.sqlite` (runs, cells, measurements, segment scores) and its CSV view.
 
 A cell is written in one transaction (old rows of the same cell id replaced), so an
-interrupted sweep never leaves a half-recorded or duplicated cell.
+interrupted sweep never leaves a half-recorded or duplicated cell. SQLite's faults become one
+line naming the file (`StoreFault`): disk full, read-only, and a corrupt file (`StoreCorrupt`,
+checked when the store opens), which `nlgbench repair DIR` rebuilds from the cell folders.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
 import sqlite3
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from nlgbench.cell import CellResult, write_atomic
+from nlgbench.errors import UserError
+
+STORE_FILE = "results.sqlite"
+CSV_FILE = "results.csv"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -48,20 +56,74 @@ CSV_COLUMNS = [
 EXTRA_COLUMNS = [
     "layer", "prepare_s", "warmup_s", "cuda_peak_reserved_mb", "n_lps", "system_pearson", "system_kendall",
     "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
-    "mean_exit_layer", "weight_mb", "metric_options",
+    "mean_exit_layer", "weight_mb", "metric_options", "truncated_segments",
 ]
+
+
+class StoreFault(UserError):
+    """results.sqlite cannot be written (disk full, read-only, locked): one line naming it."""
+
+
+class StoreCorrupt(StoreFault):
+    """results.sqlite is not a readable database; `nlgbench repair DIR` rebuilds it from cells/."""
+
+
+def has_store(out_dir: Path) -> bool:
+    """Whether the run folder has a results.sqlite with something in it (SQLite creates it empty)."""
+    path = out_dir / STORE_FILE
+    return path.is_file() and path.stat().st_size > 0
+
+
+@contextmanager
+def sqlite_faults(path: Path) -> Iterator[None]:
+    """Turn SQLite's errors about the file itself into one line naming it; others propagate."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        message = " ".join(str(exc).split())
+        if "not a database" in message or "malformed" in message:
+            raise StoreCorrupt(f"{path} is corrupt ({message}); rebuild it from the cell folders with "
+                               f"`nlgbench repair {path.parent}`") from None
+        if "disk is full" in message or "disk I/O error" in message:
+            raise StoreFault(f"cannot write {path} ({message}); free some space and run the same command again "
+                             "(finished cells are kept)") from None
+        if "readonly" in message or "unable to open" in message or "locked" in message:
+            raise StoreFault(f"cannot write {path}: {message}") from None
+        raise
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def translated(method: F) -> F:
+    """A Store method whose SQLite faults are one line (`sqlite_faults`)."""
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+        with sqlite_faults(self.path):
+            return method(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
 
 
 class Store:
     """results.sqlite in a run folder; all SQL of the project is here. Use as a context manager
-    (or call `close`)."""
+    (or call `close`). Opening checks the file (`PRAGMA quick_check`): a corrupt store is a
+    `StoreCorrupt` error before anything is written to it."""
 
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
+        self.path = out_dir / STORE_FILE
         out_dir.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(out_dir / "results.sqlite")
-        self.db.executescript(SCHEMA)
-        self.db.commit()
+        with sqlite_faults(self.path):
+            self.db = sqlite3.connect(self.path)
+            try:
+                (verdict,) = self.db.execute("PRAGMA quick_check(1)").fetchone()
+                if verdict != "ok":
+                    raise sqlite3.DatabaseError(f"database disk image is malformed: {verdict}")
+                self.db.executescript(SCHEMA)
+                self.db.commit()
+            except BaseException:
+                self.db.close()
+                raise
 
     def __enter__(self) -> Store:
         return self
@@ -72,6 +134,7 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
+    @translated
     def start_run(self, name: str, spec: dict[str, Any], env: dict[str, Any]) -> str:
         run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]
         with self.db:
@@ -81,23 +144,28 @@ class Store:
             )
         return run_id
 
+    @translated
     def set_run_environment(self, run_id: str, env: dict[str, Any]) -> None:
         """Replace the run's environment record (the runner's: one per device its cells ran on)."""
         with self.db:
             self.db.execute("UPDATE runs SET environment_json = ? WHERE run_id = ?", (json.dumps(env), run_id))
 
+    @translated
     def finish_run(self, run_id: str) -> None:
         with self.db:
             self.db.execute("UPDATE runs SET finished_at = ? WHERE run_id = ?", (time.time(), run_id))
 
+    @translated
     def status(self, cell_id: str) -> str | None:
         row = self.db.execute("SELECT status FROM cells WHERE cell_id = ?", (cell_id,)).fetchone()
         return row[0] if row else None
 
+    @translated
     def next_seq(self) -> int:
         """The position after the last recorded cell (cells list in this order)."""
         return int(self.db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM cells").fetchone()[0])
 
+    @translated
     def record(self, run_id: str, seq: int, result: CellResult, scores_csv: Path | None) -> None:
         """Write one cell's result, measurements and segment scores atomically."""
         cfg = result.config
@@ -126,16 +194,19 @@ class Store:
             self.db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?)", measurements)
             self.db.executemany("INSERT INTO segment_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
+    @translated
     def result(self, cell_id: str) -> CellResult | None:
         """The stored result of one cell, if any."""
         row = self.db.execute("SELECT result_json FROM cells WHERE cell_id = ?", (cell_id,)).fetchone()
         return CellResult.from_json(row[0]) if row else None
 
-    def results(self) -> Iterator[CellResult]:
+    @translated
+    def results(self) -> list[CellResult]:
         """Stored cell results in sweep order."""
-        for (text,) in self.db.execute("SELECT result_json FROM cells ORDER BY seq, cell_id"):
-            yield CellResult.from_json(text)
+        rows = self.db.execute("SELECT result_json FROM cells ORDER BY seq, cell_id").fetchall()
+        return [CellResult.from_json(text) for (text,) in rows]
 
+    @translated
     def segment_scores(self, cell_id: str) -> list[tuple[str, int, str, float, float]]:
         """A cell's (lp, seg_id, system, score, human) in dataset order; system '' for DA data."""
         rows = self.db.execute(
@@ -143,9 +214,10 @@ class Store:
         ).fetchall()
         return [(lp, seg_id, system or "", score, human) for lp, seg_id, system, score, human in rows]
 
+    @translated
     def write_csv(self) -> Path:
         """Rewrite results.csv from the store (atomically)."""
-        path = self.out_dir / "results.csv"
+        path = self.out_dir / CSV_FILE
         text = io.StringIO(newline="")
         w = csv.DictWriter(text, fieldnames=CSV_COLUMNS + EXTRA_COLUMNS)
         w.writeheader()
@@ -211,6 +283,7 @@ def csv_row(result: CellResult) -> dict[str, Any]:
         "scores_agree": result.repeat_agreement.agree,
         "threads": env.get("torch_threads", ""), "cpu_model": env.get("cpu_model", ""), "gpu": env.get("gpu") or "",
         "mean_exit_layer": _num(scorer.get("mean_exit_layer"), 3),
+        "truncated_segments": scorer.get("truncated_segments", ""),  # blank in results written before it was counted
         "weight_mb": _num(scorer["weight_bytes"] / 2**20, 2) if "weight_bytes" in scorer else "",
         "phase_ms": ";".join(f"{k}={v:.3f}" for k, v in t.phase_ms_per_segment_mean.items()),
     })

@@ -4,7 +4,8 @@ Started by the runner (`runner.worker_command`) with CELL_DIR; reads `CELL_DIR/c
 (nlgbench.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
 Phases: data, load, prepare (corpus state), then the protocol of `measure.measure_scoring`:
 warm-up (not counted) and R timed repeats over the whole dataset. Exit code 0 when the cell
-is ok, 1 when it failed (the result says why).
+is ok, 1 when it failed (the result says why). Ctrl-C ends it quietly, without a traceback: its
+SIGINT is left at the default action (`runner.worker_command`) and the parent prints one line.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from nlgbench.cell import (
     SCORES_FILE, TRACEBACK_FILE, CellResult, MetricRecord, Memory, RepeatAgreement, Timing, measured_result, read_config,
@@ -20,9 +22,24 @@ from nlgbench.cell import (
 )
 from nlgbench.measure import LatencyTracker, MemoryTracker, environment, measure_scoring, synchroniser
 
+if TYPE_CHECKING:
+    from nlgbench.data import Item
+
+# What torch's CPU allocator says when an allocation fails (a RuntimeError, not a MemoryError).
+CPU_ALLOCATION_FAILED = "can't allocate memory"
+
 
 def _log(msg: str) -> None:
     print(f"    {msg}", file=sys.stderr, flush=True)
+
+
+def truncated_segments(items: Sequence[Item]) -> int:
+    """Items with a text (hypothesis, reference or source) that an encoder cut to its model's
+    maximum length in this process (`nlgbench.encoders.truncated_texts`)."""
+    from nlgbench.encoders import truncated_texts
+
+    cut = truncated_texts()
+    return sum(1 for it in items if any(text.strip() in cut for text in (it.hypothesis, it.reference, it.source)))
 
 
 def run_cell(cell_dir: Path) -> CellResult:
@@ -65,7 +82,7 @@ def run_cell(cell_dir: Path) -> CellResult:
     return measured_result(
         cell_id, label, cfg,
         metric=MetricRecord(name=info.name, higher_is_better=info.higher_is_better, primary=run.scores.primary),
-        scorer=scorer.describe(), dataset=dataset,
+        scorer={**scorer.describe(), "truncated_segments": truncated_segments(items)}, dataset=dataset,
         timing=Timing.of_protocol(data.seconds, load.seconds, prepare.seconds, run, len(items)),
         memory=Memory.of_tracker(memory),
         agreement=RepeatAgreement(max_abs_diff=run.max_abs_diff, agree=run.agree),
@@ -74,9 +91,11 @@ def run_cell(cell_dir: Path) -> CellResult:
 
 
 def failure(cell_dir: Path, exc: BaseException) -> CellResult:
-    """The result of a cell that raised: status failed (or oom), one-line error, traceback saved."""
+    """The result of a cell that raised: status failed, or oom when the error says memory ran out
+    (MemoryError, torch's OutOfMemoryError, torch's CPU allocator failing); traceback saved."""
     cell_id, label, cfg = read_config(cell_dir)
-    oom = isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+    oom = (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+           or (isinstance(exc, RuntimeError) and CPU_ALLOCATION_FAILED in str(exc)))
     (cell_dir / TRACEBACK_FILE).write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
     message = " ".join(str(exc).split()) or type(exc).__name__
     return CellResult.not_finished(cell_id, label, cfg, f"{type(exc).__name__}: {message}", oom=oom)
@@ -91,8 +110,6 @@ def main() -> int:
     try:
         result = run_cell(cell_dir)
     except BaseException as exc:  # recorded, never lost: the sweep goes on
-        if isinstance(exc, KeyboardInterrupt):
-            raise
         result = failure(cell_dir, exc)
     result.write(cell_dir)
     return 0 if result.ok else 1

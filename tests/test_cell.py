@@ -20,7 +20,7 @@ from nlgbench.measure import (
     AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS, LatencyTracker, MemoryTracker, measure_scoring, warmup_items,
 )
 from nlgbench.metrics.base import PhaseTimer, Scores
-from nlgbench.store import Store
+from nlgbench.store import CSV_COLUMNS, EXTRA_COLUMNS, Store
 
 RUN_V0 = Path(__file__).parent / "data" / "run_v0"
 
@@ -41,13 +41,20 @@ def test_result_json_round_trips_byte_for_byte() -> None:
 
 
 def test_results_csv_is_byte_identical_to_before(tmp_path: Path) -> None:
+    """The old columns byte for byte; columns added since (at the end) are blank for old results."""
     with Store(tmp_path) as store:
         run_id = store.start_run("v0", {}, {})
         for path in v0_results():
             store.record(run_id, store.next_seq(), CellResult.from_json(path.read_text(encoding="utf-8")), None)
         written = store.write_csv()
         assert [r.cell_id for r in store.results()] == [p.stem.split("-")[1] for p in v0_results()]
-    assert written.read_bytes() == (RUN_V0 / "results.csv").read_bytes()
+    old_lines = (RUN_V0 / "results.csv").read_bytes().decode("utf-8").split("\r\n")
+    new_lines = written.read_bytes().decode("utf-8").split("\r\n")
+    old_columns = old_lines[0].split(",")
+    added = (CSV_COLUMNS + EXTRA_COLUMNS)[len(old_columns):]
+    assert (CSV_COLUMNS + EXTRA_COLUMNS)[: len(old_columns)] == old_columns and "truncated_segments" in added
+    assert new_lines[0] == ",".join(old_columns + added)
+    assert new_lines[1:] == [line + "," * len(added) if line else line for line in old_lines[1:]]
 
 
 def test_typed_sections_of_a_measured_and_a_failed_result() -> None:

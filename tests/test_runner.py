@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -102,9 +103,9 @@ def test_sweep_output_contract_and_resume(tiny_dir: Path, tmp_path: Path, capsys
 
 
 def test_failed_cell_is_recorded_and_sweep_goes_on(tiny_dir: Path, tmp_path: Path) -> None:
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / "config.json").write_text('{"model_type": "bert", "hidden_size": "huge"}', encoding="utf-8")
+    broken = Path(shutil.copytree(tiny_dir, tmp_path / "broken"))  # complete files (they pass the spec's checks),
+    config = json.loads((broken / "config.json").read_text(encoding="utf-8"))  # but the model cannot be built
+    (broken / "config.json").write_text(json.dumps({**config, "hidden_size": "huge"}), encoding="utf-8")
     spec = write_spec(tmp_path / "spec.yaml", [str(broken), str(tiny_dir)], repeats=1)
     out = tmp_path / "out"
     assert main(["run", str(spec), "--out", str(out)]) == 1
