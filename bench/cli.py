@@ -142,24 +142,27 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     import json
 
+    from nlgbench.cell import json_safe
     from nlgbench.compare import compare, render
     from nlgbench.rundata import load_run
 
     result = compare(load_run(_run_folder(args.dir)), args.candidate, args.baseline, args.metric,
                      _quality_options(args), n_resamples=args.resamples, seed=args.seed)
-    print(json.dumps(result, indent=2) if args.json else render(result))
+    print(json.dumps(json_safe(result), indent=2) if args.json else render(result))  # undefined values as null
     return 0
 
 
 def _cmd_import_scores(args: argparse.Namespace) -> int:
+    from nlgbench import fmt
     from nlgbench.importscores import import_scores
 
+    direction = True if args.lower_is_better else False if args.higher_is_better else None  # None: the metric's
     result = import_scores(Path(args.file), args.dataset, args.metric, args.encoder, Path(args.out),
-                           max_segments=args.max_segments, lower_is_better=True if args.lower_is_better else None)
+                           max_segments=args.max_segments, lower_is_better=direction)
     c = result.correlation or {}
-    print(f"imported {result.n_segments} scores as cell {result.cell_id} ({result.label}): "
-          f"pearson {c['pearson']:.4f}, kendall {c['kendall']:.4f}, pearson_pooled {c['pearson_pooled']:.4f}; "
-          f"results: {Path(args.out) / 'results.csv'}")
+    values = ", ".join(f"{k} {fmt.number(c[k], 4, missing=fmt.UNDEFINED)}" for k in ("pearson", "kendall", "pearson_pooled"))
+    print(f"imported {result.n_segments} scores as cell {result.cell_id} ({result.label}): {values}"
+          + (f" ({c['note']})" if c.get("note") else "") + f"; results: {Path(args.out) / 'results.csv'}")
     return 0
 
 
@@ -293,8 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp_s.add_argument("--metric", required=True)
     imp_s.add_argument("--encoder", required=True)
     imp_s.add_argument("--out", required=True, help="run folder to add the cell to")
-    imp_s.add_argument("--lower-is-better", action="store_true", help="the scores are distances (default: the "
-                       "registered metric's direction, else higher is better)")
+    direction = imp_s.add_mutually_exclusive_group()  # default: the registered metric's direction, else higher is better
+    direction.add_argument("--lower-is-better", action="store_true", help="the scores are distances (lower is better)")
+    direction.add_argument("--higher-is-better", action="store_true",
+                           help="higher is better, whatever the metric's own direction (e.g. distances stored negated)")
     imp_s.set_defaults(func=_cmd_import_scores)
 
     rp = sub.add_parser("repair", help="rebuild DIR/results.sqlite from DIR/cells/ (a corrupt store is kept aside)")

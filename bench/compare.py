@@ -1,7 +1,12 @@
 """`nlgbench compare DIR --candidate X --baseline Y`: is the candidate encoder's quality loss real,
 and what does it buy? Per metric x dataset x device: the correlation difference with a 95%
 paired-bootstrap interval over segments, Williams' test (Pearson) and the bootstrap test (any
-method), speed-up and memory ratio with their spread over repeats, and hardware/library checks."""
+method), speed-up and memory ratio with their spread over repeats, and hardware/library checks.
+
+An imported cell (device `none`: scores from another tool, no timing) compares on quality with
+the other encoder's cell on any device; what it cannot have (speed-up, memory) prints "-".
+A quality that cannot be computed (constant scores, too few segments) prints "n/a" with the
+reason among the warnings."""
 
 from __future__ import annotations
 
@@ -12,19 +17,56 @@ import statistics
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from nlgbench import fmt
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.report import QualityOptions
 from nlgbench.rundata import RunData
 from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, correlation, left_out_note, paired_bootstrap, quality,
-                            too_small_lps, williams_test)
+                            quality_note, too_small_lps, williams_test)
 from nlgbench.tables import markdown
 
 
 def _pair_ratios(base: list[float], cand: list[float]) -> list[float]:
     """Every baseline repeat time over every candidate repeat time (the spread of the speed-up)."""
     return [b / c for b, c in itertools.product(base, cand) if c > 0]
+
+
+IMPORTED_DEVICE = "none"  # the device of an imported cell
+
+
+def _pairs(df: pd.DataFrame, candidate: str, baseline: str, metric: str | None) -> list[tuple[pd.Series, pd.Series]]:
+    """The (candidate, baseline) cells to compare, per metric x dataset x device in the run's
+    order: the two encoders' cells on that device, or, where one encoder has none there, its
+    imported cell (device none) in their place."""
+    pairs = []
+    for _, key in df[["metric", "dataset", "device"]].drop_duplicates().iterrows():
+        if metric is not None and key["metric"] != metric:
+            continue
+        sel = df[(df["metric"] == key["metric"]) & (df["dataset"] == key["dataset"])]
+
+        def cell(encoder: str, device: str) -> pd.Series | None:
+            found = sel[(sel["encoder"] == encoder) & (sel["device"] == device)]
+            return found.iloc[0] if len(found) else None
+
+        c, b = cell(candidate, key["device"]), cell(baseline, key["device"])
+        if key["device"] != IMPORTED_DEVICE:
+            c = c if c is not None else cell(candidate, IMPORTED_DEVICE)
+            b = b if b is not None else cell(baseline, IMPORTED_DEVICE)
+            if c is not None and b is not None and c["imported"] and b["imported"]:
+                continue  # both imported: compared once, at device none
+        if c is not None and b is not None:
+            pairs.append((c, b))
+    return pairs
+
+
+def _device(c: Any, b: Any) -> str:
+    """A row's device: the cells' device, `imported` for none, `candidate / baseline` when they differ."""
+    def name(device: str) -> str:
+        return "imported" if device == IMPORTED_DEVICE else device
+
+    return name(c["device"]) if c["device"] == b["device"] else f"{name(c['device'])} / {name(b['device'])}"
 
 
 def compare(run: RunData, candidate: str, baseline: str, metric: str | None = None,
@@ -40,16 +82,13 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
     if metric is not None and metric not in set(df["metric"]):
         raise unknown_name("metric", metric, sorted(set(df["metric"])))
     rows, warnings = [], []
-    keys = df[["metric", "dataset", "device"]].drop_duplicates()
-    for _, key in keys.iterrows():
-        if metric is not None and key["metric"] != metric:
-            continue
-        sel = df[(df["metric"] == key["metric"]) & (df["dataset"] == key["dataset"]) & (df["device"] == key["device"])]
-        cand, base = sel[sel["encoder"] == candidate], sel[sel["encoder"] == baseline]
-        if cand.empty or base.empty:
-            continue
-        c, b = cand.iloc[0], base.iloc[0]
-        cs, bs = run.segments(c["cell_id"]), run.segments(b["cell_id"])
+    pairs = _pairs(df, candidate, baseline, metric)
+    segments = {cell_id: run.segments(cell_id) for c, b in pairs for cell_id in (c["cell_id"], b["cell_id"])}
+    if segments:
+        options.check_segments(list(segments.values()))
+    for c, b in pairs:
+        key = {"metric": c["metric"], "dataset": c["dataset"], "device": _device(c, b)}
+        cs, bs = segments[c["cell_id"]], segments[b["cell_id"]]
         if len(cs) != len(bs) or not (np.array_equal(cs.lp, bs.lp) and np.array_equal(cs.seg_id, bs.seg_id)
                                       and np.array_equal(cs.human, bs.human)):
             warnings.append(f"{key['metric']} / {key['dataset']}: the two cells scored different segments; not compared")
@@ -66,6 +105,7 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
         speed = _pair_ratios(list(b["ms_per_segment_repeats"]), list(c["ms_per_segment_repeats"]))
         mem = b["peak_rss_mb"] / c["peak_rss_mb"] if key["device"] == "cpu" else (
             b["cuda_peak_allocated_mb"] / c["cuda_peak_allocated_mb"])
+        timed = not (c["imported"] or b["imported"])
         rows.append({
             "metric": key["metric"], "dataset": key["dataset"], "device": key["device"], "n": len(cs),
             "quality_candidate": q_c, "quality_baseline": q_b, "retained": q_c / q_b if q_b else math.nan,
@@ -74,10 +114,17 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
             "speedup": statistics.median(speed) if speed else math.nan,
             "speedup_range": [min(speed), max(speed)] if speed else [math.nan, math.nan],
             "n_repeats": [len(b["ms_per_segment_repeats"]), len(c["ms_per_segment_repeats"])],
-            "memory_ratio": float(mem), "lps_left_out": too_small_lps(cs, options.level),
+            "memory_ratio": float(mem) if timed else math.nan, "lps_left_out": too_small_lps(cs, options.level),
         })
         if rows[-1]["lps_left_out"]:
             warnings.append(f"{key['metric']} / {key['dataset']}: {left_out_note(options.level, rows[-1]['lps_left_out'])}")
+        notes = {side: quality_note(seg, options.method, options.level, options.threshold)
+                 for side, q, seg in (("candidate", q_c, cs), ("baseline", q_b, bs)) if not math.isfinite(q)}
+        if len(notes) == 2 and notes["candidate"] == notes["baseline"]:
+            notes = {"candidate and baseline": notes["candidate"]}
+        warnings += [f"{key['metric']} / {key['dataset']}: {side} quality n/a: {note}" for side, note in notes.items()]
+        if not timed:
+            continue  # an imported cell has no hardware or libraries to check
         for field, what in (("cpu_model", "CPU"), ("gpu", "GPU"), ("versions", "library versions"), ("threads", "threads")):
             if c[field] != b[field]:
                 warnings.append(f"{key['metric']} / {key['dataset']}: {what} differ between the two cells "
@@ -102,10 +149,13 @@ def render(result: dict[str, Any]) -> str:
     rows = []
     for r in result["rows"]:
         lo, hi = r["delta_ci"]
-        rows.append([r["metric"], r["dataset"], r["device"], str(r["n"]), fmt.number(r["quality_baseline"]),
-                     fmt.number(r["quality_candidate"]), fmt.percent(r["retained"]),
-                     f"{r['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]", fmt.p_value(r["p_bootstrap"], result["bootstrap_resamples"]),
-                     fmt.p_value(r["p_williams"]),
+        na = fmt.UNDEFINED  # what cannot be computed; fmt.UNKNOWN ('-') for what was not measured
+        delta = fmt.signed(r["delta"], missing=na) + (f" [{fmt.signed(lo)}, {fmt.signed(hi)}]"
+                                                       if math.isfinite(r["delta"]) else "")
+        rows.append([r["metric"], r["dataset"], r["device"], str(r["n"]), fmt.number(r["quality_baseline"], missing=na),
+                     fmt.number(r["quality_candidate"], missing=na), fmt.percent(r["retained"], missing=na), delta,
+                     fmt.p_value(r["p_bootstrap"], result["bootstrap_resamples"], missing=na),
+                     fmt.p_value(r["p_williams"], missing=na),
                      fmt.times(r["speedup"]) + (f" [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}]"
                                                  if math.isfinite(r["speedup"]) else ""),
                      fmt.times(r["memory_ratio"])])
@@ -113,6 +163,8 @@ def render(result: dict[str, Any]) -> str:
              f"paired bootstrap over segments, {result['bootstrap_resamples']} resamples, seed {result['seed']}",
              "", markdown(header, rows).rstrip(),
              "", "delta = candidate - baseline quality; speed-up = baseline / candidate time per segment (median over "
-             "all repeat pairs, range min-max); memory ratio = baseline / candidate peak memory (one measurement per cell)."]
+             "all repeat pairs, range min-max); memory ratio = baseline / candidate peak memory (one measurement per cell); "
+             "n/a: cannot be computed (see the warnings); -: not measured (imported scores have no timing); "
+             "device a / b: candidate's / baseline's."]
     lines += [f"warning: {w}" for w in result["warnings"]]
     return "\n".join(lines)

@@ -1,4 +1,6 @@
-"""Numbers as the report and compare tables print them: '-' where a value is missing or undefined."""
+"""Numbers as the report and compare tables print them. Two kinds of missing value read
+differently: UNKNOWN ('-') for what was not measured (an imported cell's timing), UNDEFINED
+('n/a') for what cannot be computed (a correlation of constant scores); callers pick one."""
 
 from __future__ import annotations
 
@@ -6,29 +8,43 @@ import math
 
 import numpy as np
 
+UNKNOWN = "-"
+UNDEFINED = "n/a"
 
-def number(value: object, digits: int = 3) -> str:
-    """A float with `digits` decimals ('-' for NaN/inf); anything else as str()."""
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (float, int, np.floating, np.integer)) and math.isfinite(value)
+
+
+def number(value: object, digits: int = 3, missing: str = UNKNOWN) -> str:
+    """A float with `digits` decimals (`missing` for None/NaN/inf); anything else as str()."""
+    if value is None:
+        return missing
     if isinstance(value, (float, np.floating)):
-        return "-" if not math.isfinite(value) else f"{value:.{digits}f}"
+        return missing if not math.isfinite(value) else f"{value:.{digits}f}"
     return str(value)
 
 
-def percent(value: float) -> str:
+def signed(value: float | None, digits: int = 3, missing: str = UNKNOWN) -> str:
+    """A difference with its sign: +0.012, -0.300."""
+    return f"{value:+.{digits}f}" if _finite(value) else missing
+
+
+def percent(value: float | None, missing: str = UNKNOWN) -> str:
     """A ratio as a percentage with one decimal: 0.953 -> '95.3%'."""
-    return "-" if not math.isfinite(value) else f"{100 * value:.1f}%"
+    return f"{100 * value:.1f}%" if _finite(value) else missing
 
 
-def times(value: float) -> str:
+def times(value: float | None, missing: str = UNKNOWN) -> str:
     """A ratio as a factor: 2.5 -> '2.50x'."""
-    return "-" if not math.isfinite(value) else f"{value:.2f}x"
+    return f"{value:.2f}x" if _finite(value) else missing
 
 
-def p_value(p: float | None, resamples: int | None = None) -> str:
+def p_value(p: float | None, resamples: int | None = None, missing: str = UNKNOWN) -> str:
     """A p-value readable at any size: 0.037, 2.1e-05; a bootstrap p of 0 is `< 2/resamples`
     (no resample crossed 0, so the test cannot say more)."""
     if p is None or not math.isfinite(p):
-        return "-"
+        return missing
     if resamples and p == 0:
         return f"< {2 / resamples:.2g}"
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"

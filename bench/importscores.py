@@ -70,7 +70,11 @@ def read_scores(path: Path) -> dict[tuple[str, int, str], float]:
 
 def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path, *,
                   max_segments: int | None = None, lower_is_better: bool | None = None) -> CellResult:
-    """Join the file to the dataset's items, correlate, and record the cell; returns its result."""
+    """Join the file to the dataset's items, correlate, and record the cell; returns its result.
+    `lower_is_better` None takes the registered metric's direction (higher is better for a name
+    not registered); True or False overrides it, e.g. for distances already stored negated. The
+    direction is not part of the cell id: importing the same file again with another direction
+    replaces the cell."""
     from nlgbench.metrics import metric_names, get_metric
 
     if lower_is_better is None:

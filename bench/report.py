@@ -4,7 +4,8 @@ Writes DIR/report/: runtime-vs-quality and memory-vs-quality plots per device (o
 metric, Pareto front drawn, baseline starred; the study's Figures 1-3), the baseline-relative
 table (quality retained and speed-up per dataset and averaged; Table 3) as Markdown, LaTeX and
 CSV, the correlation matrix of the measured quantities averaged over metrics (Table 4), and
-an offline index.html showing all of it.
+an offline index.html showing all of it. A cell whose quality is undefined (constant human or
+metric scores, too few segments) shows "n/a" with the reason and is left out of the plots.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pandas as pd
 from nlgbench import fmt
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.rundata import RunData, load_run
-from nlgbench.stats import LEVELS, METHODS, left_out_note, quality, too_small_lps
+from nlgbench.stats import LEVELS, METHODS, Segments, has_systems, left_out_note, quality, quality_note, too_small_lps
 from nlgbench.tables import markdown
 
 QUANTITIES = {  # Table 4's measured quantities: column -> readable name
@@ -44,21 +45,29 @@ class QualityOptions:
         if self.level not in LEVELS:
             raise unknown_name("correlation level", self.level, LEVELS)
 
+    def check_segments(self, segments: Sequence[Segments]) -> None:
+        """The system level needs system names: one line when none of the cells has them."""
+        if self.level == "system" and not any(has_systems(seg) for seg in segments):
+            raise UserError("system-level correlation needs datasets with system names (e.g. wmt21); "
+                            "these cells have none (use --level pooled or lp_mean)")
+
     @property
     def label(self) -> str:
         return f"{self.method.replace('_', '-')} ({self.level.replace('_', ' ')})"
 
 
 def with_quality(run: RunData, options: QualityOptions) -> pd.DataFrame:
-    """The run's cells with a `quality` column recomputed from segment scores, and `lps_left_out`:
-    the language pairs too small for the level (see nlgbench.stats.too_small_lps)."""
+    """The run's cells with a `quality` column recomputed from segment scores, `lps_left_out`:
+    the language pairs too small for the level (see nlgbench.stats.too_small_lps), and
+    `quality_note`: why quality is undefined ('' when it is defined)."""
     options.check()
     df = run.cells.copy()
     segments = [run.segments(c) for c in df["cell_id"]]
+    options.check_segments(segments)
     df["quality"] = [quality(seg, options.method, options.level, options.threshold) for seg in segments]
     df["lps_left_out"] = [tuple(too_small_lps(seg, options.level)) for seg in segments]
-    if options.level == "system" and df["quality"].isna().all():
-        raise UserError("system-level correlation needs datasets with system names (e.g. wmt21); this run has none")
+    df["quality_note"] = [quality_note(seg, options.method, options.level, options.threshold) if not math.isfinite(q)
+                          else "" for seg, q in zip(segments, df["quality"])]
     return df
 
 
@@ -66,6 +75,12 @@ def left_out_notes(df: pd.DataFrame, level: str) -> list[str]:
     """Per dataset, the line naming the language pairs its cells leave out of the level's mean."""
     by_dataset = {d: lps for d, lps in zip(df["dataset"], df["lps_left_out"]) if lps}
     return [f"{dataset}: {left_out_note(level, lps)}" for dataset, lps in by_dataset.items()]
+
+
+def undefined_quality_notes(df: pd.DataFrame) -> list[str]:
+    """One line per cell whose quality is undefined, with the reason (these are not plotted)."""
+    return [f"quality n/a for {r['metric']} / {r['encoder']} / {r['dataset']} / {r['device']}: {r['quality_note']}"
+            for _, r in df.iterrows() if not math.isfinite(r["quality"])]
 
 
 def pareto_front(times: Sequence[float], qualities: Sequence[float]) -> list[int]:
@@ -170,17 +185,20 @@ class _quiet:
 
 
 def plot_tradeoff(df: pd.DataFrame, device: str, x: str, xlabel: str, quality_label: str,
-                  baselines: dict[str, str], path: Path, title: str) -> Path:
+                  baselines: dict[str, str], path: Path, title: str) -> Path | None:
     """One panel per metric: each encoder at (x averaged over datasets, quality averaged), log x,
-    Pareto front (lower x, higher quality) as a dashed step line, the baseline starred."""
+    Pareto front (lower x, higher quality) as a dashed step line, the baseline starred. Cells
+    without a positive x or a defined quality are left out; None (no file) when nothing is left."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    data = df[(df["device"] == device) & df[x].notna()]
+    data = df[(df["device"] == device) & (df[x] > 0) & np.isfinite(df["quality"].astype(float))]
     metrics = list(dict.fromkeys(data["metric"]))
+    if not metrics:
+        return None
     ncols = min(3, len(metrics))
     nrows = math.ceil(len(metrics) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 4.2 * nrows), squeeze=False)
@@ -228,8 +246,11 @@ def _short(name: str) -> str:
 
 
 def relative_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Table 3 as text: 'n/a' for an undefined quality (and so its retained share), '-' for
+    what is unknown (no baseline cell, no timing)."""
     header = ["metric", "encoder", "device", "dataset", "quality", "retained", "ms/seg", "speed-up"]
-    rows = [[r["metric"], r["encoder"], r["device"], r["dataset"], fmt.number(r["quality"]), fmt.percent(r["retained"]),
+    rows = [[r["metric"], r["encoder"], r["device"], r["dataset"], fmt.number(r["quality"], missing=fmt.UNDEFINED),
+             fmt.percent(r["retained"], missing=fmt.UNDEFINED if not math.isfinite(r["quality"]) else fmt.UNKNOWN),
              fmt.number(r["ms_per_segment"], 1), fmt.times(r["speedup"])] for _, r in table.iterrows()]
     return header, rows
 
@@ -269,15 +290,15 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
     timed = df[~df["imported"]]
     figures = []
     for device in dict.fromkeys(timed["device"]):
-        xlabel = "ms per segment (median of repeats, log)"
-        title = f"Runtime vs quality, {device}"
-        figures.append((title, plot_tradeoff(timed, device, "ms_per_segment", xlabel, options.label, baselines,
-                                             out / f"runtime_{device}.png", title)))
         mem = "peak_rss_mb" if device == "cpu" else "cuda_peak_allocated_mb"
         mlabel = "peak RSS MB (log)" if device == "cpu" else "peak CUDA memory allocated MB (log)"
-        title = f"Memory vs quality, {device}"
-        figures.append((title, plot_tradeoff(timed, device, mem, mlabel, options.label, baselines,
-                                             out / f"memory_{device}.png", title)))
+        for kind, x, xlabel in (("Runtime", "ms_per_segment", "ms per segment (median of repeats, log)"),
+                                ("Memory", mem, mlabel)):
+            title = f"{kind} vs quality, {device}"
+            figure = plot_tradeoff(timed, device, x, xlabel, options.label, baselines,
+                                   out / f"{kind.lower()}_{device}.png", title)
+            if figure is not None:
+                figures.append((title, figure))
 
     rel = relative_table(df, baselines)
     rel.to_csv(out / "relative.csv", index=False)
@@ -295,7 +316,8 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
     enc = per_encoder(df)
     eheader = ["metric", "encoder", "CPU ms/seg", "GPU ms/seg", "memory MB", "params (M)", "disk MB", "quality"]
     erows = [[r["metric"], r["encoder"], fmt.number(r["cpu_ms"], 1), fmt.number(r["gpu_ms"], 1), fmt.number(r["memory_mb"], 0),
-              fmt.number(r["params"] / 1e6, 1), fmt.number(r["disk_mb"], 1), fmt.number(r["quality"])] for _, r in enc.iterrows()]
+              fmt.number(r["params"] / 1e6, 1), fmt.number(r["disk_mb"], 1), fmt.number(r["quality"], missing=fmt.UNDEFINED)]
+             for _, r in enc.iterrows()]
 
     env = sorted({(c, g) for c, g in zip(df["cpu_model"], df["gpu"])})
     machine = "; ".join(f"{c}" + (f", GPU {g}" if g else "") for c, g in env if c) or "unknown"
@@ -309,8 +331,9 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
         f"<h1>nlgbench report: {html.escape(folder.name)}</h1>",
         f"<p>{len(df)} finished cells; quality = {html.escape(options.label)} with human judgments; "
         f"baselines: {html.escape(', '.join(f'{m}: {e}' for m, e in baselines.items()))}. Machine: {html.escape(machine)}.</p>",
-        *[f"<p>{html.escape(note)}</p>" for note in left_out_notes(df, options.level)],
+        *[f"<p>{html.escape(note)}</p>" for note in left_out_notes(df, options.level) + undefined_quality_notes(df)],
         "<h2>Trade-off plots</h2>",
+        *([] if figures else ["<p>No plot: no measured cell has a defined quality.</p>"]),
         *[f"<figure><img src='{p.name}' alt='{html.escape(t)}'><figcaption>{html.escape(t)}</figcaption></figure>" for t, p in figures],
         "<h2>Relative to the baseline (quality retained, speed-up)</h2>",
         "<p>Files: <a href='relative.md'>Markdown</a>, <a href='relative.tex'>LaTeX</a>, <a href='relative.csv'>CSV</a>.</p>",

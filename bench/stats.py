@@ -10,7 +10,8 @@ Minimum size: a correlation needs at least MIN_POINTS = 3 points. Through 2 poin
 Kendall and Spearman are always +1 or -1 whatever the metric, so such a value says nothing.
 A group (a language pair's segments, or its systems at system level) with fewer points, or with
 a constant side, gets NaN; means over language pairs leave NaN out, and results count the pairs
-left out for being too small (`n_lps_too_small`).
+left out for being too small (`n_lps_too_small`). `quality_note` says in words why a correlation
+is undefined ("human scores constant in de-en"); a cell stores it as its correlation's `note`.
 
 Sums (system means, means over language pairs) use math.fsum, so they do not depend on order.
 One seeded bootstrap (`bootstrap_distribution`) serves the confidence intervals of a cell and the
@@ -88,8 +89,23 @@ def kendall_like(x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
     return (conc - disc) / (conc + disc) if conc + disc else NAN
 
 
+def undefined_reason(x: np.ndarray, h: np.ndarray, unit: str = "segments") -> str | None:
+    """Why no correlation of metric scores `x` with human scores `h` is defined: fewer than
+    MIN_POINTS points (`unit` names them), or a constant side (zero variance); None otherwise."""
+    if len(x) < MIN_POINTS:
+        return f"fewer than {MIN_POINTS} {unit}"
+    human_constant, metric_constant = bool(np.all(h == h[0])), bool(np.all(x == x[0]))
+    if human_constant and metric_constant:
+        return "human and metric scores constant"
+    if human_constant:
+        return "human scores constant"
+    if metric_constant:
+        return "metric scores constant"
+    return None
+
+
 def _guarded(fn: Correlation, x: np.ndarray, h: np.ndarray) -> float:
-    if len(x) < MIN_POINTS or np.all(x == x[0]) or np.all(h == h[0]):
+    if undefined_reason(x, h) is not None:
         return NAN
     return fn(x, h)
 
@@ -150,18 +166,28 @@ def system_means(seg: Segments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return x, h, np.array([lp for lp, _ in index], dtype=object)
 
 
+def level_points(seg: Segments, level: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Per language pair (in order of first appearance), the (metric, human) points a level
+    correlates: its segments (`lp_mean`) or its systems' mean scores (`system`; a pair without
+    named systems has none)."""
+    if level == "lp_mean":
+        return [(lp, seg.score[idx], seg.human[idx]) for lp, idx in _index(seg.lp.tolist()).items()]
+    if level == "system":
+        x, h, lps = system_means(seg)
+        by_lp = _index(lps.tolist())
+        return [(lp, x[by_lp.get(lp, [])], h[by_lp.get(lp, [])]) for lp in dict.fromkeys(seg.lp.tolist())]
+    raise ValueError(f"correlation level {level!r} has no language-pair groups (valid: lp_mean, system)")
+
+
 def lp_groups(seg: Segments, corr: Correlation) -> list[Group]:
     """Segment level per language pair, pairs in order of first appearance."""
-    return [Group(lp, corr(seg.score[idx], seg.human[idx]), len(idx)) for lp, idx in _index(seg.lp.tolist()).items()]
+    return [Group(lp, corr(x, h), len(x)) for lp, x, h in level_points(seg, "lp_mean")]
 
 
 def system_groups(seg: Segments, corr: Correlation) -> list[Group]:
     """System level per language pair (over its systems' mean scores); every pair of the
     segments is listed, one without named systems with n = 0."""
-    x, h, lps = system_means(seg)
-    by_lp = _index(lps.tolist())
-    return [Group(lp, corr(x[by_lp.get(lp, [])], h[by_lp.get(lp, [])]), len(by_lp.get(lp, [])))
-            for lp in dict.fromkeys(seg.lp.tolist())]
+    return [Group(lp, corr(x, h), len(x)) for lp, x, h in level_points(seg, "system")]
 
 
 def quality(seg: Segments, method: str = "pearson", level: str = "pooled", threshold: float = 0.0) -> float:
@@ -177,11 +203,30 @@ def quality(seg: Segments, method: str = "pearson", level: str = "pooled", thres
 
 def level_groups(seg: Segments, level: str, corr: Correlation) -> list[Group]:
     """The language-pair groups whose mean is the `lp_mean` or `system` level."""
-    if level == "lp_mean":
-        return lp_groups(seg, corr)
-    if level == "system":
-        return system_groups(seg, corr)
-    raise ValueError(f"correlation level {level!r} has no language-pair groups (valid: lp_mean, system)")
+    return [Group(lp, corr(x, h), len(x)) for lp, x, h in level_points(seg, level)]
+
+
+def has_systems(seg: Segments) -> bool:
+    """Whether any segment names its system (the `system` level needs them)."""
+    return any(s != "" for s in seg.system.tolist())
+
+
+def quality_note(seg: Segments, method: str = "pearson", level: str = "pooled", threshold: float = 0.0) -> str:
+    """Why `quality(seg, method, level)`, or a language pair of its mean, is undefined, e.g.
+    'human scores constant in de-en, fr-en'; '' when every correlation it involves is defined."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown correlation level {level!r} (valid: {', '.join(LEVELS)})")
+    corr = correlation_function(method, threshold)
+    unit = "systems" if level == "system" else "segments"
+    points = [("", seg.score, seg.human)] if level == "pooled" else level_points(seg, level)
+    lps_by_reason: dict[str, list[str]] = {}
+    for lp, x, h in points:
+        if not math.isfinite(corr(x, h)):
+            reason = undefined_reason(x, h, unit) or f"{method} undefined"
+            lps_by_reason.setdefault(reason, []).append(lp)
+    if level == "pooled":
+        return "; ".join(lps_by_reason)
+    return "; ".join(f"{reason} in {', '.join(lps)}" for reason, lps in lps_by_reason.items())
 
 
 def too_small_lps(seg: Segments, level: str) -> list[str]:
@@ -191,7 +236,7 @@ def too_small_lps(seg: Segments, level: str) -> list[str]:
         raise ValueError(f"unknown correlation level {level!r} (valid: {', '.join(LEVELS)})")
     if level == "pooled":
         return []
-    return [g.lp for g in level_groups(seg, level, lambda x, h: NAN) if g.too_small]
+    return [lp for lp, x, _ in level_points(seg, level) if len(x) < MIN_POINTS]
 
 
 def left_out_note(level: str, lps: Sequence[str]) -> str:
@@ -266,12 +311,24 @@ def paired_bootstrap(candidate: Segments, baseline: Segments, statistic: Callabl
 def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:
     """Williams' (1959) t for H0: r12 = r13, two correlations sharing variable 1 (the humans),
     as given by Steiger (1980, Psychol. Bull. 87(2), eq. 7) and used for MT metrics by Graham &
-    Baldwin (2014). Returns (t with n - 3 degrees of freedom, two-sided p)."""
-    if n <= 3:
+    Baldwin (2014). Returns (t with n - 3 degrees of freedom, two-sided p).
+
+    Undefined (NaN, NaN) for n <= 3 or an undefined correlation. Two correlations equal up to
+    rounding (ZERO_DELTA) give t = 0, p = 1: no difference was observed. This covers identical
+    (or affinely related) metric scores, r23 = 1, where the formula is 0 * sqrt(x / 0); the
+    determinant |R| of a correlation matrix is >= 0, so rounding below 0 is clamped. Any other
+    zero denominator (|R| = 0 and r12 = -r13) leaves t undefined."""
+    if n <= 3 or not all(math.isfinite(r) for r in (r12, r13, r23)):
         return NAN, NAN
-    det = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23  # |R| of the 3 x 3 correlation matrix
+    if abs(r12 - r13) <= ZERO_DELTA:
+        return 0.0, 1.0
+    r23 = min(1.0, max(-1.0, r23))
+    det = max(0.0, 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23)  # |R| of the 3 x 3 correlation matrix
     mean = (r12 + r13) / 2
-    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23) / (2 * (n - 1) / (n - 3) * det + mean**2 * (1 - r23) ** 3))
+    denominator = 2 * (n - 1) / (n - 3) * det + mean**2 * (1 - r23) ** 3
+    if denominator <= 0:
+        return NAN, NAN
+    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23) / denominator)
     return float(t), float(2 * stats.t.sf(abs(t), n - 3))
 
 
@@ -294,7 +351,8 @@ def correlate(scores: Sequence[float], human: Sequence[float], lps: Sequence[str
 
     Lower-is-better metrics are negated first so positive always means agreement; plain floats
     (NaN where a correlation is undefined). `n_lps` counts all language pairs, `n_lps_too_small`
-    those with fewer than MIN_POINTS segments (NaN, left out of the mean like constant ones)."""
+    those with fewer than MIN_POINTS segments (NaN, left out of the mean like constant ones).
+    `note` says why correlations are undefined (`correlation_note`), None when all are defined."""
     n = len(scores)
     if len(human) != n or len(lps) != n:
         raise ValueError(f"length mismatch: {n} scores, {len(human)} human judgments, {len(lps)} language pairs")
@@ -318,7 +376,7 @@ def correlate(scores: Sequence[float], human: Sequence[float], lps: Sequence[str
 
     segment = summary(lp_groups(seg, r), lp_groups(seg, tau), "n")
     system = None
-    if any(s != "" for s in names):
+    if has_systems(seg):
         system = summary(system_groups(seg, r), system_groups(seg, tau), "n_systems")
     boot = None
     if bootstrap > 0 and n > 0:
@@ -331,4 +389,17 @@ def correlate(scores: Sequence[float], human: Sequence[float], lps: Sequence[str
         "n_lps_too_small": segment["n_lps_too_small"], "min_points": MIN_POINTS,
         "pearson_pooled": r(seg.score, h), "kendall_pooled": tau(seg.score, h), "n": n,
         "per_lp": segment["per_lp"], "system": system, "bootstrap": boot, "sign": sign,
+        "note": correlation_note(seg) or None,
     }
+
+
+def correlation_note(seg: Segments) -> str:
+    """Why some of a cell's correlations are undefined (Pearson and Kendall share the reasons):
+    per language pair, then `pooled: ...` and `system level: ...`; '' when all are defined."""
+    notes = [quality_note(seg, "pearson", "lp_mean")]
+    for level, prefix in (("pooled", "pooled"), ("system", "system level")):
+        if level == "system" and not has_systems(seg):
+            continue
+        note = quality_note(seg, "pearson", level)
+        notes.append(f"{prefix}: {note}" if note else "")
+    return "; ".join(n for n in notes if n)

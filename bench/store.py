@@ -56,7 +56,7 @@ CSV_COLUMNS = [
 EXTRA_COLUMNS = [
     "layer", "prepare_s", "warmup_s", "cuda_peak_reserved_mb", "n_lps", "system_pearson", "system_kendall",
     "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
-    "mean_exit_layer", "weight_mb", "metric_options", "truncated_segments",
+    "mean_exit_layer", "weight_mb", "metric_options", "truncated_segments", "correlation_note",
 ]
 
 
@@ -259,6 +259,7 @@ def csv_row(result: CellResult) -> dict[str, Any]:
         "n_lps": c.get("n_lps", ""),
         "system_pearson": _num(system.get("pearson")), "system_kendall": _num(system.get("kendall")),
         "pearson_pooled_ci_low": _num(ci[0]), "pearson_pooled_ci_high": _num(ci[1]),
+        "correlation_note": c.get("note") or "",
     })
     if result.imported:  # precomputed scores (import-scores): correlations only, nothing measured
         row.update({"n_repeats": 0, "threads": ""})

@@ -113,6 +113,145 @@ def tiny_model_2(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # ----------------------------------------------------------------------------- 1, 7, 8: correlation, compare, import
 
 
+def write_import(path: Path, rows: Sequence[dict], score) -> Path:
+    """An import-scores CSV (lp, seg_id, system, score) for `rows`, `score(i)` the i-th score."""
+    lines = ["lp,seg_id,system,score"] + [f"{r['lp']},{r['seg_id']},,{score(i)!r}" for i, r in enumerate(rows)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def import_scores(run: Path, data: Path, scores: Path, encoder: str, metric: str = "bertscore",
+                  *flags: str) -> subprocess.CompletedProcess[str]:
+    return nlgbench("import-scores", str(scores), "--dataset", str(data), "--metric", metric, "--encoder", encoder,
+                    "--out", str(run), *flags)
+
+
+def strict_json(text: str) -> dict:
+    """json.loads that refuses NaN/Infinity (what other tools' strict parsers do)."""
+    def refuse(name: str) -> None:
+        raise ValueError(f"non-standard JSON constant {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def undefined_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> tuple[Path, Path]:
+    """A finished sweep whose correlations are all undefined: human scores constant (first
+    dataset), one segment per language pair (second); then (run folder, constant data)."""
+    root = tmp_path_factory.mktemp("undefined")
+    const = write_jsonl(root / "const.jsonl", user_rows(human=lambda i: 3.0))
+    varied = write_jsonl(root / "varied.jsonl", user_rows())
+    spec = root / "undefined.yaml"
+    spec.write_text(f"name: undefined\ndatasets: [{{path: {const}}}, {{path: {varied}, max_segments: 1}}]\n"
+                    f"repeats: 1\nwarmup: 0\nbatch_size: 4\nmetrics:\n  - metric: bertscore\n    encoders: [{tiny_model}]\n",
+                    encoding="utf-8")
+    run = root / "run"
+    proc = nlgbench("run", str(spec), "--out", str(run))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    progress = [line for line in proc.stdout.splitlines() if ": ok in " in line]
+    assert len(progress) == 2, proc.stdout  # the first undefined cell did not stop the sweep
+    assert "pearson n/a (human scores constant in de-en, fr-en; pooled: human scores constant)" in progress[0]
+    assert "pearson n/a (fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments)" in progress[1]
+    return run, const
+
+
+def test_undefined_correlation_is_an_ok_cell_with_a_note(undefined_run: tuple[Path, Path]) -> None:
+    run, _ = undefined_run
+    assert_consistent(run, expected_ok=2)
+    rows = csv_rows(run)
+    assert list(rows[0])[-1] == "correlation_note"  # after every column of the design's contract
+    notes = [r["correlation_note"] for r in rows]
+    assert notes == ["human scores constant in de-en, fr-en; pooled: human scores constant",
+                     "fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments"]
+    for r in rows:
+        assert r["status"] == "ok" and r["pearson"] == r["kendall"] == r["pearson_pooled"] == r["kendall_pooled"] == ""
+        result = strict_json((run / "cells" / r["cell_id"] / "result.json").read_text(encoding="utf-8"))
+        assert result["correlation"]["note"] == r["correlation_note"] and result["correlation"]["pearson"] is None
+
+
+def test_report_and_compare_show_n_a_for_undefined_quality(undefined_run: tuple[Path, Path], tmp_path: Path) -> None:
+    run, const = undefined_run
+    proc = nlgbench("report", str(run))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    index = (run / "report" / "index.html").read_text(encoding="utf-8")
+    assert "quality n/a for bertscore" in index and "human scores constant" in index and "No plot" in index
+    table = (run / "report" / "relative.md").read_text(encoding="utf-8")
+    assert "| n/a | n/a |" in table and "nan" not in table
+
+    # an imported cell of the same data compares with the measured one: quality n/a, speed unknown
+    scores = write_import(tmp_path / "s.csv", user_rows(), lambda i: 0.1 * (i % 3))
+    assert import_scores(run, const, scores, "other").returncode == 0
+    proc = nlgbench("compare", str(run), "--candidate", "other", "--baseline", csv_rows(run)[0]["encoder"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    row = [line for line in proc.stdout.splitlines() if line.startswith("| bertscore")]
+    assert len(row) == 1 and "nan" not in proc.stdout, proc.stdout
+    cols = [c.strip() for c in row[0].strip("|").split("|")]
+    assert cols[2] == "imported / cpu" and cols[4:10] == ["n/a"] * 6 and cols[10:] == ["-", "-"], cols
+    assert "candidate and baseline quality n/a: human scores constant" in proc.stdout
+
+
+def test_constant_metric_scores_import_with_a_note(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", user_rows())
+    proc = import_scores(tmp_path / "run", data, write_import(tmp_path / "s.csv", user_rows(), lambda i: 0.5), "flat")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "pearson n/a, kendall n/a, pearson_pooled n/a (metric scores constant in de-en, fr-en; " \
+           "pooled: metric scores constant)" in proc.stdout
+    assert csv_rows(tmp_path / "run")[0]["correlation_note"].startswith("metric scores constant")
+
+
+# Pooled Pearson of these scores with user_rows()' human scores: comparing the scores with
+# themselves made the old Williams formula take the square root of a negative rounding error.
+WILLIAMS_CRASH = [0.7559, 0.9752, 0.5721, 0.9743, 0.6559, 0.7117, 0.9139, 0.7046]
+
+
+def test_compare_identical_scores(tmp_path: Path) -> None:
+    data, run = write_jsonl(tmp_path / "d.jsonl", user_rows()), tmp_path / "run"
+    scores = write_import(tmp_path / "s.csv", user_rows(), lambda i: WILLIAMS_CRASH[i])
+    for name in ("a", "b"):
+        assert import_scores(run, data, scores, name).returncode == 0
+    proc = nlgbench("compare", str(run), "--candidate", "a", "--baseline", "b", "--json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    row = strict_json(proc.stdout)["rows"][0]
+    assert row["device"] == "imported" and row["delta"] == 0.0 and row["p_williams"] == 1.0 and row["williams_t"] == 0.0
+    assert row["speedup"] is None and row["memory_ratio"] is None  # unknown, not NaN
+    proc = nlgbench("compare", str(run), "--candidate", "a", "--baseline", "b")
+    assert proc.returncode == 0 and "nan" not in proc.stdout
+    assert "| 1.000 | 1.000 | - | - |" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_system_level_without_systems_is_one_line(command: str, tmp_path: Path) -> None:
+    data, run = write_jsonl(tmp_path / "d.jsonl", user_rows()), tmp_path / "run"
+    scores = write_import(tmp_path / "s.csv", user_rows(), lambda i: WILLIAMS_CRASH[i])
+    for name in ("a", "b"):
+        assert import_scores(run, data, scores, name).returncode == 0
+    args = ["--candidate", "a", "--baseline", "b"] if command == "compare" else []
+    proc = nlgbench(command, str(run), *args, "--level", "system")
+    assert_one_line(proc, 2, "system-level correlation needs datasets with system names")
+    assert "Warning" not in proc.stderr and "nan" not in proc.stdout
+    assert not (run / "report").exists()
+
+
+def test_import_direction_flags(tmp_path: Path) -> None:
+    """BaryScore is registered lower-is-better; scores stored negated (-W) import with --higher-is-better."""
+    data, run = write_jsonl(tmp_path / "d.jsonl", user_rows()), tmp_path / "run"
+    distance = [5.0 - r["human"] + 0.01 * i for i, r in enumerate(user_rows())]  # W: small where humans are pleased
+    scores = write_import(tmp_path / "s.csv", user_rows(), lambda i: -distance[i])  # stored as -W
+    pearson = {}
+    for flag in ("", "--higher-is-better", "--lower-is-better"):
+        proc = import_scores(run, data, scores, "e", "baryscore", *([flag] if flag else []))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (cell,) = csv_rows(run)  # the same file under the same names is one cell, its direction replaced
+        result = strict_json((run / "cells" / cell["cell_id"] / "result.json").read_text(encoding="utf-8"))
+        assert result["metric"]["higher_is_better"] == (flag == "--higher-is-better")
+        pearson[flag] = float(cell["pearson_pooled"])
+    assert pearson["--higher-is-better"] > 0.9  # -W agrees with the humans as given
+    assert pearson[""] == pearson["--lower-is-better"] == pytest.approx(-pearson["--higher-is-better"], abs=1e-12)
+    proc = import_scores(run, data, scores, "e", "baryscore", "--higher-is-better", "--lower-is-better")
+    assert proc.returncode == 2 and "not allowed with argument" in proc.stderr and "Traceback" not in proc.stderr
+    assert_consistent(run, expected_ok=1)
+
+
 # ----------------------------------------------------------------------------- 2, 5, 6: cell identity, encoder folders, spec
 
 

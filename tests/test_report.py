@@ -245,3 +245,7 @@ def test_numbers_print_readably() -> None:
     assert fmt.number("text") == "text"
     assert fmt.percent(0.9534) == "95.3%" and fmt.percent(math.nan) == "-"
     assert fmt.times(2.5) == "2.50x" and fmt.times(math.nan) == "-"
+    # undefined (cannot be computed) reads differently from unknown (not measured)
+    assert fmt.number(math.nan, missing=fmt.UNDEFINED) == "n/a" and fmt.number(None) == "-"
+    assert fmt.percent(None, missing=fmt.UNDEFINED) == "n/a" and fmt.p_value(math.nan, missing=fmt.UNDEFINED) == "n/a"
+    assert fmt.signed(0.0123) == "+0.012" and fmt.signed(-0.3) == "-0.300" and fmt.signed(math.nan) == "-"

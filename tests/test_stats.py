@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from nlgbench.stats import (Segments, bootstrap_ci, correlation, kendall_like, paired_bootstrap, quality, too_small_lps,
-                         system_means, williams_test)
+from nlgbench.stats import (Segments, bootstrap_ci, correlate, correlation, kendall_like, paired_bootstrap, quality,
+                            quality_note, too_small_lps, system_means, undefined_reason, williams_test)
 
 
 def segments(score, human, lp=None, system=None) -> Segments:
@@ -29,6 +29,43 @@ def test_williams_matches_steigers_worked_example() -> None:
     t2, p2 = williams_test(0.4, 0.5, 0.1, 103)  # antisymmetric in the two correlations
     assert t2 == pytest.approx(-t) and p2 == pytest.approx(p)
     assert williams_test(0.5, 0.5, 0.3, 50)[0] == 0.0
+
+
+def test_williams_on_equal_or_affinely_related_scores() -> None:
+    # Scores compared with themselves (or a positive affine map of themselves): r23 = 1 and
+    # r12 = r13, where the formula is 0 * sqrt(x / 0) and rounding made |R| < 0 (math domain
+    # error) or the denominator 0. No difference was observed: t = 0, p = 1, never an exception.
+    rng = np.random.default_rng(0)
+    for i in range(400):
+        n = int(rng.integers(4, 40))
+        x, h = rng.normal(size=n), rng.normal(size=n)
+        y = x if i % 2 else x * rng.uniform(0.1, 10) + rng.normal()
+        t, p = williams_test(correlation("pearson", x, h), correlation("pearson", y, h), correlation("pearson", x, y), n)
+        assert (t, p) == (0.0, 1.0)
+    assert williams_test(0.3, 0.3, 1.0 + 2e-16, 20) == (0.0, 1.0)  # r23 rounded above 1
+    assert all(math.isnan(v) for v in williams_test(math.nan, 0.3, 0.5, 20))  # an undefined correlation
+    assert all(math.isnan(v) for v in williams_test(0.5, 0.4, 0.1, 3))  # no degrees of freedom
+
+
+def test_undefined_correlations_say_why() -> None:
+    h = np.array([1.0, 2.0, 3.0, 4.0])
+    assert undefined_reason(np.array([1.0, 2.0]), h[:2]) == "fewer than 3 segments"
+    assert undefined_reason(np.array([1.0, 3.0, 2.0, 5.0]), np.full(4, 2.0)) == "human scores constant"
+    assert undefined_reason(np.full(4, 0.5), h, "systems") == "metric scores constant"
+    assert undefined_reason(np.full(4, 0.5), np.full(4, 2.0)) == "human and metric scores constant"
+    assert undefined_reason(np.array([1.0, 3.0, 2.0, 5.0]), h) is None
+    seg = segments([0.1, 0.4, 0.3, 0.2, 0.5, 0.9, 0.7], [3, 3, 3, 3, 1, 2, 3], lp=["de-en"] * 4 + ["fr-en"] * 3)
+    assert quality_note(seg, "pearson", "lp_mean") == "human scores constant in de-en"
+    assert quality_note(seg, "kendall", "pooled") == ""
+    assert quality_note(segments([0.1, 0.2], [1, 2]), "spearman", "pooled") == "fewer than 3 segments"
+    # kendall_like is undefined when no pair's human scores differ by more than the threshold
+    assert quality_note(seg.take(np.arange(4, 7)), "kendall_like", "pooled", threshold=5) == "kendall_like undefined"
+    c = correlate(seg.score, seg.human, seg.lp.tolist())
+    assert c["note"] == "human scores constant in de-en" and math.isfinite(c["pearson"])
+    assert correlate([0.1, 0.3, 0.2], [1, 2, 3], ["x"] * 3)["note"] is None
+    c = correlate([0.5] * 4, [1, 2, 3, 4], ["a", "a", "b", "b"], ["s1", "s2", "s1", "s2"])
+    assert c["note"] == ("fewer than 3 segments in a, b; pooled: metric scores constant; "
+                         "system level: fewer than 3 systems in a, b")
 
 
 def test_williams_test_holds_its_size_under_the_null() -> None:

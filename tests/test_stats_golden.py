@@ -23,7 +23,7 @@ def same(got: Any, want: Any, path: str = "") -> None:
     """Equal structure, equal ints and strings, floats equal to 1e-12 (NaN where NaN)."""
     if isinstance(want, dict):
         extra = set(got) - set(want)
-        assert extra <= {"n_lps", "n_lps_too_small", "min_points"}, f"{path}: unexpected keys {extra}"
+        assert extra <= {"n_lps", "n_lps_too_small", "min_points", "note"}, f"{path}: unexpected keys {extra}"
         for key in want:
             same(got[key], want[key], f"{path}/{key}")
     elif isinstance(want, list):
