@@ -147,7 +147,7 @@ def safetensors_header(path: Path) -> bytes:
             raise UserError(f"{path} is not a safetensors file (header length {length} bytes; corrupt?)")
         header = fh.read(length)
     if len(header) < length:
-        raise UserError(f"{path} is truncated: its header needs {length + 8} bytes, the file has {len(header) + 8}")
+        raise UserError(f"{path} is truncated: {len(header) + 8} bytes, its header alone needs {length + 8}")
     return header
 
 
@@ -189,8 +189,7 @@ def check_weight_file(path: Path, where: str) -> None:
             raise UserError(f"{where}: {path.name} has a corrupt safetensors header (offsets of tensor {name!r})")
         end = max(end, stop)
     if size < 8 + len(header) + end:
-        raise UserError(f"{where}: {path.name} is truncated: its header needs {8 + len(header) + end} bytes, "
-                        f"the file has {size}")
+        raise UserError(f"{where}: {path.name} is truncated: {size} bytes, its header describes {8 + len(header) + end}")
 
 
 def weights_fingerprint(folder: Path) -> str:

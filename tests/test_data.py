@@ -23,10 +23,12 @@ from nlgbench.data import (
     Item,
     cache_dir,
     check_nonblank,
+    check_user_file,
     dataset_names,
     fetch,
     load_catalogue,
     load_dataset,
+    sha256_file,
 )
 from nlgbench.errors import UserError
 from helpers import fake_da
@@ -465,6 +467,22 @@ def test_user_file_missing_or_directory(tmp_path: Path) -> None:
     (tmp_path / "dir.tsv").mkdir()
     with pytest.raises(UserError, match="is a directory"):
         load_dataset(path=tmp_path / "dir.tsv")
+
+
+def test_check_user_file_and_sha256(tmp_path: Path) -> None:
+    """What a spec checks before anything runs (issue 13, item 6), and the content hash in a cell id (item 2)."""
+    (tmp_path / "d.csv").write_text("lp\n", encoding="utf-8")
+    (tmp_path / "folder.jsonl").mkdir()
+    for path, message in [(tmp_path / "d.csv", "unsupported type '.csv'"), (tmp_path / "folder.jsonl", "is a directory"),
+                          (tmp_path / "nope.tsv", "missing file")]:
+        with pytest.raises(UserError, match=message):
+            check_user_file(path)
+    good = tmp_path / "d.jsonl"
+    good.write_bytes(b"x" * 3_000_000)  # several read chunks
+    check_user_file(good)
+    assert sha256_file(good) == hashlib.sha256(good.read_bytes()).hexdigest()
+    with pytest.raises(UserError, match="cannot read .*nope.tsv"):
+        sha256_file(tmp_path / "nope.tsv")
 
 
 def test_user_missing_column(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -221,3 +222,88 @@ def test_encoders_yaml() -> None:
             assert bertscore == model2layers[entry["hub_id"]], name
         elif bertscore is not None:
             assert "no published tuned layer" in entry["notes"], name
+
+
+# --------------------------------------------------------------------------- checking model folders (issue 13, item 5)
+
+
+def broken_copy(tiny_bert: Path, tmp_path: Path, cut: int | None = None, header: bytes | None = None) -> Path:
+    folder = tmp_path / "broken"
+    shutil.copytree(tiny_bert, folder)
+    weights = folder / "model.safetensors"
+    data = weights.read_bytes()
+    if cut is not None:
+        data = data[:cut]
+    if header is not None:
+        data = len(header).to_bytes(8, "little") + header
+    weights.write_bytes(data)
+    return folder
+
+
+def test_intact_folder_passes(tiny_bert: Path) -> None:
+    hfcache.check_model_folder(tiny_bert)
+    header = hfcache.safetensors_header(tiny_bert / "model.safetensors")
+    assert b"embeddings.word_embeddings.weight" in header
+
+
+@pytest.mark.parametrize(
+    ("cut", "header", "message"),
+    [
+        (4, None, "not a safetensors file"),
+        (20, None, "is truncated"),
+        (-1, None, "is truncated"),  # one byte short of the last tensor
+        (None, b"{not json", "not JSON"),
+        (None, b'{"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 8]}}', "offsets of tensor 'w'"),
+        (None, b'{"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}', "is truncated"),
+    ],
+)
+def test_broken_safetensors_refused(tiny_bert: Path, tmp_path: Path, cut: int | None, header: bytes | None,
+                                    message: str) -> None:
+    folder = broken_copy(tiny_bert, tmp_path, cut=cut, header=header)
+    with pytest.raises(UserError, match=message) as info:
+        hfcache.check_model_folder(folder)
+    assert "\n" not in str(info.value) and str(folder) in str(info.value)
+
+
+def test_broken_config_or_bin_refused(tiny_bert: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_bert, folder)
+    (folder / "config.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(UserError, match="must hold a JSON object"):
+        hfcache.check_model_folder(folder)
+    (folder / "config.json").write_text("{", encoding="utf-8")
+    with pytest.raises(UserError, match=r"config.json is not valid JSON \(.* line 1, column 2\)"):
+        hfcache.check_model_folder(folder)
+    shutil.copy(tiny_bert / "config.json", folder)
+    (folder / "model.safetensors").unlink()
+    torch.save({"w": torch.zeros(100)}, folder / "pytorch_model.bin")
+    hfcache.check_model_folder(folder)
+    data = (folder / "pytorch_model.bin").read_bytes()
+    (folder / "pytorch_model.bin").write_bytes(data[: len(data) // 2])
+    with pytest.raises(UserError, match="truncated or corrupt zip"):
+        hfcache.check_model_folder(folder)
+    (folder / "pytorch_model.bin").write_bytes(b"")
+    with pytest.raises(UserError, match="pytorch_model.bin is empty"):
+        hfcache.check_model_folder(folder)
+
+
+def test_import_refuses_truncated_weights(tiny_bert: Path, hub_cache: Path, tmp_path: Path) -> None:
+    folder = broken_copy(tiny_bert, tmp_path, cut=1000)
+    with pytest.raises(UserError, match="is truncated"):
+        hfcache.import_model(folder, "org/tiny")
+    assert not (hub_cache / "models--org--tiny").exists()
+
+
+def test_weights_fingerprint_follows_weights_and_config(tiny_bert: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_bert, folder)
+    first = hfcache.weights_fingerprint(folder)
+    assert first == hfcache.weights_fingerprint(folder) and len(first) == 16
+    (folder / "vocab.txt").write_text("changed\n", encoding="utf-8")  # not a weight or the config: same
+    assert hfcache.weights_fingerprint(folder) == first
+    stat = (folder / "model.safetensors").stat()
+    os.utime(folder / "model.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    second = hfcache.weights_fingerprint(folder)
+    assert second != first
+    (folder / "config.json").write_text((folder / "config.json").read_text(encoding="utf-8") + " ", encoding="utf-8")
+    assert hfcache.weights_fingerprint(folder) not in (first, second)

@@ -19,7 +19,7 @@ from nlgbench.encoder_registry import USER_ENCODERS, EncoderRef, check_layers, f
 from nlgbench.errors import UserError
 from nlgbench.metrics import get_metric, metric_names, metric_registry
 from nlgbench.metrics.base import MetricInfo
-from nlgbench.registry import Registry
+from nlgbench.registry import Registry, load_yaml, yaml_problem
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -133,7 +133,9 @@ def test_env_catalogue_file_merged_over_packaged(tmp_path: Path, monkeypatch: py
     ("NLGBENCH_ENCODERS", "encoders", "encoders: {mine: {layers: 3}}", "encoder registry {path}: entry 'mine' needs a 'hub_id'"),
     ("NLGBENCH_CATALOGUE", "datasets", None, "cannot read the dataset catalogue {path}"),
     ("NLGBENCH_CATALOGUE", "datasets", "datasets: {mine: 3}", "dataset catalogue {path}: entry 'mine' must be a mapping"),
-], ids=["enc-missing", "enc-yaml", "enc-key", "enc-hub_id", "cat-missing", "cat-entry"])
+    ("NLGBENCH_ENCODERS", "encoders", "encoders:\n  mine: {hub_id: a/b}\n  mine: {hub_id: c/d}\n",
+     "encoder registry {path} is not valid YAML at line 3, column 3: repeated key 'mine' (first at line 2)"),
+], ids=["enc-missing", "enc-yaml", "enc-key", "enc-hub_id", "cat-missing", "cat-entry", "enc-repeated"])
 def test_bad_env_file_is_one_line_exit_2(var: str, what: str, content: str | None, message: str, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "mine.yaml"
@@ -284,3 +286,11 @@ def test_sweep_with_plugin_metric_and_spec_files(tmp_path: Path, monkeypatch: py
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 ok, 0 not ok" in done.stdout
     assert "hyplength | my-minilm | fake | cpu | bs64" in done.stdout
+
+
+def test_load_yaml_refuses_repeated_keys_at_any_depth() -> None:
+    assert load_yaml("a: 1\nb: {c: 2, d: 3}\n") == {"a": 1, "b": {"c": 2, "d": 3}}
+    with pytest.raises(yaml.YAMLError) as info:
+        load_yaml("a: 1\nb: {c: 2, c: 3}\n")
+    assert yaml_problem(info.value) == " at line 2, column 11: repeated key 'c' (first at line 2)"
+    assert load_yaml("x: &x {k: 1}\ny: {<<: *x, k: 2}\n")["y"] == {"k": 2}  # a merge key may be overridden
