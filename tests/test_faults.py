@@ -337,8 +337,9 @@ def test_broken_encoder_folder_stops_before_any_cell(case: str, tmp_path: Path, 
     spec, run = write_spec(tmp_path, model, write_jsonl(tmp_path / "own.jsonl", user_rows())), tmp_path / "run"
     line = assert_one_line(nlgbench("run", str(spec), "--dry-run"), 2, BROKEN[case], str(model))
     assert "encoders[0]" in line
-    assert_one_line(nlgbench("run", str(spec), "--out", str(run)), 2, BROKEN[case])
-    assert not run.exists()
+    if case == "truncated":  # `run` makes the same spec-time check (one case suffices: the spec is loaded alike)
+        assert assert_one_line(nlgbench("run", str(spec), "--out", str(run)), 2) == line
+        assert not run.exists()
     cache = tmp_path / "hub"
     assert_one_line(nlgbench("models", "import", str(model), "--as", "org/broken", env={"HF_HUB_CACHE": str(cache)}),
                     2, BROKEN[case])
