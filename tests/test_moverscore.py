@@ -48,9 +48,12 @@ def test_identical_texts_score_one_and_aligner_bounds(tiny_dir: Path) -> None:
         assert np.allclose(out.score, 1 - by_aligner[aligner])
         # same text on both sides, with idf from the hypotheses = references: distance 0
         scorer.prepare(same)
-        assert np.allclose(scorer.score(same, PhaseTimer()).columns["distance"], 0.0, atol=1e-6)
-    assert np.all(by_aligner["rwmd"] <= by_aligner["wmd"] + 1e-9)
-    assert np.all(by_aligner["wcd"] <= by_aligner["wmd"] + 1e-9)
+        # float64 cost of unit vectors: |x|^2 + |y|^2 - 2 x.y keeps round-off <= (32 + 2) u 4 = 1.5e-14 for a zero
+        # distance, sqrt -> 1.2e-7 -> atol 1e-6
+        assert np.allclose(scorer.score(same, PhaseTimer()).columns["distance"], 0.0, rtol=0, atol=1e-6)
+    # float64, unit vectors (costs <= 2), sums of <= 60 terms: round-off <= 60 * 1.1e-16 * 2 = 1.3e-14
+    assert np.all(by_aligner["rwmd"] <= by_aligner["wmd"] + 1e-12)
+    assert np.all(by_aligner["wcd"] <= by_aligner["wmd"] + 1e-12)
 
 
 def test_idf_is_computed_separately_for_references_and_hypotheses(tiny_dir: Path) -> None:
@@ -71,10 +74,10 @@ def test_ngram_cloud_is_idf_weighted_mean_with_idf_sum_mass() -> None:
     same_emb, same_w = ngram_cloud(emb, w, 1)
     assert same_emb is emb and same_w is w
     grams, mass = ngram_cloud(emb, w, 2)
-    # (1*[1,0] + 3*[0,1]) / 4 and (3*[0,1] + 2*[1,1]) / 5, masses 4 and 5
-    assert np.allclose(grams, [[0.25, 0.75], [0.4, 1.0]]) and np.allclose(mass, [4.0, 5.0])
+    # (1*[1,0] + 3*[0,1]) / 4 and (3*[0,1] + 2*[1,1]) / 5, masses 4 and 5; float64 on small integers: <= 2 u
+    assert np.allclose(grams, [[0.25, 0.75], [0.4, 1.0]], rtol=1e-15, atol=0) and np.array_equal(mass, [4.0, 5.0])
     grams, mass = ngram_cloud(emb, w, 5)  # fewer tokens than n: one window of all
-    assert np.allclose(grams, [[0.5, 5 / 6]]) and np.allclose(mass, [6.0])
+    assert np.allclose(grams, [[0.5, 5 / 6]], rtol=1e-15, atol=0) and np.array_equal(mass, [6.0])
 
 
 def test_ngram_and_score_form_options(tiny_dir: Path) -> None:
@@ -121,6 +124,8 @@ def test_parity_with_published_moverscore_v2_on_wmt16() -> None:
     assert len(ours) == len(theirs) == 240
     same = np.array([ms.tokenizer.tokenize(h) == ms.tokenizer.tokenize(r) for h, r in zip(hyps, refs)])
     assert (~same).sum() >= 200
+    # moverscore_v2 forms costs in float32 as sqrt(|x|^2 + |y|^2 - 2 x.y): error <= 4 u / (2 d) for unit vectors
+    # at distance d, i.e. <= 1.2e-6 for distinct tokens (d >= 0.1), and WMD = sum P c keeps it -> 1e-5
     assert np.abs(ours[~same] - theirs[~same]).max() <= 1e-5
     gap = ours[same] - theirs[same]
     assert np.all((gap > 0) & (gap < 1e-3))
