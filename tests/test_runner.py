@@ -172,7 +172,7 @@ def test_real_minilm_cell_matches_bert_score_package(tmp_path: Path) -> None:
         model_type="sentence-transformers/all-MiniLM-L6-v2", num_layers=6, batch_size=64, device="cpu",
         use_fast_tokenizer=True,
     )
-    assert np.abs(np.array([float(r["score"]) for r in scores]) - f.numpy()).max() <= 1e-5
+    assert np.abs(np.array([float(r["score"]) for r in scores]) - f.numpy()).max() <= 1e-5  # bert_score's decimal=5
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-GPU path")
@@ -205,4 +205,4 @@ def test_moverscore_sweep_crosses_aligners(tiny_dir: Path, tmp_path: Path) -> No
     assert all("transport=" in r["phase_ms"] and "distance=" in r["phase_ms"] for r in rows)
     wmd_scores = [float(r["score"]) for r in read_csv(out / "cells" / rows[0]["cell_id"] / "scores.csv")]
     wcd_scores = [float(r["score"]) for r in read_csv(out / "cells" / rows[1]["cell_id"] / "scores.csv")]
-    assert all(c >= w - 1e-9 for w, c in zip(wmd_scores, wcd_scores))  # WCD <= WMD, score = 1 - d
+    assert all(c >= w - 1e-12 for w, c in zip(wmd_scores, wcd_scores))  # WCD <= WMD, score = 1 - d; float64 ~1e-14
