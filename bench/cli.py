@@ -22,9 +22,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from nlgbench.encoder_registry import resolve_source
         from nlgbench.hfcache import local_snapshot
+        from dataclasses import replace
+
         from nlgbench.runner import check_datasets
 
-        check_datasets(spec)  # the checks `run` makes before any cell: every dataset loads
+        # `run`'s checks before any cell, on the user's own data files (catalogue data is not downloaded here)
+        check_datasets(replace(spec, datasets=[d for d in spec.datasets if d.path is not None]))
         cells = spec.cells()
         for cell in cells:
             print(f"{cell.cell_id}  {cell.label}")
