@@ -33,13 +33,13 @@ def _log(msg: str) -> None:
     print(f"    {msg}", file=sys.stderr, flush=True)
 
 
-def truncated_segments(items: Sequence[Item]) -> int:
-    """Items with a text (hypothesis, reference or source) that an encoder cut to its model's
-    maximum length in this process (`nlgbench.encoders.truncated_texts`)."""
+def truncated_segments(items: Sequence[Item], fields: Sequence[str]) -> int:
+    """Items with a text in one of `fields` (those the metric reads) that an encoder cut to its
+    model's maximum length in this process (`nlgbench.encoders.truncated_texts`)."""
     from nlgbench.encoders import truncated_texts
 
     cut = truncated_texts()
-    return sum(1 for it in items if any(text.strip() in cut for text in (it.hypothesis, it.reference, it.source)))
+    return sum(1 for it in items if any(getattr(it, field).strip() in cut for field in fields))
 
 
 def run_cell(cell_dir: Path) -> CellResult:
@@ -82,7 +82,7 @@ def run_cell(cell_dir: Path) -> CellResult:
     return measured_result(
         cell_id, label, cfg,
         metric=MetricRecord(name=info.name, higher_is_better=info.higher_is_better, primary=run.scores.primary),
-        scorer={**scorer.describe(), "truncated_segments": truncated_segments(items)}, dataset=dataset,
+        scorer={**scorer.describe(), "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs))}, dataset=dataset,
         timing=Timing.of_protocol(data.seconds, load.seconds, prepare.seconds, run, len(items)),
         memory=Memory.of_tracker(memory),
         agreement=RepeatAgreement(max_abs_diff=run.max_abs_diff, agree=run.agree),

@@ -11,13 +11,18 @@ from __future__ import annotations
 import csv
 import json
 import os
+import random
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Sequence
 
+import psutil
 import pytest
 
 from tiny import make_tiny_bert
@@ -416,6 +421,413 @@ def test_dry_run_checks_data_as_run_does(case: str, tmp_path: Path, tiny_model: 
 
 
 # ----------------------------------------------------------------------------- 3, 4, 9: lock, filesystem and store faults, signals
+
+
+def two_cell_spec(folder: Path, model: Path, *, name: str = "faults", n_per_lp: int = 4, extra: str = "") -> Path:
+    """A 2-cell sweep (the tiny model with 2 and with 1 layer) over own data."""
+    data = write_jsonl(folder / f"{name}.jsonl", user_rows(n_per_lp))
+    metrics = f"  - metric: bertscore\n    encoders: [{model}, {{name: {model}, num_layers: 1}}]\n"
+    return write_spec(folder, model, data, name=name, metrics=metrics, extra=extra)
+
+
+def scores_of(run: Path) -> dict[str, list[str]]:
+    """cell id -> its scores.csv `score` column as written (exact reprs)."""
+    out = {}
+    for row in csv_rows(run):
+        with (run / "cells" / row["cell_id"] / "scores.csv").open(encoding="utf-8") as fh:
+            out[row["cell_id"]] = [r["score"] for r in csv.DictReader(fh)]
+    return out
+
+
+def wait_for(condition, timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def workers_of(proc: subprocess.Popen) -> list[psutil.Process]:
+    """The worker processes (`python -c ...`) a running CLI process has started."""
+    try:
+        return [c for c in psutil.Process(proc.pid).children() if "-c" in c.cmdline()]
+    except psutil.Error:
+        return []
+
+
+def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """The CLI in the background, in its own session (so a test can signal its process group as a terminal does)."""
+    return subprocess.Popen([sys.executable, "-m", "nlgbench.cli", *args], env={**os.environ, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def test_second_writer_of_a_locked_folder_exits_naming_the_holder(tmp_path: Path, tiny_model: Path) -> None:
+    spec = two_cell_spec(tmp_path, tiny_model)
+    out = tmp_path / "out"
+    gate = tmp_path / "gate"
+    first = start_cli("run", str(spec), "--out", str(out), env=faulty(tmp_path, gate=str(gate)))
+    scores = write_import_file(tmp_path / "scores.csv")
+    try:
+        wait_for(lambda: workers_of(first), what="the first sweep's worker")
+        second = nlgbench("run", str(spec), "--out", str(out))
+        assert_one_line(second, 2, f"{out} is in use by another nlgbench process (pid {first.pid})", "--wait")
+        assert "running" not in second.stdout
+        assert_one_line(nlgbench("repair", str(out)), 2, f"pid {first.pid}")
+        assert_one_line(nlgbench("import-scores", str(scores), "--dataset", str(tmp_path / "faults.jsonl"),
+                                 "--metric", "bertscore", "--encoder", "other", "--out", str(out)), 2, f"pid {first.pid}")
+    finally:
+        gate.touch()
+        stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr[-2000:]
+    assert stdout.count("running") == 2
+    assert_consistent(out, 2)
+
+
+def write_import_file(path: Path) -> Path:
+    """Precomputed scores for the items of `user_rows()` (import-scores' CSV)."""
+    lines = [f"{r['lp']},{r['seg_id']},,{i / 10}" for i, r in enumerate(user_rows())]
+    path.write_text("lp,seg_id,system,score\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_run_wait_waits_for_the_holder(tmp_path: Path, tiny_model: Path) -> None:
+    from nlgbench.runfolder import locked
+
+    spec = two_cell_spec(tmp_path, tiny_model)
+    out = tmp_path / "out"
+    with locked(out):
+        assert (out / ".lock").read_text().strip() == str(os.getpid())
+        waiting = start_cli("run", str(spec), "--out", str(out), "--wait")
+        assert waiting.stdout is not None
+        line = waiting.stdout.readline()
+        assert line.startswith(f"waiting for pid {os.getpid()}"), line
+        time.sleep(0.5)
+        assert waiting.poll() is None and not (out / "results.sqlite").exists()  # nothing ran meanwhile
+    stdout, stderr = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0, stderr[-2000:]
+    assert stdout.count("running") == 2
+    assert_consistent(out, 2)
+
+
+def test_out_is_an_existing_file(tmp_path: Path, tiny_model: Path) -> None:
+    spec = two_cell_spec(tmp_path, tiny_model)
+    target = tmp_path / "taken.txt"
+    target.write_text("mine\n", encoding="utf-8")
+    assert_one_line(nlgbench("run", str(spec), "--out", str(target)), 2, str(target), "is a file")
+    assert target.read_text(encoding="utf-8") == "mine\n"
+    assert_one_line(nlgbench("run", str(spec), "--out", str(target / "sub")), 2, "cannot create the run folder")
+
+
+def can_run_python_as_nobody() -> bool:
+    """Whether user nobody can start this interpreter (not when it lives under root's private home)."""
+    try:
+        probe = subprocess.run([sys.executable, "-c", "pass"], capture_output=True, user=65534, group=65534,
+                               extra_groups=[], check=False)
+    except OSError:  # the interpreter itself cannot be executed by nobody
+        return False
+    return probe.returncode == 0
+
+
+def can_mount_read_only() -> bool:
+    """Whether `unshare --mount` may bind-mount a folder read-only here (root with CAP_SYS_ADMIN)."""
+    return shutil.which("unshare") is not None and subprocess.run(
+        ["unshare", "--mount", "sh", "-c", "mount --bind / / && mount -o remount,ro,bind / /"],
+        capture_output=True, check=False).returncode == 0
+
+
+def run_read_only(target: Path, shim_folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI with `target` read-only to it, as real as this machine allows: not root - chmod 555; root -
+    as user nobody after chmod 555, else in a mount namespace where `target` is a read-only bind mount
+    (EROFS), else with FAULT_SHIM refusing writes under `target` as a read-only file system would."""
+    command = [sys.executable, "-m", "nlgbench.cli", *args]
+    kwargs: dict = {"capture_output": True, "text": True, "timeout": 600}
+    env = dict(os.environ, HOME=str(shim_folder))
+    if os.geteuid() != 0 or can_run_python_as_nobody():
+        if os.geteuid() == 0:
+            os.chown(target, 65534, 65534)
+            kwargs.update(user=65534, group=65534, extra_groups=[])
+        target.chmod(0o555)
+        try:
+            return subprocess.run(command, env=env, **kwargs)
+        finally:
+            target.chmod(0o755)
+    if can_mount_read_only():
+        mount = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" "$0" && exec "$@"'
+        return subprocess.run(["unshare", "--mount", "sh", "-c", mount, str(target), *command], env=env, **kwargs)
+    return subprocess.run(command, env={**env, **faulty(shim_folder, readonly=str(target))}, **kwargs)
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """A folder any user can read (tmp_path's parents are private to root when root runs the tests)."""
+    folder = Path(tempfile.mkdtemp(prefix="nlgbench-faults-"))
+    folder.chmod(0o755)
+    yield folder
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o755)
+    shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("case", ["read-only folder", "read-only parent"])
+def test_read_only_run_folder(case: str, shared_dir: Path, tiny_model: Path) -> None:
+    model = Path(shutil.copytree(tiny_model, shared_dir / "model"))
+    spec = two_cell_spec(shared_dir, model)
+    parent = shared_dir / "runs"
+    out = parent / "out"
+    if case == "read-only folder":
+        assert nlgbench("run", str(spec), "--out", str(out)).returncode == 0
+        before = ((out / "results.csv").read_bytes(), stored_cells(out), sorted(p.name for p in out.rglob("*")))
+    else:
+        parent.mkdir()
+    proc = run_read_only(out if case == "read-only folder" else parent, shared_dir, "run", str(spec), "--out", str(out))
+    if case == "read-only folder":
+        assert_one_line(proc, 2, f"cannot write to the run folder {out}")
+        assert ((out / "results.csv").read_bytes(), stored_cells(out), sorted(p.name for p in out.rglob("*"))) == before
+        assert_consistent(out, 2)
+    else:
+        assert_one_line(proc, 2, f"cannot create the run folder {out}")
+        assert not out.exists()
+
+
+# A sitecustomize for fault injection, put on PYTHONPATH by `faulty`. FAULT_GATE: a worker waits until that
+# file exists (a test acts while a cell is surely running). FAULT_MODE after FAULT_AFTER good writes: `sqlite`,
+# the store's INSERT of a cell fails as on a full disk; `csv`, writing results.csv fails with ENOSPC.
+# FAULT_READONLY: creating or writing anything under that folder fails with EROFS.
+FAULT_SHIM = '''
+import errno, os, pathlib, sqlite3, sys, time
+if os.environ.get("FAULT_READONLY"):
+    _ro = os.path.realpath(os.environ["FAULT_READONLY"])
+    _mkdir, _open, _access = os.mkdir, os.open, os.access
+    def _inside(path):
+        real = os.path.realpath(os.fspath(path))
+        return real == _ro or real.startswith(_ro + os.sep)
+    def _refuse(path):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
+    def _mkdir_ro(path, *a, **k):
+        return _refuse(path) if _inside(os.path.dirname(os.path.abspath(path))) else _mkdir(path, *a, **k)
+    def _open_ro(path, flags, *a, **k):
+        writes = flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+        return _refuse(path) if writes and _inside(path) else _open(path, flags, *a, **k)
+    def _access_ro(path, mode, *a, **k):
+        return False if mode & os.W_OK and _inside(path) else _access(path, mode, *a, **k)
+    os.mkdir, os.open, os.access = _mkdir_ro, _open_ro, _access_ro
+if os.environ.get("FAULT_GATE") and sys.argv[:1] == ["-c"]:
+    while not os.path.exists(os.environ["FAULT_GATE"]):
+        time.sleep(0.05)
+_mode, _left = os.environ.get("FAULT_MODE"), [int(os.environ.get("FAULT_AFTER", "0"))]
+
+def _spend():
+    _left[0] -= 1
+    return _left[0] < 0
+
+class _FullDisk(sqlite3.Connection):
+    def execute(self, sql, *args):
+        if sql.startswith("INSERT INTO cells") and _spend():
+            raise sqlite3.OperationalError("database or disk is full")
+        return super().execute(sql, *args)
+
+if _mode == "sqlite":
+    _connect = sqlite3.connect
+    sqlite3.connect = lambda *a, **k: _connect(*a, factory=_FullDisk, **k)
+elif _mode == "csv":
+    _write_text = pathlib.Path.write_text
+    def _write(self, *args, **kwargs):
+        if self.name == "results.csv.tmp" and _spend():
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+        return _write_text(self, *args, **kwargs)
+    pathlib.Path.write_text = _write
+'''
+
+
+def faulty(folder: Path, **settings: str) -> dict[str, str]:
+    """The environment of a CLI run with FAULT_SHIM active and its FAULT_* `settings`."""
+    shim = folder / "fault-shim"
+    shim.mkdir(exist_ok=True)
+    (shim / "sitecustomize.py").write_text(FAULT_SHIM, encoding="utf-8")
+    path = os.pathsep.join(p for p in [str(shim), os.environ.get("PYTHONPATH", "")] if p)
+    return {"PYTHONPATH": path, **{f"FAULT_{k.upper()}": v for k, v in settings.items()}}
+
+
+@pytest.mark.parametrize("mode", ["sqlite", "csv"])
+def test_disk_full_keeps_finished_cells(mode: str, tmp_path: Path, tiny_model: Path) -> None:
+    spec = two_cell_spec(tmp_path, tiny_model)
+    out = tmp_path / "out"
+    full = nlgbench("run", str(spec), "--out", str(out), env=faulty(tmp_path, mode=mode, after="1"))
+    if mode == "sqlite":  # the second cell's record fails: the store and results.csv keep the first
+        assert_one_line(full, 2, "results.sqlite", "database or disk is full", "finished cells are kept")
+        assert_consistent(out, 1)
+        repaired = nlgbench("repair", str(out))  # its result.json is in cells/: repair records it
+        assert repaired.returncode == 0 and "added 1 cell(s)" in repaired.stdout, repaired.stdout + repaired.stderr
+        assert_consistent(out, 2)
+    else:  # results.csv cannot be rewritten after the second cell: the store holds both
+        assert_one_line(full, 2, "no space left", "results.csv", "finished cells are kept")
+        assert [status for _, status in stored_cells(out)] == ["ok", "ok"]
+    again = nlgbench("run", str(spec), "--out", str(out))
+    assert again.returncode == 0 and again.stdout.count("skipped") == 2 and "running" not in again.stdout
+    assert_consistent(out, 2)
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> tuple[Path, Path]:
+    """(spec, run folder) of a finished 2-cell sweep; tests copy the folder before breaking it."""
+    folder = tmp_path_factory.mktemp("finished")
+    spec = two_cell_spec(folder, tiny_model)
+    out = folder / "out"
+    assert nlgbench("run", str(spec), "--out", str(out)).returncode == 0
+    return spec, out
+
+
+CORRUPTIONS = {
+    "garbage": lambda path: path.write_bytes(b"this is not a database" * 100),
+    "truncated": lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
+    "emptied": lambda path: path.write_bytes(b""),
+    "deleted": lambda path: path.unlink(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPTIONS))
+def test_corrupt_store_is_refused_and_repaired(case: str, finished_run: tuple[Path, Path], tmp_path: Path) -> None:
+    spec, original = finished_run
+    out = Path(shutil.copytree(original, tmp_path / "out"))
+    CORRUPTIONS[case](out / "results.sqlite")
+    refused = nlgbench("run", str(spec), "--out", str(out))
+    line = assert_one_line(refused, 2, f"nlgbench repair {out}")
+    assert ("corrupt" in line) if case in {"garbage", "truncated"} else ("no results.sqlite" in line), line
+    assert "running" not in refused.stdout
+    if case == "garbage":  # readers say so too
+        assert_one_line(nlgbench("report", str(out)), 2, "corrupt", "nlgbench repair")
+
+    repaired = nlgbench("repair", str(out))
+    assert repaired.returncode == 0, repaired.stderr
+    assert "2 cell(s)" in repaired.stdout and "2 ok" in repaired.stdout, repaired.stdout
+    if case in {"garbage", "truncated"}:
+        assert (out / "results.sqlite.corrupt").is_file() and "kept as" in repaired.stdout
+    assert_consistent(out, 2)
+    assert scores_of(out) == scores_of(original)
+    keep = ["cell_id", "status", "pearson", "kendall", "pearson_pooled", "ms_per_segment_mean", "truncated_segments"]
+    assert [{k: r[k] for k in keep} for r in csv_rows(out)] == [{k: r[k] for k in keep} for r in csv_rows(original)]
+    again = nlgbench("run", str(spec), "--out", str(out))
+    assert again.returncode == 0 and again.stdout.count("skipped") == 2 and "running" not in again.stdout
+    if case == "deleted":
+        assert nlgbench("repair", str(out)).stdout.startswith("nothing to repair")
+
+
+def test_worker_killed_by_a_signal_is_failed_not_oom(tmp_path: Path, tiny_model: Path) -> None:
+    spec = two_cell_spec(tmp_path, tiny_model)
+    out = tmp_path / "out"
+    gate = tmp_path / "gate"
+    proc = start_cli("run", str(spec), "--out", str(out), env=faulty(tmp_path, gate=str(gate)))
+    wait_for(lambda: workers_of(proc), what="the first worker")
+    workers_of(proc)[0].send_signal(signal.SIGKILL)  # as the kernel's OOM killer would, but it did not
+    gate.touch()
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 1, stderr[-2000:]  # the sweep went on; one cell is not ok
+    rows = csv_rows(out)
+    assert [r["status"] for r in rows] == ["failed", "ok"]
+    assert rows[0]["error"] == "worker killed by signal 9 (SIGKILL)"
+    assert_consistent(out, 1)
+
+
+def test_death_causes_and_memory_errors() -> None:
+    from nlgbench.runner import death_cause
+
+    assert death_cause(-9, oom_killed=True) == ("worker killed by the kernel's out-of-memory killer (signal 9, SIGKILL)", True)
+    assert death_cause(-9, oom_killed=False) == ("worker killed by signal 9 (SIGKILL)", False)
+    assert death_cause(-11, oom_killed=True) == ("worker killed by signal 11 (SIGSEGV)", False)
+    assert death_cause(3, oom_killed=False) == ("worker exited with code 3 and wrote no result", False)
+
+
+@pytest.mark.parametrize("error, status", [
+    (MemoryError(), "oom"),
+    (RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you tried to "
+                  "allocate 35184372088832 bytes. Error code 12 (Cannot allocate memory)"), "oom"),
+    (RuntimeError("mat1 and mat2 shapes cannot be multiplied"), "failed"),
+])
+def test_worker_records_allocation_failures_as_oom(error: Exception, status: str, tmp_path: Path) -> None:
+    from nlgbench.cell import CellConfig, DatasetRef, write_config
+    from nlgbench.encoder_registry import EncoderRef
+    from nlgbench.worker import failure
+
+    config = CellConfig(metric="bertscore", options={}, encoder=EncoderRef(name="x"), aligner=None,
+                        dataset=DatasetRef(path="d.jsonl"), device="cpu", batch_size=4, repeats=1, warmup=0, threads=None)
+    write_config(tmp_path, "abc", "label", config)
+    result = failure(tmp_path, error)
+    assert result.status == status and result.error and result.error.startswith(type(error).__name__)
+    assert (tmp_path / "traceback.txt").is_file()
+
+
+def test_ctrl_c_prints_one_line_and_no_worker_traceback(tmp_path: Path, tiny_model: Path) -> None:
+    spec = two_cell_spec(tmp_path, tiny_model)
+    out = tmp_path / "out"
+    proc = start_cli("run", str(spec), "--out", str(out))
+    wait_for(lambda: workers_of(proc), what="the first worker")
+    time.sleep(1.5)  # the worker is importing torch or measuring
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    assert stderr.strip().splitlines()[-1] == "nlgbench: interrupted; run the same command again to resume"
+    assert stored_cells(out) == []  # nothing half-recorded
+    assert not (out / "results.csv").exists() or csv_rows(out) == []
+
+
+def test_truncated_segments_are_counted_and_warned_once(tmp_path: Path, tiny_model: Path) -> None:
+    from transformers import AutoTokenizer
+
+    model = Path(shutil.copytree(tiny_model, tmp_path / "short"))
+    config = json.loads((model / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (model / "tokenizer_config.json").write_text(json.dumps({**config, "model_max_length": 7}), encoding="utf-8")
+    spec = two_cell_spec(tmp_path, model)
+    out = tmp_path / "out"
+    proc = nlgbench("run", str(spec), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    too_long = sum(1 for r in user_rows() if any(len(tokenizer(r[k])["input_ids"]) > 7 for k in ("hypothesis", "reference")))
+    assert 0 < too_long < len(user_rows())
+    rows = csv_rows(out)
+    assert list(rows[0]).index("truncated_segments") > list(rows[0]).index("metric_options")
+    assert [r["truncated_segments"] for r in rows] == [str(too_long)] * 2
+    for row in rows:
+        result = json.loads((out / "cells" / row["cell_id"] / "result.json").read_text(encoding="utf-8"))
+        assert result["scorer"]["truncated_segments"] == too_long
+    warnings = [line for line in proc.stdout.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and f"{too_long} of 8 segments" in warnings[0], proc.stdout
+
+
+def test_soak_kill_9_at_random_moments_then_resume(tmp_path: Path, tiny_model: Path) -> None:
+    """10 SIGKILLs of the parent at random moments of a 3-cell sweep, then a rerun: the scores equal an
+    uninterrupted run's and every cell is in the folder exactly once. Bounded: about a minute and a half."""
+    data = write_jsonl(tmp_path / "soak.jsonl", user_rows(6))
+    metrics = (f"  - metric: bertscore\n    encoders: [{tiny_model}, {{name: {tiny_model}, num_layers: 1}}]\n"
+               f"  - metric: moverscore\n    encoders: [{tiny_model}]\n")
+    spec = write_spec(tmp_path, tiny_model, data, name="soak", metrics=metrics)
+    reference = tmp_path / "reference"
+    assert nlgbench("run", str(spec), "--out", str(reference)).returncode == 0
+    assert_consistent(reference, 3)
+
+    out = tmp_path / "out"
+    rng = random.Random(13)
+    started = time.monotonic()
+    for _ in range(10):
+        proc = start_cli("run", str(spec), "--out", str(out))
+        deadline = time.monotonic() + rng.uniform(0.5, 7.0)
+        workers: list[psutil.Process] = []
+        while time.monotonic() < deadline and proc.poll() is None:
+            workers += [w for w in workers_of(proc) if w not in workers]
+            time.sleep(0.02)
+        proc.kill()
+        proc.communicate()
+        _, alive = psutil.wait_procs(workers, timeout=10)
+        assert not alive, "a worker outlived its killed parent"
+    assert time.monotonic() - started < 80  # 10 kills at most 7 s after each start
+    final = nlgbench("run", str(spec), "--out", str(out))
+    assert final.returncode == 0, final.stderr[-2000:]
+    assert_consistent(out, 3)
+    assert sorted(p.name for p in (out / "cells").iterdir()) == sorted(scores_of(reference))
+    assert scores_of(out) == scores_of(reference)
+    quality = ["cell_id", "status", "pearson", "kendall", "pearson_pooled", "kendall_pooled"]
+    assert [{k: r[k] for k in quality} for r in csv_rows(out)] == [{k: r[k] for k in quality} for r in csv_rows(reference)]
 
 
 # ----------------------------------------------------------------------------- 10: tolerances
