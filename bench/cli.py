@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -318,6 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"nlgbench: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `nlgbench list encoders | head`: the reader left; stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:  # the file system refused a write (disk full, read-only): one line too
         from nlgbench.runfolder import write_fault
 

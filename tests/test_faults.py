@@ -863,3 +863,15 @@ def test_sentsim_tolerance_follows_the_min_max_spread() -> None:
         assert bound > 1e-5  # abs=1e-5 is not guaranteed by the arithmetic even for 1 ulp ...
         if ulps >= 2:
             assert worst > 1e-5, (ulps, worst)  # ... and 2 ulps do break it
+
+
+def test_output_pipe_closed_early_is_quiet() -> None:
+    """`nlgbench list metrics | head -0`: the reader has left before the first line; no BrokenPipeError
+    traceback, exit 141 as Unix tools (128 + SIGPIPE)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: every write gets EPIPE
+    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "list", "metrics"], stdout=write_end,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    os.close(write_end)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.returncode == 141
