@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from nlgbench.measure import MemoryTracker, ScoringRun
 
 OK, FAILED, OOM = "ok", "failed", "oom"  # a cell's status
+IMPORTED_DEVICE = "none"  # the device of a cell whose scores were imported, not measured
 CONFIG_FILE, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE = "config.json", "result.json", "scores.csv", "traceback.txt"
 MAX_ERROR_CHARS = 500  # a failed cell's error line is cut here (the full traceback is in traceback.txt)
 

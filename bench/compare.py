@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from nlgbench import fmt
+from nlgbench.cell import IMPORTED_DEVICE
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.report import QualityOptions
 from nlgbench.rundata import RunData
@@ -31,9 +32,6 @@ from nlgbench.tables import markdown
 def _pair_ratios(base: list[float], cand: list[float]) -> list[float]:
     """Every baseline repeat time over every candidate repeat time (the spread of the speed-up)."""
     return [b / c for b, c in itertools.product(base, cand) if c > 0]
-
-
-IMPORTED_DEVICE = "none"  # the device of an imported cell
 
 
 def _pairs(df: pd.DataFrame, candidate: str, baseline: str, metric: str | None) -> list[tuple[pd.Series, pd.Series]]:

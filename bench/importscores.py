@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from nlgbench.cell import (
-    OK, SCORES_FILE, CellConfig, CellResult, DatasetRecord, DatasetRef, MetricRecord, correlate_scores, short_hash,
-    write_scores,
+    IMPORTED_DEVICE, OK, SCORES_FILE, CellConfig, CellResult, DatasetRecord, DatasetRef, MetricRecord, correlate_scores,
+    short_hash, write_scores,
 )
 from nlgbench.data import load_dataset
 from nlgbench.encoders import EncoderRef
@@ -97,7 +97,7 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
 
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     config = CellConfig(metric=metric, options={}, encoder=EncoderRef(name=encoder), aligner=None, dataset=ref,
-                        device="none", batch_size=0, repeats=0, warmup=0, threads=None)
+                        device=IMPORTED_DEVICE, batch_size=0, repeats=0, warmup=0, threads=None)
     payload = {"imported": sha, **config.to_dict()}
     cell_id = short_hash(payload)
     items = ds.items
