@@ -57,26 +57,60 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def human_columns(items: Sequence[Item]) -> list[str]:
+    """The named human dimensions of `items` in order of first appearance; [] for data with one
+    human score per item (its `human` column says it all)."""
+    from nlgbench.data import HUMAN
+
+    dims = list(dict.fromkeys(dim for it in items for dim in it.humans))
+    return [] if dims in ([], [HUMAN]) else dims
+
+
 def write_scores(path: Path, items: Sequence[Item], score: Sequence[float],
                  extra: Mapping[str, Sequence[float]] | None = None) -> None:
-    """scores.csv: one row per item in dataset order, `score` the metric's primary output,
-    then the further outputs (`extra`) as columns; numbers as `repr` (exact)."""
+    """scores.csv: one row per item in dataset order: `lp, seg_id, system, score, human` (`score` the
+    metric's primary output, `human` the primary human dimension), then `doc_id` where items name
+    documents, `human.DIM` per named human dimension (blank: missing), then the metric's further
+    outputs (`extra`); numbers as `repr` (exact)."""
     extra = extra or {}
+    docs = any(it.doc_id for it in items)
+    dims = human_columns(items)
     text = io.StringIO(newline="")
     w = csv.writer(text)
-    w.writerow(["lp", "seg_id", "system", "score", "human", *extra])
+    w.writerow(["lp", "seg_id", "system", "score", "human", *(["doc_id"] if docs else []),
+                *(f"{HUMAN_COLUMN_PREFIX}{d}" for d in dims), *extra])
     for i, it in enumerate(items):
-        w.writerow([it.lp, it.seg_id, it.system, repr(score[i]), repr(it.human), *(repr(extra[c][i]) for c in extra)])
+        w.writerow([it.lp, it.seg_id, it.system, repr(score[i]), repr(it.human), *([it.doc_id] if docs else []),
+                    *(repr(it.humans[d]) if d in it.humans else "" for d in dims), *(repr(extra[c][i]) for c in extra)])
     write_atomic(path, text.getvalue())
 
 
-def correlate_scores(score: Sequence[float], items: Sequence[Item], higher_is_better: bool) -> dict[str, Any]:
-    """A cell's correlation section: its scores against the items' human judgments, every level,
-    with bootstrap intervals (nlgbench.stats' resamples and seed, so they are reproducible)."""
+HUMAN_COLUMN_PREFIX = "human."  # scores.csv's column of a named human dimension
+
+
+def correlate_scores(score: Sequence[float], dataset: Dataset, higher_is_better: bool) -> dict[str, Any]:
+    """A cell's correlation section: its scores against the dataset's human judgments, every level,
+    with bootstrap intervals (nlgbench.stats' resamples and seed, so they are reproducible).
+
+    Per selected human dimension, over the items that have a score on it (`n_missing_human` counts
+    the others); the section is the primary dimension's (`human_dim`), and with several dimensions
+    `dimensions` holds each one's section."""
     from nlgbench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, correlate
 
-    return correlate(list(score), [it.human for it in items], [it.lp for it in items], [it.system for it in items],
-                     higher_is_better=higher_is_better, bootstrap=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+    items = dataset.items
+    docs = dataset.has_docs
+    sections = {}
+    for dim in dataset.human_dims:
+        kept = [(s, it) for s, it in zip(score, items) if dim in it.humans]
+        section = correlate([s for s, _ in kept], [it.humans[dim] for _, it in kept], [it.lp for _, it in kept],
+                            [it.system for _, it in kept], higher_is_better=higher_is_better,
+                            bootstrap=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED,
+                            **({"docs": [it.doc_id for _, it in kept]} if docs else {}))
+        sections[dim] = {**section, "human_dim": dim, "n_missing_human": len(items) - len(kept)}
+    primary = dict(sections[dataset.human_dims[0]])
+    if len(sections) > 1:
+        primary["dimensions"] = sections
+    return primary
 
 
 # ----------------------------------------------------------------------------- configuration
@@ -84,15 +118,22 @@ def correlate_scores(score: Sequence[float], items: Sequence[Item], higher_is_be
 
 @dataclass(frozen=True)
 class DatasetRef:
-    """A catalogue dataset or a user file, optionally cut to the first N items per language pair."""
+    """A catalogue dataset or a user file, optionally cut to the first N items per language pair;
+    `human` selects its human dimension(s) (None: every one, as ``all``)."""
 
     name: str | None = None
     path: str | None = None
     max_segments: int | None = None
+    human: str | None = None
 
     @property
     def label(self) -> str:
         return dataset_label(self.name, self.path, self.max_segments)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form; `human` only where set, so cells of one-score data keep their ids."""
+        out: dict[str, Any] = {"name": self.name, "path": self.path, "max_segments": self.max_segments}
+        return {**out, "human": self.human} if self.human is not None else out
 
 
 @dataclass(frozen=True)
@@ -124,7 +165,7 @@ class CellConfig:
             "options": dict(self.options),
             "encoder": self.encoder.to_dict(),
             "aligner": self.aligner,
-            "dataset": asdict(self.dataset),
+            "dataset": self.dataset.to_dict(),
             "device": self.device,
             "batch_size": self.batch_size,
             "repeats": self.repeats,
@@ -391,6 +432,6 @@ def measured_result(cell_id: str, label: str, config: CellConfig, *, metric: Met
         dataset=DatasetRecord(name=dataset.name, files=dataset.files, has_systems=dataset.has_systems),
         timing=timing, memory=memory, params=scorer["params"], disk_bytes=scorer["disk_bytes"],
         repeat_agreement=agreement,
-        correlation=correlate_scores(scores, dataset.items, metric.higher_is_better),
+        correlation=correlate_scores(scores, dataset, metric.higher_is_better),
         environment=environment,
     )

@@ -138,7 +138,7 @@ def _run_folder(raw: str) -> Path:
 def _cmd_report(args: argparse.Namespace) -> int:
     from nlgbench.report import write_report
 
-    index = write_report(_run_folder(args.dir), baseline=args.baseline, options=_quality_options(args))
+    index = write_report(_run_folder(args.dir), baseline=args.baseline, options=_quality_options(args), human=args.human)
     print(f"report: {index}")
     return 0
 
@@ -150,7 +150,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from nlgbench.compare import compare, render
     from nlgbench.rundata import load_run
 
-    result = compare(load_run(_run_folder(args.dir)), args.candidate, args.baseline, args.metric,
+    result = compare(load_run(_run_folder(args.dir), args.human), args.candidate, args.baseline, args.metric,
                      _quality_options(args), n_resamples=args.resamples, seed=args.seed)
     print(json.dumps(json_safe(result), indent=2) if args.json else render(result))  # undefined values as null
     return 0
@@ -229,6 +229,8 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--level", default="pooled", help=f"{', '.join(LEVELS)} (default pooled, the efficiency study's)")
     p.add_argument("--threshold", type=float, default=0.0,
                    help="kendall_like: only pairs whose human scores differ by more than this (WMT DARR: 25 raw DA points)")
+    p.add_argument("--human", metavar="DIM",
+                   help="the human dimension to correlate with (data with several, e.g. relevance); default each cell's first")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from nlgbench import fmt
 from nlgbench.cell import IMPORTED_DEVICE
+from nlgbench.data import HUMAN
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.report import QualityOptions
 from nlgbench.rundata import RunData
@@ -130,7 +131,8 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
     if not rows:
         raise UserError(f"no metric x dataset has finished cells of both {candidate!r} and {baseline!r}"
                         + (f" for metric {metric!r}" if metric else ""))
-    return {"candidate": candidate, "baseline": baseline, "quality": options.label, "bootstrap_resamples": n_resamples,
+    return {"candidate": candidate, "baseline": baseline, "quality": options.label,
+            "human_dims": list(dict.fromkeys(df["human_dim"])), "bootstrap_resamples": n_resamples,
             "seed": seed, "rows": rows, "warnings": list(dict.fromkeys(warnings))}
 
 
@@ -157,7 +159,8 @@ def render(result: dict[str, Any]) -> str:
                      fmt.times(r["speedup"]) + (f" [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}]"
                                                  if math.isfinite(r["speedup"]) else ""),
                      fmt.times(r["memory_ratio"])])
-    lines = [f"candidate {result['candidate']} vs baseline {result['baseline']}; quality = {result['quality']}; "
+    dims = "" if result["human_dims"] == [HUMAN] else f" with human dimension {', '.join(result['human_dims'])}"
+    lines = [f"candidate {result['candidate']} vs baseline {result['baseline']}; quality = {result['quality']}{dims}; "
              f"paired bootstrap over segments, {result['bootstrap_resamples']} resamples, seed {result['seed']}",
              "", markdown(header, rows).rstrip(),
              "", "delta = candidate - baseline quality; speed-up = baseline / candidate time per segment (median over "

@@ -3,9 +3,10 @@
 Catalogue datasets (``datasets/catalogue.yaml``, with the user's own catalogue files from
 ``$NLGBENCH_CATALOGUE`` or a spec's ``catalogue_file`` merged over it) are fetched from their
 public source, or from ``$NLGBENCH_DATA_MIRROR``, into ``$NLGBENCH_CACHE/datasets/<folder>/``
-and parsed per format (``da`` or ``mqm``). User files (``.jsonl`` / ``.tsv``) are read directly. Every
-dataset is a list of :class:`Item` in a stable order: language pair (sorted by name), then
-``seg_id``, then ``system``. Bad input raises :class:`nlgbench.errors.UserError` (one line).
+and parsed per format (``da`` or ``mqm``). User files (``.jsonl`` / ``.tsv``) are read directly; they
+may give several references per item and several human dimensions (`USER_FORMAT`). Every dataset is
+a list of :class:`Item` in a stable order: language pair (sorted by name), then ``seg_id``, then
+``system``. Bad input raises :class:`nlgbench.errors.UserError` (one line).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -30,33 +31,59 @@ CACHE_ENV = "NLGBENCH_CACHE"
 MIRROR_ENV = "NLGBENCH_DATA_MIRROR"
 USER_CATALOGUES = UserFiles("NLGBENCH_CATALOGUE")  # the user's catalogue files, merged over the packaged one
 
-#: Columns of the user format; ``system`` and ``source`` may be left out (default "").
-USER_COLUMNS = ("lp", "seg_id", "system", "source", "reference", "hypothesis", "human")
-OPTIONAL_USER_COLUMNS = ("system", "source")
+#: Columns of the user format; ``system``, ``source`` and ``doc_id`` may be left out (default "").
+#: Several references: JSONL ``references: [..]`` (``reference`` is the one-reference shorthand), TSV
+#: columns ``reference``, ``reference_2``, ``reference_3`` ... Several human dimensions: JSONL ``human:
+#: {"relevance": 4.3, "coherence": null}`` (null or absent: missing), TSV columns ``human.relevance`` ...
+USER_COLUMNS = ("lp", "seg_id", "system", "doc_id", "source", "reference", "hypothesis", "human")
+OPTIONAL_USER_COLUMNS = ("system", "source", "doc_id")
+#: The human dimension of data with one human score per item (DA, MQM, a plain ``human`` number).
+HUMAN = "human"
+#: A spec's ``human:`` value selecting every dimension.
+ALL_DIMENSIONS = "all"
+TSV_HUMAN_PREFIX = "human."
+TSV_REFERENCE_PREFIX = "reference_"
 #: Item fields that :func:`check_nonblank` can test.
 TEXT_FIELDS = ("lp", "source", "reference", "hypothesis")
 #: DA file field name (in the catalogue ``pattern``) for each item field.
 _DA_FIELDS = {"source": "source", "reference": "reference", "hypothesis": "mt-system", "human": "human"}
+NAN = float("nan")
 _CHUNK = 1 << 20
 _DOWNLOAD_TIMEOUT_S = 60
 
 Progress = Callable[[str], None]
 
 
+SegId = int | str  # an integer (line number) or, in user files, a string id such as "dm-test-8764fb95"
+
+
 @dataclass(frozen=True)
 class Item:
-    """One judged translation, identified by ``(lp, seg_id, system)``."""
+    """One judged output, identified by ``(lp, seg_id, system)``.
+
+    `reference` is the first of `references` (all of them; metrics declare how they use several);
+    `humans` maps each human dimension to its score (a missing score is absent), and `human` is the
+    score of the dataset's primary dimension (NaN where this item lacks it)."""
 
     lp: str
-    seg_id: int  # 1-based line number in that lp's text files
+    seg_id: SegId  # catalogue data: the 1-based line number in that lp's text files
     system: str  # "" for DA data
     source: str
     reference: str
     hypothesis: str
     human: float
+    references: tuple[str, ...] = ()  # () means (reference,)
+    humans: dict[str, float] = field(default_factory=dict)  # {} means {HUMAN: human}
+    doc_id: str = ""  # the document (summary level groups by it); "" when none
+
+    def __post_init__(self) -> None:
+        if not self.references:
+            object.__setattr__(self, "references", (self.reference,))
+        if not self.humans and math.isfinite(self.human):
+            object.__setattr__(self, "humans", {HUMAN: self.human})
 
     @property
-    def key(self) -> tuple[str, int, str]:
+    def key(self) -> tuple[str, SegId, str]:
         """The item's identity ``(lp, seg_id, system)``, also its sort key."""
         return (self.lp, self.seg_id, self.system)
 
@@ -69,11 +96,25 @@ class Dataset:
     items: list[Item]  # stable order: lp sorted by name, then seg_id, then system
     has_systems: bool
     files: dict[str, str] = field(default_factory=dict)  # relative path (or file path) -> sha256
+    human_dims: list[str] = field(default_factory=lambda: [HUMAN])  # selected dimensions; the first is primary
 
     @property
     def language_pairs(self) -> list[str]:
         """The language pairs present, sorted."""
         return sorted({item.lp for item in self.items})
+
+    @property
+    def has_docs(self) -> bool:
+        """Whether items name their document (the item / summary level needs it)."""
+        return any(item.doc_id for item in self.items)
+
+    @property
+    def max_references(self) -> int:
+        return max((len(item.references) for item in self.items), default=0)
+
+    def missing_human(self, dim: str) -> int:
+        """Items without a score on human dimension `dim`."""
+        return sum(1 for item in self.items if dim not in item.humans)
 
 
 # --------------------------------------------------------------------------- catalogue
@@ -266,10 +307,14 @@ def load_dataset(
     *,
     path: str | os.PathLike[str] | None = None,
     max_segments: int | None = None,
+    human: str | None = None,
     catalogue: dict[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> Dataset:
     """Load a catalogue dataset (`name`) or a user file (`path`); exactly one of them.
+
+    `human` selects the human dimension(s) to correlate with: one name, or None / ``all`` for
+    every dimension of the data (the first is primary: `Item.human`).
 
     `max_segments` keeps the first N items of each language pair in the stable order
     (for MQM data that is N items, i.e. (segment, system) pairs, not N segments).
@@ -289,7 +334,24 @@ def load_dataset(
         dataset = _load_catalogue_dataset(name, catalogue, progress)
     if max_segments is not None:
         dataset.items = _first_per_lp(dataset.items, max_segments)
-    return dataset
+    return select_human(dataset, human)
+
+
+def select_human(dataset: Dataset, human: str | None) -> Dataset:
+    """`dataset` with only the human dimension `human` (None or ``all``: every one; order kept);
+    each item's `human` becomes its score on the first selected dimension (NaN where missing)."""
+    if human is None or human == ALL_DIMENSIONS:
+        dims = list(dataset.human_dims)
+    elif human in dataset.human_dims:
+        dims = [human]
+    else:
+        raise UserError(f"dataset {dataset.name!r}: {unknown_name('human dimension', human, dataset.human_dims)}")
+    if dims == dataset.human_dims:
+        return dataset  # loaders already made the first dimension primary
+    primary = dims[0]
+    items = [replace(it, human=it.humans.get(primary, NAN), humans={d: it.humans[d] for d in dims if d in it.humans})
+             for it in dataset.items]
+    return replace(dataset, items=items, human_dims=dims)
 
 
 def check_nonblank(dataset: Dataset, fields: Sequence[str]) -> None:
@@ -299,7 +361,8 @@ def check_nonblank(dataset: Dataset, fields: Sequence[str]) -> None:
             raise unknown_name("item field", name, TEXT_FIELDS)
     for item in dataset.items:
         for name in fields:
-            if not getattr(item, name).strip():
+            texts = item.references if name == "reference" else (getattr(item, name),)
+            if any(not text.strip() for text in texts):
                 raise UserError(
                     f"dataset {dataset.name!r}: empty {name} in item lp={item.lp!r} "
                     f"seg_id={item.seg_id} system={item.system!r}"
@@ -441,22 +504,54 @@ def _load_user_file(path: Path) -> Dataset:
     sha = hashlib.sha256(data).hexdigest()
     text = _decode(data, path).removeprefix("\ufeff")
     records = _jsonl_records(path, text) if suffix == ".jsonl" else _tsv_records(path, text)
-    items: list[Item] = []
-    where_of: dict[tuple[str, int, str], str] = {}
-    for where, record in records:
-        item = _user_item(record, where)
+    items = [(where, _user_item(record, where)) for where, record in records]
+    if not items:
+        raise UserError(f"data file {path} has no items")
+    items = _uniform_seg_ids(path, items)
+    where_of: dict[tuple[str, SegId, str], str] = {}
+    for where, item in items:
         if item.key in where_of:
             raise UserError(
-                f"{where}: duplicate item lp={item.lp!r} seg_id={item.seg_id} system={item.system!r} "
+                f"{where}: duplicate item lp={item.lp!r} seg_id={item.seg_id!r} system={item.system!r} "
                 f"(first at {where_of[item.key]})"
             )
         where_of[item.key] = where
-        items.append(item)
-    if not items:
-        raise UserError(f"data file {path} has no items")
-    items.sort(key=lambda item: item.key)
-    has_systems = any(item.system for item in items)
-    return Dataset(name=path.stem, items=items, has_systems=has_systems, files={str(path): sha})
+    dims = list(dict.fromkeys(dim for _, item in items for dim in item.humans))
+    scalar = [where for where, item in items if item.humans.keys() == {HUMAN}]
+    if scalar and len(scalar) < len(items):
+        other = next(where for where, item in items if item.humans.keys() != {HUMAN})
+        raise UserError(f"{path}: human is a single number at {scalar[0]} but named dimensions at {other}; use one form")
+    if not dims:
+        raise UserError(f"{path}: no item has a human score")
+    ordered = sorted((item for _, item in items), key=lambda item: item.key)
+    ordered = [replace(item, human=item.humans.get(dims[0], NAN)) for item in ordered]
+    has_systems = any(item.system for item in ordered)
+    return Dataset(name=path.stem, items=ordered, has_systems=has_systems, files={str(path): sha}, human_dims=dims)
+
+
+def _uniform_seg_ids(path: Path, items: list[tuple[str, Item]]) -> list[tuple[str, Item]]:
+    """Items whose seg_ids all read as integers keep integer ids (numeric order); otherwise every id is
+    text (text order), so the stable order rule holds either way."""
+    as_int = []
+    for _, item in items:
+        value = item.seg_id if isinstance(item.seg_id, int) else _int_or_none(item.seg_id)
+        if value is None:
+            return [(where, replace(item, seg_id=str(item.seg_id))) for where, item in items]
+        as_int.append(value)
+    return [(where, replace(item, seg_id=value)) for (where, item), value in zip(items, as_int)]
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def seg_id_value(text: str) -> SegId:
+    """A seg_id read back from a CSV cell: an integer where it reads as one, else the text."""
+    value = _int_or_none(text)
+    return text if value is None else value
 
 
 def _jsonl_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -475,7 +570,8 @@ def _jsonl_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]
 
 
 def _tsv_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(location, row as dict) per non-blank TSV line after the header row."""
+    """(location, record) per non-blank TSV line after the header row; ``reference_N`` columns become
+    the record's ``references``, ``human.DIM`` columns its ``human`` mapping (an empty cell: missing)."""
     lines = _split_lines(text)
     numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
     if not numbered:
@@ -484,7 +580,16 @@ def _tsv_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
     duplicated = sorted({name for name in header if header.count(name) > 1})
     if duplicated:
         raise UserError(f"{path}: duplicate column(s) {', '.join(duplicated)} in the header row")
-    missing = [c for c in USER_COLUMNS if c not in OPTIONAL_USER_COLUMNS and c not in header]
+    dims = [name for name in header if name.startswith(TSV_HUMAN_PREFIX)]
+    if dims and HUMAN in header:
+        raise UserError(f"{path}: give either one 'human' column or 'human.DIM' columns, not both")
+    extra_refs = sorted((name for name in header if name.startswith(TSV_REFERENCE_PREFIX)),
+                        key=lambda name: _int_or_none(name[len(TSV_REFERENCE_PREFIX):]) or 0)
+    for name in extra_refs:
+        if (_int_or_none(name[len(TSV_REFERENCE_PREFIX):]) or 0) < 2:
+            raise UserError(f"{path}: column {name!r}: further references are named reference_2, reference_3, ...")
+    present = set(header) | ({HUMAN} if dims else set())
+    missing = [c for c in USER_COLUMNS if c not in OPTIONAL_USER_COLUMNS and c not in present]
     if missing:
         raise UserError(f"{path}: missing column(s) {', '.join(missing)} (header has: {', '.join(header)})")
     for number, line in numbered[1:]:
@@ -492,14 +597,24 @@ def _tsv_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
         values = line.split("\t")
         if len(values) != len(header):
             raise UserError(f"{where}: {len(values)} tab-separated fields, header has {len(header)}")
-        yield where, dict(zip(header, values))
+        row: dict[str, Any] = dict(zip(header, values))
+        if extra_refs:
+            row["references"] = [row.pop("reference"), *(row.pop(name) for name in extra_refs)]
+            while len(row["references"]) > 1 and not row["references"][-1].strip():
+                row["references"].pop()  # fewer references on this row
+        if dims:
+            row[HUMAN] = {name[len(TSV_HUMAN_PREFIX):]: (row.pop(name).strip() or None) for name in dims}
+        yield where, row
 
 
 def _user_item(record: dict[str, Any], where: str) -> Item:
     """An Item from one user record (JSON object or TSV row)."""
-    missing = [c for c in USER_COLUMNS if c not in OPTIONAL_USER_COLUMNS and c not in record]
+    present = set(record) | ({"reference"} if "references" in record else set())
+    missing = [c for c in USER_COLUMNS if c not in OPTIONAL_USER_COLUMNS and c not in present]
     if missing:
         raise UserError(f"{where}: missing column(s) {', '.join(missing)}")
+    if "reference" in record and "references" in record:
+        raise UserError(f"{where}: give 'reference' (one) or 'references' (a list), not both")
 
     def text(column: str) -> str:
         value = record.get(column)
@@ -513,14 +628,40 @@ def _user_item(record: dict[str, Any], where: str) -> Item:
     if not lp:
         raise UserError(f"{where}: column 'lp' is empty")
     seg_raw = record["seg_id"]
-    if isinstance(seg_raw, bool) or not isinstance(seg_raw, (int, str)):
-        raise UserError(f"{where}: seg_id must be an integer, got {seg_raw!r}")
-    seg_id = seg_raw if isinstance(seg_raw, int) else _parse_seg_id(seg_raw, where)
-    human_raw = record["human"]
-    if isinstance(human_raw, bool) or not isinstance(human_raw, (int, float, str)):
-        raise UserError(f"{where}: human must be a number, got {human_raw!r}")
-    human = _parse_float(str(human_raw), where)
-    return Item(lp, seg_id, text("system").strip(), text("source"), text("reference"), text("hypothesis"), human)
+    if isinstance(seg_raw, bool) or not isinstance(seg_raw, (int, str)) or (isinstance(seg_raw, str) and not seg_raw.strip()):
+        raise UserError(f"{where}: seg_id must be an integer or a non-empty text, got {seg_raw!r}")
+    seg_id: SegId = seg_raw if isinstance(seg_raw, int) else seg_raw.strip()
+    if "references" in record:
+        refs = record["references"]
+        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+            raise UserError(f"{where}: references must be a non-empty list of texts, got {refs!r}")
+        references = tuple(refs)
+    else:
+        references = (text("reference"),)
+    humans = _human_scores(record["human"], where)
+    return Item(lp, seg_id, text("system").strip(), text("source"), references[0], text("hypothesis"),
+                humans.get(HUMAN, NAN), references=references, humans=humans, doc_id=text("doc_id").strip())
+
+
+def _human_scores(raw: Any, where: str) -> dict[str, float]:
+    """{dimension: score} of one record: a number is the single dimension `human`; a mapping names
+    dimensions, null (or an empty TSV cell) marking a missing score."""
+    if isinstance(raw, dict):
+        if not raw:
+            raise UserError(f"{where}: human is an empty mapping (name at least one dimension)")
+        scores = {}
+        for dim, value in raw.items():
+            if not str(dim).strip() or dim == ALL_DIMENSIONS:
+                raise UserError(f"{where}: human dimension name {dim!r} is not allowed")
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise UserError(f"{where}: human.{dim} must be a number or null, got {value!r}")
+            scores[str(dim)] = _parse_float(str(value), f"{where}: human.{dim}")
+        return scores
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise UserError(f"{where}: human must be a number or a mapping of dimension -> number, got {raw!r}")
+    return {HUMAN: _parse_float(str(raw), where)}
 
 
 # --------------------------------------------------------------------------- helpers

@@ -15,7 +15,7 @@ from nlgbench.cell import (
     IMPORTED_DEVICE, OK, SCORES_FILE, CellConfig, CellResult, DatasetRecord, DatasetRef, MetricRecord, correlate_scores,
     short_hash, write_scores,
 )
-from nlgbench.data import load_dataset
+from nlgbench.data import load_dataset, seg_id_value
 from nlgbench.encoders import EncoderRef
 from nlgbench.errors import UserError
 from nlgbench.labels import imported_label
@@ -25,12 +25,12 @@ from nlgbench.runfolder import locked
 COLUMNS = ("lp", "seg_id", "system", "score")
 
 
-def _examples(keys: list[tuple[str, int, str]], n: int = 3) -> str:
+def _examples(keys: list[tuple[str, str, str]], n: int = 3) -> str:
     shown = ", ".join(f"({lp}, {seg}, {sys or '-'})" for lp, seg, sys in keys[:n])
     return shown + (f" and {len(keys) - n} more" if len(keys) > n else "")
 
 
-def read_scores(path: Path) -> dict[tuple[str, int, str], float]:
+def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
     """The file's scores by (lp, seg_id, system); every problem is one UserError line."""
     if not path.is_file():
         raise UserError(f"{path}: no such file")
@@ -46,20 +46,19 @@ def read_scores(path: Path) -> dict[tuple[str, int, str], float]:
         raise UserError(f"{path}: " + "; ".join(
             ([f"missing column(s) {', '.join(missing)}"] if missing else [])
             + ([f"unknown column(s) {', '.join(unknown)}"] if unknown else [])) + f" (expected: {', '.join(COLUMNS)})")
-    out: dict[tuple[str, int, str], float] = {}
+    out: dict[tuple[str, str, str], float] = {}
     for line, raw in enumerate(reader, start=2):
         row = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
-        try:
-            seg_id = int(row["seg_id"])
-        except ValueError:
-            raise UserError(f"{path}:{line}: seg_id {row['seg_id']!r} is not an integer") from None
+        seg_id = row["seg_id"]  # text: matched to the dataset's ids as text (integer or string ids)
+        if not seg_id:
+            raise UserError(f"{path}:{line}: empty seg_id")
         try:
             score = float(row["score"])
         except ValueError:
             raise UserError(f"{path}:{line}: score {row['score']!r} is not a number") from None
         if not math.isfinite(score):
             raise UserError(f"{path}:{line}: score {row['score']!r} is not finite")
-        key = (row["lp"], seg_id, row["system"])
+        key = (row["lp"], str(seg_id_value(seg_id)), row["system"])
         if key in out:
             raise UserError(f"{path}:{line}: duplicate key {_examples([key])}")
         out[key] = score
@@ -81,9 +80,9 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
         lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False
     ref = DatasetRef(path=dataset, max_segments=max_segments) if Path(dataset).suffix in {".jsonl", ".tsv", ".csv"} \
         else DatasetRef(name=dataset, max_segments=max_segments)
-    ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments)
+    ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments, human=ref.human)
     scores = read_scores(path)
-    wanted = [it.key for it in ds.items]
+    wanted = [(it.lp, str(it.seg_id), it.system) for it in ds.items]
     unknown = [k for k in scores if k not in set(wanted)]
     absent = [k for k in wanted if k not in scores]
     if unknown or absent:
@@ -101,13 +100,13 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
     payload = {"imported": sha, **config.to_dict()}
     cell_id = short_hash(payload)
     items = ds.items
-    values = [scores[it.key] for it in items]
+    values = [scores[key] for key in wanted]
     result = CellResult(
         cell_id=cell_id, label=imported_label(metric, encoder, ref.label), status=OK, error=None, config=config,
         imported=True, metric=MetricRecord(name=metric, higher_is_better=not lower_is_better, primary="score"),
         scorer={}, n_segments=len(items),
         dataset=DatasetRecord(name=ds.name, files=ds.files, has_systems=ds.has_systems),
-        correlation=correlate_scores(values, items, higher_is_better=not lower_is_better),
+        correlation=correlate_scores(values, ds, higher_is_better=not lower_is_better),
         environment={"imported_from": str(path.resolve()), "sha256": sha, "imported_at": time.time()},
     )
     cell_dir = out / "cells" / cell_id

@@ -280,9 +280,11 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: st
 # ----------------------------------------------------------------------------- the report
 
 
-def write_report(folder: Path, baseline: str | None = None, options: QualityOptions = QualityOptions()) -> Path:
-    """Write DIR/report/ and return the path of its index.html."""
-    run = load_run(folder)
+def write_report(folder: Path, baseline: str | None = None, options: QualityOptions = QualityOptions(),
+                 human: str | None = None) -> Path:
+    """Write DIR/report/ and return the path of its index.html; `human` names the human dimension
+    (data with several), default each cell's first."""
+    run = load_run(folder, human)
     df = with_quality(run, options)
     out = folder / "report"
     out.mkdir(exist_ok=True)
@@ -329,7 +331,8 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
         "td:first-child,td:nth-child(2),th{text-align:left}caption{text-align:left;font-weight:bold}"
         "img{max-width:100%;border:1px solid #ddd}</style></head><body>",
         f"<h1>nlgbench report: {html.escape(folder.name)}</h1>",
-        f"<p>{len(df)} finished cells; quality = {html.escape(options.label)} with human judgments; "
+        f"<p>{len(df)} finished cells; quality = {html.escape(options.label)} with human judgments "
+        f"({html.escape(', '.join(dict.fromkeys(df['human_dim'])))}); "
         f"baselines: {html.escape(', '.join(f'{m}: {e}' for m, e in baselines.items()))}. Machine: {html.escape(machine)}.</p>",
         *[f"<p>{html.escape(note)}</p>" for note in left_out_notes(df, options.level) + undefined_quality_notes(df)],
         "<h2>Trade-off plots</h2>",

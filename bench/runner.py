@@ -67,7 +67,7 @@ def check_datasets(spec: SweepSpec) -> dict[str, int]:
         fields.update(get_metric(entry.metric).needs)
     sizes = {}
     for ref in spec.datasets:
-        ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments)
+        ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments, human=ref.human)
         check_nonblank(ds, sorted(fields))
         sizes[ref.label] = len(ds.items)
     return sizes

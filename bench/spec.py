@@ -18,13 +18,14 @@ from nlgbench.encoder_registry import (
     registered_name, validate_encoder_name,
 )
 from nlgbench.cell import CellConfig, DatasetRef
+from nlgbench.data import ALL_DIMENSIONS
 from nlgbench.errors import UserError, closest, unknown_name
 from nlgbench.registry import load_yaml, yaml_problem
 
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics",
-            "encoders_file", "catalogue_file"}
+            "encoders_file", "catalogue_file", "human"}
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
-DATASET_KEYS = {"name", "path", "max_segments"}
+DATASET_KEYS = {"name", "path", "max_segments", "human"}
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 MAX_NAME_CHARS = 100  # a sweep's name (it names the folder reports/<name>)
 
@@ -125,7 +126,17 @@ def _list(raw: Any, where: str) -> list[Any]:
     return [raw]
 
 
-def _dataset(raw: Any, where: str, base: Path) -> DatasetRef:
+def _human(raw: Any, where: str) -> str | None:
+    """A `human:` selection: a dimension's name or `all` (None: not given, i.e. all)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        raise UserError(f"{where} must be a human dimension's name or 'all', got {raw!r}")
+    return None if raw.strip() == ALL_DIMENSIONS else raw.strip()
+
+
+def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> DatasetRef:
+    """One `datasets:` entry; `human` is the spec-level selection, which the entry's own `human` overrides."""
     from nlgbench.data import check_user_file, dataset_names
 
     if isinstance(raw, str):
@@ -149,7 +160,8 @@ def _dataset(raw: Any, where: str, base: Path) -> DatasetRef:
     max_seg = raw.get("max_segments")
     if max_seg is not None:
         max_seg = _int(max_seg, f"{where}.max_segments", 1)
-    return DatasetRef(name=name, path=path, max_segments=max_seg)
+    selected = _human(raw.get("human"), f"{where}.human") or human
+    return DatasetRef(name=name, path=path, max_segments=max_seg, human=selected)
 
 
 def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
@@ -270,7 +282,9 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
         if key not in raw:
             raise UserError(f"{source}: missing required key {key!r}")
     name = _run_name(raw.get("name", Path(source).stem), f"{source}.name")
-    datasets = [_dataset(d, f"{source}.datasets[{i}]", base) for i, d in enumerate(_list(raw["datasets"], f"{source}.datasets"))]
+    human = _human(raw.get("human"), f"{source}.human")
+    datasets = [_dataset(d, f"{source}.datasets[{i}]", base, human)
+                for i, d in enumerate(_list(raw["datasets"], f"{source}.datasets"))]
     devices = [str(d) for d in _list(raw.get("devices", ["cpu"]), f"{source}.devices")]
     for d in devices:
         if not DEVICE_RE.match(d):

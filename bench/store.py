@@ -21,10 +21,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Iterator, TypeVar
 
-from nlgbench.cell import CellResult, write_atomic
+from nlgbench.cell import HUMAN_COLUMN_PREFIX, CellResult, write_atomic
+from nlgbench.data import seg_id_value
 from nlgbench.errors import UserError
 
 STORE_FILE = "results.sqlite"
+SCORES_KEY_COLUMNS = {"lp", "seg_id", "system", "score", "human", "doc_id"}  # scores.csv columns that are not outputs
 CSV_FILE = "results.csv"
 
 SCHEMA = """
@@ -43,6 +45,9 @@ CREATE TABLE IF NOT EXISTS segment_scores (
     cell_id TEXT, idx INTEGER, lp TEXT, seg_id INTEGER, system TEXT, score REAL, human REAL, extra_json TEXT,
     PRIMARY KEY (cell_id, idx)
 );
+CREATE TABLE IF NOT EXISTS segment_meta (
+    cell_id TEXT, idx INTEGER, doc_id TEXT, human_json TEXT, PRIMARY KEY (cell_id, idx)
+);
 CREATE INDEX IF NOT EXISTS measurements_cell ON measurements (cell_id);
 """
 
@@ -57,7 +62,13 @@ EXTRA_COLUMNS = [
     "layer", "prepare_s", "warmup_s", "cuda_peak_reserved_mb", "n_lps", "system_pearson", "system_kendall",
     "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
     "mean_exit_layer", "weight_mb", "metric_options", "truncated_segments", "correlation_note",
+    "human_dim", "n_missing_human", "spearman", "spearman_pooled", "system_spearman", "item_pearson", "item_kendall",
+    "item_spearman", "n_docs",
 ]
+CORRELATIONS_FILE = "correlations.csv"
+# correlations.csv: every figure of every cell, long format, naming its level and grouping (nlgbench.stats).
+CORRELATION_COLUMNS = ["cell_id", "metric", "encoder", "aligner", "dataset", "device", "human_dim", "level", "grouping",
+                       "method", "value", "n", "n_groups", "n_groups_too_small"]
 
 
 class StoreFault(UserError):
@@ -171,11 +182,18 @@ class Store:
         cfg = result.config
         cid = result.cell_id
         rows: list[tuple[Any, ...]] = []
+        meta: list[tuple[Any, ...]] = []
         if scores_csv is not None and scores_csv.exists():
             with scores_csv.open(encoding="utf-8", newline="") as fh:
                 for idx, r in enumerate(csv.DictReader(fh)):
-                    extra = {k: float(v) for k, v in r.items() if k not in {"lp", "seg_id", "system", "score", "human"}}
-                    rows.append((cid, idx, r["lp"], int(r["seg_id"]), r["system"], float(r["score"]), float(r["human"]), json.dumps(extra)))
+                    dims = {k[len(HUMAN_COLUMN_PREFIX):]: float(v) for k, v in r.items()
+                            if k.startswith(HUMAN_COLUMN_PREFIX) and v != ""}
+                    extra = {k: float(v) for k, v in r.items()
+                             if k not in SCORES_KEY_COLUMNS and not k.startswith(HUMAN_COLUMN_PREFIX)}
+                    rows.append((cid, idx, r["lp"], seg_id_value(r["seg_id"]), r["system"], float(r["score"]),
+                                 float(r["human"]), json.dumps(extra)))
+                    if "doc_id" in r or any(k.startswith(HUMAN_COLUMN_PREFIX) for k in r):
+                        meta.append((cid, idx, r.get("doc_id", ""), json.dumps(dims)))
         measurements: list[tuple[Any, ...]] = []
         if result.timing is not None:
             for i, value in enumerate(result.timing.repeat_s):
@@ -183,7 +201,7 @@ class Store:
             for i, phases in enumerate(result.timing.phases_s):
                 measurements += [(cid, f"phase_{k}_s", i, v) for k, v in phases.items()]
         with self.db:
-            for table in ("cells", "measurements", "segment_scores"):
+            for table in ("cells", "measurements", "segment_scores", "segment_meta"):
                 self.db.execute(f"DELETE FROM {table} WHERE cell_id = ?", (cid,))
             self.db.execute(
                 "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -193,6 +211,7 @@ class Store:
             )
             self.db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?)", measurements)
             self.db.executemany("INSERT INTO segment_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            self.db.executemany("INSERT INTO segment_meta VALUES (?, ?, ?, ?)", meta)
 
     @translated
     def result(self, cell_id: str) -> CellResult | None:
@@ -207,7 +226,7 @@ class Store:
         return [CellResult.from_json(text) for (text,) in rows]
 
     @translated
-    def segment_scores(self, cell_id: str) -> list[tuple[str, int, str, float, float]]:
+    def segment_scores(self, cell_id: str) -> list[tuple[str, int | str, str, float, float]]:
         """A cell's (lp, seg_id, system, score, human) in dataset order; system '' for DA data."""
         rows = self.db.execute(
             "SELECT lp, seg_id, system, score, human FROM segment_scores WHERE cell_id = ? ORDER BY idx", (cell_id,)
@@ -215,15 +234,28 @@ class Store:
         return [(lp, seg_id, system or "", score, human) for lp, seg_id, system, score, human in rows]
 
     @translated
+    def segment_meta(self, cell_id: str) -> list[tuple[str, dict[str, float]]] | None:
+        """A cell's (doc_id, {human dimension: score}) per segment in dataset order; None for a cell
+        whose data has neither documents nor named human dimensions."""
+        rows = self.db.execute("SELECT doc_id, human_json FROM segment_meta WHERE cell_id = ? ORDER BY idx",
+                               (cell_id,)).fetchall()
+        return [(doc or "", json.loads(humans)) for doc, humans in rows] if rows else None
+
+    @translated
     def write_csv(self) -> Path:
         """Rewrite results.csv from the store (atomically)."""
         path = self.out_dir / CSV_FILE
         text = io.StringIO(newline="")
+        long = io.StringIO(newline="")
         w = csv.DictWriter(text, fieldnames=CSV_COLUMNS + EXTRA_COLUMNS)
         w.writeheader()
+        figures = csv.DictWriter(long, fieldnames=CORRELATION_COLUMNS)
+        figures.writeheader()
         for result in self.results():
-            w.writerow(csv_row(result))
+            w.writerows(csv_rows(result))
+            figures.writerows(figure_rows(result))
         write_atomic(path, text.getvalue())
+        write_atomic(self.out_dir / CORRELATIONS_FILE, long.getvalue())
         return path
 
 
@@ -238,8 +270,33 @@ def _num(value: Any, digits: int | None = None) -> Any:
     return value
 
 
-def csv_row(result: CellResult) -> dict[str, Any]:
-    """One results.csv row from a cell result (ok, imported or failed)."""
+def dimension_sections(result: CellResult) -> list[dict[str, Any]]:
+    """A finished cell's correlation section per human dimension (one for data with one human score)."""
+    c = result.correlation or {}
+    return list(c["dimensions"].values()) if c.get("dimensions") else [c]
+
+
+def csv_rows(result: CellResult) -> list[dict[str, Any]]:
+    """results.csv's rows of one cell: one per human dimension (`human_dim`); one for a failed cell."""
+    if not result.ok:
+        return [csv_row(result)]
+    return [csv_row(result, section) for section in dimension_sections(result)]
+
+
+def figure_rows(result: CellResult) -> list[dict[str, Any]]:
+    """correlations.csv's rows of one finished cell: every figure (level x grouping x method) per dimension."""
+    if not result.ok:
+        return []
+    cfg = result.config
+    key = {"cell_id": result.cell_id, "metric": cfg.metric, "encoder": cfg.encoder.label, "aligner": cfg.aligner_label,
+           "dataset": cfg.dataset.label, "device": cfg.device}
+    return [{**key, "human_dim": section.get("human_dim", ""), **{k: _num(figure.get(k)) for k in CORRELATION_COLUMNS[7:]}}
+            for section in dimension_sections(result) for figure in section.get("figures") or []]
+
+
+def csv_row(result: CellResult, section: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One results.csv row from a cell result (ok, imported or failed); `section` is the correlation
+    section of the human dimension the row is for (default: the primary one)."""
     cfg = result.config
     row: dict[str, Any] = {
         "cell_id": result.cell_id, "metric": cfg.metric, "encoder": cfg.encoder.label, "aligner": cfg.aligner_label,
@@ -249,8 +306,9 @@ def csv_row(result: CellResult) -> dict[str, Any]:
     }
     if not result.ok:
         return row
-    c = result.correlation or {}
+    c = section if section is not None else (result.correlation or {})
     system = c.get("system") or {}
+    item = c.get("item") or {}
     ci = (c.get("bootstrap") or {}).get("pearson_pooled_ci") or [None, None]
     row.update({
         "n_segments": result.n_segments,
@@ -260,6 +318,11 @@ def csv_row(result: CellResult) -> dict[str, Any]:
         "system_pearson": _num(system.get("pearson")), "system_kendall": _num(system.get("kendall")),
         "pearson_pooled_ci_low": _num(ci[0]), "pearson_pooled_ci_high": _num(ci[1]),
         "correlation_note": c.get("note") or "",
+        "human_dim": c.get("human_dim", ""), "n_missing_human": c.get("n_missing_human", ""),
+        "spearman": _num(c.get("spearman")), "spearman_pooled": _num(c.get("spearman_pooled")),
+        "system_spearman": _num(system.get("spearman")), "item_pearson": _num(item.get("pearson")),
+        "item_kendall": _num(item.get("kendall")), "item_spearman": _num(item.get("spearman")),
+        "n_docs": item.get("n_docs", ""),
     })
     if result.imported:  # precomputed scores (import-scores): correlations only, nothing measured
         row.update({"n_repeats": 0, "threads": ""})

@@ -496,10 +496,13 @@ def test_user_missing_column(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"seg_id": "x"}, "seg_id 'x' is not an integer"),
-        ({"seg_id": 1.5}, "seg_id must be an integer, got 1.5"),
+        ({"seg_id": " "}, "seg_id must be an integer or a non-empty text, got ' '"),
+        ({"seg_id": 1.5}, "seg_id must be an integer or a non-empty text, got 1.5"),
         ({"human": "good"}, "human score 'good' is not a number"),
-        ({"human": None}, "human must be a number, got None"),
+        ({"human": None}, "human must be a number or a mapping of dimension -> number, got None"),
+        ({"human": {}}, "human is an empty mapping"),
+        ({"human": {"relevance": "high"}}, "human.relevance: human score 'high' is not a number"),
+        ({"references": []}, "give 'reference' \\(one\\) or 'references' \\(a list\\), not both"),
         ({"human": "nan"}, "human score 'nan' is not a finite number"),
         ({"reference": 5}, "column 'reference' must be text, got 5"),
         ({"lp": " "}, "column 'lp' is empty"),
