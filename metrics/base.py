@@ -127,6 +127,10 @@ class MetricInfo:
     encoder_kinds: tuple[str, ...] = ("encoder",)
     check_values: Callable[[dict[str, Any]], None] | None = None  # raises UserError on bad values
     model_options: dict[str, str] = field(default_factory=dict)  # option naming a further model -> its kind
+    # How the metric uses several references per item (its paper / reference code): "max" or "mean"
+    # over references, "native" (the scorer reads `Item.references` itself), or None (it cannot:
+    # the user sets the option `reference_policy: first|max|mean`).
+    multi_reference: str | None = None
 
     @property
     def options(self) -> dict[str, tuple[type, Any]]:
