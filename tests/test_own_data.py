@@ -1,0 +1,178 @@
+"""Own data beyond one reference and one human score (issue 14): several references, several human
+dimensions with missing values, documents, string seg_ids; one results.csv row per dimension, the
+long correlations.csv, and `--human DIM` in report and compare.
+
+Scores enter through `import-scores` (no model needed), so every figure can be checked against SciPy
+on the very numbers written."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from nlgbench.data import HUMAN, load_dataset
+from nlgbench.errors import UserError
+from nlgbench.importscores import import_scores
+from nlgbench.rundata import load_run
+from nlgbench.spec import parse_spec
+
+DATA = Path(__file__).parent / "data" / "summarisation.jsonl"
+DIMENSIONS = ["coherence", "consistency", "fluency", "relevance"]
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def items_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_committed_example_file_is_what_its_generator_writes(tmp_path: Path) -> None:
+    """tests/data/summarisation.jsonl is reproducible from tests/data/make_summarisation.py."""
+    script = tmp_path / "make_summarisation.py"
+    shutil.copy(DATA.with_name("make_summarisation.py"), script)
+    import runpy
+
+    runpy.run_path(str(script), run_name="__main__")
+    assert (tmp_path / "summarisation.jsonl").read_bytes() == DATA.read_bytes()
+
+
+def test_loader_reads_references_dimensions_documents_and_string_ids() -> None:
+    raw = items_of(DATA)
+    ds = load_dataset(path=DATA)
+    assert ds.human_dims == DIMENSIONS and ds.has_docs and ds.max_references == 3
+    assert [it.key for it in ds.items] == sorted((r["lp"], r["seg_id"], r["system"]) for r in raw)
+    by_key = {(r["lp"], r["seg_id"], r["system"]): r for r in raw}
+    for it in ds.items:
+        r = by_key[it.key]
+        assert it.references == tuple(r["references"]) and it.reference == r["references"][0]
+        assert it.doc_id == r["doc_id"] and it.hypothesis == r["hypothesis"]
+        assert it.humans == {d: v for d, v in r["human"].items() if v is not None}
+        assert it.human == r["human"]["coherence"]  # the first dimension is primary
+    assert ds.missing_human("fluency") == sum(r["human"]["fluency"] is None for r in raw) == 1
+    relevance = load_dataset(path=DATA, human="relevance")
+    assert relevance.human_dims == ["relevance"]
+    assert [it.human for it in relevance.items] == [by_key[it.key]["human"]["relevance"] for it in relevance.items]
+    with pytest.raises(UserError, match="dataset 'summarisation': unknown human dimension 'relevancy'; did you mean 'relevance'"):
+        load_dataset(path=DATA, human="relevancy")
+
+
+def test_tsv_reference_and_human_columns(tmp_path: Path) -> None:
+    path = tmp_path / "d.tsv"
+    path.write_text("lp\tseg_id\tdoc_id\treference\treference_2\thypothesis\thuman.adequacy\thuman.fluency\n"
+                    "en\tb\td1\tr one\tr two\th one\t4\t\n"
+                    "en\ta\td1\tr three\t\th two\t2.5\t3\n", encoding="utf-8")
+    ds = load_dataset(path=path)
+    assert [it.seg_id for it in ds.items] == ["a", "b"]  # text ids, text order
+    a, b = ds.items
+    assert a.references == ("r three",) and b.references == ("r one", "r two")
+    assert a.humans == {"adequacy": 2.5, "fluency": 3.0} and b.humans == {"adequacy": 4.0}
+    assert ds.human_dims == ["adequacy", "fluency"] and ds.missing_human("fluency") == 1
+    both = tmp_path / "both.tsv"
+    both.write_text("lp\tseg_id\treference\thypothesis\thuman\thuman.a\nen\t1\tr\th\t1\t2\n", encoding="utf-8")
+    with pytest.raises(UserError, match="either one 'human' column or 'human.DIM' columns"):
+        load_dataset(path=both)
+
+
+def test_mixed_integer_and_text_seg_ids_become_text(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    rows = [{"lp": "en", "seg_id": s, "reference": "r", "hypothesis": "h", "human": 1.0} for s in (10, "9", "x")]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert [it.seg_id for it in load_dataset(path=path).items] == ["10", "9", "x"]
+    path.write_text("".join(json.dumps(dict(r, seg_id=s)) + "\n" for r, s in zip(rows, (10, "9", 2))), encoding="utf-8")
+    assert [it.seg_id for it in load_dataset(path=path).items] == [2, 9, 10]  # all integers: numeric order
+
+
+def test_spec_human_selection() -> None:
+    spec = parse_spec({"datasets": [{"path": str(DATA)}, {"path": str(DATA), "human": "fluency"}],
+                       "human": "relevance", "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}]})
+    assert [d.human for d in spec.datasets] == ["relevance", "fluency"]
+    spec = parse_spec({"datasets": [{"name": "wmt16", "human": "all"}],
+                       "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}]})
+    assert spec.datasets[0].human is None and "human" not in spec.datasets[0].to_dict()  # ids of old cells kept
+    with pytest.raises(UserError, match=r"datasets\[0\]\.human must be a human dimension's name or 'all'"):
+        parse_spec({"datasets": [{"path": str(DATA), "human": 3}], "metrics": [{"metric": "bertscore"}]})
+
+
+def write_scores_file(path: Path, scores: dict[tuple[str, str, str], float]) -> Path:
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["lp", "seg_id", "system", "score"])
+        w.writerows([*key, repr(value)] for key, value in scores.items())
+    return path
+
+
+def imported_run(tmp_path: Path) -> tuple[Path, dict, dict]:
+    """Two 'encoders' of one metric imported over the example file: scores from its human scores plus noise."""
+    rng = np.random.default_rng(3)
+    raw = items_of(DATA)
+    sets = {}
+    for encoder, noise in (("good", 0.3), ("poor", 1.5)):
+        sets[encoder] = {(r["lp"], r["seg_id"], r["system"]):
+                         float(np.mean([v for v in r["human"].values() if v is not None]) + rng.normal(0, noise))
+                         for r in raw}
+        import_scores(write_scores_file(tmp_path / f"{encoder}.csv", sets[encoder]), str(DATA), "mymetric", encoder,
+                      tmp_path / "run")
+    return tmp_path / "run", sets, {(r["lp"], r["seg_id"], r["system"]): r for r in raw}
+
+
+def test_one_results_row_per_dimension_and_every_figure_named(tmp_path: Path) -> None:
+    run, sets, raw = imported_run(tmp_path)
+    rows = read_csv(run / "results.csv")
+    assert [(r["encoder"], r["human_dim"]) for r in rows] == [(e, d) for e in ("good", "poor") for d in DIMENSIONS]
+    for row in rows:
+        dim = row["human_dim"]
+        keys = [k for k in sets[row["encoder"]] if raw[k]["human"][dim] is not None]
+        x = np.array([sets[row["encoder"]][k] for k in keys])
+        h = np.array([raw[k]["human"][dim] for k in keys])
+        assert int(row["n_missing_human"]) == len(raw) - len(keys)
+        assert float(row["pearson_pooled"]) == pytest.approx(stats.pearsonr(x, h)[0], abs=1e-12)
+        assert float(row["kendall_pooled"]) == pytest.approx(stats.kendalltau(x, h)[0], abs=1e-12)
+    long = read_csv(run / "correlations.csv")
+    assert long and {"level", "grouping", "method", "human_dim"} <= set(long[0])
+    pooled = {(r["encoder"], r["human_dim"], r["method"]): float(r["value"]) for r in long
+              if r["level"] == "global" and r["value"] != ""}
+    for row in rows:
+        assert pooled[(row["encoder"], row["human_dim"], "pearson")] == pytest.approx(float(row["pearson_pooled"]), abs=1e-12)
+
+
+def test_human_option_picks_the_dimension_in_compare_and_report(tmp_path: Path) -> None:
+    from nlgbench.compare import compare
+    from nlgbench.report import QualityOptions, write_report
+
+    run, sets, raw = imported_run(tmp_path)
+    fluency = load_run(run, "fluency")
+    seg = fluency.segments(fluency.cells["cell_id"].iloc[0])
+    assert len(seg) == len(raw) - 1 and set(fluency.cells["human_dim"]) == {"fluency"}
+    keys = [k for k in sets["good"] if raw[k]["human"]["fluency"] is not None]
+    result = compare(fluency, "good", "poor", options=QualityOptions("pearson", "pooled"), n_resamples=50)
+    (row,) = result["rows"]
+    x = [sets["good"][k] for k in keys]
+    h = [raw[k]["human"]["fluency"] for k in keys]
+    assert row["quality_candidate"] == pytest.approx(stats.pearsonr(x, h)[0], abs=1e-12)
+    assert result["human_dims"] == ["fluency"]
+    with pytest.raises(UserError, match="unknown human dimension 'fluent'; did you mean 'fluency'"):
+        load_run(run, "fluent")
+    index = write_report(run, options=QualityOptions("pearson", "pooled"), human="relevance")
+    assert "(relevance)" in index.read_text(encoding="utf-8")
+
+
+def test_single_score_data_keeps_one_row_named_human(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    rows = [{"lp": "de-en", "seg_id": i + 1, "reference": "r", "hypothesis": "h", "human": float(i % 4)} for i in range(8)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    scores = {("de-en", str(i + 1), ""): float((i * 3) % 5) for i in range(8)}
+    import_scores(write_scores_file(tmp_path / "s.csv", scores), str(path), "m", "e", tmp_path / "run")
+    (row,) = read_csv(tmp_path / "run" / "results.csv")
+    assert row["human_dim"] == HUMAN and row["n_missing_human"] == "0"
+    x, h = [scores[("de-en", str(i + 1), "")] for i in range(8)], [r["human"] for r in rows]
+    assert math.isclose(float(row["pearson_pooled"]), stats.pearsonr(x, h)[0], abs_tol=1e-12)
