@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
+NO_ENCODER = "none"  # the encoder of a metric that runs none (lexical baselines: sentbleu, chrf, rouge)
 
 
 def dataset_label(name: str | None, path: str | None, max_segments: int | None) -> str:
