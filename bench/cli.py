@@ -234,6 +234,7 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from nlgbench.importers import add_import_arguments, cmd_import
     from nlgbench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
     from nlgbench.version import __version__
 
@@ -277,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     fetch = ds.add_parser("fetch", help="download a catalogue dataset into the cache (sha256-checked)")
     fetch.add_argument("name")
     fetch.set_defaults(func=_cmd_datasets_fetch)
+    imp = ds.add_parser("import", help="turn a downloaded SummEval file, WMT DA folder or CSV/Parquet table into own-data JSONL")
+    add_import_arguments(imp)
+    imp.set_defaults(func=cmd_import)
 
     rep = sub.add_parser("report", help="plots and tables of a run folder into DIR/report/ (index.html)")
     rep.add_argument("dir", help="run folder (with results.sqlite)")

@@ -24,9 +24,10 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 from nlgbench.errors import UserError, closest, unknown_name
 
@@ -328,8 +329,10 @@ def import_table(
     return write_items(table_records(src, columns=columns, human=human, lp=lp), out, src=src)
 
 
-def _read_table(path: Path) -> pd.DataFrame:
+def _read_table(path: Path) -> "pd.DataFrame":
     """The table as a DataFrame; CSV/TSV cells as text, only empty cells missing (so "NA" stays text)."""
+    import pandas as pd  # here, not at import: the CLI starts without pandas
+
     suffix = path.suffix.lower()
     if suffix not in _TABLE_READERS:
         raise UserError(f"{path}: unsupported table type {suffix or '(none)'!r} (use {', '.join(_TABLE_READERS)})")
@@ -350,6 +353,8 @@ def _read_table(path: Path) -> pd.DataFrame:
 
 
 def _is_missing(value: Any) -> bool:
+    import pandas as pd
+
     return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT
 
 

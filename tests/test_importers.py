@@ -317,3 +317,32 @@ def test_cli_bad_options_exit_2_with_one_line(argv: list[str], message: str, tmp
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "x.jsonl").exists()
+
+
+# --------------------------------------------------------------------------- round trip through the loader
+
+
+def test_imported_files_load_as_own_data(tmp_path: Path) -> None:
+    """What the importers write is what nlgbench.data reads: references, dimensions, documents, ids."""
+    from nlgbench.data import load_dataset
+
+    out = tmp_path / "summeval.jsonl"
+    import_summeval(SUMMEVAL, out)
+    raw = {(r["lp"], r["seg_id"], r["system"]): r for r in read_jsonl(out)}
+    ds = load_dataset(path=out)
+    assert ds.human_dims == DIMS and ds.has_docs and ds.has_systems and len(ds.items) == len(raw)
+    for it in ds.items:
+        r = raw[it.key]
+        assert list(it.references) == r["references"] and it.doc_id == r["doc_id"] and it.hypothesis == r["hypothesis"]
+        assert it.humans == {d: v for d, v in r["human"].items() if v is not None}
+    out = tmp_path / "da.jsonl"
+    import_wmt_da(DA_FOLDER, out)
+    ds = load_dataset(path=out)
+    assert ds.human_dims == ["human"] and not ds.has_docs and [it.seg_id for it in ds.items if it.lp == "de-en"] == [1, 2, 3]
+    out = tmp_path / "table.jsonl"
+    frame = _frame()
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    import_table(tmp_path / "t.csv", out, columns=MAPPING, human={"fluency": "fluency", "adequacy": "adequacy"}, lp="en")
+    ds = load_dataset(path=out, human="fluency")
+    assert ds.human_dims == ["fluency"] and ds.missing_human("fluency") == 1
+    assert {it.references for it in ds.items} == {("r1a", "r1b"), ("r2a", "r2b")}
