@@ -1,19 +1,31 @@
 """All correlation statistics of nlgbench, used by the worker, import-scores, report and compare.
 
-As in mt-metrics-eval, one engine takes correlation functions: a correlation method (`pearson`,
-`kendall` tau-b, `spearman`, WMT's `kendall_like`) is applied at a level (`pooled` over all
-segments; `lp_mean`, the mean over language pairs of the per-pair values, WMT style; `system`,
-per language pair over the mean scores of its systems, then the mean over pairs). Scores are
-signed so that higher always means better before they get here.
+As in mt-metrics-eval, one engine takes correlation functions: a correlation method is applied
+at a level. Methods (METHODS): Pearson's r, Spearman's rho, Kendall's tau-b and tau-c (SciPy;
+tau-c for data where ties dominate, e.g. Likert scores) and WMT's Kendall-like tau. Levels
+(LEVELS), each with its grouping (GROUPING):
+
+  global   pooled over all segments (grouping none; alias `pooled`, the efficiency study's)
+  segment  per language pair `lp`, then the mean over pairs (WMT style; alias `lp_mean`)
+  item     summary level: per document `doc_id` within its lp, over the segments of that
+           document (its systems' outputs), then the mean over documents
+  system   per lp, over the mean metric and human score of each system, then the mean over lps
+
+Scores are signed so that higher always means better before they get here.
 
 Minimum size: a correlation needs at least MIN_POINTS = 3 points. Through 2 points Pearson,
 Kendall and Spearman are always +1 or -1 whatever the metric, so such a value says nothing.
-A group (a language pair's segments, or its systems at system level) with fewer points, or with
-a constant side, gets NaN; means over language pairs leave NaN out, and results count the pairs
-left out for being too small (`n_lps_too_small`). `quality_note` says in words why a correlation
-is undefined ("human scores constant in de-en"); a cell stores it as its correlation's `note`.
+A group (an lp's or a document's segments, or an lp's systems at system level) with fewer
+points, or with a constant side, gets NaN; means over groups leave NaN out, and results count
+the groups left out for being too small (`n_groups_too_small`, `n_lps_too_small`).
+`quality_note` says in words why a correlation is undefined ("human scores constant in de-en");
+a cell stores it as its correlation's `note`. A whole level is unavailable (`level_reason`)
+without document ids (item) or system names (system), and at system level when every system
+has one segment per language pair: its means would be the segments, the segment level again.
 
-Sums (system means, means over language pairs) use math.fsum, so they do not depend on order.
+Means (system means, means over groups) are `mean`, math.fsum / n: the sum is correctly
+rounded, so it does not depend on the order of the values, and two systems with the same
+scores in another order get the same mean, as Kendall's ties need (issue 19 item 1).
 One seeded bootstrap (`bootstrap_distribution`) serves the confidence intervals of a cell and the
 paired test of two cells: segments resampled with replacement, BOOTSTRAP_RESAMPLES times.
 """
@@ -23,18 +35,22 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 from scipy import stats
 
-METHODS = ("pearson", "kendall", "spearman", "kendall_like")
-LEVELS = ("pooled", "lp_mean", "system")
+METHODS = ("pearson", "spearman", "kendall", "kendall_c", "kendall_like")
+LEVELS = ("global", "segment", "item", "system")
+LEVEL_ALIASES = {"pooled": "global", "lp_mean": "segment"}  # the names before issue 14, still accepted
+GROUPING = {"global": "none", "segment": "lp", "item": "doc_id", "system": "lp"}  # what each level groups by
 MIN_POINTS = 3  # fewer points: no correlation (NaN); see the module docstring
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
 INTERVAL_PERCENTILES = (2.5, 97.5)  # the 95% percentile interval
 ZERO_DELTA = 1e-12  # a bootstrap difference this close to 0 is 0 (rounding), on both sides of the test
+PAIR_BLOCK = 1 << 22  # kendall_like compares at most this many pairs at once (bounded memory)
+NAMES_SHOWN = 10  # a note names at most this many groups, then says how many more
 NAN = float("nan")
 
 Correlation = Callable[[np.ndarray, np.ndarray], float]  # (metric scores, human scores) -> coefficient
@@ -42,16 +58,19 @@ Correlation = Callable[[np.ndarray, np.ndarray], float]  # (metric scores, human
 
 @dataclass(frozen=True)
 class Segments:
-    """One cell's segment scores in dataset order, signed so that higher always means better."""
+    """One cell's segment scores in dataset order, signed so that higher always means better;
+    `doc` is each segment's document id ("" = none), None when the data name no documents."""
 
     score: np.ndarray
     human: np.ndarray
     lp: np.ndarray
     system: np.ndarray
     seg_id: np.ndarray
+    doc: np.ndarray | None = None
 
     def take(self, idx: np.ndarray) -> "Segments":
-        return Segments(self.score[idx], self.human[idx], self.lp[idx], self.system[idx], self.seg_id[idx])
+        return Segments(self.score[idx], self.human[idx], self.lp[idx], self.system[idx], self.seg_id[idx],
+                        None if self.doc is None else self.doc[idx])
 
     def __len__(self) -> int:
         return len(self.score)
@@ -65,28 +84,42 @@ def pearson(x: np.ndarray, h: np.ndarray) -> float:
     return float(stats.pearsonr(x, h)[0])
 
 
-def kendall(x: np.ndarray, h: np.ndarray) -> float:
-    """Kendall's tau-b, which handles ties on either side (SciPy)."""
-    return float(stats.kendalltau(x, h, variant="b")[0])
-
-
 def spearman(x: np.ndarray, h: np.ndarray) -> float:
-    """Spearman's rho (SciPy)."""
+    """Spearman's rho (SciPy): Pearson's r of the ranks, ties given their mean rank."""
     return float(stats.spearmanr(x, h)[0])
 
 
+def kendall(x: np.ndarray, h: np.ndarray) -> float:
+    """Kendall's tau-b (SciPy): (C - D) / sqrt((n0 - Tx)(n0 - Th)), ties on either side handled
+    (n0 pairs, Tx and Th tied in x and in h)."""
+    return float(stats.kendalltau(x, h, variant="b")[0])
+
+
+def kendall_c(x: np.ndarray, h: np.ndarray) -> float:
+    """Stuart's tau-c (SciPy): 2 (C - D) / (n^2 (m - 1) / m), m = the smaller number of distinct
+    values of x and h; reaches +-1 when one side has few distinct values (Likert scores)."""
+    return float(stats.kendalltau(x, h, variant="c")[0])
+
+
 def kendall_like(x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
-    """WMT's DARR Kendall tau-like: over pairs whose human scores differ by more than `threshold`,
-    (Concordant - Discordant) / (Concordant + Discordant), a metric tie counting as Discordant
-    (Ma et al. 2018, WMT18 metrics task, eq. 1). WMT applies it with 25 raw DA points; on
-    z-scored DA use a threshold in z units (0 keeps every pair with different human scores)."""
-    dx = x[:, None] - x[None, :]
-    dh = h[:, None] - h[None, :]
-    upper = np.triu(np.ones(dh.shape, dtype=bool), k=1) & (np.abs(dh) > threshold)
-    agree = np.sign(dx[upper]) == np.sign(dh[upper])
-    conc = int(agree.sum())
-    disc = int(upper.sum()) - conc
-    return (conc - disc) / (conc + disc) if conc + disc else NAN
+    """WMT's DARR Kendall tau-like (Ma et al. 2018, WMT18 metrics task, eq. 1): over the pairs
+    whose human scores differ by more than `threshold` (human ties never count),
+    (Concordant - Discordant) / (Concordant + Discordant), where a metric tie counts as
+    Discordant. WMT uses 25 raw DA points; on z-scored DA give a threshold in z units (0 keeps
+    every pair with different human scores). Pairs are compared PAIR_BLOCK at a time."""
+    if not threshold >= 0:
+        raise ValueError(f"kendall_like threshold must be >= 0, got {threshold}")
+    n, concordant, discordant = len(x), 0, 0
+    rows = max(1, PAIR_BLOCK // max(n, 1))
+    for start in range(0, n, rows):
+        i = np.arange(start, min(n, start + rows))[:, None]  # first item of each pair, j > i the second
+        j = np.arange(start + 1, n)[None, :]
+        dx, dh = x[j] - x[i], h[j] - h[i]
+        counted = (j > i) & (np.abs(dh) > threshold)
+        agree = np.sign(dx) == np.sign(dh)  # dh != 0 here, so a metric tie (dx = 0) disagrees
+        concordant += int(np.count_nonzero(counted & agree))
+        discordant += int(np.count_nonzero(counted & ~agree))
+    return (concordant - discordant) / (concordant + discordant) if concordant + discordant else NAN
 
 
 def undefined_reason(x: np.ndarray, h: np.ndarray, unit: str = "segments") -> str | None:
@@ -112,11 +145,14 @@ def _guarded(fn: Correlation, x: np.ndarray, h: np.ndarray) -> float:
 
 def correlation_function(method: str, threshold: float = 0.0) -> Correlation:
     """The correlation `method` as a function of (x, h): NaN for fewer than MIN_POINTS points or
-    a constant side. `threshold` is kendall_like's."""
-    functions: dict[str, Correlation] = {"pearson": pearson, "kendall": kendall, "spearman": spearman,
+    a constant side. `threshold` is kendall_like's (>= 0)."""
+    functions: dict[str, Correlation] = {"pearson": pearson, "spearman": spearman, "kendall": kendall,
+                                         "kendall_c": kendall_c,
                                          "kendall_like": functools.partial(kendall_like, threshold=threshold)}
     if method not in functions:
         raise ValueError(f"unknown correlation method {method!r} (valid: {', '.join(METHODS)})")
+    if not threshold >= 0:
+        raise ValueError(f"kendall_like threshold must be >= 0, got {threshold}")
     return functools.partial(_guarded, functions[method])
 
 
@@ -125,27 +161,20 @@ def correlation(method: str, x: np.ndarray, h: np.ndarray, threshold: float = 0.
     return correlation_function(method, threshold)(x, h)
 
 
-# ----------------------------------------------------------------------------- levels
+# ----------------------------------------------------------------------------- means
 
 
-@dataclass(frozen=True)
-class Group:
-    """One language pair at a level: its correlation and its number of points (segments, or
-    systems at system level)."""
-
-    lp: str
-    value: float
-    n: int
-
-    @property
-    def too_small(self) -> bool:
-        return self.n < MIN_POINTS
+def mean(values: Iterable[float]) -> float:
+    """The mean as math.fsum / n: the sum correctly rounded, whatever the order of the values.
+    Every mean of this module (system means, means over groups) is this one."""
+    values = list(values)
+    return math.fsum(values) / len(values)
 
 
 def finite_mean(values: Sequence[float]) -> float:
-    """Mean of the finite values (math.fsum); NaN when there are none (WMT-style mean over lps)."""
+    """Mean of the finite values; NaN when there are none (the mean over groups, WMT style)."""
     finite = [v for v in values if math.isfinite(v)]
-    return math.fsum(finite) / len(finite) if finite else NAN
+    return mean(finite) if finite else NAN
 
 
 def _index(keys: Sequence[Any]) -> dict[Any, list[int]]:
@@ -156,54 +185,32 @@ def _index(keys: Sequence[Any]) -> dict[Any, list[int]]:
     return out
 
 
+def _system_index(seg: Segments) -> dict[tuple[str, str], list[int]]:
+    """Segment positions per (lp, system) with a system name, in order of first appearance."""
+    keys = [(lp, s) if s != "" else None for lp, s in zip(seg.lp.tolist(), seg.system.tolist())]
+    return {k: idx for k, idx in _index(keys).items() if k is not None}
+
+
 def system_means(seg: Segments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean metric and human score per (lp, system) with a system name: (x, h, lp of each system),
     systems in order of first appearance. Segments without a system name are left out."""
-    keys = [(lp, s) if s != "" else None for lp, s in zip(seg.lp.tolist(), seg.system.tolist())]
-    index = {k: idx for k, idx in _index(keys).items() if k is not None}
-    x = np.array([math.fsum(seg.score[idx]) / len(idx) for idx in index.values()], dtype=float)
-    h = np.array([math.fsum(seg.human[idx]) / len(idx) for idx in index.values()], dtype=float)
+    index = _system_index(seg)
+    x = np.array([mean(seg.score[idx].tolist()) for idx in index.values()], dtype=float)
+    h = np.array([mean(seg.human[idx].tolist()) for idx in index.values()], dtype=float)
     return x, h, np.array([lp for lp, _ in index], dtype=object)
 
 
-def level_points(seg: Segments, level: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """Per language pair (in order of first appearance), the (metric, human) points a level
-    correlates: its segments (`lp_mean`) or its systems' mean scores (`system`; a pair without
-    named systems has none)."""
-    if level == "lp_mean":
-        return [(lp, seg.score[idx], seg.human[idx]) for lp, idx in _index(seg.lp.tolist()).items()]
-    if level == "system":
-        x, h, lps = system_means(seg)
-        by_lp = _index(lps.tolist())
-        return [(lp, x[by_lp.get(lp, [])], h[by_lp.get(lp, [])]) for lp in dict.fromkeys(seg.lp.tolist())]
-    raise ValueError(f"correlation level {level!r} has no language-pair groups (valid: lp_mean, system)")
+# ----------------------------------------------------------------------------- levels
 
 
-def lp_groups(seg: Segments, corr: Correlation) -> list[Group]:
-    """Segment level per language pair, pairs in order of first appearance."""
-    return [Group(lp, corr(x, h), len(x)) for lp, x, h in level_points(seg, "lp_mean")]
-
-
-def system_groups(seg: Segments, corr: Correlation) -> list[Group]:
-    """System level per language pair (over its systems' mean scores); every pair of the
-    segments is listed, one without named systems with n = 0."""
-    return [Group(lp, corr(x, h), len(x)) for lp, x, h in level_points(seg, "system")]
-
-
-def quality(seg: Segments, method: str = "pearson", level: str = "pooled", threshold: float = 0.0) -> float:
-    """Correlation with humans at a level: pooled over all segments, mean over language pairs
-    (WMT style), or system level (mean per system, correlated per lp, mean over lps)."""
-    corr = correlation_function(method, threshold)
-    if level not in LEVELS:
-        raise ValueError(f"unknown correlation level {level!r} (valid: {', '.join(LEVELS)})")
-    if level == "pooled":
-        return corr(seg.score, seg.human)
-    return finite_mean([g.value for g in level_groups(seg, level, corr)])
-
-
-def level_groups(seg: Segments, level: str, corr: Correlation) -> list[Group]:
-    """The language-pair groups whose mean is the `lp_mean` or `system` level."""
-    return [Group(lp, corr(x, h), len(x)) for lp, x, h in level_points(seg, level)]
+def canonical_level(name: str) -> str:
+    """The level's name in LEVELS, `pooled` and `lp_mean` read as `global` and `segment`."""
+    if name in LEVELS:
+        return name
+    if name in LEVEL_ALIASES:
+        return LEVEL_ALIASES[name]
+    aliases = ", ".join(f"{old} = {new}" for old, new in LEVEL_ALIASES.items())
+    raise ValueError(f"unknown correlation level {name!r} (valid: {', '.join(LEVELS)}; aliases: {aliases})")
 
 
 def has_systems(seg: Segments) -> bool:
@@ -211,39 +218,162 @@ def has_systems(seg: Segments) -> bool:
     return any(s != "" for s in seg.system.tolist())
 
 
-def quality_note(seg: Segments, method: str = "pearson", level: str = "pooled", threshold: float = 0.0) -> str:
-    """Why `quality(seg, method, level)`, or a language pair of its mean, is undefined, e.g.
-    'human scores constant in de-en, fr-en'; '' when every correlation it involves is defined."""
-    if level not in LEVELS:
-        raise ValueError(f"unknown correlation level {level!r} (valid: {', '.join(LEVELS)})")
-    corr = correlation_function(method, threshold)
-    unit = "systems" if level == "system" else "segments"
-    points = [("", seg.score, seg.human)] if level == "pooled" else level_points(seg, level)
-    lps_by_reason: dict[str, list[str]] = {}
-    for lp, x, h in points:
-        if not math.isfinite(corr(x, h)):
-            reason = undefined_reason(x, h, unit) or f"{method} undefined"
-            lps_by_reason.setdefault(reason, []).append(lp)
-    if level == "pooled":
-        return "; ".join(lps_by_reason)
-    return "; ".join(f"{reason} in {', '.join(lps)}" for reason, lps in lps_by_reason.items())
+def has_docs(seg: Segments) -> bool:
+    """Whether any segment names its document (the `item` level needs them)."""
+    return seg.doc is not None and any(d != "" for d in seg.doc.tolist())
 
 
-def too_small_lps(seg: Segments, level: str) -> list[str]:
-    """The language pairs left out of a level's mean for having fewer than MIN_POINTS segments
-    (`lp_mean`) or systems (`system`); none at the `pooled` level."""
-    if level not in LEVELS:
-        raise ValueError(f"unknown correlation level {level!r} (valid: {', '.join(LEVELS)})")
-    if level == "pooled":
+def level_reason(seg: Segments, level: str) -> str | None:
+    """Why `level` is unavailable for these segments as a whole, None when it is available:
+    the item level needs document ids, the system level system names, and it is undefined when
+    every system has exactly one segment per language pair (issue 19 item 8: its "means" would
+    be single segments and the figure the segment level's)."""
+    level = canonical_level(level)
+    if level == "item" and not has_docs(seg):
+        return "no document ids (doc_id)"
+    if level == "system":
+        if not has_systems(seg):
+            return "no system names"
+        if all(len(idx) == 1 for idx in _system_index(seg).values()):
+            return ("every system has one segment per language pair, so the system level would equal the "
+                    "segment level")
+    return None
+
+
+def available_levels(seg: Segments) -> tuple[str, ...]:
+    """The levels defined for these segments (global and segment always)."""
+    return tuple(level for level in LEVELS if level_reason(seg, level) is None)
+
+
+def level_points(seg: Segments, level: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """The groups a level correlates, each as (name, metric scores, human scores), groups in order
+    of first appearance: all segments (`global`, one group named ""), an lp's segments
+    (`segment`), a document's segments (`item`; named by its doc id, `lp/doc` when the data have
+    several lps; segments without a doc id left out) or an lp's systems' mean scores (`system`;
+    every lp listed, one without named systems with no points). No groups for an unavailable level."""
+    level = canonical_level(level)
+    if level_reason(seg, level) is not None:
         return []
-    return [lp for lp, x, _ in level_points(seg, level) if len(x) < MIN_POINTS]
+    if level == "global":
+        return [("", seg.score, seg.human)]
+    if level == "segment":
+        return [(lp, seg.score[idx], seg.human[idx]) for lp, idx in _index(seg.lp.tolist()).items()]
+    if level == "item":
+        assert seg.doc is not None  # level_reason checked
+        keys = [(lp, d) if d != "" else None for lp, d in zip(seg.lp.tolist(), seg.doc.tolist())]
+        groups = {k: idx for k, idx in _index(keys).items() if k is not None}
+        several_lps = len({lp for lp, _ in groups}) > 1
+        return [(f"{lp}/{doc}" if several_lps else doc, seg.score[idx], seg.human[idx]) for (lp, doc), idx in groups.items()]
+    x, h, lps = system_means(seg)
+    by_lp = _index(lps.tolist())
+    return [(lp, x[by_lp.get(lp, [])], h[by_lp.get(lp, [])]) for lp in dict.fromkeys(seg.lp.tolist())]
 
 
-def left_out_note(level: str, lps: Sequence[str]) -> str:
-    """The line report and compare print for the language pairs `too_small_lps` names."""
+@dataclass(frozen=True)
+class Group:
+    """One group of a level (a language pair, or a document at item level): its correlation and
+    its number of points (segments, or systems at system level)."""
+
+    name: str
+    value: float
+    n: int
+
+    @property
+    def lp(self) -> str:  # the name of the group at the segment and system levels
+        return self.name
+
+    @property
+    def too_small(self) -> bool:
+        return self.n < MIN_POINTS
+
+
+def level_groups(seg: Segments, level: str, corr: Correlation) -> list[Group]:
+    """The groups of a level (see level_points) with their correlations; the level's figure is
+    their finite mean."""
+    return [Group(name, corr(x, h), len(x)) for name, x, h in level_points(seg, level)]
+
+
+def lp_groups(seg: Segments, corr: Correlation) -> list[Group]:
+    """Segment level per language pair, pairs in order of first appearance."""
+    return level_groups(seg, "segment", corr)
+
+
+def system_groups(seg: Segments, corr: Correlation) -> list[Group]:
+    """System level per language pair (over its systems' mean scores); every pair of the
+    segments is listed, one without named systems with n = 0."""
+    return level_groups(seg, "system", corr)
+
+
+def quality(seg: Segments, method: str = "pearson", level: str = "global", threshold: float = 0.0) -> float:
+    """Correlation with humans at a level (see the module docstring): the finite mean over the
+    level's groups, the one group's value at the global level; NaN for an unavailable level."""
+    corr = correlation_function(method, threshold)
+    return finite_mean([g.value for g in level_groups(seg, canonical_level(level), corr)])
+
+
+def _names(names: Sequence[str]) -> str:
+    """Names for a note: at most NAMES_SHOWN, then how many more."""
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
+
+
+def quality_note(seg: Segments, method: str = "pearson", level: str = "global", threshold: float = 0.0) -> str:
+    """Why `quality(seg, method, level)`, or a group of its mean, is undefined, e.g.
+    'human scores constant in de-en, fr-en'; '' when every correlation it involves is defined."""
+    level = canonical_level(level)
+    corr = correlation_function(method, threshold)
+    reason = level_reason(seg, level)
+    if reason is not None:
+        return reason
     unit = "systems" if level == "system" else "segments"
-    return (f"{len(lps)} language pair(s) with fewer than {MIN_POINTS} {unit} have no correlation and are left out "
-            f"of the {level.replace('_', ' ')}: {', '.join(lps)}")
+    groups_by_reason: dict[str, list[str]] = {}
+    for name, x, h in level_points(seg, level):
+        if not math.isfinite(corr(x, h)):
+            groups_by_reason.setdefault(undefined_reason(x, h, unit) or f"{method} undefined", []).append(name)
+    if level == "global":
+        return "; ".join(groups_by_reason)
+    return "; ".join(f"{reason} in {_names(names)}" for reason, names in groups_by_reason.items())
+
+
+def too_small_groups(seg: Segments, level: str) -> list[str]:
+    """The groups left out of a level's mean for having fewer than MIN_POINTS segments (segment,
+    item) or systems (system); none at the global level or for an unavailable level."""
+    level = canonical_level(level)
+    if level == "global":
+        return []
+    return [name for name, x, _ in level_points(seg, level) if len(x) < MIN_POINTS]
+
+
+too_small_lps = too_small_groups  # the name before the item level
+
+
+def left_out_note(level: str, names: Sequence[str]) -> str:
+    """The line report and compare print for the groups `too_small_groups` names."""
+    level = canonical_level(level)
+    groups = "document(s)" if level == "item" else "language pair(s)"
+    unit = "systems" if level == "system" else "segments"
+    return (f"{len(names)} {groups} with fewer than {MIN_POINTS} {unit} have no correlation and are left out "
+            f"of the {level} level: {_names(list(names))}")
+
+
+def figure_table(seg: Segments, levels: Sequence[str] | None = None, methods: Sequence[str] = METHODS,
+                 threshold: float = 0.0) -> list[dict[str, Any]]:
+    """Every figure as a long table, one dict per level x method: `level`, `grouping`, `method`,
+    `value` (NaN where undefined), `n` (points of all its groups: segments, or systems at system
+    level), `n_groups`, `n_groups_too_small` (fewer than MIN_POINTS points) and `n_groups_used`
+    (groups with a defined correlation, those averaged). `levels` None: the available ones."""
+    chosen = available_levels(seg) if levels is None else tuple(canonical_level(level) for level in levels)
+    rows = []
+    for level in chosen:
+        points = level_points(seg, level)
+        for method in methods:
+            corr = correlation_function(method, threshold)
+            values = [corr(x, h) for _, x, h in points]
+            rows.append({"level": level, "grouping": GROUPING[level], "method": method, "value": finite_mean(values),
+                         "n": sum(len(x) for _, x, _ in points), "n_groups": len(points),
+                         "n_groups_too_small": sum(len(x) < MIN_POINTS for _, x, _ in points),
+                         "n_groups_used": sum(math.isfinite(v) for v in values)})
+    return rows
 
 
 # ----------------------------------------------------------------------------- bootstrap
@@ -332,6 +462,7 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
     return float(t), float(2 * stats.t.sf(abs(t), n - 3))
 
 
+
 # ----------------------------------------------------------------------------- a cell's summary
 
 
@@ -342,22 +473,30 @@ def _check_finite(name: str, values: np.ndarray) -> None:
         raise ValueError(f"{bad.size} non-finite {name} value(s) (NaN or inf), first at index {int(bad[0])}")
 
 
+SUMMARY_METHODS = ("pearson", "kendall", "spearman")  # the methods of correlate's level sections
+
+
 def correlate(scores: Sequence[float], human: Sequence[float], lps: Sequence[str],
-              systems: Sequence[str | None] | None = None, *, higher_is_better: bool = True, bootstrap: int = 0,
-              seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
-    """A cell's correlations as stored in result.json and results.csv: Pearson and Kendall per
-    language pair, their mean (`pearson`, `kendall`), pooled, at system level where systems are
-    named, and with `bootstrap` > 0 resamples the 95% intervals of the pooled values.
+              systems: Sequence[str | None] | None = None, docs: Sequence[str | None] | None = None, *,
+              higher_is_better: bool = True, bootstrap: int = 0, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
+    """A cell's correlations as stored in result.json and results.csv. Segment level: Pearson,
+    Kendall (tau-b) and Spearman per language pair (`per_lp`) and their mean (`pearson`,
+    `kendall`, `spearman`); global (`*_pooled`); `system` (None without system names, or when
+    every system has one segment per lp); `item` (None without document ids); `figures`, every
+    level x METHODS as figure_table's rows; with `bootstrap` > 0 resamples the 95% intervals of
+    the pooled Pearson and Kendall.
 
     Lower-is-better metrics are negated first so positive always means agreement; plain floats
     (NaN where a correlation is undefined). `n_lps` counts all language pairs, `n_lps_too_small`
     those with fewer than MIN_POINTS segments (NaN, left out of the mean like constant ones).
-    `note` says why correlations are undefined (`correlation_note`), None when all are defined."""
+    `note` says why correlations or levels are undefined (`correlation_note`), None when all are."""
     n = len(scores)
     if len(human) != n or len(lps) != n:
         raise ValueError(f"length mismatch: {n} scores, {len(human)} human judgments, {len(lps)} language pairs")
     if systems is not None and len(systems) != n:
         raise ValueError(f"length mismatch: {n} scores but {len(systems)} system names")
+    if docs is not None and len(docs) != n:
+        raise ValueError(f"length mismatch: {n} scores but {len(docs)} document ids")
     if bootstrap < 0:
         raise ValueError(f"bootstrap must be >= 0 resamples, got {bootstrap}")
     raw = np.asarray(scores, dtype=float).reshape(-1)
@@ -365,40 +504,56 @@ def correlate(scores: Sequence[float], human: Sequence[float], lps: Sequence[str
     _check_finite("metric score", raw)
     _check_finite("human judgment", h)
     sign = 1 if higher_is_better else -1
-    names = np.array(["" if s is None else str(s) for s in (systems if systems is not None else [""] * n)], dtype=object)
-    seg = Segments(raw * sign, h, np.array([str(lp) for lp in lps], dtype=object), names, np.arange(n))
-    r, tau = correlation_function("pearson"), correlation_function("kendall")
 
-    def summary(groups_r: list[Group], groups_tau: list[Group], size: str) -> dict[str, Any]:
-        return {"pearson": finite_mean([g.value for g in groups_r]), "kendall": finite_mean([g.value for g in groups_tau]),
-                "n_lps": len(groups_r), "n_lps_too_small": sum(g.too_small for g in groups_r),
-                "per_lp": {g.lp: {"pearson": g.value, "kendall": t.value, size: g.n} for g, t in zip(groups_r, groups_tau)}}
+    def names(values: Sequence[str | None] | None) -> np.ndarray:
+        return np.array(["" if v is None else str(v) for v in (values if values is not None else [""] * n)], dtype=object)
 
-    segment = summary(lp_groups(seg, r), lp_groups(seg, tau), "n")
+    seg = Segments(raw * sign, h, np.array([str(lp) for lp in lps], dtype=object), names(systems), np.arange(n),
+                   None if docs is None else names(docs))
+    figures = figure_table(seg)
+    value = {(f["level"], f["method"]): f for f in figures}
+    corr = {m: correlation_function(m) for m in SUMMARY_METHODS}
+
+    def per_group(level: str, size: str) -> dict[str, dict[str, Any]]:
+        groups = {m: level_groups(seg, level, corr[m]) for m in SUMMARY_METHODS}
+        return {g.name: {**{m: groups[m][i].value for m in SUMMARY_METHODS}, size: g.n}
+                for i, g in enumerate(groups["pearson"])}
+
+    def section(level: str) -> dict[str, Any]:
+        return {m: value[level, m]["value"] for m in SUMMARY_METHODS}
+
+    segment = value["segment", "pearson"]
     system = None
-    if has_systems(seg):
-        system = summary(system_groups(seg, r), system_groups(seg, tau), "n_systems")
+    if ("system", "pearson") in value:
+        system = {**section("system"), "n_lps": value["system", "pearson"]["n_groups"],
+                  "n_lps_too_small": value["system", "pearson"]["n_groups_too_small"],
+                  "per_lp": per_group("system", "n_systems")}
+    item = None
+    if ("item", "pearson") in value:
+        item = {**section("item"), "n_docs": value["item", "pearson"]["n_groups"],
+                "n_docs_too_small": value["item", "pearson"]["n_groups_too_small"]}
     boot = None
+    r, tau = corr["pearson"], corr["kendall"]
     if bootstrap > 0 and n > 0:
         dist = bootstrap_distribution(n, lambda idx: (r(seg.score[idx], h[idx]), tau(seg.score[idx], h[idx])),
                                       bootstrap, seed)
         boot = {"n_resamples": bootstrap, "seed": seed, "pearson_pooled_ci": list(percentile_interval(dist[:, 0])),
                 "kendall_pooled_ci": list(percentile_interval(dist[:, 1]))}
     return {
-        "pearson": segment["pearson"], "kendall": segment["kendall"], "n_lps": segment["n_lps"],
-        "n_lps_too_small": segment["n_lps_too_small"], "min_points": MIN_POINTS,
-        "pearson_pooled": r(seg.score, h), "kendall_pooled": tau(seg.score, h), "n": n,
-        "per_lp": segment["per_lp"], "system": system, "bootstrap": boot, "sign": sign,
-        "note": correlation_note(seg) or None,
+        **section("segment"), "n_lps": segment["n_groups"], "n_lps_too_small": segment["n_groups_too_small"],
+        "min_points": MIN_POINTS, **{f"{m}_pooled": value["global", m]["value"] for m in SUMMARY_METHODS}, "n": n,
+        "per_lp": per_group("segment", "n"), "system": system, "item": item, "bootstrap": boot, "sign": sign,
+        "note": correlation_note(seg) or None, "figures": figures,
     }
 
 
 def correlation_note(seg: Segments) -> str:
-    """Why some of a cell's correlations are undefined (Pearson and Kendall share the reasons):
-    per language pair, then `pooled: ...` and `system level: ...`; '' when all are defined."""
-    notes = [quality_note(seg, "pearson", "lp_mean")]
-    for level, prefix in (("pooled", "pooled"), ("system", "system level")):
-        if level == "system" and not has_systems(seg):
+    """Why some of a cell's correlations are undefined (Pearson, Kendall and Spearman share the
+    reasons): per language pair, then `pooled: ...`, `item level: ...` and `system level: ...`
+    (item level only with document ids, system level only with system names); '' when all are."""
+    notes = [quality_note(seg, "pearson", "segment")]
+    for level, prefix in (("global", "pooled"), ("item", "item level"), ("system", "system level")):
+        if (level == "item" and not has_docs(seg)) or (level == "system" and not has_systems(seg)):
             continue
         note = quality_note(seg, "pearson", level)
         notes.append(f"{prefix}: {note}" if note else "")

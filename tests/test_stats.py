@@ -63,9 +63,14 @@ def test_undefined_correlations_say_why() -> None:
     c = correlate(seg.score, seg.human, seg.lp.tolist())
     assert c["note"] == "human scores constant in de-en" and math.isfinite(c["pearson"])
     assert correlate([0.1, 0.3, 0.2], [1, 2, 3], ["x"] * 3)["note"] is None
-    c = correlate([0.5] * 4, [1, 2, 3, 4], ["a", "a", "b", "b"], ["s1", "s2", "s1", "s2"])
+    c = correlate([0.5] * 4, [1, 2, 3, 4], ["a", "a", "b", "b"], ["s1", "s2", "s1", "s1"])
     assert c["note"] == ("fewer than 3 segments in a, b; pooled: metric scores constant; "
                          "system level: fewer than 3 systems in a, b")
+    # every system once per language pair: the system level would repeat the segment level (issue 19 item 8)
+    c = correlate([0.5] * 4, [1, 2, 3, 4], ["a", "a", "b", "b"], ["s1", "s2", "s1", "s2"])
+    assert c["system"] is None and c["note"] == (
+        "fewer than 3 segments in a, b; pooled: metric scores constant; system level: every system has one segment "
+        "per language pair, so the system level would equal the segment level")
 
 
 def test_williams_test_holds_its_size_under_the_null() -> None:

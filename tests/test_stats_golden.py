@@ -12,18 +12,24 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nlgbench.stats import (LEVELS, METHODS, ZERO_DELTA, Segments, bootstrap_ci,
-                            bootstrap_distribution, correlate, correlation, paired_bootstrap, quality, williams_test)
+from nlgbench.stats import (LEVEL_ALIASES, ZERO_DELTA, Segments, bootstrap_ci, bootstrap_distribution, correlate,
+                            correlation, paired_bootstrap, quality, williams_test)
 from stats_cases import N_CASES, random_case
 
 GOLDEN = json.loads((Path(__file__).parent / "stats_golden.json").read_text(encoding="utf-8"))["cases"]
+# The old engines' methods and levels, under the names the golden file uses (issue 14 renamed
+# pooled -> global and lp_mean -> segment, kept as aliases; kendall_c and the item level are new).
+OLD_METHODS = ("pearson", "kendall", "spearman", "kendall_like")
+OLD_LEVELS = ("pooled", "lp_mean", "system")
+# Keys added since: counts, notes, Spearman (issue 19 item 7), the item level and the long table (issue 14)
+NEW_KEYS = {"n_lps", "n_lps_too_small", "min_points", "note", "spearman", "spearman_pooled", "item", "figures"}
 
 
 def same(got: Any, want: Any, path: str = "") -> None:
     """Equal structure, equal ints and strings, floats equal to 1e-12 (NaN where NaN)."""
     if isinstance(want, dict):
         extra = set(got) - set(want)
-        assert extra <= {"n_lps", "n_lps_too_small", "min_points", "note"}, f"{path}: unexpected keys {extra}"
+        assert extra <= NEW_KEYS, f"{path}: unexpected keys {extra}"
         for key in want:
             same(got[key], want[key], f"{path}/{key}")
     elif isinstance(want, list):
@@ -62,9 +68,11 @@ def test_levels_tests_and_intervals_equal_the_old_report_engine(seed: int) -> No
                         np.asarray(case["systems"]), np.arange(len(scores)))
 
     cand, base = seg(case["scores"]), seg(case["baseline"])
-    got = {f"{m}/{lv}": quality(cand, m, lv) for m in METHODS for lv in LEVELS}
-    got.update({f"kendall_like@0.5/{lv}": quality(cand, "kendall_like", lv, 0.5) for lv in LEVELS})
+    got = {f"{m}/{lv}": quality(cand, m, lv) for m in OLD_METHODS for lv in OLD_LEVELS}
+    got.update({f"kendall_like@0.5/{lv}": quality(cand, "kendall_like", lv, 0.5) for lv in OLD_LEVELS})
     same(got, golden["quality"], "quality")
+    renamed = {f"{m}/{old}": quality(cand, m, new) for m in OLD_METHODS for old, new in LEVEL_ALIASES.items()}
+    same(renamed, {k: golden["quality"][k] for k in renamed}, "quality under the new level names")
     same(list(bootstrap_ci(cand, lambda s: quality(s, "pearson", "pooled"), n_resamples=200, seed=seed)),
          golden["bootstrap_ci"], "bootstrap_ci")
     for key, want in golden["paired"].items():
