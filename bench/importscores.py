@@ -1,7 +1,9 @@
 """`nlgbench import-scores FILE --dataset D --metric M --encoder E --out DIR`: segment scores computed
 by any other tool join a run folder as a cell without timing, correlated, reported and compared
 like a measured one. The file is a CSV with the columns `lp, seg_id, system, score` (system empty
-for DA data); its keys must be exactly the dataset's (lp, seg_id, system) keys."""
+for DA data; seg_id an integer or a text id); its keys must be exactly the dataset's (lp, seg_id,
+system) keys. An nlgbench cell's own `scores.csv` is accepted as it is: `score` is taken, its
+further columns (human, doc_id, the metric's other outputs) are ignored."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from nlgbench.repair import open_store
 from nlgbench.runfolder import locked
 
 COLUMNS = ("lp", "seg_id", "system", "score")
+OWN_SCORES_HEAD = ("lp", "seg_id", "system", "score", "human")  # how nlgbench's own cells/<id>/scores.csv starts
 
 
 def _examples(keys: list[tuple[str, str, str]], n: int = 3) -> str:
@@ -41,7 +44,8 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
     reader = csv.DictReader(text.splitlines())
     fields = [f.strip() for f in reader.fieldnames or []]
     missing = [c for c in COLUMNS if c not in fields]
-    unknown = [f for f in fields if f not in COLUMNS]
+    own = fields[: len(OWN_SCORES_HEAD)] == list(OWN_SCORES_HEAD)  # a cell's scores.csv: its further columns are outputs
+    unknown = [] if own else [f for f in fields if f not in COLUMNS]
     if missing or unknown:
         raise UserError(f"{path}: " + "; ".join(
             ([f"missing column(s) {', '.join(missing)}"] if missing else [])

@@ -176,3 +176,19 @@ def test_single_score_data_keeps_one_row_named_human(tmp_path: Path) -> None:
     assert row["human_dim"] == HUMAN and row["n_missing_human"] == "0"
     x, h = [scores[("de-en", str(i + 1), "")] for i in range(8)], [r["human"] for r in rows]
     assert math.isclose(float(row["pearson_pooled"]), stats.pearsonr(x, h)[0], abs_tol=1e-12)
+
+
+def test_import_scores_accepts_a_cells_own_scores_csv(tmp_path: Path) -> None:
+    """Issue 19 item 6: a cell's scores.csv (with human, doc_id, human.DIM and output columns) imports as is."""
+    run, sets, raw = imported_run(tmp_path)
+    rows = read_csv(run / "results.csv")
+    own = run / "cells" / rows[0]["cell_id"] / "scores.csv"
+    header = own.read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert header[:5] == ["lp", "seg_id", "system", "score", "human"] and "doc_id" in header and "human.fluency" in header
+    again = import_scores(own, str(DATA), "mymetric", "copy", tmp_path / "run2")
+    assert again.correlation is not None and again.correlation["pearson_pooled"] == pytest.approx(
+        float(rows[0]["pearson_pooled"]), abs=1e-12)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("lp,seg_id,system,score,scroe\nen,doc-00-M0,M0,1.0,2\n", encoding="utf-8")
+    with pytest.raises(UserError, match="unknown column\\(s\\) scroe"):
+        import_scores(bad, str(DATA), "mymetric", "typo", tmp_path / "run3")
