@@ -174,7 +174,8 @@ def test_import_scores_reproduces_a_known_correlation(tmp_path: Path, capsys: py
 @pytest.mark.parametrize("content, message", [
     ("lp,seg_id,score\nde-en,1,0.5\n", "missing column(s) system"),
     ("lp,seg_id,system,score,extra\nde-en,1,,0.5,1\n", "unknown column(s) extra"),
-    ("lp,seg_id,system,score\nde-en,x,,0.5\n", "seg_id 'x' is not an integer"),
+    ("lp,seg_id,system,score\nde-en,x,,0.5\n", "1 key(s) not in wmt16[:2]: (de-en, x, -)"),  # text ids are ids
+    ("lp,seg_id,system,score\nde-en,,,0.5\n", "empty seg_id"),
     ("lp,seg_id,system,score\nde-en,1,,high\n", "score 'high' is not a number"),
     ("lp,seg_id,system,score\nde-en,1,,0.5\nde-en,1,,0.6\n", "duplicate key (de-en, 1, -)"),
     ("lp,seg_id,system,score\nde-en,1,,0.5\nxx-en,9,,0.6\n", "1 key(s) not in wmt16[:2]: (xx-en, 9, -)"),
