@@ -1,0 +1,333 @@
+"""Correlation levels and methods of nlgbench.stats (issue 14 item 3, issue 19 items 1, 7, 8),
+checked against independent computations: groups formed by hand with plain Python loops, each
+group's coefficient from SciPy (pearsonr, spearmanr, kendalltau variant b and c) or from a
+hand-written pair count (WMT's Kendall-like), means over groups by hand, system means as exact
+fractions; and tau-b, tau-c and Kendall-like on a tiny example counted pair by pair."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from nlgbench.errors import UserError
+from nlgbench.report import QualityOptions
+from nlgbench.stats import (GROUPING, LEVELS, METHODS, MIN_POINTS, Segments, canonical_level, correlate, figure_table,
+                            kendall_like, left_out_note, quality, quality_note, too_small_groups)
+
+# ----------------------------------------------------------------------------- the constructed data
+
+LPS = ("aa-en", "bb-en")
+DOCS = ("d0", "d1", "d2", "d3", "d4")
+SYSTEMS = ("S0", "S1", "S2", "S3", "S4", "S5")
+
+
+def constructed() -> list[dict[str, Any]]:
+    """2 lps x 5 documents x 6 systems, Likert-like human scores (1-5, many ties) and a metric
+    that follows them loosely, plus: aa-en/d3 has 2 systems only (too small at item level),
+    bb-en/d4 has constant human scores (undefined at item level), one bb-en segment has no doc
+    id (left out of the item level only), and a third lp cc-en of 2 segments by 2 systems (too
+    small at segment, item and system level)."""
+    rng = np.random.default_rng(14)
+    rows = []
+    for lp in LPS:
+        for doc in DOCS:
+            systems = SYSTEMS[:2] if (lp, doc) == ("aa-en", "d3") else SYSTEMS
+            for system in systems:
+                human = 3.0 if (lp, doc) == ("bb-en", "d4") else float(rng.integers(1, 6))
+                rows.append({"lp": lp, "doc": doc, "system": system, "human": human,
+                             "score": round(0.1 * human + float(rng.normal(scale=0.15)), 3)})
+    rows[-3]["doc"] = ""  # a bb-en segment without a document
+    rows += [{"lp": "cc-en", "doc": "c0", "system": s, "human": h, "score": x}
+             for s, h, x in (("S0", 2.0, 0.4), ("S1", 4.0, 0.3))]
+    return rows
+
+
+def as_segments(rows: list[dict[str, Any]], docs: bool = True) -> Segments:
+    return Segments(np.array([r["score"] for r in rows]), np.array([r["human"] for r in rows]),
+                    np.array([r["lp"] for r in rows], dtype=object), np.array([r["system"] for r in rows], dtype=object),
+                    np.arange(len(rows)), np.array([r["doc"] for r in rows], dtype=object) if docs else None)
+
+
+# ----------------------------------------------------------------------------- the hand computation
+
+
+def hand_kendall_like(x: list[float], h: list[float], threshold: float = 0.0) -> float:
+    """WMT DARR by a loop over pairs: only pairs whose human scores differ (by more than the
+    threshold); the metric agreeing strictly is concordant, anything else (a tie) discordant."""
+    conc = disc = 0
+    for i in range(len(x)):
+        for j in range(i + 1, len(x)):
+            if abs(h[i] - h[j]) <= threshold:
+                continue
+            if (x[i] - x[j]) * (h[i] - h[j]) > 0:
+                conc += 1
+            else:
+                disc += 1
+    return (conc - disc) / (conc + disc) if conc + disc else math.nan
+
+
+SCIPY: dict[str, Callable[[list[float], list[float]], float]] = {
+    "pearson": lambda x, h: stats.pearsonr(x, h)[0],
+    "spearman": lambda x, h: stats.spearmanr(x, h)[0],
+    "kendall": lambda x, h: stats.kendalltau(x, h, variant="b")[0],
+    "kendall_c": lambda x, h: stats.kendalltau(x, h, variant="c")[0],
+    "kendall_like": hand_kendall_like,
+}
+
+
+def hand_groups(rows: list[dict[str, Any]], level: str) -> list[tuple[list[float], list[float]]]:
+    """The (metric, human) points of each group of a level, grouped with plain loops."""
+    groups: dict[Any, tuple[list[float], list[float]]] = {}
+    if level == "global":
+        groups["all"] = ([r["score"] for r in rows], [r["human"] for r in rows])
+    elif level == "segment":
+        for r in rows:
+            groups.setdefault(r["lp"], ([], []))
+            groups[r["lp"]][0].append(r["score"])
+            groups[r["lp"]][1].append(r["human"])
+    elif level == "item":
+        for r in rows:
+            if r["doc"]:
+                groups.setdefault((r["lp"], r["doc"]), ([], []))
+                groups[r["lp"], r["doc"]][0].append(r["score"])
+                groups[r["lp"], r["doc"]][1].append(r["human"])
+    else:  # system: exact means per (lp, system), then one group per lp
+        sums: dict[tuple[str, str], list[Fraction]] = {}
+        counts: dict[tuple[str, str], int] = {}
+        for r in rows:
+            key = (r["lp"], r["system"])
+            sums.setdefault(key, [Fraction(0), Fraction(0)])
+            sums[key][0] += Fraction(r["score"])
+            sums[key][1] += Fraction(r["human"])
+            counts[key] = counts.get(key, 0) + 1
+        for (lp, _), (sx, sh) in sums.items():
+            groups.setdefault(lp, ([], []))
+            groups[lp][0].append(float(sx / counts[lp, _]))
+            groups[lp][1].append(float(sh / counts[lp, _]))
+    return list(groups.values())
+
+
+def hand_figure(rows: list[dict[str, Any]], level: str, method: str) -> dict[str, Any]:
+    values = []
+    for x, h in hand_groups(rows, level):
+        if len(x) < MIN_POINTS or len(set(x)) == 1 or len(set(h)) == 1:
+            values.append(math.nan)  # too small or a constant side: no correlation
+        else:
+            values.append(float(SCIPY[method](x, h)))
+    used = [v for v in values if not math.isnan(v)]
+    sizes = [len(x) for x, _ in hand_groups(rows, level)]
+    return {"value": sum(used) / len(used) if used else math.nan, "n": sum(sizes), "n_groups": len(sizes),
+            "n_groups_too_small": sum(s < MIN_POINTS for s in sizes), "n_groups_used": len(used)}
+
+
+# ----------------------------------------------------------------------------- levels x methods
+
+
+def test_the_constructed_data_has_what_the_tests_need() -> None:
+    rows = constructed()
+    item_groups = hand_groups(rows, "item")
+    assert len(item_groups) == 11 and sum(len(x) < MIN_POINTS for x, _ in item_groups) == 2  # aa-en/d3, cc-en/c0
+    assert sum(len(set(h)) == 1 and len(h) >= MIN_POINTS for _, h in item_groups) == 1  # bb-en/d4
+    humans = [r["human"] for r in rows]
+    assert len(set(humans)) <= 5 and len(humans) - len(set(humans)) > 50  # Likert-like: ties dominate
+    assert all(len(x) == 6 for x, _ in hand_groups(rows, "system")[:2])  # 6 systems in aa-en and bb-en
+    # the kendall variants differ here, so the test tells them apart
+    fig = {m: hand_figure(rows, "segment", m)["value"] for m in METHODS}
+    assert len({round(v, 6) for v in fig.values()}) == len(METHODS)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_every_figure_equals_the_hand_computation(level: str) -> None:
+    rows = constructed()
+    seg = as_segments(rows)
+    table = {(f["level"], f["method"]): f for f in figure_table(seg)}
+    assert {lv for lv, _ in table} == set(LEVELS) and len(table) == len(LEVELS) * len(METHODS)
+    for method in METHODS:
+        want, got = hand_figure(rows, level, method), table[level, method]
+        assert got["grouping"] == GROUPING[level]
+        assert got["value"] == pytest.approx(want["value"], abs=1e-12), (level, method)
+        assert quality(seg, method, level) == pytest.approx(want["value"], abs=1e-12), (level, method)
+        assert {k: got[k] for k in ("n", "n_groups", "n_groups_too_small", "n_groups_used")} == \
+               {k: want[k] for k in ("n", "n_groups", "n_groups_too_small", "n_groups_used")}, (level, method)
+
+
+def test_counts_per_level_by_hand() -> None:
+    """Group and point counts written out: 58 segments (aa-en 4 x 6 + 2, bb-en 5 x 6, cc-en 2)."""
+    table = {(f["level"], f["method"]): f for f in figure_table(as_segments(constructed()))}
+    got = {lv: (table[lv, "pearson"]["n"], table[lv, "pearson"]["n_groups"], table[lv, "pearson"]["n_groups_too_small"],
+                table[lv, "pearson"]["n_groups_used"]) for lv in LEVELS}
+    assert got == {"global": (58, 1, 0, 1),
+                   "segment": (58, 3, 1, 2),  # cc-en: 2 segments
+                   "item": (57, 11, 2, 8),  # one segment without doc; aa-en/d3 and cc-en/c0 too small, bb-en/d4 constant
+                   "system": (14, 3, 1, 2)}  # 6 + 6 + 2 systems; cc-en: 2 systems
+
+
+def test_correlate_sections_equal_the_hand_computation() -> None:
+    rows = constructed()
+    c = correlate([r["score"] for r in rows], [r["human"] for r in rows], [r["lp"] for r in rows],
+                  [r["system"] for r in rows], docs=[r["doc"] for r in rows])
+    want = {(lv, m): hand_figure(rows, lv, m)["value"] for lv in LEVELS for m in METHODS}
+    for m in ("pearson", "kendall", "spearman"):
+        assert c[m] == pytest.approx(want["segment", m], abs=1e-12)
+        assert c[f"{m}_pooled"] == pytest.approx(want["global", m], abs=1e-12)
+        assert c["system"][m] == pytest.approx(want["system", m], abs=1e-12)
+        assert c["item"][m] == pytest.approx(want["item", m], abs=1e-12)
+    assert (c["item"]["n_docs"], c["item"]["n_docs_too_small"]) == (11, 2)
+    assert (c["system"]["n_lps"], c["system"]["n_lps_too_small"]) == (3, 1)
+    assert (c["n_lps"], c["n_lps_too_small"], c["n"]) == (3, 1, 58)
+    assert [(f["level"], f["method"]) for f in c["figures"]] == [(lv, m) for lv in LEVELS for m in METHODS]
+    assert "item level: fewer than 3 segments in aa-en/d3, cc-en/c0; human scores constant in bb-en/d4" in c["note"]
+    # a lower-is-better metric is negated first, at every level
+    neg = correlate([-r["score"] for r in rows], [r["human"] for r in rows], [r["lp"] for r in rows],
+                    [r["system"] for r in rows], docs=[r["doc"] for r in rows], higher_is_better=False)
+    assert neg["item"]["kendall"] == pytest.approx(want["item", "kendall"], abs=1e-12)
+    assert neg["system"]["spearman"] == pytest.approx(want["system", "spearman"], abs=1e-12)
+
+
+def test_left_out_groups_are_named_per_level() -> None:
+    seg = as_segments(constructed())
+    assert too_small_groups(seg, "global") == []
+    assert too_small_groups(seg, "segment") == ["cc-en"]
+    assert too_small_groups(seg, "item") == ["aa-en/d3", "cc-en/c0"]
+    assert too_small_groups(seg, "system") == ["cc-en"]
+    assert left_out_note("item", ["aa-en/d3", "cc-en/c0"]) == (
+        "2 document(s) with fewer than 3 segments have no correlation and are left out of the item level: "
+        "aa-en/d3, cc-en/c0")
+    assert quality_note(seg, "kendall", "item") == (
+        "fewer than 3 segments in aa-en/d3, cc-en/c0; human scores constant in bb-en/d4")
+
+
+# ----------------------------------------------------------------------------- the methods on a tiny example
+
+
+# x = [1, 2, 2, 3, 0], h = [1, 2, 1, 2, 1]; the 10 pairs (i, j):
+#   (0,1) C  (0,2) tied in h  (0,3) C  (0,4) tied in h  (1,2) tied in x
+#   (1,3) tied in h  (1,4) C  (2,3) C  (2,4) tied in h  (3,4) C
+# C = 5, D = 0, pairs tied in x only T_x = 1, in h only T_h = 4, n0 = 10.
+# tau-b = (C - D) / sqrt((n0 - T_x)(n0 - T_h)) = 5 / sqrt(9 * 6) = 0.6804
+# tau-c = 2 (C - D) / (n^2 (m - 1) / m), m = min(4 distinct x, 2 distinct h) = 2: 10 / 12.5 = 0.8
+# Kendall-like: the 6 pairs with different h; (1,2) is a metric tie, so discordant: (5 - 1) / 6
+TINY_X, TINY_H = np.array([1.0, 2.0, 2.0, 3.0, 0.0]), np.array([1.0, 2.0, 1.0, 2.0, 1.0])
+
+
+def test_tau_b_tau_c_and_kendall_like_on_a_hand_count() -> None:
+    tiny = Segments(TINY_X, TINY_H, np.array(["xx"] * 5, dtype=object), np.array([""] * 5, dtype=object), np.arange(5))
+    assert quality(tiny, "kendall") == pytest.approx(5 / math.sqrt(54), abs=1e-15)
+    assert quality(tiny, "kendall_c") == pytest.approx(0.8, abs=1e-15)
+    assert quality(tiny, "kendall_like") == pytest.approx(4 / 6, abs=1e-15)
+    # the same from SciPy and the loop
+    assert stats.kendalltau(TINY_X, TINY_H, variant="b")[0] == pytest.approx(5 / math.sqrt(54), abs=1e-15)
+    assert stats.kendalltau(TINY_X, TINY_H, variant="c")[0] == pytest.approx(0.8, abs=1e-15)
+    assert hand_kendall_like(TINY_X.tolist(), TINY_H.tolist()) == pytest.approx(4 / 6, abs=1e-15)
+    # a threshold of 1 keeps no pair (|dh| is 0 or 1): undefined; a negative one is refused
+    assert math.isnan(kendall_like(TINY_X, TINY_H, threshold=1.0))
+    with pytest.raises(ValueError, match="threshold"):
+        kendall_like(TINY_X, TINY_H, threshold=-1.0)
+
+
+def test_kendall_like_follows_wmt_darr_on_random_ties() -> None:
+    """Human ties never count, a metric tie is discordant, and a threshold drops close pairs:
+    the vectorised, blocked count equals the loop on tie-heavy data of several sizes."""
+    rng = np.random.default_rng(19)
+    for n in (3, 7, 40, 150):
+        x, h = rng.integers(0, 6, size=n).astype(float), rng.integers(1, 6, size=n).astype(float)
+        for threshold in (0.0, 1.0, 2.5):
+            assert kendall_like(x, h, threshold) == pytest.approx(hand_kendall_like(x.tolist(), h.tolist(), threshold),
+                                                                  abs=1e-15, nan_ok=True)
+
+
+# ----------------------------------------------------------------------------- exact system means
+
+
+def test_equal_system_means_tie_exactly() -> None:
+    """Issue 19 item 1. Systems A, B, C, D of one lp, 3 segments each:
+        human A [0.1, 0.2, 0.3], B [0.3, 0.2, 0.1] (both mean 0.2), C [0.1] * 3, D [0.3] * 3
+        metric A 2, B 1, C 0, D 3 (every segment)
+    Pairs of systems: A-B tied in humans, not in the metric; the other 5 concordant. Hand count:
+    C = 5, D = 0, T_h = 1, n0 = 6: tau-b = 5 / sqrt(6 * 5) = 0.9129. A float `sum` gives A's human
+    mean 0.20000000000000004 and B's 0.19999999999999998: A-B becomes a concordant pair and
+    tau-b 6 / 6 = 1.0, the wrong figure the issue reports."""
+    humans = {"A": [0.1, 0.2, 0.3], "B": [0.3, 0.2, 0.1], "C": [0.1] * 3, "D": [0.3] * 3}
+    metric = {"A": 2.0, "B": 1.0, "C": 0.0, "D": 3.0}
+    systems = [s for s in humans for _ in range(3)]
+    h = [v for s in humans for v in humans[s]]
+    x = [metric[s] for s in systems]
+    want = 5 / math.sqrt(30)
+
+    naive = {s: sum(v) / len(v) for s, v in humans.items()}  # what a plain sum gives
+    assert naive["A"] == 0.20000000000000004 and naive["B"] == 0.19999999999999998
+    assert stats.kendalltau([metric[s] for s in humans], list(naive.values()))[0] == pytest.approx(1.0)
+
+    seg = Segments(np.array(x), np.array(h), np.array(["xx"] * 12, dtype=object), np.array(systems, dtype=object),
+                   np.arange(12))
+    assert quality(seg, "kendall", "system") == pytest.approx(want, abs=1e-15)
+    c = correlate(x, h, ["xx"] * 12, systems)
+    assert c["system"]["kendall"] == pytest.approx(want, abs=1e-15)
+    assert {(f["level"], f["method"]): f["value"] for f in c["figures"]}["system", "kendall"] == pytest.approx(want, abs=1e-15)
+    # the order of the segments does not matter
+    order = np.random.default_rng(0).permutation(12)
+    assert quality(seg.take(order), "kendall", "system") == pytest.approx(want, abs=1e-15)
+
+
+# ----------------------------------------------------------------------------- undefined levels
+
+
+def test_system_level_is_undefined_with_one_segment_per_system() -> None:
+    """Issue 19 item 8: each system scored once per lp, so its 'means' are the segments themselves."""
+    rows = [r for r in constructed() if r["doc"] == "d0"]  # one document: every system once per lp
+    scores, human, lps, systems = ([r[k] for r in rows] for k in ("score", "human", "lp", "system"))
+    c = correlate(scores, human, lps, systems)
+    assert c["system"] is None
+    assert c["note"] == ("system level: every system has one segment per language pair, so the system level would "
+                         "equal the segment level")
+    assert {f["level"] for f in c["figures"]} == {"global", "segment"}
+    seg = Segments(np.array(scores), np.array(human), np.array(lps, dtype=object), np.array(systems, dtype=object),
+                   np.arange(len(rows)))
+    assert math.isnan(quality(seg, "pearson", "system")) and too_small_groups(seg, "system") == []
+    assert quality_note(seg, "pearson", "system").startswith("every system has one segment per language pair")
+    assert c["pearson"] == pytest.approx(hand_figure(rows, "segment", "pearson")["value"], abs=1e-12)
+
+
+def test_item_level_is_refused_without_document_ids() -> None:
+    rows = constructed()
+    seg = as_segments(rows, docs=False)
+    with pytest.raises(UserError, match="item-level correlation needs datasets with document ids"):
+        QualityOptions("pearson", "item").check_segments([seg])
+    QualityOptions("pearson", "item").check_segments([seg, as_segments(rows)])  # one cell with documents suffices
+    assert math.isnan(quality(seg, "pearson", "item")) and quality_note(seg, "pearson", "item") == "no document ids (doc_id)"
+    c = correlate([r["score"] for r in rows], [r["human"] for r in rows], [r["lp"] for r in rows],
+                  [r["system"] for r in rows])
+    assert c["item"] is None and "item" not in {f["level"] for f in c["figures"]}
+    assert "item" not in {f["level"] for f in figure_table(seg)}
+    # doc ids all empty: the same as none
+    empty = correlate([r["score"] for r in rows], [r["human"] for r in rows], [r["lp"] for r in rows],
+                      [r["system"] for r in rows], docs=[""] * len(rows))
+    assert empty["item"] is None
+
+
+# ----------------------------------------------------------------------------- names
+
+
+def test_old_level_names_are_aliases() -> None:
+    seg = as_segments(constructed())
+    assert canonical_level("pooled") == "global" and canonical_level("lp_mean") == "segment"
+    assert [canonical_level(lv) for lv in LEVELS] == list(LEVELS)
+    for method in METHODS:
+        assert quality(seg, method, "pooled") == quality(seg, method, "global")
+        assert quality(seg, method, "lp_mean") == quality(seg, method, "segment")
+    assert figure_table(seg, levels=["pooled", "lp_mean"], methods=["pearson"]) == \
+           figure_table(seg, levels=["global", "segment"], methods=["pearson"])
+    assert too_small_groups(seg, "lp_mean") == too_small_groups(seg, "segment")
+    with pytest.raises(ValueError, match=r"unknown correlation level 'lp'.*global, segment, item, system"):
+        quality(seg, "pearson", "lp")
+    for name in ("pooled", "lp_mean", *LEVELS):
+        QualityOptions("kendall_c", name).check()
+    with pytest.raises(UserError, match="unknown correlation level 'summary'"):
+        QualityOptions("pearson", "summary").check()
+    with pytest.raises(UserError, match="unknown correlation method 'tau'"):
+        QualityOptions("tau", "global").check()
