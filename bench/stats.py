@@ -25,7 +25,9 @@ has one segment per language pair: its means would be the segments, the segment 
 
 Means (system means, means over groups) are `mean`, math.fsum / n: the sum is correctly
 rounded, so it does not depend on the order of the values, and two systems with the same
-scores in another order get the same mean, as Kendall's ties need (issue 19 item 1).
+scores in another order get the same mean, as Kendall's ties need (issue 19 item 1). (Means of
+different numbers of segments that are equal in decimals, [0.2, 0.2] and [0.1, 0.2, 0.3], can
+still differ in the last bit: binary floats are not decimals.)
 One seeded bootstrap (`bootstrap_distribution`) serves the confidence intervals of a cell and the
 paired test of two cells: segments resampled with replacement, BOOTSTRAP_RESAMPLES times.
 """
@@ -165,8 +167,9 @@ def correlation(method: str, x: np.ndarray, h: np.ndarray, threshold: float = 0.
 
 
 def mean(values: Iterable[float]) -> float:
-    """The mean as math.fsum / n: the sum correctly rounded, whatever the order of the values.
-    Every mean of this module (system means, means over groups) is this one."""
+    """The mean as math.fsum / n: the sum correctly rounded, whatever the order of the values, so
+    systems whose scores have equal sums over the same number of segments get identical means
+    (Kendall's ties). Every mean of this module (system means, means over groups) is this one."""
     values = list(values)
     return math.fsum(values) / len(values)
 
