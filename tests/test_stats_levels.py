@@ -331,3 +331,47 @@ def test_old_level_names_are_aliases() -> None:
         QualityOptions("pearson", "summary").check()
     with pytest.raises(UserError, match="unknown correlation method 'tau'"):
         QualityOptions("tau", "global").check()
+
+
+def test_quality_options_labels_and_threshold() -> None:
+    assert QualityOptions("kendall", "lp_mean").label == QualityOptions("kendall", "segment").label == \
+        "kendall (segment, by lp)"
+    assert QualityOptions("pearson", "pooled").label == "pearson (global)"
+    assert QualityOptions("kendall_c", "item").label == "kendall-c (item, by doc_id)"
+    assert QualityOptions("spearman", "system").label == "spearman (system, by lp)"
+    for bad in (-25.0, math.nan):
+        with pytest.raises(UserError, match="threshold must be a number >= 0"):
+            QualityOptions("kendall_like", "global", threshold=bad).check()
+
+
+# ----------------------------------------------------------------------------- mechanics
+
+
+def test_kendall_like_blocks_equal_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kendall_like compares PAIR_BLOCK pairs at a time: blocks of 1 row, uneven splits and one
+    block give the loop's count."""
+    import nlgbench.stats as nlg_stats
+
+    rng = np.random.default_rng(4)
+    x, h = np.round(rng.normal(size=41), 1), np.round(rng.normal(size=41) * 2) / 2  # ties on both sides
+    want = {t: hand_kendall_like(x.tolist(), h.tolist(), t) for t in (0.0, 0.75)}
+    for block in (1, 7 * 41, 40 * 41, 41 * 41, 1 << 22):
+        monkeypatch.setattr(nlg_stats, "PAIR_BLOCK", block)
+        for t, w in want.items():
+            assert kendall_like(x, h, t) == pytest.approx(w, abs=1e-15), (block, t)
+
+
+def test_means_are_one_order_free_function() -> None:
+    from nlgbench.stats import finite_mean, mean
+
+    values = [0.1] * 10 + [1e16, -1e16]
+    assert mean(values) == mean(values[::-1]) == pytest.approx(1 / 12, abs=1e-17)
+    assert sum(values) / 12 != mean(values)  # a plain sum loses the 0.1s
+    assert finite_mean([1.0, math.nan, 2.0]) == 1.5 and math.isnan(finite_mean([math.nan]))
+
+
+def test_take_carries_document_ids() -> None:
+    seg = as_segments(constructed())
+    idx = np.array([5, 0])
+    assert seg.take(idx).doc.tolist() == [seg.doc[5], seg.doc[0]]
+    assert as_segments(constructed(), docs=False).take(idx).doc is None
