@@ -195,6 +195,18 @@ def _option_value(raw: str) -> tuple[str, object]:
         raise UserError(f"--option {key}: cannot read the value {value!r}") from None
 
 
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"  # `score`'s encoder when --encoder is not given, for metrics that run one
+
+
+def _default_encoder(metric: str) -> str:
+    """`score`'s encoder when none is given: `none` for a metric that runs no model (sentbleu, chrf,
+    rouge1 ...), else DEFAULT_ENCODER."""
+    from nlgbench.labels import NO_ENCODER
+    from nlgbench.metrics import get_metric
+
+    return NO_ENCODER if NO_ENCODER in get_metric(metric).encoder_kinds else DEFAULT_ENCODER
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
     import csv
     import statistics
@@ -205,7 +217,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     refs = _read_lines(args.references, "references") if args.references else None
     srcs = _read_lines(args.sources, "sources") if args.sources else None
     options = dict(_option_value(o) for o in args.option)
-    outputs = score_outputs(hyps, refs, args.metric, args.encoder, sources=srcs, aligner=args.aligner,
+    encoder = args.encoder or _default_encoder(args.metric)
+    outputs = score_outputs(hyps, refs, args.metric, encoder, sources=srcs, aligner=args.aligner,
                             device=args.device, batch_size=args.batch_size, **options)
     columns = list(outputs)
     rows = [[i + 1, *(repr(outputs[c][i]) for c in columns)] for i in range(len(hyps))]
@@ -217,7 +230,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     finite = [v for v in outputs["score"] if v == v]
     mean = f"{statistics.fmean(finite):.6f}" if finite else "n/a"
-    print(f"{len(hyps)} scores ({args.metric}, {args.encoder}), mean {mean}" + (f"; written to {args.out}" if args.out else ""),
+    print(f"{len(hyps)} scores ({args.metric}, {encoder}), mean {mean}" + (f"; written to {args.out}" if args.out else ""),
           file=sys.stderr)
     return 0
 
@@ -256,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("-r", "--references", help="references, one per line (metrics that need them)")
     sc.add_argument("-s", "--sources", help="sources, one per line (reference-free metrics)")
     sc.add_argument("--metric", default="bertscore", help="a registered metric (default bertscore)")
-    sc.add_argument("--encoder", default="all-MiniLM-L6-v2", help="encoder name, Hub id or local folder")
+    sc.add_argument("--encoder", help="encoder name, Hub id or local folder (default all-MiniLM-L6-v2; "
+                                      "none for metrics that run no model: sentbleu, chrf, rouge1, rouge2, rougeL)")
     sc.add_argument("--aligner", help="wmd, rwmd or wcd (metrics with an aligner)")
     sc.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a metric option, e.g. idf=true")
     sc.add_argument("--device", default="cpu")

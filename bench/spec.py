@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -20,7 +20,11 @@ from nlgbench.encoder_registry import (
 from nlgbench.cell import CellConfig, DatasetRef
 from nlgbench.data import ALL_DIMENSIONS
 from nlgbench.errors import UserError, closest, unknown_name
+from nlgbench.labels import NO_ENCODER
 from nlgbench.registry import load_yaml, yaml_problem
+
+if TYPE_CHECKING:
+    from nlgbench.metrics.base import MetricInfo
 
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics",
             "encoders_file", "catalogue_file", "human"}
@@ -54,7 +58,7 @@ class SweepSpec:
         """Every model the sweep loads: encoders, and models named by metric options (e.g. XMoverScore's `lm`)."""
         from nlgbench.metrics import get_metric
 
-        names = [e.name for m in self.metrics for e in m.encoders]
+        names = [e.name for m in self.metrics for e in m.encoders if e.name != NO_ENCODER]
         for m in self.metrics:
             names += [m.options[k] for k in get_metric(m.metric).model_options if m.options.get(k)]
         return list(dict.fromkeys(names))
@@ -199,6 +203,30 @@ def _registered(enc: EncoderRef) -> EncoderRef:
     return enc if name == enc.name else EncoderRef(**{**enc.to_dict(), "name": name})
 
 
+def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> EncoderRef:
+    """One `encoders:` entry, checked against the kinds of model the metric runs. `none` (no
+    model) is the one entry of a metric that runs none (`encoder_kinds` holds NO_ENCODER: the
+    lexical baselines), and only of such a metric."""
+    enc = parse_encoder_ref(raw, where)
+    models = [kind for kind in info.encoder_kinds if kind != NO_ENCODER]
+    if enc.name == NO_ENCODER:
+        if NO_ENCODER not in info.encoder_kinds:
+            raise UserError(f"{where}: metric {info.name!r} needs a {' or '.join(models)} model; "
+                            f"{NO_ENCODER!r} is for metrics that run no model")
+        if enc.variant():
+            raise UserError(f"{where}: {NO_ENCODER!r} (no model) takes no encoder options, got {', '.join(enc.variant())}")
+        return enc
+    if not models:
+        raise UserError(f"{where}: metric {info.name!r} runs no model; write 'encoders: [{NO_ENCODER}]' or leave "
+                        f"the key out, got {enc.label!r}")
+    enc = _registered(_local_folder(enc, base))
+    validate_encoder_name(enc.name, where)
+    kind = encoder_kind(enc.name)
+    if kind is not None and kind not in models:
+        raise UserError(f"{where}: metric {info.name!r} needs a {' or '.join(models)} model; {enc.name} is of kind {kind}")
+    return enc
+
+
 def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     from nlgbench.metrics import get_metric, metric_names
 
@@ -210,18 +238,10 @@ def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
         raise UserError(f"{where}.metric is required (one of: {', '.join(metric_names())})")
     info = get_metric(name)
     options = _options(name, raw.get("options"), f"{where}.options")
-    if "encoders" not in raw:
+    if "encoders" not in raw and NO_ENCODER not in info.encoder_kinds:
         raise UserError(f"{where}.encoders is required")
-    encoders = [
-        _registered(_local_folder(parse_encoder_ref(e, f"{where}.encoders[{i}]"), base))
-        for i, e in enumerate(_list(raw["encoders"], f"{where}.encoders"))
-    ]
-    for i, enc in enumerate(encoders):
-        validate_encoder_name(enc.name, f"{where}.encoders[{i}]")
-        kind = encoder_kind(enc.name)
-        if kind is not None and kind not in info.encoder_kinds:
-            raise UserError(f"{where}.encoders[{i}]: metric {name!r} needs a {' or '.join(info.encoder_kinds)} model; "
-                            f"{enc.name} is of kind {kind}")
+    encoders = [_encoder(e, f"{where}.encoders[{i}]", info, base)
+                for i, e in enumerate(_list(raw.get("encoders", [NO_ENCODER]), f"{where}.encoders"))]
     for key, kind in info.model_options.items():
         if options.get(key) is not None:
             validate_encoder_name(options[key], f"{where}.options.{key}")

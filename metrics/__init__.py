@@ -25,6 +25,12 @@ PACKAGED: dict[str, str] = {
     "xmoverscore": "nlgbench.metrics.xmoverscore:INFO",
     "sentsim": "nlgbench.metrics.sentsim:INFO",
     "frugalscore": "nlgbench.metrics.frugalscore:INFO",
+    # lexical baselines (no encoder): sacrebleu and rouge-score
+    "sentbleu": "nlgbench.metrics.sacrebleu_metrics:SENTBLEU_INFO",
+    "chrf": "nlgbench.metrics.sacrebleu_metrics:CHRF_INFO",
+    "rouge1": "nlgbench.metrics.rouge:ROUGE1_INFO",
+    "rouge2": "nlgbench.metrics.rouge:ROUGE2_INFO",
+    "rougeL": "nlgbench.metrics.rouge:ROUGEL_INFO",
 }
 
 

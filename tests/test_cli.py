@@ -398,7 +398,8 @@ def test_list_metrics(capsys: pytest.CaptureFixture[str]) -> None:
     row = next(line for line in lines if line.startswith("bertscore"))
     assert "reference" in row and "higher" in row and "idf=False" in row and "encoder|seq2seq" in row
     names = [line.split()[0] for line in lines[1:]]
-    assert names == ["bartscore", "baryscore", "bertscore", "frugalscore", "moverscore", "sentsim", "xmoverscore"]
+    assert names == ["bartscore", "baryscore", "bertscore", "chrf", "frugalscore", "moverscore", "rouge1", "rouge2",
+                     "rougeL", "sentbleu", "sentsim", "xmoverscore"]
     bary = next(line for line in lines if line.startswith("baryscore")).split()
     assert bary[2] == "lower"
     frugal = next(line for line in lines if line.startswith("frugalscore")).split()

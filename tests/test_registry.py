@@ -70,7 +70,8 @@ def test_unknown_name_did_you_mean_and_override() -> None:
 
 
 def test_packaged_registries_keep_their_names() -> None:
-    assert metric_names() == sorted(["bertscore", "moverscore", "baryscore", "bartscore", "xmoverscore", "sentsim", "frugalscore"])
+    assert metric_names() == sorted(["bertscore", "moverscore", "baryscore", "bartscore", "xmoverscore", "sentsim", "frugalscore",
+                                     "sentbleu", "chrf", "rouge1", "rouge2", "rougeL"])
     assert get_metric("bertscore").name == "bertscore"
     with pytest.raises(UserError, match="did you mean 'bertscore'"):
         get_metric("bertscor")

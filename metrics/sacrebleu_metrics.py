@@ -1,0 +1,166 @@
+"""Lexical baselines through sacrebleu: sentence BLEU (`sentbleu`) and chrF (`chrf`).
+
+They run no model (encoder `none` in a spec, `nlgbench.labels.NO_ENCODER`), and are the cheap
+anchor of a sweep. Each is sacrebleu's own sentence-level metric, so its scores are
+`sacrebleu.sentence_bleu` / `sacrebleu.sentence_chrf` exactly, on sacrebleu's 0-100 scale. The
+options are those functions' keyword arguments with their defaults (BLEU: exponential smoothing,
+tokenizer 13a; chrF: character 6-grams, beta 2, `word_order: 2` is chrF++), except BLEU's
+`use_effective_order`, always on: sentence BLEU without it is what sacrebleu warns against on
+every sentence.
+
+Several references per item are sacrebleu's business (`multi_reference="native"`): BLEU clips
+n-gram counts against all references and takes the closest reference length; chrF keeps the
+best-scoring reference. The scorer builds the sacrebleu object once (the cell's load phase,
+exactly as the sentence_* function builds it) and times one phase, `score`. It is
+single-threaded Python on the CPU whatever the cell's device: a `cuda` cell measures the same
+CPU computation (describe() says `runs_on: cpu`), so a GPU sweep has its anchor too. Batch size
+has no effect. sacrebleu is imported with this module, outside the cell's load time, as the
+worker does for torch and transformers.
+
+describe() records sacrebleu's version and its signature string
+(`nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:2.6.0`), `nrefs` being the dataset's
+number of references per item (`var` when it varies, sacrebleu's own convention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import Any, Sequence, TypeVar
+
+from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.metrics.base import Metric
+
+from nlgbench.data import Item
+from nlgbench.errors import UserError
+from nlgbench.labels import NO_ENCODER
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+
+O = TypeVar("O")
+
+NO_MODEL = {"params": 0, "disk_bytes": 0, "weight_bytes": 0, "runs_on": "cpu"}  # describe()'s sizes: nothing loaded
+
+
+@dataclass
+class SentBleuOptions:
+    """`sacrebleu.sentence_bleu`'s keyword arguments, with its defaults (`use_effective_order` always True)."""
+
+    smooth_method: str = "exp"
+    smooth_value: float | None = None
+    lowercase: bool = False
+    tokenize: str = "13a"
+
+
+@dataclass
+class ChrfOptions:
+    """`sacrebleu.sentence_chrf`'s keyword arguments, with its defaults (`word_order: 2` is chrF++)."""
+
+    char_order: int = 6
+    word_order: int = 0
+    beta: int = 2
+    remove_whitespace: bool = True
+    eps_smoothing: bool = False
+
+
+def signature(metric: Metric, items: Sequence[Item]) -> str:
+    """sacrebleu's signature string of `metric` (which has scored `items`), its `nrefs` the dataset's:
+    the number of references per item, or `var` (sacrebleu's num_refs -1) when it varies.
+
+    sacrebleu sets `num_refs` from each call's references; after the last item it would describe
+    that item only."""
+    counts = {len(it.references) for it in items}
+    metric.num_refs = counts.pop() if len(counts) == 1 else -1
+    return str(metric.get_signature())
+
+
+class SacrebleuScorer(ScorerBase[O]):
+    """One sacrebleu sentence metric, built once by `library_metric`; `column` names its one output."""
+
+    column: str
+
+    def __init__(self, encoder_ref: Any, options: dict[str, Any], device: str, batch_size: int) -> None:
+        super().__init__(options, device, batch_size)
+        self.metric = self.library_metric()
+        self.signature: str | None = None  # known once it has scored
+
+    def library_metric(self) -> Metric:
+        raise NotImplementedError
+
+    def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
+        with timer.phase("score"):
+            out = [float(self.metric.sentence_score(it.hypothesis, list(it.references)).score) for it in items]
+        self.signature = signature(self.metric, items)
+        return Scores(primary=self.column, columns={self.column: out})
+
+    def describe(self) -> dict[str, Any]:
+        return {**NO_MODEL, "library": {"sacrebleu": version("sacrebleu")}, "signature": self.signature}
+
+
+class SentBleuScorer(SacrebleuScorer[SentBleuOptions]):
+    options_class = SentBleuOptions
+    column = "bleu"
+
+    def library_metric(self) -> Metric:
+        """BLEU as `sacrebleu.sentence_bleu` builds it (with its default use_effective_order=True)."""
+        o = self.options
+        return BLEU(lowercase=o.lowercase, tokenize=o.tokenize, force=False, smooth_method=o.smooth_method,
+                    smooth_value=o.smooth_value, effective_order=True)
+
+
+class ChrfScorer(SacrebleuScorer[ChrfOptions]):
+    options_class = ChrfOptions
+    column = "chrf"
+
+    def library_metric(self) -> Metric:
+        """CHRF as `sacrebleu.sentence_chrf` builds it."""
+        o = self.options
+        return CHRF(char_order=o.char_order, word_order=o.word_order, beta=o.beta,
+                    whitespace=not o.remove_whitespace, eps_smoothing=o.eps_smoothing)
+
+
+def check_bleu(options: dict[str, Any]) -> None:
+    """The tokenizer and smoothing method must be among sacrebleu's own."""
+    for key, valid in (("tokenize", BLEU.TOKENIZERS), ("smooth_method", BLEU.SMOOTH_DEFAULTS)):
+        if options.get(key) is not None and options[key] not in valid:
+            raise UserError(f"{key} must be one of {', '.join(valid)}, got {options[key]!r}")
+    if options.get("smooth_value") is not None and options["smooth_value"] < 0:
+        raise UserError(f"smooth_value must be >= 0, got {options['smooth_value']}")
+
+
+def check_chrf(options: dict[str, Any]) -> None:
+    """n-gram orders and beta are >= 0, and at least one order counts n-grams."""
+    for key in ("char_order", "word_order", "beta"):
+        if options.get(key) is not None and options[key] < 0:
+            raise UserError(f"{key} must be >= 0, got {options[key]}")
+    if options.get("char_order") == 0 and options.get("word_order") == 0:
+        raise UserError("char_order and word_order are both 0: chrF would count no n-grams")
+
+
+SENTBLEU_INFO = MetricInfo(
+    name="sentbleu",
+    description="sentence BLEU (sacrebleu.sentence_bleu, its defaults; 0-100); runs no model; signature recorded",
+    needs=("reference",),
+    higher_is_better=True,
+    corpus_state=False,
+    options_class=SentBleuOptions,
+    accepts_aligners=False,
+    build=SentBleuScorer,
+    encoder_kinds=(NO_ENCODER,),
+    check_values=check_bleu,
+    multi_reference="native",
+)
+
+CHRF_INFO = MetricInfo(
+    name="chrf",
+    description="chrF (sacrebleu.sentence_chrf, its defaults; 0-100; word_order=2 is chrF++); runs no model; "
+                "signature recorded",
+    needs=("reference",),
+    higher_is_better=True,
+    corpus_state=False,
+    options_class=ChrfOptions,
+    accepts_aligners=False,
+    build=ChrfScorer,
+    encoder_kinds=(NO_ENCODER,),
+    check_values=check_chrf,
+    multi_reference="native",
+)
