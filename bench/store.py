@@ -61,9 +61,9 @@ CSV_COLUMNS = [
 EXTRA_COLUMNS = [
     "layer", "prepare_s", "warmup_s", "cuda_peak_reserved_mb", "n_lps", "system_pearson", "system_kendall",
     "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
-    "mean_exit_layer", "weight_mb", "metric_options", "truncated_segments", "correlation_note",
+    "mean_exit_layer", "weight_mb", "metric_options", "truncated_segments",
     "human_dim", "n_missing_human", "spearman", "spearman_pooled", "system_spearman", "item_pearson", "item_kendall",
-    "item_spearman", "n_docs",
+    "item_spearman", "n_docs", "correlation_note",  # the note stays last: it says why any figure left of it is blank
 ]
 CORRELATIONS_FILE = "correlations.csv"
 # correlations.csv: every figure of every cell, long format, naming its level and grouping (nlgbench.stats).

@@ -129,7 +129,7 @@ def test_compare_numbers_match_direct_computations(run_dir: Path, capsys: pytest
     assert main(["compare", str(run_dir), "--candidate", cand["encoder"], "--baseline", base["encoder"],
                  "--correlation", "kendall", "--level", "lp_mean"]) == 0
     text = capsys.readouterr().out
-    assert "retained" in text and "kendall (lp mean)" in text and "speed-up" in text
+    assert "retained" in text and "kendall (segment, by lp)" in text and "speed-up" in text
     assert main(["compare", str(run_dir), "--candidate", "nope", "--baseline", base["encoder"]]) == 2
     assert "unknown encoder 'nope'" in capsys.readouterr().err
 
