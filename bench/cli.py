@@ -239,7 +239,10 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
     from nlgbench.stats import LEVELS, METHODS
 
     p.add_argument("--correlation", default="pearson", help=f"quality measure: {', '.join(METHODS)} (default pearson)")
-    p.add_argument("--level", default="pooled", help=f"{', '.join(LEVELS)} (default pooled, the efficiency study's)")
+    p.add_argument("--level", default="global",
+                   help=f"{', '.join(LEVELS)} (default global: pooled over all segments, the efficiency study's; "
+                        "segment: per lp, then the mean; item: per document (doc_id), then the mean; system: per lp over "
+                        "system means, then the mean; old names pooled and lp_mean still work)")
     p.add_argument("--threshold", type=float, default=0.0,
                    help="kendall_like: only pairs whose human scores differ by more than this (WMT DARR: 25 raw DA points)")
     p.add_argument("--human", metavar="DIM",

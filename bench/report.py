@@ -21,6 +21,7 @@ import pandas as pd
 
 from nlgbench import fmt
 from nlgbench.errors import UserError, unknown_name
+from nlgbench.labels import NO_ENCODER
 from nlgbench.rundata import RunData, load_run
 from nlgbench.stats import (GROUPING, LEVEL_ALIASES, LEVELS, METHODS, Segments, canonical_level, has_docs, has_systems,
                             left_out_note, quality, quality_note, too_small_lps)
@@ -201,8 +202,10 @@ class _quiet:
 def plot_tradeoff(df: pd.DataFrame, device: str, x: str, xlabel: str, quality_label: str,
                   baselines: dict[str, str], path: Path, title: str) -> Path | None:
     """One panel per metric: each encoder at (x averaged over datasets, quality averaged), log x,
-    Pareto front (lower x, higher quality) as a dashed step line, the baseline starred. Cells
-    without a positive x or a defined quality are left out; None (no file) when nothing is left."""
+    Pareto front (lower x, higher quality) as a dashed step line, the baseline starred. Metrics
+    without an encoder (lexical baselines: BLEU, chrF, ROUGE) get no panel of their own but appear
+    in every panel as grey diamonds, the cheap anchor. Cells without a positive x or a defined
+    quality are left out; None (no file) when nothing is left."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -210,6 +213,11 @@ def plot_tradeoff(df: pd.DataFrame, device: str, x: str, xlabel: str, quality_la
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     data = df[(df["device"] == device) & (df[x] > 0) & np.isfinite(df["quality"].astype(float))]
+    is_anchor = data["encoder"] == NO_ENCODER
+    if is_anchor.all():
+        is_anchor = ~is_anchor  # only lexical metrics: each gets its own panel
+    anchors = data[is_anchor].groupby("metric", sort=False)[[x, "quality"]].mean().reset_index()
+    data = data[~is_anchor]
     metrics = list(dict.fromkeys(data["metric"]))
     if not metrics:
         return None
@@ -220,6 +228,11 @@ def plot_tradeoff(df: pd.DataFrame, device: str, x: str, xlabel: str, quality_la
         g = data[data["metric"] == metric].groupby("encoder", sort=False)[[x, "quality"]].mean().reset_index()
         xs, qs = g[x].to_numpy(float), g["quality"].to_numpy(float)
         ax.scatter(xs, qs, s=36, color="tab:blue", zorder=3)
+        for k, a in anchors.iterrows():
+            ax.scatter([a[x]], [a["quality"]], marker="D", s=30, color="tab:gray", zorder=3,
+                       label="lexical baseline" if k == 0 else None)
+            ax.annotate(str(a["metric"]), (a[x], a["quality"]), textcoords="offset points", xytext=(4, -10),
+                        fontsize=7, color="tab:gray")
         span = float(np.nanmax(qs) - np.nanmin(qs)) or 1.0
         placed: list[tuple[float, float, int]] = []
         for xi, qi, name in sorted(zip(xs, qs, g["encoder"]), key=lambda t: -t[1]):  # top first, lower ones move down
