@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from nlgbench.spec import SweepSpec
 
 EncoderSpec = str | dict[str, Any]  # a registered name, a Hub id, a local folder, or {name: ..., num_layers: 3, ...}
+References = Sequence[str] | Sequence[Sequence[str]]  # one text per hypothesis, or a list of texts (several) per hypothesis
 
 
 def _texts(name: str, values: Sequence[str] | None, n: int, required: bool = True) -> list[str]:
@@ -38,9 +39,34 @@ def _texts(name: str, values: Sequence[str] | None, n: int, required: bool = Tru
     return out
 
 
+def _references(values: References | None, n: int, required: bool) -> list[tuple[str, ...]]:
+    """Each hypothesis's references, from a list of texts (one each) or of lists of texts (several
+    each, bert_score's format); non-blank where the metric reads them. One clear error otherwise."""
+    if values is None:
+        return [("",)] * n
+    if isinstance(values, str):
+        raise UserError("references must be a list of strings (or of lists of strings), not one string")
+    out = list(values)
+    if len(out) != n:
+        raise UserError(f"references has {len(out)} items but hypotheses has {n}")
+    refs: list[tuple[str, ...]] = []
+    for i, value in enumerate(out):
+        group = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) else None
+        if group is None or not all(isinstance(v, str) for v in group):
+            raise UserError(f"references[{i}] is {type(value).__name__}, not a string or a list of strings")
+        if not group:
+            raise UserError(f"references[{i}] is an empty list: give at least one reference")
+        blank = [k for k, v in enumerate(group) if required and not v.strip()]
+        if blank:
+            where = f"references[{i}]" if isinstance(value, str) else f"references[{i}][{blank[0]}]"
+            raise UserError(f"{where} is blank: every text must be non-empty")
+        refs.append(group)
+    return refs
+
+
 def score_outputs(
     hypotheses: Sequence[str],
-    references: Sequence[str] | None = None,
+    references: References | None = None,
     metric: str = "bertscore",
     encoder: EncoderSpec = "all-MiniLM-L6-v2",
     *,
@@ -51,32 +77,45 @@ def score_outputs(
     **options: Any,
 ) -> dict[str, list[float]]:
     """Every output of the metric per hypothesis: `score` (the primary one, as in scores.csv)
-    first, then the metric's further columns (precision, recall, directions, distances)."""
+    first, then the metric's further columns (precision, recall, directions, distances).
+
+    `references` gives one text per hypothesis, or a list of texts (several references) per
+    hypothesis; the metric uses several as its reference code does, or as `reference_policy`
+    (first, max or mean) says."""
     from nlgbench.data import Item
     from nlgbench.metrics import get_metric
-    from nlgbench.metrics.base import PhaseTimer
+    from nlgbench.metrics.base import REFERENCE_POLICY, PhaseTimer, ReferencePolicy
     from nlgbench.spec import DEVICE_RE, parse_metric_entry
 
     hyps = _texts("hypotheses", hypotheses, len(hypotheses) if not isinstance(hypotheses, str) else -1)
     info = get_metric(metric)
     given = {"reference": references, "source": sources}
-    for need in info.needs:
+    reads_references = info.reads_references(options)  # SentSim's `against: reference` too
+    for need in sorted({*info.needs, *(["reference"] if reads_references else [])}):
         if given[need] is None:
             raise UserError(f"metric {metric!r} needs {need}s: pass {need}s=[...]")
-    refs = _texts("references", references, len(hyps), "reference" in info.needs)
+    refs = _references(references, len(hyps), reads_references)
     srcs = _texts("sources", sources, len(hyps), "source" in info.needs)
     if not DEVICE_RE.match(device):
         raise UserError(f"unknown device {device!r} (use cpu, cuda or cuda:N)")
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise UserError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    # reference_policy is the harness's option, not the metric's: MetricInfo.make checks and applies it
+    harness = {key: options.pop(key) for key in [REFERENCE_POLICY] if key in options}
     raw: dict[str, Any] = {"metric": metric, "options": options, "encoders": [encoder]}
     if aligner is not None:
         raw["aligners"] = [aligner]
     entry = parse_metric_entry(raw, "score", Path.cwd())
-    items = [Item(lp="", seg_id=i + 1, system="", source=s, reference=r, hypothesis=h, human=float("nan"))
+    items = [Item(lp="", seg_id=i + 1, system="", source=s, reference=r[0], hypothesis=h, human=float("nan"),
+                  references=r)
              for i, (h, r, s) in enumerate(zip(hyps, refs, srcs))]
     extra = {"aligner": entry.aligners[0]} if info.accepts_aligners else {}
-    scorer = info.make(entry.encoders[0], entry.options, device, batch_size, **extra)
+    scorer = info.make(entry.encoders[0], {**entry.options, **harness}, device, batch_size, **extra)
+    if isinstance(scorer, ReferencePolicy):
+        try:
+            scorer.policy(items)  # a metric that cannot use several references, and no reference_policy
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     scorer.prepare(items)
     scores = scorer.score(items, PhaseTimer())
     return {"score": list(scores.score), **{k: list(v) for k, v in scores.columns.items() if k != scores.primary}}
@@ -84,7 +123,7 @@ def score_outputs(
 
 def score(
     hypotheses: Sequence[str],
-    references: Sequence[str] | None = None,
+    references: References | None = None,
     metric: str = "bertscore",
     encoder: EncoderSpec = "all-MiniLM-L6-v2",
     *,

@@ -121,4 +121,7 @@ INFO = MetricInfo(
     accepts_aligners=False,
     build=BartScoreScorer,
     check_values=check_values,
+    # neulab/BARTScore bart_score.py: BARTScorer.multi_ref_score(srcs, tgts, agg="mean") scores each
+    # reference and takes np.mean over them by default (agg="max" is its alternative).
+    multi_reference="mean",
 )

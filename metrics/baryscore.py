@@ -146,4 +146,7 @@ INFO = MetricInfo(
     accepts_aligners=False,
     build=BaryScoreScorer,
     check_values=check_values,
+    # PierreColombo/nlg_eval_via_simi_measures bary_score.py: BaryScoreMetric.supports_multi_ref is False
+    # ("BaryScore does not support multi ref"), so no rule: the user sets reference_policy.
+    multi_reference=None,
 )

@@ -12,13 +12,21 @@ import time
 import types
 import typing
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generic, Iterator, Protocol, Sequence, TypeVar
+
+import numpy as np
 
 from nlgbench.data import Item
 from nlgbench.errors import UserError
 
 O = TypeVar("O")
+
+#: The harness's option for metrics that read references: how to use several references per item.
+REFERENCE_POLICY = "reference_policy"
+REFERENCE_POLICIES = ("first", "max", "mean")
+#: What a metric may declare as its own use of several references (`MetricInfo.multi_reference`).
+MULTI_REFERENCE = ("max", "mean", "native")
 
 
 @dataclass
@@ -44,10 +52,13 @@ class PhaseTimer:
 
 @dataclass
 class Scores:
-    """A metric's per-item outputs: `primary` names the column that is the metric's score."""
+    """A metric's per-item outputs: `primary` names the column that is the metric's score;
+    `opposite_direction` the columns better in the other direction than the metric (a distance beside
+    a similarity), so that the best over several references is taken the right way."""
 
     primary: str
     columns: dict[str, list[float]]
+    opposite_direction: tuple[str, ...] = ()
 
     @property
     def score(self) -> list[float]:
@@ -113,7 +124,9 @@ class MetricInfo:
 
     `options_class` (a dataclass) is the one declaration of the metric's options; `options`
     (name -> (type, default)) and the type checks are derived from it. `check_values` holds
-    only the constraints types cannot express (ranges, choices, existing files).
+    only the constraints types cannot express (ranges, choices, existing files). A metric that reads
+    references also takes the harness option `reference_policy` (`harness_options`), which `make`
+    applies by wrapping the scorer in `ReferencePolicy`.
     """
 
     name: str
@@ -131,28 +144,150 @@ class MetricInfo:
     # over references, "native" (the scorer reads `Item.references` itself), or None (it cannot:
     # the user sets the option `reference_policy: first|max|mean`).
     multi_reference: str | None = None
+    # When reading references depends on the options (SentSim's `against`); default: "reference" in `needs`.
+    reads_references_if: Callable[[dict[str, Any]], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if self.multi_reference not in (None, *MULTI_REFERENCE):
+            raise ValueError(f"metric {self.name}: multi_reference must be one of {', '.join(MULTI_REFERENCE)} "
+                             f"or None, got {self.multi_reference!r}")
 
     @property
     def options(self) -> dict[str, tuple[type, Any]]:
         """option -> (type, default), from `options_class`."""
         return option_table(self.options_class)
 
+    @property
+    def harness_options(self) -> dict[str, tuple[type, Any]]:
+        """Options the harness applies around the scorer (not in `options_class`): `reference_policy`
+        for a metric that may read references. A cell's options hold them only where given."""
+        may_read = "reference" in self.needs or self.reads_references_if is not None
+        return {REFERENCE_POLICY: (str, None)} if may_read else {}
+
+    def reads_references(self, options: dict[str, Any]) -> bool:
+        """Whether the metric, run with `options`, reads the items' references."""
+        if self.reads_references_if is not None:
+            return self.reads_references_if(options)
+        return "reference" in self.needs
+
     def check_options(self, options: dict[str, Any], where: str = "options") -> None:
         """Unknown names and wrong types, then the metric's value constraints: a one-line UserError naming the option."""
-        table = self.options
+        table = {**self.options, **self.harness_options}
         for key, value in options.items():
+            if key == REFERENCE_POLICY and key not in table:
+                raise UserError(f"{where}: metric {self.name} reads no references, so {key} does not apply")
             if key not in table:
                 raise UserError(f"{where}: metric {self.name} has no option {key!r} (valid: {', '.join(table)})")
             typ = table[key][0]
             if value is not None and (not isinstance(value, typ) or (typ is int and isinstance(value, bool))):
                 raise UserError(f"{where}.{key} must be {typ.__name__}, got {value!r}")
+        policy = options.get(REFERENCE_POLICY)
+        if policy is not None:
+            if policy not in REFERENCE_POLICIES:
+                raise UserError(f"{where}.{REFERENCE_POLICY} must be one of {', '.join(REFERENCE_POLICIES)}, got {policy!r}")
+            if not self.reads_references(options):
+                raise UserError(f"{where}: metric {self.name} reads no references with these options, "
+                                f"so {REFERENCE_POLICY} does not apply")
         if self.check_values is not None:
             try:
                 self.check_values(options)
             except UserError as exc:
                 raise UserError(f"{where}: {exc}") from None
 
+    def cell_options(self, given: dict[str, Any], where: str = "options") -> dict[str, Any]:
+        """The options a cell runs with: each of the metric's options as given or its default, the
+        harness options only where given (so the ids of cells that do not set them stay as they were); checked."""
+        out = {key: given.get(key, default) for key, (_, default) in self.options.items()}
+        out.update({key: value for key, value in given.items() if key not in out})  # harness options (and unknown names)
+        self.check_options(out, where)
+        return out
+
     def make(self, encoder_ref: Any, options: dict[str, Any], device: str, batch_size: int, **extra: Any) -> Scorer:
-        """Check the options (as the spec does), then build the scorer."""
+        """Check the options (as the spec does), build the scorer on the metric's own options, and wrap
+        it in `ReferencePolicy` when it reads references but not several of them itself."""
         self.check_options(options)
-        return self.build(encoder_ref, options, device, batch_size, **extra)
+        own = {key: value for key, value in options.items() if key not in self.harness_options}
+        scorer = self.build(encoder_ref, own, device, batch_size, **extra)
+        policy = options.get(REFERENCE_POLICY)
+        if not self.reads_references(options) or (policy is None and self.multi_reference == "native"):
+            return scorer
+        return ReferencePolicy(scorer, self.name, self.higher_is_better, declared=self.multi_reference, given=policy)
+
+
+def one_reference_items(items: Sequence[Item], policy: str) -> tuple[list[Item], list[int]]:
+    """Items with one reference each for a one-reference scorer, and how many belong to each input
+    item: every (item, reference k) pair for `max` / `mean`, the first reference only for `first`."""
+    if policy == "first":
+        return [replace(it, references=(it.reference,)) for it in items], [1] * len(items)
+    pairs = [replace(it, reference=ref, references=(ref,)) for it in items for ref in it.references]
+    return pairs, [len(it.references) for it in items]
+
+
+def aggregate_references(values: Sequence[float], counts: Sequence[int], policy: str, higher_is_better: bool) -> list[float]:
+    """Per item, the values of its consecutive `counts` rows reduced to one: `mean`, or for `max` the
+    best (the largest, or the smallest for a lower-is-better metric). NaN stays NaN."""
+    array = np.asarray(values, dtype=np.float64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
+    if policy == "mean":
+        reduced = np.add.reduceat(array, starts) / np.asarray(counts, dtype=np.float64)
+    elif policy == "max":
+        reduced = (np.maximum if higher_is_better else np.minimum).reduceat(array, starts)
+    else:
+        raise ValueError(f"no aggregation for reference policy {policy!r}")
+    return reduced.tolist()
+
+
+class ReferencePolicy:
+    """A one-reference scorer run on items with several references: it scores every (item, reference k)
+    pair (corpus state is prepared over all pairs, as bert_score computes idf over all references),
+    then reduces each output column per item on its own (`aggregate_references`; `max` takes each
+    column's best, as bert_score does for P, R and F); `first` scores the first reference only.
+    Where every item has one reference it passes the items straight through."""
+
+    def __init__(self, inner: Scorer, metric: str, higher_is_better: bool, *, declared: str | None,
+                 given: str | None) -> None:
+        self.inner = inner
+        self.metric = metric
+        self.higher_is_better = higher_is_better
+        self.declared = declared  # the metric's own rule (MetricInfo.multi_reference)
+        self.given = given  # the option reference_policy, which overrides it
+        self.used: str | None = None  # the policy applied, once items with several references were seen
+
+    def policy(self, items: Sequence[Item]) -> str | None:
+        """The policy for `items`: None where each has one reference, else the option or the metric's
+        own rule; a one-line ValueError where the metric has none and the option is not set."""
+        most = max((len(it.references) for it in items), default=1)
+        if most == 1:
+            return None
+        policy = self.given or self.declared
+        if policy is None:
+            raise ValueError(f"{self.metric} cannot use several references per item (dataset has up to {most}); "
+                             f"set the option {REFERENCE_POLICY}: {'|'.join(REFERENCE_POLICIES)}")
+        return policy
+
+    def prepare(self, items: Sequence[Item]) -> None:
+        policy = self.policy(items)
+        if policy is not None:
+            self.used = policy
+        self.inner.prepare(items if policy is None else one_reference_items(items, policy)[0])
+
+    def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
+        policy = self.policy(items)
+        if policy is None:
+            return self.inner.score(items, timer)
+        self.used = policy
+        with timer.phase("references"):
+            single, counts = one_reference_items(items, policy)
+        scores = self.inner.score(single, timer)
+        if policy == "first":
+            return scores
+        with timer.phase("references"):
+            columns = {name: aggregate_references(values, counts, policy,
+                                                  self.higher_is_better != (name in scores.opposite_direction))
+                       for name, values in scores.columns.items()}
+        return Scores(primary=scores.primary, columns=columns, opposite_direction=scores.opposite_direction)
+
+    def describe(self) -> dict[str, Any]:
+        """The inner scorer's description, with the reference policy where one was applied."""
+        described = self.inner.describe()
+        return {**described, REFERENCE_POLICY: self.used} if self.used else described

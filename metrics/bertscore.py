@@ -88,4 +88,8 @@ INFO = MetricInfo(
     encoder_kinds=("encoder", "seq2seq"),  # seq2seq: its encoder half
     accepts_aligners=False,
     build=BertScoreScorer,
+    # bert_score.score with refs as a list of lists scores each (candidate, reference) pair, idf over all
+    # of them, then keeps per candidate the max over its references of P, R and F separately
+    # (bert_score/score.py: ref_group_boundaries, all_preds[beg:end].max(dim=0)).
+    multi_reference="max",
 )

@@ -84,4 +84,7 @@ INFO = MetricInfo(
     accepts_aligners=False,
     build=FrugalScoreScorer,
     check_values=check_values,
+    # moussaKam/FrugalScore frugalscore.py: one reference string per prediction (features "references":
+    # Value("string")), no multi-reference rule, so none here: the user sets reference_policy.
+    multi_reference=None,
 )

@@ -108,7 +108,8 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
                 d = transport(self.aligner, x, a, y, b, cost)
             distances.append(d)
             scores.append(moverscore_from_distance(d, self.options.score_form))
-        return Scores(primary="moverscore", columns={"moverscore": scores, "distance": distances})
+        return Scores(primary="moverscore", columns={"moverscore": scores, "distance": distances},
+                      opposite_direction=("distance",))
 
     def describe(self) -> dict[str, Any]:
         return {"layer": self.layer, "idf": self.options.idf, "aligner": self.aligner.name,
@@ -136,4 +137,7 @@ INFO = MetricInfo(
     accepts_aligners=True,
     build=MoverScoreScorer,
     check_values=check_values,
+    # AIPHES/emnlp19-moverscore: examples/example.py `sentence_score` (the README's multi-reference usage)
+    # and examples/run_summarization.py take np.mean of word_mover_score over the references.
+    multi_reference="mean",
 )

@@ -107,8 +107,10 @@ class SentSimScorer(ScorerBase[SentSimOptions]):
         with timer.phase("combine"):
             is_distance = self.options.token_part != "bertscore"
             sentsim = combine(min_max(cosine), min_max(token), is_distance)
-        return Scores(primary="sentsim", columns={"sentsim": sentsim.tolist(), "sentence_cosine": cosine,
-                                                  f"token_{self.options.token_part}": token})
+        token_column = f"token_{self.options.token_part}"
+        return Scores(primary="sentsim",
+                      columns={"sentsim": sentsim.tolist(), "sentence_cosine": cosine, token_column: token},
+                      opposite_direction=(token_column,) if is_distance else ())
 
     def describe(self) -> dict[str, Any]:
         out = {"layer": self.layer, "against": self.options.against, "token_part": self.options.token_part,
@@ -127,6 +129,11 @@ def check_values(options: dict[str, Any]) -> None:
         raise UserError(f"token_part must be one of {', '.join(parts)}, got {options['token_part']!r}")
 
 
+def reads_references(options: dict[str, Any]) -> bool:
+    """Only `against: reference` compares with the reference (default: the source)."""
+    return options.get("against") == "reference"
+
+
 INFO = MetricInfo(
     name="sentsim",
     description="SentSim (Song et al. 2021): exp(normalised sentence cosine) + exp(normalised token BERTScore F1 or 1 - WMD); reference-free (source) by default",
@@ -139,4 +146,8 @@ INFO = MetricInfo(
     build=SentSimScorer,
     check_values=check_values,
     model_options={"word_encoder": "encoder"},
+    reads_references_if=reads_references,
+    # Reference-free by default. With `against: reference` the published definition (Song et al. 2021) and
+    # code score one (hypothesis, text) pair and give no rule for several references: the user sets reference_policy.
+    multi_reference=None,
 )

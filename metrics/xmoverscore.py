@@ -166,4 +166,6 @@ INFO = MetricInfo(
     build=XMoverScoreScorer,
     check_values=check_values,
     model_options={"lm": "causal-lm"},
+    # Reference-free (source vs hypothesis): references are never read, so several per item change nothing.
+    multi_reference=None,
 )
