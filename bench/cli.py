@@ -62,12 +62,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
     elif args.what == "metrics":
         from nlgbench.metrics import get_metric, metric_names
 
-        rows = [("name", "needs", "better", "corpus_state", "encoders", "options", "description")]
+        rows = [("name", "needs", "better", "corpus_state", "encoders", "references", "options", "description")]
         for name in metric_names():
             m = get_metric(name)
-            opts = ", ".join(f"{k}={d!r}" for k, (_, d) in m.options.items())
+            opts = ", ".join(f"{k}={d!r}" for k, (_, d) in {**m.options, **m.harness_options}.items())
+            # how several references per item are used: max / mean over them, native (the library's own), or
+            # refuse (set reference_policy); '-' for a metric that reads none
+            refs = (m.multi_reference or "refuse") if m.harness_options or m.multi_reference else "-"
             rows.append((name, "+".join(m.needs), "higher" if m.higher_is_better else "lower",
-                         "yes" if m.corpus_state else "no", "|".join(m.encoder_kinds), opts, m.description))
+                         "yes" if m.corpus_state else "no", "|".join(m.encoder_kinds), refs, opts, m.description))
         _table(rows)
     elif args.what == "datasets":
         from nlgbench.data import load_catalogue

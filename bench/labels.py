@@ -39,7 +39,8 @@ def options_label(metric: str, options: Mapping[str, Any] | None) -> str:
 
     if metric not in metric_names() or not options:
         return ""
-    defaults = {k: d for k, (_, d) in get_metric(metric).options.items()}
+    info = get_metric(metric)
+    defaults = {k: d for k, (_, d) in {**info.options, **info.harness_options}.items()}
     return ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items()) if k in defaults and v != defaults[k])
 
 

@@ -176,10 +176,8 @@ def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
         raw = {}
     if not isinstance(raw, dict):
         raise UserError(f"{where} must be a mapping, got {raw!r}")
-    _check_keys(raw, set(info.options), where)
-    out = {key: raw.get(key, default) for key, (_, default) in info.options.items()}
-    info.check_options(out, where)
-    return out
+    _check_keys(raw, set(info.options) | set(info.harness_options), where)
+    return info.cell_options(raw, where)
 
 
 def _check_depths(options: dict[str, Any], encoders: list[EncoderRef], where: str) -> None:

@@ -39,7 +39,11 @@ def truncated_segments(items: Sequence[Item], fields: Sequence[str]) -> int:
     from nlgbench.encoders import truncated_texts
 
     cut = truncated_texts()
-    return sum(1 for it in items if any(getattr(it, field).strip() in cut for field in fields))
+
+    def texts(it: Item, field: str) -> Sequence[str]:
+        return it.references if field == "reference" else (getattr(it, field),)
+
+    return sum(1 for it in items if any(text.strip() in cut for field in fields for text in texts(it, field)))
 
 
 def run_cell(cell_dir: Path) -> CellResult:

@@ -18,6 +18,7 @@ import yaml
 
 import nlgbench.encoder_registry
 import nlgbench.encoders
+from nlgbench.metrics import get_metric, metric_names
 import nlgbench.runner
 import nlgbench.metrics.bertscore
 from nlgbench.cli import main
@@ -41,6 +42,8 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a model was loaded / a worker started for bad input")
 
+    for name in metric_names():  # import every metric module first: one imported while the patch is on
+        get_metric(name)         # would keep the stub as its `load_encoder` for the rest of the session
     monkeypatch.setattr(nlgbench.encoders, "load_encoder", forbidden)
     monkeypatch.setattr(nlgbench.metrics.bertscore, "load_encoder", forbidden)
     monkeypatch.setattr(nlgbench.runner, "execute", forbidden)
