@@ -192,3 +192,93 @@ def test_import_scores_accepts_a_cells_own_scores_csv(tmp_path: Path) -> None:
     bad.write_text("lp,seg_id,system,score,scroe\nen,doc-00-M0,M0,1.0,2\n", encoding="utf-8")
     with pytest.raises(UserError, match="unknown column\\(s\\) scroe"):
         import_scores(bad, str(DATA), "mymetric", "typo", tmp_path / "run3")
+
+
+# ----------------------------------------------------------------------------- end to end through the CLI
+
+IMPORTERS = Path(__file__).parent / "data" / "importers"
+
+
+def cli(*args: str, cwd: Path) -> str:
+    """The real CLI in a fresh process (as a user runs it); its stdout, or a failure showing stderr."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr
+    return proc.stdout
+
+
+def end_to_end_spec(folder: Path, data: Path, model: Path) -> Path:
+    spec = folder / "spec.yaml"
+    spec.write_text(f"name: e2e\ndatasets: [{{path: {data}}}]\nrepeats: 1\nwarmup: 0\nbatch_size: 4\nmetrics:\n"
+                    f"  - metric: bertscore\n    encoders: [{model}, {{name: {model}, num_layers: 1}}]\n"
+                    "  - metric: rouge1\n", encoding="utf-8")
+    return spec
+
+
+def test_summeval_layout_imports_and_runs_sweep_report_compare(tmp_path: Path) -> None:
+    """Issue 14 acceptance: a SummEval-layout file -> import -> sweep -> report -> compare, four
+    dimensions, summary (item) and system level; figures checked against SciPy on scores.csv."""
+    from tiny import make_tiny_bert
+
+    data = tmp_path / "summeval.jsonl"
+    cli("datasets", "import", "summeval", str(IMPORTERS / "summeval" / "model_annotations.aligned.paired.jsonl"),
+        "--out", str(data), cwd=tmp_path)
+    texts = [t for r in items_of(data) for t in (r["hypothesis"], *r["references"])]
+    model = make_tiny_bert(tmp_path / "tiny", texts, num_layers=2)
+    cli("run", str(end_to_end_spec(tmp_path, data, model)), "--out", str(tmp_path / "run"), cwd=tmp_path)
+    rows = read_csv(tmp_path / "run" / "results.csv")
+    assert {r["status"] for r in rows} == {"ok"} and len(rows) == 3 * len(DIMENSIONS)
+    assert [r["human_dim"] for r in rows[:4]] == DIMENSIONS
+    raw = {(r["lp"], r["seg_id"], r["system"]): r for r in items_of(data)}
+    for row in rows:
+        scores = read_csv(tmp_path / "run" / "cells" / row["cell_id"] / "scores.csv")
+        dim = row["human_dim"]
+        kept = [s for s in scores if raw[(s["lp"], s["seg_id"], s["system"])]["human"][dim] is not None]
+        x = np.array([float(s["score"]) for s in kept])
+        h = np.array([raw[(s["lp"], s["seg_id"], s["system"])]["human"][dim] for s in kept])
+        docs = sorted({s["doc_id"] for s in kept})
+        per_doc = [stats.pearsonr(x[idx], h[idx])[0] for d in docs
+                   for idx in [[i for i, s in enumerate(kept) if s["doc_id"] == d]]
+                   if len(idx) >= 3 and np.ptp(x[idx]) > 0 and np.ptp(h[idx]) > 0]
+        if np.ptp(x) == 0:  # this fixture's summaries all overlap the same: ROUGE-1 is constant, nothing defined
+            assert row["item_pearson"] == row["system_pearson"] == "" and "metric scores constant" in row["correlation_note"]
+            continue
+        assert float(row["item_pearson"]) == pytest.approx(float(np.mean(per_doc)), abs=1e-12)
+        systems = sorted({s["system"] for s in kept})
+        sx = [math.fsum(x[i] for i, s in enumerate(kept) if s["system"] == m) / sum(s["system"] == m for s in kept)
+              for m in systems]
+        sh = [math.fsum(h[i] for i, s in enumerate(kept) if s["system"] == m) / sum(s["system"] == m for s in kept)
+              for m in systems]
+        assert float(row["system_pearson"]) == pytest.approx(stats.pearsonr(sx, sh)[0], abs=1e-12)
+    cli("report", str(tmp_path / "run"), "--level", "item", "--human", "relevance", cwd=tmp_path)
+    index = (tmp_path / "run" / "report" / "index.html").read_text(encoding="utf-8")
+    assert "pearson (item, by doc_id)" in index and "(relevance)" in index
+    out = cli("compare", str(tmp_path / "run"), "--candidate", f"{model}[num_layers=1]", "--baseline", str(model),
+              "--level", "system", "--correlation", "kendall", "--human", "coherence", cwd=tmp_path)
+    assert "kendall (system, by lp) with human dimension coherence" in out and "| bertscore | summeval |" in out
+
+
+def test_wmt_da_folder_imports_and_runs_sweep_report_compare(tmp_path: Path) -> None:
+    """Issue 14 acceptance: a WMT DA folder layout -> import -> sweep -> report -> compare (one human score)."""
+    from tiny import make_tiny_bert
+
+    data = tmp_path / "da.jsonl"
+    cli("datasets", "import", "wmt-da", str(IMPORTERS / "DAseg-wmt99"), "--out", str(data), cwd=tmp_path)
+    texts = [t for r in items_of(data) for t in (r["hypothesis"], *r["references"])]
+    model = make_tiny_bert(tmp_path / "tiny", texts, num_layers=2)
+    cli("run", str(end_to_end_spec(tmp_path, data, model)), "--out", str(tmp_path / "run"), cwd=tmp_path)
+    rows = read_csv(tmp_path / "run" / "results.csv")
+    assert {r["status"] for r in rows} == {"ok"} and {r["human_dim"] for r in rows} == {HUMAN} and len(rows) == 3
+    for row in rows:
+        scores = read_csv(tmp_path / "run" / "cells" / row["cell_id"] / "scores.csv")
+        x, h = [float(s["score"]) for s in scores], [float(s["human"]) for s in scores]
+        assert float(row["pearson_pooled"]) == pytest.approx(stats.pearsonr(x, h)[0], abs=1e-12)
+    cli("report", str(tmp_path / "run"), cwd=tmp_path)
+    out = cli("compare", str(tmp_path / "run"), "--candidate", f"{model}[num_layers=1]", "--baseline", str(model),
+              cwd=tmp_path)
+    assert "pearson (global)" in out and "| bertscore | da |" in out
