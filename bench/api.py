@@ -64,11 +64,23 @@ def _references(values: References | None, n: int, required: bool) -> list[tuple
     return refs
 
 
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"  # the encoder when none is given, for metrics that run one
+
+
+def default_encoder(metric: str) -> str:
+    """The encoder of `score` when none is given: `none` for a metric that runs no model (sentbleu,
+    chrf, rouge1 ...), else DEFAULT_ENCODER."""
+    from nlgbench.labels import NO_ENCODER
+    from nlgbench.metrics import get_metric
+
+    return NO_ENCODER if NO_ENCODER in get_metric(metric).encoder_kinds else DEFAULT_ENCODER
+
+
 def score_outputs(
     hypotheses: Sequence[str],
     references: References | None = None,
     metric: str = "bertscore",
-    encoder: EncoderSpec = "all-MiniLM-L6-v2",
+    encoder: EncoderSpec | None = None,
     *,
     sources: Sequence[str] | None = None,
     aligner: str | None = None,
@@ -89,6 +101,7 @@ def score_outputs(
 
     hyps = _texts("hypotheses", hypotheses, len(hypotheses) if not isinstance(hypotheses, str) else -1)
     info = get_metric(metric)
+    encoder = encoder if encoder is not None else default_encoder(metric)
     given = {"reference": references, "source": sources}
     reads_references = info.reads_references(options)  # SentSim's `against: reference` too
     for need in sorted({*info.needs, *(["reference"] if reads_references else [])}):
@@ -125,7 +138,7 @@ def score(
     hypotheses: Sequence[str],
     references: References | None = None,
     metric: str = "bertscore",
-    encoder: EncoderSpec = "all-MiniLM-L6-v2",
+    encoder: EncoderSpec | None = None,
     *,
     sources: Sequence[str] | None = None,
     aligner: str | None = None,

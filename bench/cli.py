@@ -198,30 +198,17 @@ def _option_value(raw: str) -> tuple[str, object]:
         raise UserError(f"--option {key}: cannot read the value {value!r}") from None
 
 
-DEFAULT_ENCODER = "all-MiniLM-L6-v2"  # `score`'s encoder when --encoder is not given, for metrics that run one
-
-
-def _default_encoder(metric: str) -> str:
-    """`score`'s encoder when none is given: `none` for a metric that runs no model (sentbleu, chrf,
-    rouge1 ...), else DEFAULT_ENCODER."""
-    from nlgbench.labels import NO_ENCODER
-    from nlgbench.metrics import get_metric
-
-    return NO_ENCODER if NO_ENCODER in get_metric(metric).encoder_kinds else DEFAULT_ENCODER
-
-
 def _cmd_score(args: argparse.Namespace) -> int:
     import csv
     import statistics
 
-    from nlgbench.api import score_outputs
+    from nlgbench.api import default_encoder, score_outputs
 
     hyps = _read_lines(args.candidates, "candidates")
     refs = _read_lines(args.references, "references") if args.references else None
     srcs = _read_lines(args.sources, "sources") if args.sources else None
     options = dict(_option_value(o) for o in args.option)
-    encoder = args.encoder or _default_encoder(args.metric)
-    outputs = score_outputs(hyps, refs, args.metric, encoder, sources=srcs, aligner=args.aligner,
+    outputs = score_outputs(hyps, refs, args.metric, args.encoder, sources=srcs, aligner=args.aligner,
                             device=args.device, batch_size=args.batch_size, **options)
     columns = list(outputs)
     rows = [[i + 1, *(repr(outputs[c][i]) for c in columns)] for i in range(len(hyps))]
@@ -233,7 +220,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     finite = [v for v in outputs["score"] if v == v]
     mean = f"{statistics.fmean(finite):.6f}" if finite else "n/a"
-    print(f"{len(hyps)} scores ({args.metric}, {encoder}), mean {mean}" + (f"; written to {args.out}" if args.out else ""),
+    print(f"{len(hyps)} scores ({args.metric}, {args.encoder or default_encoder(args.metric)}), mean {mean}" + (f"; written to {args.out}" if args.out else ""),
           file=sys.stderr)
     return 0
 
