@@ -188,7 +188,7 @@ class CellConfig:
         """The cell's id: a short hash of this config (with its `inputs`' fingerprints) and the
         versions that change scores, so a finished cell is recognised (and skipped) when the same
         sweep runs again on the same data and weights."""
-        return short_hash({"config": self.to_dict(), "versions": score_versions()})
+        return short_hash({"config": self.to_dict(), "versions": {**score_versions(), **metric_versions(self.metric)}})
 
     @property
     def label(self) -> str:
@@ -222,10 +222,31 @@ def score_versions() -> dict[str, str]:
     import torch
     import transformers
 
-    def mm(v: str) -> str:
-        return ".".join(v.split("+")[0].split(".")[:2])
+    return {"nlgbench": __version__, "torch": _major_minor(torch.__version__),
+            "transformers": _major_minor(transformers.__version__)}
 
-    return {"nlgbench": __version__, "torch": mm(torch.__version__), "transformers": mm(transformers.__version__)}
+
+def _major_minor(version: str) -> str:
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+@lru_cache(maxsize=None)
+def metric_versions(metric: str) -> dict[str, str]:
+    """major.minor of the libraries a metric declares (`MetricInfo.libraries`: sacrebleu for BLEU and
+    chrF, rouge-score for ROUGE), part of its cells' ids; {} for the others, whose ids stay as they were."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from nlgbench.metrics import get_metric, metric_names
+
+    if metric not in metric_names():
+        return {}
+    out = {}
+    for name in get_metric(metric).libraries:
+        try:
+            out[name] = _major_minor(version(name))
+        except PackageNotFoundError:
+            out[name] = "missing"
+    return out
 
 
 def write_config(cell_dir: Path, cell_id: str, label: str, config: CellConfig) -> None:

@@ -144,6 +144,9 @@ class MetricInfo:
     # over references, "native" (the scorer reads `Item.references` itself), or None (it cannot:
     # the user sets the option `reference_policy: first|max|mean`).
     multi_reference: str | None = None
+    # Distributions (besides torch and transformers) whose version changes the scores: their
+    # major.minor joins the ids of this metric's cells (`nlgbench.cell.metric_versions`).
+    libraries: tuple[str, ...] = ()
     # When reading references depends on the options (SentSim's `against`); default: "reference" in `needs`.
     reads_references_if: Callable[[dict[str, Any]], bool] | None = None
 

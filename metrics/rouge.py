@@ -82,6 +82,7 @@ def rouge_info(rouge_type: str) -> MetricInfo:
         build=build,
         encoder_kinds=(NO_ENCODER,),
         multi_reference="native",
+        libraries=("rouge-score",),
     )
 
 

@@ -148,6 +148,7 @@ SENTBLEU_INFO = MetricInfo(
     encoder_kinds=(NO_ENCODER,),
     check_values=check_bleu,
     multi_reference="native",
+    libraries=("sacrebleu",),
 )
 
 CHRF_INFO = MetricInfo(
@@ -163,4 +164,5 @@ CHRF_INFO = MetricInfo(
     encoder_kinds=(NO_ENCODER,),
     check_values=check_chrf,
     multi_reference="native",
+    libraries=("sacrebleu",),
 )

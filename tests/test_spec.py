@@ -373,3 +373,22 @@ def test_dry_run_prints_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     missing = sorted(s for s in sources if local_snapshot(s) is None)
     assert lines[-1] == f"{len(cells)} cells; models not in the local cache: {', '.join(missing) or 'none'}"
     assert not out.exists()  # nothing run, nothing written
+
+
+def test_lexical_cell_id_changes_with_its_library_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sacrebleu / rouge-score versions join the ids of their metrics' cells only: an upgrade reruns a
+    BLEU cell, while a BERTScore cell keeps its id."""
+    import dataclasses
+    import importlib.metadata
+
+    bleu = dataclasses.replace(BASE_CELL, metric="sentbleu", options={}, encoder=EncoderRef(name="none"))
+    assert nlgbench.cell.metric_versions("sentbleu") == {"sacrebleu": ".".join(importlib.metadata.version("sacrebleu").split(".")[:2])}
+    assert nlgbench.cell.metric_versions("bertscore") == {}
+    before, bert_before = bleu.cell_id, BASE_CELL.cell_id
+    real = importlib.metadata.version
+    nlgbench.cell.metric_versions.cache_clear()
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.1.0" if name == "sacrebleu" else real(name))
+    try:
+        assert bleu.cell_id != before and BASE_CELL.cell_id == bert_before
+    finally:
+        nlgbench.cell.metric_versions.cache_clear()
