@@ -125,15 +125,31 @@ class DatasetRef:
     path: str | None = None
     max_segments: int | None = None
     human: str | None = None
+    sample: tuple[int, int] | None = None  # (n, seed): a seeded random subset per language pair
+
+    def __post_init__(self) -> None:
+        if isinstance(self.sample, Mapping):  # from JSON: {"n": .., "seed": ..}
+            object.__setattr__(self, "sample", (self.sample["n"], self.sample["seed"]))
 
     @property
     def label(self) -> str:
-        return dataset_label(self.name, self.path, self.max_segments)
+        return dataset_label(self.name, self.path, self.max_segments, self.sample)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form; `human` only where set, so cells of one-score data keep their ids."""
+        """The JSON form; `human` and `sample` only where set, so earlier cells keep their ids."""
         out: dict[str, Any] = {"name": self.name, "path": self.path, "max_segments": self.max_segments}
-        return {**out, "human": self.human} if self.human is not None else out
+        if self.human is not None:
+            out["human"] = self.human
+        if self.sample is not None:
+            out["sample"] = {"n": self.sample[0], "seed": self.sample[1]}
+        return out
+
+    def load(self) -> Dataset:
+        """The dataset this reference names, cut or sampled, with its human dimension(s) selected."""
+        from nlgbench.data import load_dataset
+
+        return load_dataset(self.name, path=self.path, max_segments=self.max_segments, human=self.human,
+                            sample=self.sample)
 
 
 @dataclass(frozen=True)

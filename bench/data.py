@@ -97,6 +97,7 @@ class Dataset:
     has_systems: bool
     files: dict[str, str] = field(default_factory=dict)  # relative path (or file path) -> sha256
     human_dims: list[str] = field(default_factory=lambda: [HUMAN])  # selected dimensions; the first is primary
+    warnings: list[str] = field(default_factory=list)  # e.g. a head subset of a file sorted by human score
 
     @property
     def language_pairs(self) -> list[str]:
@@ -308,10 +309,13 @@ def load_dataset(
     path: str | os.PathLike[str] | None = None,
     max_segments: int | None = None,
     human: str | None = None,
+    sample: tuple[int, int] | None = None,
     catalogue: dict[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> Dataset:
     """Load a catalogue dataset (`name`) or a user file (`path`); exactly one of them.
+
+    `sample` = (n, seed) keeps a seeded random subset instead of the head (`sample_items`).
 
     `human` selects the human dimension(s) to correlate with: one name, or None / ``all`` for
     every dimension of the data (the first is primary: `Item.human`).
@@ -332,9 +336,58 @@ def load_dataset(
     else:
         assert name is not None
         dataset = _load_catalogue_dataset(name, catalogue, progress)
+    if max_segments is not None and sample is not None:
+        raise UserError("give max_segments (the first N per language pair) or sample (a random N), not both")
     if max_segments is not None:
         dataset.items = _first_per_lp(dataset.items, max_segments)
+        dataset.warnings = sorted_head_warnings(dataset)
+    if sample is not None:
+        dataset.items = sample_items(dataset.items, *sample)
     return select_human(dataset, human)
+
+
+SORTED_HEAD_SPEARMAN = 0.5  # above this |Spearman(row order, human)|, a head subset is not a fair sample
+_MIN_HEAD = 10  # fewer rows say nothing about the order
+
+
+def sorted_head_warnings(dataset: Dataset) -> list[str]:
+    """Per language pair whose kept head is visibly ordered by the human score (|Spearman of row
+    order vs human| above SORTED_HEAD_SPEARMAN; e.g. WMT17's DA files are sorted by score), the
+    warning that `max_segments` keeps a biased subset and `sample` should be used."""
+    from scipy.stats import spearmanr
+
+    warnings = []
+    for lp in dataset.language_pairs:
+        human = [it.human for it in dataset.items if it.lp == lp and math.isfinite(it.human)]
+        if len(human) < _MIN_HEAD or len(set(human)) < 2:
+            continue
+        rho = float(spearmanr(range(len(human)), human)[0])
+        if abs(rho) > SORTED_HEAD_SPEARMAN:
+            warnings.append(f"dataset {dataset.name!r}, {lp}: the first {len(human)} items are ordered by human score "
+                            f"(Spearman {rho:+.2f} of row order vs human), so max_segments keeps a biased subset; "
+                            f"use sample: {{n: {len(human)}, seed: 0}}")
+    return warnings
+
+
+def sample_items(items: list[Item], n: int, seed: int) -> list[Item]:
+    """A seeded random subset, stratified per language pair: n items of each pair, or, where the
+    pair's items name documents, n documents with all their items (so the item level keeps whole
+    documents). Order kept; the draw of a pair depends only on (seed, lp), not on other pairs."""
+    import random
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1 or isinstance(seed, bool) or not isinstance(seed, int):
+        raise UserError(f"sample needs n (an integer >= 1) and seed (an integer), got n={n!r}, seed={seed!r}")
+    kept: set[int] = set()
+    for lp in sorted({it.lp for it in items}):
+        rng = random.Random(f"{seed}/{lp}")
+        positions = [i for i, it in enumerate(items) if it.lp == lp]
+        docs = sorted({items[i].doc_id for i in positions})
+        if any(docs):
+            chosen = set(rng.sample(docs, min(n, len(docs))))
+            kept.update(i for i in positions if items[i].doc_id in chosen)
+        else:
+            kept.update(rng.sample(positions, min(n, len(positions))))
+    return [it for i, it in enumerate(items) if i in kept]
 
 
 def select_human(dataset: Dataset, human: str | None) -> Dataset:

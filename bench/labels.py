@@ -15,9 +15,12 @@ NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
 NO_ENCODER = "none"  # the encoder of a metric that runs none (lexical baselines: sentbleu, chrf, rouge)
 
 
-def dataset_label(name: str | None, path: str | None, max_segments: int | None) -> str:
-    """A catalogue name or the file's stem, with the cut: `wmt16`, `my[:10]`."""
+def dataset_label(name: str | None, path: str | None, max_segments: int | None,
+                  sample: tuple[int, int] | None = None) -> str:
+    """A catalogue name or the file's stem, with the cut or the sample: `wmt16`, `my[:10]`, `wmt17[~100,seed=0]`."""
     base = name if name else Path(path or "").stem
+    if sample:
+        return base + f"[~{sample[0]},seed={sample[1]}]"
     return base + (f"[:{max_segments}]" if max_segments else "")
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics",
             "encoders_file", "catalogue_file", "human"}
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
-DATASET_KEYS = {"name", "path", "max_segments", "human"}
+DATASET_KEYS = {"name", "path", "max_segments", "human", "sample"}
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 MAX_NAME_CHARS = 100  # a sweep's name (it names the folder reports/<name>)
 
@@ -165,7 +165,22 @@ def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> Data
     if max_seg is not None:
         max_seg = _int(max_seg, f"{where}.max_segments", 1)
     selected = _human(raw.get("human"), f"{where}.human") or human
-    return DatasetRef(name=name, path=path, max_segments=max_seg, human=selected)
+    sample = _sample(raw.get("sample"), f"{where}.sample")
+    if sample is not None and max_seg is not None:
+        raise UserError(f"{where}: give max_segments (the first N per language pair) or sample (a random N), not both")
+    return DatasetRef(name=name, path=path, max_segments=max_seg, human=selected, sample=sample)
+
+
+def _sample(raw: Any, where: str) -> tuple[int, int] | None:
+    """`sample: {n: N, seed: S}` (seed default 0): a seeded random N per language pair."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} must be a mapping {{n: N, seed: S}}, got {raw!r}")
+    _check_keys(raw, {"n", "seed"}, where)
+    if "n" not in raw:
+        raise UserError(f"{where} needs n (items, or documents where the data names them, per language pair)")
+    return _int(raw["n"], f"{where}.n", 1), _int(raw.get("seed", 0), f"{where}.seed", 0)
 
 
 def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
