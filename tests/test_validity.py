@@ -1,0 +1,90 @@
+"""Validity of the figures (issue 19): unbiased subsets (`sample`), the warning on sorted heads,
+one speed-up definition, dataset identity, extra columns carried through."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nlgbench.cell import DatasetRef
+from nlgbench.data import load_dataset, sample_items
+from nlgbench.errors import UserError
+from nlgbench.spec import parse_spec
+
+METRICS = [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def rows(lps: dict[str, int], human=lambda lp, i: float(i % 7), doc=None) -> list[dict]:
+    return [{"lp": lp, "seg_id": i + 1, "reference": f"r {lp} {i}", "hypothesis": f"h {lp} {i}", "human": human(lp, i),
+             **({"doc_id": doc(lp, i)} if doc else {})} for lp, n in lps.items() for i in range(n)]
+
+
+# ----------------------------------------------------------------------------- sample
+
+
+def test_sample_is_seeded_stratified_and_independent_per_language_pair(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", rows({"de-en": 50, "fi-en": 30, "ro-en": 4}))
+    a = load_dataset(path=path, sample=(10, 3))
+    counts = {lp: sum(it.lp == lp for it in a.items) for lp in a.language_pairs}
+    assert counts == {"de-en": 10, "fi-en": 10, "ro-en": 4}  # a pair smaller than n is kept whole
+    assert [it.key for it in a.items] == sorted(it.key for it in a.items)  # stable order kept
+    assert [it.key for it in load_dataset(path=path, sample=(10, 3)).items] == [it.key for it in a.items]
+    other_seed = load_dataset(path=path, sample=(10, 4))
+    assert [it.key for it in other_seed.items] != [it.key for it in a.items]
+    # the draw of a pair depends only on (seed, lp): dropping another pair does not change it
+    only_de = write_jsonl(tmp_path / "de.jsonl", rows({"de-en": 50}))
+    assert [it.key for it in load_dataset(path=only_de, sample=(10, 3)).items] == \
+        [it.key for it in a.items if it.lp == "de-en"]
+    head = [it.seg_id for it in load_dataset(path=path, max_segments=10).items if it.lp == "de-en"]
+    assert [it.seg_id for it in a.items if it.lp == "de-en"] != head  # not the head
+
+
+def test_sample_keeps_whole_documents(tmp_path: Path) -> None:
+    data = rows({"en": 40}, doc=lambda lp, i: f"doc{i // 4}")  # 10 documents x 4 systems' outputs
+    items = load_dataset(path=write_jsonl(tmp_path / "d.jsonl", data)).items
+    kept = sample_items(items, 3, 0)
+    docs = {it.doc_id for it in kept}
+    assert len(docs) == 3 and len(kept) == 12 and all(sum(it.doc_id == d for it in kept) == 4 for d in docs)
+
+
+def test_sample_in_spec_label_and_cell_id(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", rows({"de-en": 20}))
+    spec = parse_spec({"datasets": [{"path": str(path), "sample": {"n": 5, "seed": 1}}, {"path": str(path)}],
+                       "metrics": METRICS})
+    sampled, whole = spec.datasets
+    assert sampled.sample == (5, 1) and sampled.label == "d[~5,seed=1]" and whole.sample is None
+    assert "sample" not in whole.to_dict() and sampled.to_dict()["sample"] == {"n": 5, "seed": 1}
+    assert DatasetRef(**json.loads(json.dumps(sampled.to_dict()))) == sampled  # config.json round trip
+    assert len(sampled.load().items) == 5
+    assert parse_spec({"datasets": [{"path": str(path), "sample": {"n": 5}}], "metrics": METRICS}).datasets[0].sample == (5, 0)
+    for bad, message in (({"n": 0}, r"sample\.n must be"), ({"seed": 1}, "needs n"), (5, "must be a mapping"),
+                         ({"n": 5, "size": 3}, "size")):
+        with pytest.raises(UserError, match=message):
+            parse_spec({"datasets": [{"path": str(path), "sample": bad}], "metrics": METRICS})
+    with pytest.raises(UserError, match="max_segments .* or sample .*, not both"):
+        parse_spec({"datasets": [{"path": str(path), "sample": {"n": 5}, "max_segments": 3}], "metrics": METRICS})
+
+
+def test_sorted_head_warns_unsorted_head_does_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file sorted by human score (as WMT17's DA files): its head is the worst items; warn."""
+    sorted_file = write_jsonl(tmp_path / "sorted.jsonl", rows({"de-en": 200, "fi-en": 200},
+                                                              human=lambda lp, i: i / 10 if lp == "de-en" else (i * 37) % 11))
+    ds = load_dataset(path=sorted_file, max_segments=100)
+    assert len(ds.warnings) == 1 and "de-en" in ds.warnings[0] and "Spearman +1.00" in ds.warnings[0]
+    assert "sample: {n: 100, seed: 0}" in ds.warnings[0]
+    assert load_dataset(path=sorted_file, sample=(100, 0)).warnings == []
+    assert load_dataset(path=sorted_file).warnings == []  # the whole file is no subset
+
+    from nlgbench.runner import check_datasets
+
+    spec = parse_spec({"datasets": [{"path": str(sorted_file), "max_segments": 100}], "metrics": METRICS})
+    check_datasets(spec)
+    err = capsys.readouterr().err
+    assert err.count("warning: dataset 'sorted', de-en: the first 100 items are ordered by human score") == 1
