@@ -10,10 +10,8 @@ reason among the warnings."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
-import statistics
 from typing import Any
 
 import numpy as np
@@ -26,13 +24,9 @@ from nlgbench.errors import UserError, unknown_name
 from nlgbench.report import QualityOptions
 from nlgbench.rundata import RunData
 from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, correlation, left_out_note, paired_bootstrap, quality,
+                            speedup,
                             quality_note, too_small_lps, williams_test)
 from nlgbench.tables import markdown
-
-
-def _pair_ratios(base: list[float], cand: list[float]) -> list[float]:
-    """Every baseline repeat time over every candidate repeat time (the spread of the speed-up)."""
-    return [b / c for b, c in itertools.product(base, cand) if c > 0]
 
 
 def _pairs(df: pd.DataFrame, candidate: str, baseline: str, metric: str | None) -> list[tuple[pd.Series, pd.Series]]:
@@ -101,7 +95,7 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
         r_ch = correlation("pearson", cs.score, cs.human)
         r_bh = correlation("pearson", bs.score, bs.human)
         t, p_w = williams_test(r_ch, r_bh, correlation("pearson", cs.score, bs.score), len(cs))
-        speed = _pair_ratios(list(b["ms_per_segment_repeats"]), list(c["ms_per_segment_repeats"]))
+        speed = speedup(list(b["ms_per_segment_repeats"]), list(c["ms_per_segment_repeats"]))
         mem = b["peak_rss_mb"] / c["peak_rss_mb"] if key["device"] == "cpu" else (
             b["cuda_peak_allocated_mb"] / c["cuda_peak_allocated_mb"])
         timed = not (c["imported"] or b["imported"])
@@ -110,8 +104,7 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
             "quality_candidate": q_c, "quality_baseline": q_b, "retained": q_c / q_b if q_b else math.nan,
             "delta": boot.delta, "delta_ci": [boot.ci_low, boot.ci_high], "p_bootstrap": boot.p_value,
             "pearson_pooled_candidate": r_ch, "pearson_pooled_baseline": r_bh, "williams_t": t, "p_williams": p_w,
-            "speedup": statistics.median(speed) if speed else math.nan,
-            "speedup_range": [min(speed), max(speed)] if speed else [math.nan, math.nan],
+            "speedup": speed.value, "speedup_range": [speed.low, speed.high],
             "n_repeats": [len(b["ms_per_segment_repeats"]), len(c["ms_per_segment_repeats"])],
             "memory_ratio": float(mem) if timed else math.nan, "lps_left_out": too_small_lps(cs, options.level),
         })
@@ -163,8 +156,8 @@ def render(result: dict[str, Any]) -> str:
     lines = [f"candidate {result['candidate']} vs baseline {result['baseline']}; quality = {result['quality']}{dims}; "
              f"paired bootstrap over segments, {result['bootstrap_resamples']} resamples, seed {result['seed']}",
              "", markdown(header, rows).rstrip(),
-             "", "delta = candidate - baseline quality; speed-up = baseline / candidate time per segment (median over "
-             "all repeat pairs, range min-max); memory ratio = baseline / candidate peak memory (one measurement per cell); "
+             "", "delta = candidate - baseline quality; speed-up = median baseline time / median candidate time per "
+             "segment (range: min-max over all pairs of repeats); memory ratio = baseline / candidate peak memory (one measurement per cell); "
              "n/a: cannot be computed (see the warnings); -: not measured (imported scores have no timing); "
              "device a / b: candidate's / baseline's."]
     lines += [f"warning: {w}" for w in result["warnings"]]

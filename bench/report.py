@@ -24,7 +24,7 @@ from nlgbench.errors import UserError, unknown_name
 from nlgbench.labels import NO_ENCODER
 from nlgbench.rundata import RunData, load_run
 from nlgbench.stats import (GROUPING, LEVEL_ALIASES, LEVELS, METHODS, Segments, canonical_level, has_docs, has_systems,
-                            left_out_note, quality, quality_note, too_small_lps)
+                            left_out_note, quality, quality_note, speedup, too_small_lps)
 from nlgbench.tables import markdown
 
 QUANTITIES = {  # Table 4's measured quantities: column -> readable name
@@ -128,7 +128,8 @@ def choose_baselines(df: pd.DataFrame, baseline: str | None) -> dict[str, str]:
 
 def relative_table(df: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
     """Table 3: per metric x encoder x device, per dataset and the mean over datasets, quality,
-    quality retained (quality / baseline quality) and speed-up (baseline time / time)."""
+    quality retained (quality / baseline quality) and speed-up (`nlgbench.stats.speedup`: median
+    baseline time / median time)."""
     rows = []
     for (metric, device), group in df.groupby(["metric", "device"], sort=False):
         if metric not in baselines:
@@ -139,10 +140,10 @@ def relative_table(df: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
             for _, r in enc_rows.iterrows():
                 b = base.loc[r["dataset"]] if r["dataset"] in base.index else None
                 retained = r["quality"] / b["quality"] if b is not None else np.nan
-                speedup = b["ms_per_segment"] / r["ms_per_segment"] if b is not None else np.nan
+                speed = speedup(b["ms_per_segment_repeats"], r["ms_per_segment_repeats"]).value if b is not None else np.nan
                 per.append({"metric": metric, "encoder": encoder, "device": device, "dataset": r["dataset"],
                             "baseline": baselines[metric], "quality": r["quality"], "retained": retained,
-                            "ms_per_segment": r["ms_per_segment"], "speedup": speedup})
+                            "ms_per_segment": r["ms_per_segment"], "speedup": speed})
             rows += per
             rows.append({"metric": metric, "encoder": encoder, "device": device, "dataset": "mean",
                          "baseline": baselines[metric],

@@ -88,3 +88,30 @@ def test_sorted_head_warns_unsorted_head_does_not(tmp_path: Path, capsys: pytest
     check_datasets(spec)
     err = capsys.readouterr().err
     assert err.count("warning: dataset 'sorted', de-en: the first 100 items are ordered by human score") == 1
+
+
+# ----------------------------------------------------------------------------- one speed-up
+
+
+def test_one_speedup_definition_in_compare_and_report() -> None:
+    """Issue 19 item 3: compare's and the relative table's speed-up are the same number, the ratio of
+    the medians; with an even number of repeats that differs from the median of pair ratios."""
+    import pandas as pd
+
+    from nlgbench.report import relative_table
+    from nlgbench.stats import speedup
+
+    base, cand = [10.0, 12.0, 30.0, 11.0], [2.0, 2.5, 1.0, 3.0]
+    s = speedup(base, cand)
+    assert s.value == pytest.approx(11.5 / 2.25, rel=1e-15)  # medians 11.5 and 2.25
+    pairs = sorted(b / c for b in base for c in cand)
+    assert (s.low, s.high) == (pairs[0], pairs[-1])
+    assert s.value != pytest.approx((pairs[7] + pairs[8]) / 2)  # not the median of the 16 pair ratios
+    df = pd.DataFrame([{"metric": "m", "device": "cpu", "dataset": "d", "encoder": e, "quality": 0.5,
+                        "ms_per_segment": float(pd.Series(r).median()), "ms_per_segment_repeats": r}
+                       for e, r in (("big", base), ("small", cand))])
+    table = relative_table(df, {"m": "big"})
+    row = table[(table["encoder"] == "small") & (table["dataset"] == "d")].iloc[0]
+    assert row["speedup"] == s.value
+    import math
+    assert math.isnan(speedup([], cand).value) and math.isnan(speedup(base, [0.0]).value)
