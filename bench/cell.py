@@ -393,6 +393,15 @@ class CellResult:
     def ok(self) -> bool:
         return self.status == OK
 
+    @property
+    def dataset_file(self) -> tuple[str, str]:
+        """(path, sha256) of the user data file the cell read; ('', '') for a catalogue dataset."""
+        path = self.config.dataset.path
+        if not path:
+            return "", ""
+        sha = self.config.inputs.get(path, "") or (self.dataset.files.get(path, "") if self.dataset else "")
+        return path, sha.removeprefix("sha256:")
+
     @classmethod
     def not_finished(cls, cell_id: str, label: str, config: CellConfig, error: str, *, oom: bool) -> CellResult:
         """The result of a cell that failed (or ran out of memory): one error line, nothing measured."""

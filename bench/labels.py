@@ -9,7 +9,7 @@ plain values, so this module imports no other part of nlgbench at module level.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
 NO_ENCODER = "none"  # the encoder of a metric that runs none (lexical baselines: sentbleu, chrf, rouge)
@@ -67,3 +67,14 @@ def cell_label(metric: str, options: Mapping[str, Any], encoder: str, aligner: s
 def imported_label(metric: str, encoder: str, dataset: str) -> str:
     """The name of a cell whose scores came from another tool (import-scores)."""
     return f"{metric} | {encoder} | {dataset} | imported"
+
+
+def distinct_dataset_labels(labels: Sequence[str], identities: Sequence[str]) -> list[str]:
+    """Dataset labels made distinct: where one label (a file's stem, e.g. `summeval`) stands for
+    different contents (`identities`: a file's sha256, '' for catalogue data), each gets its short
+    hash, `summeval@3fa2c1d0`; labels of a single content stay as they are."""
+    contents: dict[str, set[str]] = {}
+    for label, identity in zip(labels, identities):
+        contents.setdefault(label, set()).add(identity)
+    return [f"{label}@{identity.removeprefix('sha256:')[:8]}" if len(contents[label]) > 1 and identity else label
+            for label, identity in zip(labels, identities)]

@@ -14,6 +14,7 @@ import pandas as pd
 from nlgbench.cell import OK, CellResult
 from nlgbench.data import HUMAN
 from nlgbench.errors import UserError, unknown_name
+from nlgbench.labels import distinct_dataset_labels
 from nlgbench.stats import Segments
 from nlgbench.store import Store
 
@@ -92,4 +93,6 @@ def load_run(folder: Path, human: str | None = None) -> RunData:
             "versions": json.dumps({k: env.get(k) for k in ("torch", "transformers", "pot", "nlgbench")}),
             "threads": env.get("torch_threads"),
         })
-    return RunData(folder, pd.DataFrame(rows), {r.cell_id: r for r in results}, human)
+    df = pd.DataFrame(rows)
+    df["dataset"] = distinct_dataset_labels(list(df["dataset"]), [r.dataset_file[1] for r in results])
+    return RunData(folder, df, {r.cell_id: r for r in results}, human)

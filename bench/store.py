@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from nlgbench.cell import HUMAN_COLUMN_PREFIX, CellResult, write_atomic
 from nlgbench.data import seg_id_value
+from nlgbench.labels import distinct_dataset_labels
 from nlgbench.errors import UserError
 
 STORE_FILE = "results.sqlite"
@@ -63,7 +64,7 @@ EXTRA_COLUMNS = [
     "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
     "mean_exit_layer", "weight_mb", "metric_options", "truncated_segments",
     "human_dim", "n_missing_human", "spearman", "spearman_pooled", "system_spearman", "item_pearson", "item_kendall",
-    "item_spearman", "n_docs", "correlation_note",  # the note stays last: it says why any figure left of it is blank
+    "item_spearman", "n_docs", "dataset_path", "dataset_sha256", "correlation_note",  # the note stays last: it says why any figure left of it is blank
 ]
 CORRELATIONS_FILE = "correlations.csv"
 # correlations.csv: every figure of every cell, long format, naming its level and grouping (nlgbench.stats).
@@ -251,9 +252,11 @@ class Store:
         w.writeheader()
         figures = csv.DictWriter(long, fieldnames=CORRELATION_COLUMNS)
         figures.writeheader()
-        for result in self.results():
-            w.writerows(csv_rows(result))
-            figures.writerows(figure_rows(result))
+        results = self.results()
+        labels = distinct_dataset_labels([r.config.dataset.label for r in results], [r.dataset_file[1] for r in results])
+        for result, label in zip(results, labels):
+            w.writerows([{**row, "dataset": label} for row in csv_rows(result)])
+            figures.writerows([{**row, "dataset": label} for row in figure_rows(result)])
         write_atomic(path, text.getvalue())
         write_atomic(self.out_dir / CORRELATIONS_FILE, long.getvalue())
         return path
@@ -303,6 +306,7 @@ def csv_row(result: CellResult, section: dict[str, Any] | None = None) -> dict[s
         "dataset": cfg.dataset.label, "device": cfg.device, "batch_size": cfg.batch_size, "status": result.status,
         "n_repeats": cfg.repeats, "error": result.error or "", "threads": cfg.threads or "",
         "metric_options": cfg.options_label,
+        "dataset_path": result.dataset_file[0], "dataset_sha256": result.dataset_file[1],
     }
     if not result.ok:
         return row

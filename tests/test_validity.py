@@ -115,3 +115,35 @@ def test_one_speedup_definition_in_compare_and_report() -> None:
     assert row["speedup"] == s.value
     import math
     assert math.isnan(speedup([], cand).value) and math.isnan(speedup(base, [0.0]).value)
+
+
+# ----------------------------------------------------------------------------- dataset identity
+
+
+def test_same_stem_different_files_are_told_apart(tmp_path: Path) -> None:
+    """Issue 19 item 4: two different `summeval.jsonl` files give distinct dataset labels (stem plus
+    a short content hash) in results.csv and in report/compare; the full path and sha256 are stored."""
+    import csv
+    import hashlib
+
+    from nlgbench.importscores import import_scores
+    from nlgbench.rundata import load_run
+
+    paths = []
+    for k, folder in enumerate(("a", "b")):
+        (tmp_path / folder).mkdir()
+        paths.append(write_jsonl(tmp_path / folder / "summeval.jsonl", rows({"en": 6}, human=lambda lp, i, k=k: float((i + k) % 4))))
+    scores = tmp_path / "s.csv"
+    scores.write_text("lp,seg_id,system,score\n" + "".join(f"en,{i + 1},,{i * 0.1}\n" for i in range(6)), encoding="utf-8")
+    for path in paths:
+        import_scores(scores, str(path), "m", "e", tmp_path / "run")
+    with (tmp_path / "run" / "results.csv").open(encoding="utf-8", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    shas = [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
+    assert [r["dataset"] for r in table] == [f"summeval@{sha[:8]}" for sha in shas]
+    assert [(r["dataset_path"], r["dataset_sha256"]) for r in table] == [(str(p), sha) for p, sha in zip(paths, shas)]
+    assert sorted(load_run(tmp_path / "run").cells["dataset"]) == sorted(r["dataset"] for r in table)
+    # one file only: the plain stem
+    import_scores(scores, str(paths[0]), "m", "e", tmp_path / "one")
+    with (tmp_path / "one" / "results.csv").open(encoding="utf-8", newline="") as fh:
+        assert [r["dataset"] for r in csv.DictReader(fh)] == ["summeval"]
