@@ -70,22 +70,25 @@ def write_scores(path: Path, items: Sequence[Item], score: Sequence[float],
                  extra: Mapping[str, Sequence[float]] | None = None) -> None:
     """scores.csv: one row per item in dataset order: `lp, seg_id, system, score, human` (`score` the
     metric's primary output, `human` the primary human dimension), then `doc_id` where items name
-    documents, `human.DIM` per named human dimension (blank: missing), then the metric's further
-    outputs (`extra`); numbers as `repr` (exact)."""
+    documents, `human.DIM` per named human dimension (blank: missing), `item.NAME` per column the spec
+    carries (`DatasetRef.columns`), then the metric's further outputs (`extra`); numbers as `repr` (exact)."""
     extra = extra or {}
     docs = any(it.doc_id for it in items)
     dims = human_columns(items)
+    carried = list(dict.fromkeys(c for it in items for c in it.extra))
     text = io.StringIO(newline="")
     w = csv.writer(text)
     w.writerow(["lp", "seg_id", "system", "score", "human", *(["doc_id"] if docs else []),
-                *(f"{HUMAN_COLUMN_PREFIX}{d}" for d in dims), *extra])
+                *(f"{HUMAN_COLUMN_PREFIX}{d}" for d in dims), *(f"{ITEM_COLUMN_PREFIX}{c}" for c in carried), *extra])
     for i, it in enumerate(items):
         w.writerow([it.lp, it.seg_id, it.system, repr(score[i]), repr(it.human), *([it.doc_id] if docs else []),
-                    *(repr(it.humans[d]) if d in it.humans else "" for d in dims), *(repr(extra[c][i]) for c in extra)])
+                    *(repr(it.humans[d]) if d in it.humans else "" for d in dims),
+                    *(it.extra.get(c, "") for c in carried), *(repr(extra[c][i]) for c in extra)])
     write_atomic(path, text.getvalue())
 
 
 HUMAN_COLUMN_PREFIX = "human."  # scores.csv's column of a named human dimension
+ITEM_COLUMN_PREFIX = "item."  # scores.csv's column of a further data column the spec carries through
 
 
 def correlate_scores(score: Sequence[float], dataset: Dataset, higher_is_better: bool) -> dict[str, Any]:
@@ -126,10 +129,12 @@ class DatasetRef:
     max_segments: int | None = None
     human: str | None = None
     sample: tuple[int, int] | None = None  # (n, seed): a seeded random subset per language pair
+    columns: tuple[str, ...] = ()  # further columns of a user file carried into scores.csv
 
     def __post_init__(self) -> None:
         if isinstance(self.sample, Mapping):  # from JSON: {"n": .., "seed": ..}
             object.__setattr__(self, "sample", (self.sample["n"], self.sample["seed"]))
+        object.__setattr__(self, "columns", tuple(self.columns))
 
     @property
     def label(self) -> str:
@@ -142,6 +147,8 @@ class DatasetRef:
             out["human"] = self.human
         if self.sample is not None:
             out["sample"] = {"n": self.sample[0], "seed": self.sample[1]}
+        if self.columns:
+            out["columns"] = list(self.columns)
         return out
 
     def load(self) -> Dataset:
@@ -149,7 +156,7 @@ class DatasetRef:
         from nlgbench.data import load_dataset
 
         return load_dataset(self.name, path=self.path, max_segments=self.max_segments, human=self.human,
-                            sample=self.sample)
+                            sample=self.sample, columns=self.columns)
 
 
 @dataclass(frozen=True)

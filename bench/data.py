@@ -75,6 +75,7 @@ class Item:
     references: tuple[str, ...] = ()  # () means (reference,)
     humans: dict[str, float] = field(default_factory=dict)  # {} means {HUMAN: human}
     doc_id: str = ""  # the document (summary level groups by it); "" when none
+    extra: dict[str, str] = field(default_factory=dict)  # further columns a spec asked to carry into scores.csv
 
     def __post_init__(self) -> None:
         if not self.references:
@@ -310,12 +311,14 @@ def load_dataset(
     max_segments: int | None = None,
     human: str | None = None,
     sample: tuple[int, int] | None = None,
+    columns: Sequence[str] = (),
     catalogue: dict[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> Dataset:
     """Load a catalogue dataset (`name`) or a user file (`path`); exactly one of them.
 
     `sample` = (n, seed) keeps a seeded random subset instead of the head (`sample_items`).
+    `columns` names further columns of a user file to carry through to scores.csv (`Item.extra`).
 
     `human` selects the human dimension(s) to correlate with: one name, or None / ``all`` for
     every dimension of the data (the first is primary: `Item.human`).
@@ -332,9 +335,11 @@ def load_dataset(
     ):
         raise UserError(f"max_segments must be a positive integer, got {max_segments!r}")
     if path is not None:
-        dataset = _load_user_file(Path(path))
+        dataset = _load_user_file(Path(path), tuple(columns))
     else:
         assert name is not None
+        if columns:
+            raise UserError(f"dataset {name!r}: columns are carried from own data files only")
         dataset = _load_catalogue_dataset(name, catalogue, progress)
     if max_segments is not None and sample is not None:
         raise UserError("give max_segments (the first N per language pair) or sample (a random N), not both")
@@ -549,15 +554,18 @@ def check_user_file(path: Path) -> None:
         raise UserError(f"missing file {path}")
 
 
-def _load_user_file(path: Path) -> Dataset:
-    """Read a user ``.jsonl`` or ``.tsv`` file into a dataset in stable order."""
+def _load_user_file(path: Path, columns: tuple[str, ...] = ()) -> Dataset:
+    """Read a user ``.jsonl`` or ``.tsv`` file into a dataset in stable order; `columns` are carried."""
     check_user_file(path)
     suffix = path.suffix.lower()
     data = _read_bytes(path)
     sha = hashlib.sha256(data).hexdigest()
     text = _decode(data, path).removeprefix("\ufeff")
     records = _jsonl_records(path, text) if suffix == ".jsonl" else _tsv_records(path, text)
-    items = [(where, _user_item(record, where)) for where, record in records]
+    reserved = [c for c in columns if c in USER_COLUMNS or c == "references"]
+    if reserved:
+        raise UserError(f"{path}: columns {', '.join(reserved)} are item fields, not further columns to carry")
+    items = [(where, _with_extra(_user_item(record, where), record, columns, where)) for where, record in records]
     if not items:
         raise UserError(f"data file {path} has no items")
     items = _uniform_seg_ids(path, items)
@@ -580,6 +588,19 @@ def _load_user_file(path: Path) -> Dataset:
     ordered = [replace(item, human=item.humans.get(dims[0], NAN)) for item in ordered]
     has_systems = any(item.system for item in ordered)
     return Dataset(name=path.stem, items=ordered, has_systems=has_systems, files={str(path): sha}, human_dims=dims)
+
+
+def _with_extra(item: Item, record: dict[str, Any], columns: tuple[str, ...], where: str) -> Item:
+    """`item` with the record's `columns` as text ('' where a record lacks one; numbers as written)."""
+    if not columns:
+        return item
+    extra = {}
+    for column in columns:
+        value = record.get(column)
+        if isinstance(value, (dict, list)):
+            raise UserError(f"{where}: column {column!r} must be text or a number to carry, got {value!r}")
+        extra[column] = "" if value is None else value if isinstance(value, str) else json.dumps(value)
+    return replace(item, extra=extra)
 
 
 def _uniform_seg_ids(path: Path, items: list[tuple[str, Item]]) -> list[tuple[str, Item]]:

@@ -84,7 +84,7 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
         lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False
     ref = DatasetRef(path=dataset, max_segments=max_segments) if Path(dataset).suffix in {".jsonl", ".tsv", ".csv"} \
         else DatasetRef(name=dataset, max_segments=max_segments)
-    ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments, human=ref.human, sample=ref.sample)
+    ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments, human=ref.human, sample=ref.sample, columns=ref.columns)
     scores = read_scores(path)
     wanted = [(it.lp, str(it.seg_id), it.system) for it in ds.items]
     unknown = [k for k in scores if k not in set(wanted)]

@@ -67,7 +67,7 @@ def check_datasets(spec: SweepSpec) -> dict[str, int]:
         fields.update(get_metric(entry.metric).needs)
     sizes = {}
     for ref in spec.datasets:
-        ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments, human=ref.human, sample=ref.sample)
+        ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments, human=ref.human, sample=ref.sample, columns=ref.columns)
         check_nonblank(ds, sorted(fields))
         for warning in ds.warnings:  # e.g. a head subset of a file sorted by human score
             print(f"warning: {warning}", file=sys.stderr, flush=True)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics",
             "encoders_file", "catalogue_file", "human"}
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
-DATASET_KEYS = {"name", "path", "max_segments", "human", "sample"}
+DATASET_KEYS = {"name", "path", "max_segments", "human", "sample", "columns"}
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 MAX_NAME_CHARS = 100  # a sweep's name (it names the folder reports/<name>)
 
@@ -168,7 +168,13 @@ def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> Data
     sample = _sample(raw.get("sample"), f"{where}.sample")
     if sample is not None and max_seg is not None:
         raise UserError(f"{where}: give max_segments (the first N per language pair) or sample (a random N), not both")
-    return DatasetRef(name=name, path=path, max_segments=max_seg, human=selected, sample=sample)
+    columns = raw.get("columns") or []
+    if not isinstance(columns, list) or not all(isinstance(c, str) and c.strip() for c in columns):
+        raise UserError(f"{where}.columns must be a list of column names to carry into scores.csv, got {columns!r}")
+    if columns and name is not None:
+        raise UserError(f"{where}.columns: further columns are carried from own data files (path:) only")
+    return DatasetRef(name=name, path=path, max_segments=max_seg, human=selected, sample=sample,
+                      columns=tuple(dict.fromkeys(c.strip() for c in columns)))
 
 
 def _sample(raw: Any, where: str) -> tuple[int, int] | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Iterator, TypeVar
 
-from nlgbench.cell import HUMAN_COLUMN_PREFIX, CellResult, write_atomic
+from nlgbench.cell import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, CellResult, write_atomic
 from nlgbench.data import seg_id_value
 from nlgbench.labels import distinct_dataset_labels
 from nlgbench.errors import UserError
@@ -189,8 +189,8 @@ class Store:
                 for idx, r in enumerate(csv.DictReader(fh)):
                     dims = {k[len(HUMAN_COLUMN_PREFIX):]: float(v) for k, v in r.items()
                             if k.startswith(HUMAN_COLUMN_PREFIX) and v != ""}
-                    extra = {k: float(v) for k, v in r.items()
-                             if k not in SCORES_KEY_COLUMNS and not k.startswith(HUMAN_COLUMN_PREFIX)}
+                    extra = {k: float(v) for k, v in r.items()  # the metric's outputs; carried data columns stay in the csv
+                             if k not in SCORES_KEY_COLUMNS and not k.startswith((HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX))}
                     rows.append((cid, idx, r["lp"], seg_id_value(r["seg_id"]), r["system"], float(r["score"]),
                                  float(r["human"]), json.dumps(extra)))
                     if "doc_id" in r or any(k.startswith(HUMAN_COLUMN_PREFIX) for k in r):

@@ -66,7 +66,7 @@ def run_cell(cell_dir: Path) -> CellResult:
         info = get_metric(cfg.metric)
         with LatencyTracker() as data:
             ds = cfg.dataset
-            dataset = load_dataset(ds.name, path=ds.path, max_segments=ds.max_segments, human=ds.human, sample=ds.sample)
+            dataset = load_dataset(ds.name, path=ds.path, max_segments=ds.max_segments, human=ds.human, sample=ds.sample, columns=ds.columns)
         items = dataset.items
         _log(f"data: {len(items)} items from {dataset.name} ({data.seconds:.1f} s)")
 

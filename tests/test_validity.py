@@ -147,3 +147,38 @@ def test_same_stem_different_files_are_told_apart(tmp_path: Path) -> None:
     import_scores(scores, str(paths[0]), "m", "e", tmp_path / "one")
     with (tmp_path / "one" / "results.csv").open(encoding="utf-8", newline="") as fh:
         assert [r["dataset"] for r in csv.DictReader(fh)] == ["summeval"]
+
+
+# ----------------------------------------------------------------------------- text ids and carried columns
+
+
+def test_text_seg_ids_and_listed_columns_reach_scores_csv(tmp_path: Path) -> None:
+    """Issue 19 item 5: text seg_ids keep the stable order rule, and the columns a spec lists
+    (`columns: [domain, rating_round]`) are carried into scores.csv as item.<name>; doc_id always is."""
+    import csv
+    import os
+    import subprocess
+    import sys
+
+    data = [{"lp": "en", "seg_id": f"dm-test-{k}", "system": s, "doc_id": f"dm-test-{k}", "reference": f"the cat {k} sat",
+             "hypothesis": f"the cat {k} {'sat' if s == 'A' else 'ran'}", "human": float(k + (s == "A")),
+             "domain": "news" if k % 2 else "blog", "rating_round": k} for k in range(4) for s in ("B", "A")]
+    path = write_jsonl(tmp_path / "d.jsonl", data)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"name: carry\ndatasets: [{{path: {path}, columns: [domain, rating_round]}}]\nrepeats: 1\n"
+                    "warmup: 0\nmetrics:\n  - metric: sentbleu\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "run", str(spec), "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (cell,) = list((tmp_path / "run" / "cells").iterdir())
+    with (cell / "scores.csv").open(encoding="utf-8", newline="") as fh:
+        out = list(csv.DictReader(fh))
+    assert [(r["seg_id"], r["system"]) for r in out] == sorted((d["seg_id"], d["system"]) for d in data)
+    by_key = {(d["seg_id"], d["system"]): d for d in data}
+    for r in out:
+        d = by_key[(r["seg_id"], r["system"])]
+        assert (r["doc_id"], r["item.domain"], r["item.rating_round"]) == (d["doc_id"], d["domain"], str(d["rating_round"]))
+    with pytest.raises(UserError, match="columns: further columns are carried from own data files"):
+        parse_spec({"datasets": [{"name": "wmt16", "columns": ["x"]}], "metrics": METRICS})
+    with pytest.raises(UserError, match="columns hypothesis are item fields"):
+        load_dataset(path=path, columns=["hypothesis"])
