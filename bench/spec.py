@@ -25,9 +25,10 @@ from nlgbench.registry import load_yaml, yaml_problem
 
 if TYPE_CHECKING:
     from nlgbench.metrics.base import MetricInfo
+    from nlgbench.slurm import ExecutorOptions
 
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics",
-            "encoders_file", "catalogue_file", "human"}
+            "encoders_file", "catalogue_file", "human", "executor"}
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
 DATASET_KEYS = {"name", "path", "max_segments", "human", "sample", "columns"}
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
@@ -53,6 +54,7 @@ class SweepSpec:
     warmup: int = 1
     threads: int | None = None
     description: str = ""
+    executor: ExecutorOptions | None = None  # how cells are run (nlgbench.slurm); not part of any cell
 
     def model_names(self) -> list[str]:
         """Every model the sweep loads: encoders, and models named by metric options (e.g. XMoverScore's `lm`)."""
@@ -335,9 +337,15 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     if threads is not None:
         threads = _int(threads, f"{source}.threads", 1)
     metrics = [parse_metric_entry(m, f"{source}.metrics[{i}]", base) for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))]
+    executor = None
+    if raw.get("executor") is not None:
+        from nlgbench.slurm import parse_executor
+
+        executor = parse_executor(raw["executor"], f"{source}.executor")
     return SweepSpec(
         name=name, datasets=datasets, metrics=metrics, devices=devices, batch_sizes=batch_sizes,
         repeats=repeats, warmup=warmup, threads=threads, description=str(raw.get("description", "")),
+        executor=executor,
     )
 
 
