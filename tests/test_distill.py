@@ -1,0 +1,276 @@
+"""`nlgbench distill` mechanics on tiny random models (never a claim about real correlations).
+
+The synthetic task: references are random words of a small vocabulary, candidates are references
+cut at a random point, and the teacher is chrF (sacrebleu, no model): a known function of the pair
+that a small cross-encoder can learn (it tracks how much of the reference the candidate keeps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import torch
+
+from nlgbench import distill as dist
+from nlgbench.augment import EDITS, synthetic_candidates
+from nlgbench.data import load_dataset
+from nlgbench.errors import UserError
+from nlgbench.metrics.base import PhaseTimer
+from nlgbench.metrics.frugalscore import FrugalScoreScorer
+from nlgbench.encoder_registry import EncoderRef
+from nlgbench.data import Item
+from tiny import make_tiny_bert
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+MAX_LENGTH = 64
+
+
+def synthetic_rows(n: int, seed: int) -> list[dict[str, str]]:
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        ref = rng.sample(WORDS, rng.randint(6, 12))
+        rows.append({"reference": " ".join(ref), "candidate": " ".join(ref[: rng.randint(1, len(ref))])})
+    return rows
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def own_data(path: Path, rows: list[dict[str, str]]) -> Path:
+    """Rows as an own-data file (lp, seg_id, reference, hypothesis, human)."""
+    return write_jsonl(path, [{"lp": "xx-en", "seg_id": i + 1, "reference": r["reference"], "hypothesis": r["candidate"],
+                               "human": float(i % 7)} for i, r in enumerate(rows)])
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """Tiny models run fastest on one thread (and the machine is shared)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), WORDS, num_layers=2)
+
+
+def config(student: Path, **changes: Any) -> dist.TrainConfig:
+    base = {"student": str(student), "epochs": 8, "lr": 1e-3, "batch_size": 16, "max_length": MAX_LENGTH,
+            "evals_per_epoch": 2, "patience": 20}
+    return dist.TrainConfig(**{**base, **changes})
+
+
+CHRF = dist.Teacher.parse("chrf", None, {})
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, tiny_dir: Path) -> dist.DistillResult:
+    """One student distilled from chrF on 400 synthetic pairs, given as an own-data file."""
+    tmp = tmp_path_factory.mktemp("distilled")
+    data = own_data(tmp / "train.jsonl", synthetic_rows(400, seed=1))
+    torch.set_num_threads(1)
+    return dist.distill([str(data)], CHRF, config(tiny_dir, student_layers=1), tmp / "student", log=lambda _m: None)
+
+
+def test_distillation_lowers_the_validation_loss_on_a_learnable_target(trained: dist.DistillResult) -> None:
+    record = trained.record
+    before, after = record["history"][0]["val_mse"], record["validation"]["mse"]
+    assert after < before
+    # and it learned the pair, not only the mean: well under the error of predicting the training mean
+    assert after < 0.5 * record["validation"]["mse_constant"]
+    assert record["validation"]["pearson"] > 0.8
+    assert record["validation"]["n"] + record["data"]["train_pairs"] == record["data"]["pairs"] == 400
+
+
+def test_the_folder_is_a_cut_student_with_its_record(trained: dist.DistillResult, tiny_dir: Path) -> None:
+    out = trained.out
+    config_json = json.loads((out / "config.json").read_text())
+    assert config_json["num_hidden_layers"] == 1 and len(config_json["id2label"]) == 1  # one output
+    assert config_json["architectures"] == ["BertForSequenceClassification"]
+    assert list(out.glob("*.safetensors")) and (out / "tokenizer.json").is_file()
+    record = json.loads((out / dist.DISTILL_FILE).read_text())
+    assert record["teacher"]["metric"] == "chrf" and record["input_order"] == "candidate [SEP] reference"
+    assert record["student"] == {**record["student"], "base": str(tiny_dir), "layers": 1, "base_layers": 2}
+    assert record["hyperparameters"]["max_length"] == MAX_LENGTH and record["allow_overlap"] is False
+    texts = (out / dist.TEXTS_FILE).read_text().split()
+    assert len(texts) == record["data"]["texts"] == len(set(texts))
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
+
+
+def test_the_saved_student_scores_the_held_out_pairs_as_validated(trained: dist.DistillResult) -> None:
+    """The frugalscore metric, loading the folder, reproduces the validation predictions: same input
+    order (candidate first), head in the teacher's scale."""
+    items = [Item("", i + 1, "", "", p.reference, p.candidate, 0.0) for i, p in enumerate(trained.val_pairs)]
+    scorer = FrugalScoreScorer(EncoderRef(str(trained.out)), {"max_length": MAX_LENGTH}, "cpu", 7)
+    got = scorer.score(items, PhaseTimer()).score
+    # float32 logits of the same model over other batch shapes: ~1e-6 relative of |y| <= 100
+    assert got == pytest.approx(trained.val_predictions, abs=1e-3)
+    mse = sum((g - y) ** 2 for g, y in zip(got, trained.val_targets)) / len(got)
+    assert mse == pytest.approx(trained.record["validation"]["mse"], rel=1e-4)
+    # swapping the inputs gives other scores: the order matters, so the test above checks it
+    swapped = [Item("", it.seg_id, "", "", it.hypothesis, it.reference, 0.0) for it in items]
+    assert scorer.score(swapped, PhaseTimer()).score != pytest.approx(got, abs=1e-3)
+
+
+def test_the_student_scores_through_a_sweep_by_path(trained: dist.DistillResult, tmp_path: Path) -> None:
+    rows = synthetic_rows(12, seed=99)  # other texts than the training pairs
+    data = own_data(tmp_path / "eval.jsonl", rows)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps({"name": "distilled", "datasets": [{"path": str(data)}], "repeats": 1, "batch_size": 4,
+                                "metrics": [{"metric": "frugalscore", "options": {"max_length": MAX_LENGTH},
+                                             "encoders": [str(trained.out)]}]}), encoding="utf-8")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "run", str(spec), "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with (tmp_path / "run" / "results.csv").open(newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert row["status"] == "ok" and row["metric"] == "frugalscore" and row["n_segments"] == "12"
+    with (tmp_path / "run" / "cells" / row["cell_id"] / "scores.csv").open(newline="") as fh:
+        scores = [float(r["score"]) for r in csv.DictReader(fh)]
+    items = load_dataset(path=data).items
+    direct = FrugalScoreScorer(EncoderRef(str(trained.out)), {"max_length": MAX_LENGTH}, "cpu", 1).score(items, PhaseTimer())
+    assert scores == pytest.approx(direct.score, abs=1e-3)
+
+
+def test_labels_are_read_from_the_cache_on_a_rerun(tmp_path: Path, tiny_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NLGBENCH_CACHE", str(tmp_path / "cache"))
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", synthetic_rows(40, seed=2))
+    cfg = config(tiny_dir, epochs=1)
+    calls: list[int] = []
+    real = dist._run_teacher
+
+    def counting(pairs: Any, *args: Any) -> Any:
+        calls.append(len(pairs))
+        return real(pairs, *args)
+
+    monkeypatch.setattr(dist, "_run_teacher", counting)
+    first = dist.distill([str(pairs)], CHRF, cfg, tmp_path / "a", log=lambda _m: None)
+    assert calls == [40] and first.record["labels"]["cached"] is False
+    assert list((tmp_path / "cache" / "distill").glob("labels-*.json"))
+    second = dist.distill([str(pairs)], CHRF, cfg, tmp_path / "b", log=lambda _m: None)
+    assert calls == [40] and second.record["labels"]["cached"] is True  # the teacher did not run again
+    assert second.record["data"]["pairs_sha256"] == first.record["data"]["pairs_sha256"]
+    # another teacher config (chrF++), or other pairs, is labelled afresh
+    dist.distill([str(pairs)], dist.Teacher.parse("chrf", None, {"word_order": 2}), cfg, tmp_path / "c", log=lambda _m: None)
+    assert calls == [40, 40]
+    dist.distill([str(pairs)], CHRF, cfg, tmp_path / "d", augment=1, log=lambda _m: None)
+    assert len(calls) == 3 and calls[2] > 40
+
+
+def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(trained: dist.DistillResult, tmp_path: Path,
+                                                                   tiny_dir: Path) -> None:
+    train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
+    overlapping = load_dataset(path=train_file)
+    disjoint = load_dataset(path=own_data(tmp_path / "other.jsonl", synthetic_rows(10, seed=123)))
+    (line,) = dist.check_leakage(trained.out, [disjoint, overlapping])
+    assert f"{len(overlapping.items)} of {len(overlapping.items)} items" in line and "'train'" in line
+    assert "--allow-overlap" in line and "\n" not in line
+    assert dist.check_leakage(trained.out, [disjoint]) == []
+    # a spec naming the student and the training data is refused, line by line
+    from nlgbench.spec import parse_spec
+
+    spec = parse_spec({"name": "t", "datasets": [{"path": str(train_file)}],
+                       "metrics": [{"metric": "frugalscore", "encoders": [str(trained.out)]}]})
+    assert dist.check_spec_leakage(spec) == [line]
+    # --allow-overlap is recorded and lifts the guard (the overlap itself is still reported by `overlaps`)
+    parser = argparse.ArgumentParser()
+    dist.add_distill_arguments(parser)
+    args = parser.parse_args(["--teacher-metric", "chrf", "--student", str(tiny_dir), "--pairs", str(train_file),
+                              "--max-pairs", "60", "--epochs", "1", "--max-length", str(MAX_LENGTH),
+                              "--out", str(tmp_path / "allowed"), "--allow-overlap"])
+    assert dist.cmd_distill(args) == 0
+    assert json.loads((tmp_path / "allowed" / dist.DISTILL_FILE).read_text())["allow_overlap"] is True
+    assert dist.check_leakage(tmp_path / "allowed", [overlapping]) == []
+    assert len(dist.overlaps(tmp_path / "allowed", [overlapping])) == 1
+
+
+def test_pairs_from_files_and_datasets(tmp_path: Path) -> None:
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("reference\tcandidate\tnote\nthe cat sat\ta cat sat\tx\nthe cat sat\ta cat sat\ty\n"
+                   "a dog ran\t \tz\n", encoding="utf-8")
+    data = own_data(tmp_path / "data.jsonl", [{"reference": "one two three", "candidate": "one two"}])
+    pairs, sources, counts = dist.gather_pairs([str(tsv), str(data)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
+    assert [(p.reference, p.candidate, p.origin) for p in pairs] == [
+        ("the cat sat", "a cat sat", "pairs"), ("one two three", "one two", "data")]
+    assert counts == {"read": 4, "blank": 1, "duplicate": 1, "kept": 2}
+    assert [(s.kind, s.pairs) for s in sources] == [("pairs file", 3), ("own data file", 1)]
+    wmt, _, _ = dist.gather_pairs(["wmt16"], max_pairs=50, augment=0, seed=0, log=lambda _m: None)
+    again, _, _ = dist.gather_pairs(["wmt16"], max_pairs=50, augment=0, seed=0, log=lambda _m: None)
+    other, _, _ = dist.gather_pairs(["wmt16"], max_pairs=50, augment=0, seed=1, log=lambda _m: None)
+    assert len(wmt) == 50 and wmt == again and wmt != other
+
+
+def test_augmentation_is_seeded_and_edits_each_reference() -> None:
+    refs = [" ".join(random.Random(i).sample(WORDS, 10)) for i in range(20)] + ["too short"]
+    made = synthetic_candidates(refs, 4, seed=0)
+    assert made == synthetic_candidates(refs, 4, seed=0) and made != synthetic_candidates(refs, 4, seed=1)
+    assert {s.reference for s in made} == set(refs[:20])  # two words: too short to edit
+    assert {s.edit for s in made} == set(EDITS)
+    vocabulary = {w for r in refs for w in r.split()}
+    for s in made:
+        ref, cand = s.reference.split(), s.candidate.split()
+        assert cand and cand != ref and set(cand) <= vocabulary
+        if s.edit == "truncate":
+            assert cand == ref[: len(cand)] and len(cand) < len(ref)
+        elif s.edit == "drop":
+            assert len(cand) < len(ref) and all(w in ref for w in cand)
+        elif s.edit == "swap":
+            assert sorted(cand) == sorted(ref)
+        else:
+            assert len(cand) == len(ref)
+    # a reference's candidates depend on the others only through the vocabulary of substitutions
+    alone = synthetic_candidates(refs[:1], 4, seed=0)
+    among = [s for s in made if s.reference == refs[0]]
+    assert [s.edit for s in alone] == [s.edit for s in among]
+    assert [s for s in alone if s.edit != "substitute"] == [s for s in among if s.edit != "substitute"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--teacher-metric", "bertscor"], "unknown metric 'bertscor'; did you mean 'bertscore'"),
+    (["--teacher-metric", "chrf", "--student-layers", "3"], "--student-layers 3, but .* has only 2 layers"),
+    (["--teacher-metric", "chrf", "--teacher-options", "nope=1"], "teacher.options: unknown key 'nope'"),
+    (["--teacher-metric", "xmoverscore"], "reads sources"),
+    (["--teacher-metric", "chrf", "--pairs", "wmt99"], "unknown dataset 'wmt99'"),
+    (["--teacher-metric", "chrf", "--val-fraction", "1.5"], "val-fraction must be between 0 and 1"),
+])
+def test_bad_input_is_one_line(argv: list[str], message: str, tiny_dir: Path, tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    dist.add_distill_arguments(parser)
+    pairs = write_jsonl(tmp_path / "p.jsonl", synthetic_rows(10, seed=3))
+    base = ["--student", str(tiny_dir), "--pairs", str(pairs), "--out", str(tmp_path / "out"), "--epochs", "1"]
+    with pytest.raises(UserError, match=message) as err:
+        dist.cmd_distill(parser.parse_args(base + argv))
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_that_is_not_a_student_is_not_replaced(tmp_path: Path, tiny_dir: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    pairs = write_jsonl(tmp_path / "p.jsonl", synthetic_rows(10, seed=4))
+    with pytest.raises(UserError, match="non-empty folder without distill.json"):
+        dist.distill([str(pairs)], CHRF, config(tiny_dir), tmp_path / "out", log=lambda _m: None)
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+
+
+def test_module_entry_point_exits_2_with_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "nlgbench.distill", "--teacher-metric", "nope", "--student", "x",
+                           "--pairs", "wmt16", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("nlgbench: error: unknown metric 'nope'")
