@@ -16,10 +16,16 @@ if TYPE_CHECKING:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from nlgbench.runner import run_sweep
+    from nlgbench.slurm import with_cli
     from nlgbench.spec import load_spec
 
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path("reports") / spec.name
+    executor = with_cli(spec.executor, kind=args.executor, partition=args.partition, gpus_per_cell=args.gpus_per_cell,
+                        cpus_per_cell=args.cpus_per_cell, mem=args.mem, time=args.time, max_parallel=args.max_parallel,
+                        slurm_args=args.slurm_arg, poll_seconds=args.poll_seconds)
+    if args.cancel_on_exit and not executor.on_slurm:
+        raise UserError("--cancel-on-exit is for --executor slurm (a local sweep's workers always stop with it)")
     if args.dry_run:
         from nlgbench.encoder_registry import resolve_source
         from nlgbench.hfcache import local_snapshot
@@ -34,11 +40,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"{cell.cell_id}  {cell.label}")
         missing = sorted({resolve_source(name) for name in spec.model_names() if local_snapshot(resolve_source(name)) is None})
         print(f"{len(cells)} cells; models not in the local cache: {', '.join(missing) if missing else 'none'}")
+        if executor.on_slurm:
+            from nlgbench.slurm import dry_run_text
+
+            print(dry_run_text(spec, out, executor))
         return 0
-    results = run_sweep(spec, out, force=args.force, wait=args.wait)
+    results = run_sweep(spec, out, force=args.force, wait=args.wait, executor=executor,
+                        cancel_on_exit=args.cancel_on_exit)
     bad = [r for r in results if not r.ok]
-    print(f"{len(results) - len(bad)} ok, {len(bad)} not ok; results: {out / 'results.csv'}")
+    print(f"{len(results) - len(bad)} ok, {len(bad)} not ok; results: {out / 'results.csv'}"
+          + ("; run the same command again to resubmit the cells that are not ok" if bad and executor.on_slurm else ""))
     return 1 if bad else 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from nlgbench.slurm import status_text
+
+    print(status_text(Path(args.dir)))
+    return 0
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from nlgbench.slurm import collect_folder
+
+    print(collect_folder(Path(args.dir)))
+    return 0
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -255,7 +281,31 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="list the cells and missing models, run nothing")
     run.add_argument("--wait", action="store_true",
                      help="when another nlgbench process holds the output folder, wait for it (default: exit 2)")
+    cluster = run.add_argument_group(
+        "executor", "where cells run: local (default; one after another on this machine) or slurm (one job array "
+        "task per unfinished cell, through submitit; the run folder must be on a file system the nodes share). "
+        "Also settable in the spec's executor: block; these flags override it")
+    cluster.add_argument("--executor", help="local or slurm (default: the spec's executor, else local)")
+    cluster.add_argument("--partition", help="Slurm partition")
+    cluster.add_argument("--gpus-per-cell", type=int, help="GPUs per CUDA cell (default 1; CPU cells ask for none)")
+    cluster.add_argument("--cpus-per-cell", type=int, help="CPUs per cell (default: the spec's threads)")
+    cluster.add_argument("--mem", help="memory per cell, as sbatch's --mem (16G)")
+    cluster.add_argument("--time", type=int, help="time limit per cell in minutes (default 60)")
+    cluster.add_argument("--max-parallel", type=int, help="at most this many cells at once (the job array's %%K)")
+    cluster.add_argument("--slurm-arg", action="append", default=[], metavar="KEY=VALUE",
+                         help="a further sbatch option (account=abc, qos=high, constraint=a100; KEY alone for a flag)")
+    cluster.add_argument("--poll-seconds", type=float, help="how often to ask Slurm about the tasks (default 5)")
+    cluster.add_argument("--cancel-on-exit", action="store_true",
+                         help="Ctrl-C cancels the submitted jobs (default: they keep running; collect them later)")
     run.set_defaults(func=_cmd_run)
+
+    st = sub.add_parser("status", help="where a run folder's cells are: recorded, or pending/running/failed on Slurm")
+    st.add_argument("dir", help="run folder")
+    st.set_defaults(func=_cmd_status)
+
+    col = sub.add_parser("collect", help="record the cells finished Slurm tasks left in DIR/cells/ into the store")
+    col.add_argument("dir", help="run folder")
+    col.set_defaults(func=_cmd_collect)
 
     sc = sub.add_parser("score", help="score a candidates file against a references file, one text per line")
     sc.add_argument("-c", "--candidates", required=True, help="hypotheses, one per line")

@@ -1,4 +1,5 @@
 """The executor: each cell in a fresh worker process, results into the store, resumable.
+(On a Slurm cluster the same worker runs in job array tasks: `nlgbench.slurm`.)
 
 Before any cell runs, every dataset of the spec is loaded and checked (so bad data is a
 one-line error, not N failed cells). A finished (`ok`) cell is skipped unless forced; a
@@ -18,14 +19,17 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, CellResult, write_config
+from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, CellResult, read_config, write_config
 from nlgbench.measure import oom_kills
 from nlgbench.registry import user_files_environment
 from nlgbench.repair import open_store
 from nlgbench.runfolder import locked
 from nlgbench.spec import SweepSpec
+
+if TYPE_CHECKING:
+    from nlgbench.slurm import ExecutorOptions
 
 
 def die_with(parent_pid: int) -> Callable[[], None]:
@@ -96,15 +100,21 @@ def worker_command(cell_dir: Path) -> list[str]:
     return [sys.executable, "-c", _WORKER_BOOT, str(cell_dir), str(Path(__file__).resolve().parent)]
 
 
-def execute(cell: CellConfig, cell_dir: Path) -> CellResult:
-    """Run one cell in a fresh worker process (`worker_command`) and return its result."""
+def prepare_cell(cell: CellConfig, cell_dir: Path) -> None:
+    """The cell's folder, ready for a worker: stale result files removed, config.json written."""
     cell_dir.mkdir(parents=True, exist_ok=True)
     for stale in (RESULT_FILE, SCORES_FILE, TRACEBACK_FILE):
         (cell_dir / stale).unlink(missing_ok=True)
     write_config(cell_dir, cell.cell_id, cell.label, cell)
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **user_files_environment())  # the user's registry files reach the worker
-    if cell.threads:
-        env["OMP_NUM_THREADS"] = str(cell.threads)
+
+
+def run_worker(cell_dir: Path, threads: int | None, extra_env: dict[str, str] | None = None) -> CellResult:
+    """Run the cell prepared in `cell_dir` in a fresh worker process (`worker_command`) and return
+    its result: the worker's result.json, or, when it died without one, why (not written here).
+    `extra_env`: the user's registry files (`user_files_environment`) as the caller saw them."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(user_files_environment() if extra_env is None else extra_env))
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
     kills_before = oom_kills()
     proc = subprocess.Popen(worker_command(cell_dir), env=env, preexec_fn=die_with(os.getpid()))
     try:
@@ -118,7 +128,14 @@ def execute(cell: CellConfig, cell_dir: Path) -> CellResult:
     kills_after = oom_kills()
     oom_killed = kills_before is not None and kills_after is not None and kills_after > kills_before
     error, oom = death_cause(code, oom_killed)
-    return CellResult.not_finished(cell.cell_id, cell.label, cell, error, oom=oom)
+    cell_id, label, config = read_config(cell_dir)
+    return CellResult.not_finished(cell_id, label, config, error, oom=oom)
+
+
+def execute(cell: CellConfig, cell_dir: Path) -> CellResult:
+    """Run one cell in a fresh worker process (`worker_command`) and return its result."""
+    prepare_cell(cell, cell_dir)
+    return run_worker(cell_dir, cell.threads)
 
 
 def _summary(result: CellResult, elapsed: float) -> str:
@@ -140,13 +157,21 @@ def truncation_warning(result: CellResult) -> str | None:
 
 
 def run_sweep(
-    spec: SweepSpec, out_dir: Path, *, force: bool = False, wait: bool = False, log: Callable[[str], None] = print
+    spec: SweepSpec, out_dir: Path, *, force: bool = False, wait: bool = False, log: Callable[[str], None] = print,
+    executor: ExecutorOptions | None = None, cancel_on_exit: bool = False,
 ) -> list[CellResult]:
     """Run every cell of the spec that is not finished yet; returns the results of this sweep's cells.
 
     The run folder is locked for the sweep (`wait`: wait for another process holding it). The
     run's environment record holds, per device its finished cells ran on, the environment
-    their worker measured (CPU, GPU name, threads, versions)."""
+    their worker measured (CPU, GPU name, threads, versions). `executor` (default: the spec's
+    `executor:` block, else local): on Slurm the cells run as job array tasks (`nlgbench.slurm`;
+    `cancel_on_exit`: Ctrl-C cancels the submitted jobs instead of leaving them running)."""
+    options = executor or spec.executor
+    if options is not None and options.on_slurm:
+        from nlgbench.slurm import run_on_slurm
+
+        return run_on_slurm(spec, out_dir, options, force=force, wait=wait, cancel_on_exit=cancel_on_exit, log=log)
     sizes = check_datasets(spec)
     cells = spec.cells()
     results: list[CellResult] = []

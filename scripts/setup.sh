@@ -11,12 +11,27 @@ PY="${PYTHON:-python3}"
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 .venv/bin/python scripts/get_models.py
-# Debian's Chromium and ChromeDriver, for the test that opens the HTML report in a real browser.
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+# Debian packages for two tests: Chromium and ChromeDriver (the test that opens the HTML report in a
+# real browser), and Slurm with MUNGE (the test that runs a sweep on a real single-node cluster that
+# scripts/slurm-single-node.sh starts; slurm-wlm without its recommended extra plugins is
+# slurmctld + slurmd + the client commands).
+need_browser=0 need_slurm=0
+{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || need_browser=1
+{ command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
+  && command -v munged >/dev/null; } || need_slurm=1
+if [ "$need_browser$need_slurm" != 00 ]; then
   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-    echo "setup: installing Debian's chromium and chromium-driver (browser test of the HTML report)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+    apt-get update -qq
+    if [ "$need_browser" = 1 ]; then
+      echo "setup: installing Debian's chromium and chromium-driver (browser test of the HTML report)"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+    fi
+    if [ "$need_slurm" = 1 ]; then
+      echo "setup: installing Debian's slurm-wlm and munge (single-node Slurm test)"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
+    fi
   else
-    echo "setup: chromium/chromedriver missing and apt-get (as root) unavailable: install them, or the browser test fails" >&2
+    [ "$need_browser" = 0 ] || echo "setup: chromium/chromedriver missing and apt-get (as root) unavailable: install them, or the browser test fails" >&2
+    [ "$need_slurm" = 0 ] || echo "setup: slurm-wlm/munge missing and apt-get (as root) unavailable: install them, or the Slurm test fails" >&2
   fi
 fi
