@@ -10,9 +10,10 @@ reason among the warnings."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,21 +22,61 @@ from nlgbench import fmt
 from nlgbench.cell import IMPORTED_DEVICE
 from nlgbench.data import HUMAN
 from nlgbench.errors import UserError, unknown_name
-from nlgbench.report import QualityOptions
+from nlgbench.report import QualityOptions, memory_columns
 from nlgbench.rundata import RunData
-from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, correlation, left_out_note, paired_bootstrap, quality,
-                            speedup,
-                            quality_note, too_small_lps, williams_test)
+from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Segments, correlation, left_out_note, paired_bootstrap,
+                            quality, quality_note, speedup, too_small_lps, williams_test)
 from nlgbench.tables import markdown
 
 
-def _pairs(df: pd.DataFrame, candidate: str, baseline: str, metric: str | None) -> list[tuple[pd.Series, pd.Series]]:
+def add_selection_arguments(p: argparse.ArgumentParser) -> None:
+    """`--metric` and `--aligner` for compare and report (see `select_metrics`)."""
+    p.add_argument("--metric", help="only this metric: its name when one label has it (moverscore), else the label "
+                                    "as in the report (e.g. 'moverscore (wmd)')")
+    p.add_argument("--aligner", help="only cells run with this aligner (wmd, rwmd, wcd)")
+
+
+def select_metrics(df: pd.DataFrame, metric: str | None = None, aligner: str | None = None) -> list[str] | None:
+    """The metric labels (`df['metric']`) that `--metric` and `--aligner` pick; None: all. A metric
+    is its label (`moverscore (wmd)`) or, when exactly one label remains with that name after the
+    aligner is applied, its name alone (`moverscore`); several: one error line listing them. An
+    aligner alone picks every metric run with it."""
+    if metric is None and aligner is None:
+        return None
+    labels = list(dict.fromkeys(df["metric"]))
+    names = dict(zip(df["metric"], df["metric_name"])) if "metric_name" in df else {m: m.split(" ")[0] for m in labels}
+    aligners = dict(zip(df["metric"], df["aligner"])) if "aligner" in df else {}
+    if aligner is not None:
+        known = sorted(set(aligners.values()))
+        labels = [m for m in labels if aligners.get(m) == aligner]
+        if not labels:
+            raise unknown_name("aligner", aligner, known)
+    if metric is None:
+        return labels
+    if metric in labels:
+        return [metric]
+    named = [m for m in labels if names.get(m) == metric]
+    if len(named) == 1:
+        return named
+    if named:
+        raise UserError(f"metric {metric!r} names {len(named)} cells' metrics here: {', '.join(named)}; give one of "
+                        "these labels, or --aligner")
+    raise unknown_name("metric", metric, sorted({*labels, *(names[m] for m in labels)}))
+
+
+def same_segments(cs: Segments, bs: Segments) -> bool:
+    """Whether two cells scored the same segments with the same human scores (a paired comparison needs it)."""
+    return len(cs) == len(bs) and bool(np.array_equal(cs.lp, bs.lp) and np.array_equal(cs.seg_id, bs.seg_id)
+                                       and np.array_equal(cs.human, bs.human))
+
+
+def _pairs(df: pd.DataFrame, candidate: str, baseline: str, metrics: Sequence[str] | None) -> list[tuple[pd.Series, pd.Series]]:
     """The (candidate, baseline) cells to compare, per metric x dataset x device in the run's
     order: the two encoders' cells on that device, or, where one encoder has none there, its
     imported cell (device none) in their place."""
     pairs = []
     for _, key in df[["metric", "dataset", "device"]].drop_duplicates().iterrows():
-        if metric is not None and key["metric"] != metric:
+        if metrics is not None and key["metric"] not in metrics:
             continue
         sel = df[(df["metric"] == key["metric"]) & (df["dataset"] == key["dataset"])]
 
@@ -64,26 +105,24 @@ def _device(c: Any, b: Any) -> str:
 
 def compare(run: RunData, candidate: str, baseline: str, metric: str | None = None,
             options: QualityOptions = QualityOptions(), n_resamples: int = BOOTSTRAP_RESAMPLES,
-            seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
-    """The comparison as plain data (what --json prints)."""
+            seed: int = BOOTSTRAP_SEED, aligner: str | None = None) -> dict[str, Any]:
+    """The comparison as plain data (what --json prints); `metric` and `aligner` as `select_metrics`."""
     options.check()
     df = run.cells
     encoders = sorted(set(df["encoder"]))
     for name in (candidate, baseline):
         if name not in encoders:
             raise unknown_name("encoder", name, encoders)
-    if metric is not None and metric not in set(df["metric"]):
-        raise unknown_name("metric", metric, sorted(set(df["metric"])))
+    metrics = select_metrics(df, metric, aligner)
     rows, warnings = [], []
-    pairs = _pairs(df, candidate, baseline, metric)
+    pairs = _pairs(df, candidate, baseline, metrics)
     segments = {cell_id: run.segments(cell_id) for c, b in pairs for cell_id in (c["cell_id"], b["cell_id"])}
     if segments:
         options.check_segments(list(segments.values()))
     for c, b in pairs:
         key = {"metric": c["metric"], "dataset": c["dataset"], "device": _device(c, b)}
         cs, bs = segments[c["cell_id"]], segments[b["cell_id"]]
-        if len(cs) != len(bs) or not (np.array_equal(cs.lp, bs.lp) and np.array_equal(cs.seg_id, bs.seg_id)
-                                      and np.array_equal(cs.human, bs.human)):
+        if not same_segments(cs, bs):
             warnings.append(f"{key['metric']} / {key['dataset']}: the two cells scored different segments; not compared")
             continue
 
@@ -96,17 +135,22 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
         r_bh = correlation("pearson", bs.score, bs.human)
         t, p_w = williams_test(r_ch, r_bh, correlation("pearson", cs.score, bs.score), len(cs))
         speed = speedup(list(b["ms_per_segment_repeats"]), list(c["ms_per_segment_repeats"]))
-        mem = b["peak_rss_mb"] / c["peak_rss_mb"] if key["device"] == "cpu" else (
-            b["cuda_peak_allocated_mb"] / c["cuda_peak_allocated_mb"])
+        (model_col, _), (peak_col, _) = memory_columns(c["device"])
+
+        def ratio(column: str) -> float:
+            return float(b[column] / c[column]) if c[column] > 0 and b[column] > 0 else math.nan
+
         timed = not (c["imported"] or b["imported"])
         rows.append({
             "metric": key["metric"], "dataset": key["dataset"], "device": key["device"], "n": len(cs),
             "quality_candidate": q_c, "quality_baseline": q_b, "retained": q_c / q_b if q_b else math.nan,
+            "retained_ci": [boot.ratio_ci_low, boot.ratio_ci_high],
             "delta": boot.delta, "delta_ci": [boot.ci_low, boot.ci_high], "p_bootstrap": boot.p_value,
             "pearson_pooled_candidate": r_ch, "pearson_pooled_baseline": r_bh, "williams_t": t, "p_williams": p_w,
             "speedup": speed.value, "speedup_range": [speed.low, speed.high],
             "n_repeats": [len(b["ms_per_segment_repeats"]), len(c["ms_per_segment_repeats"])],
-            "memory_ratio": float(mem) if timed else math.nan, "lps_left_out": too_small_lps(cs, options.level),
+            "memory_ratio": ratio(peak_col) if timed else math.nan,
+            "model_memory_ratio": ratio(model_col) if timed else math.nan, "lps_left_out": too_small_lps(cs, options.level),
         })
         if rows[-1]["lps_left_out"]:
             warnings.append(f"{key['metric']} / {key['dataset']}: {left_out_note(options.level, rows[-1]['lps_left_out'])}")
@@ -123,7 +167,7 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
                                 f"(candidate {_show(c[field])}, baseline {_show(b[field])}); speed and memory ratios are not like for like")
     if not rows:
         raise UserError(f"no metric x dataset has finished cells of both {candidate!r} and {baseline!r}"
-                        + (f" for metric {metric!r}" if metric else ""))
+                        + (f" for metric {', '.join(metrics)}" if metrics is not None else ""))
     return {"candidate": candidate, "baseline": baseline, "quality": options.label,
             "human_dims": list(dict.fromkeys(df["human_dim"])), "bootstrap_resamples": n_resamples,
             "seed": seed, "rows": rows, "warnings": list(dict.fromkeys(warnings))}
@@ -137,8 +181,8 @@ def _show(value: Any) -> str:
 
 def render(result: dict[str, Any]) -> str:
     """The readable table `compare` prints, with a line saying how to read it."""
-    header = ["metric", "dataset", "device", "n", "baseline", "candidate", "retained", "delta [95% CI]",
-              "p (bootstrap)", "p (Williams, pooled r)", "speed-up [range]", "memory ratio"]
+    header = ["metric", "dataset", "device", "n", "baseline", "candidate", "retained [95% CI]", "delta [95% CI]",
+              "p (bootstrap)", "p (Williams, pooled r)", "speed-up [range]", "memory ratio model / peak"]
     rows = []
     for r in result["rows"]:
         lo, hi = r["delta_ci"]
@@ -146,18 +190,22 @@ def render(result: dict[str, Any]) -> str:
         delta = fmt.signed(r["delta"], missing=na) + (f" [{fmt.signed(lo)}, {fmt.signed(hi)}]"
                                                        if math.isfinite(r["delta"]) else "")
         rows.append([r["metric"], r["dataset"], r["device"], str(r["n"]), fmt.number(r["quality_baseline"], missing=na),
-                     fmt.number(r["quality_candidate"], missing=na), fmt.percent(r["retained"], missing=na), delta,
+                     fmt.number(r["quality_candidate"], missing=na), fmt.percent_ci(r["retained"], *r["retained_ci"], missing=na),
+                     delta,
                      fmt.p_value(r["p_bootstrap"], result["bootstrap_resamples"], missing=na),
                      fmt.p_value(r["p_williams"], missing=na),
-                     fmt.times(r["speedup"]) + (f" [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}]"
-                                                 if math.isfinite(r["speedup"]) else ""),
-                     fmt.times(r["memory_ratio"])])
+                     fmt.times_range(r["speedup"], *r["speedup_range"]),
+                     fmt.times(r["model_memory_ratio"]) + (f" / {fmt.times(r['memory_ratio'])}"
+                                                           if math.isfinite(r["model_memory_ratio"]) else "")])
     dims = "" if result["human_dims"] == [HUMAN] else f" with human dimension {', '.join(result['human_dims'])}"
     lines = [f"candidate {result['candidate']} vs baseline {result['baseline']}; quality = {result['quality']}{dims}; "
              f"paired bootstrap over segments, {result['bootstrap_resamples']} resamples, seed {result['seed']}",
              "", markdown(header, rows).rstrip(),
-             "", "delta = candidate - baseline quality; speed-up = median baseline time / median candidate time per "
-             "segment (range: min-max over all pairs of repeats); memory ratio = baseline / candidate peak memory (one measurement per cell); "
+             "", "retained = candidate / baseline quality; delta = candidate - baseline quality (both intervals from the "
+             "same paired resamples); speed-up = median baseline time / median candidate time per "
+             "segment (range: min-max over all pairs of repeats); memory ratio = baseline / candidate memory, model memory (RSS growth over the post-import baseline on "
+             "CPU, peak CUDA memory allocated on GPU) / process peak (peak RSS on CPU, peak CUDA memory reserved on GPU), "
+             "one measurement per cell; "
              "n/a: cannot be computed (see the warnings); -: not measured (imported scores have no timing); "
              "device a / b: candidate's / baseline's."]
     lines += [f"warning: {w}" for w in result["warnings"]]

@@ -48,3 +48,18 @@ def p_value(p: float | None, resamples: int | None = None, missing: str = UNKNOW
     if resamples and p == 0:
         return f"< {2 / resamples:.2g}"
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def percent_ci(value: float | None, low: float | None, high: float | None, missing: str = UNKNOWN) -> str:
+    """A ratio as a percentage with its interval: '96.0% [91.7, 100.3]' (the interval left out when unknown)."""
+    if not _finite(value):
+        return missing
+    interval = f" [{100 * low:.1f}, {100 * high:.1f}]" if _finite(low) and _finite(high) else ""  # type: ignore[operator]
+    return percent(value) + interval
+
+
+def times_range(value: float | None, low: float | None, high: float | None, missing: str = UNKNOWN) -> str:
+    """A ratio as a factor with its range: '6.92x [6.01, 7.08]' (the range left out when unknown)."""
+    if not _finite(value):
+        return missing
+    return times(value) + (f" [{low:.2f}, {high:.2f}]" if _finite(low) and _finite(high) else "")

@@ -1,22 +1,132 @@
 """A run folder as the report and compare commands read it: one row per finished cell, with the
 measured quantities, and each cell's segment scores (signed so higher is better) against the human
-scores of one human dimension (`--human DIM`; default each cell's primary one)."""
+scores of one human dimension (`--human DIM`; default each cell's primary one).
+
+Three places hold a run, read in this order (the first one present wins):
+
+  results.sqlite            the store, written by `nlgbench run` and `import-scores`
+  cells/*/result.json       each cell's result, with its `scores.csv` (metric and human scores);
+                            in the order of results.csv where there is one
+  report/cells.jsonl        what `nlgbench report` publishes: every finished cell's result.json on one
+  + report/metric_scores.csv  line, and its metric scores per segment (`cell_id, lp, seg_id, system,
+                            score`), without human scores or texts, which are read again from the
+                            cell's dataset (its files' sha256 checked against the result's)
+
+The store and cells/ hold the dataset's human scores beside the metric's, so they stay out of git;
+report/ holds none, so a committed report folder is enough for report and compare on a fresh clone
+(with the datasets at hand: the catalogue's public source or NLGBENCH_DATA_MIRROR).
+"""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from nlgbench.cell import OK, CellResult
-from nlgbench.data import HUMAN
+from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, CellResult, human_columns, write_atomic
+from nlgbench.data import HUMAN, seg_id_value
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.labels import distinct_dataset_labels
 from nlgbench.stats import Segments
-from nlgbench.store import Store
+
+SegmentRow = tuple[str, Any, str, float, float]  # (lp, seg_id, system, raw metric score, primary human score)
+SegmentMeta = list[tuple[str, dict[str, float]]] | None  # per segment (doc_id, {human dimension: score}); None: neither
+PUBLISHED_CELLS = "cells.jsonl"  # in DIR/report/: one finished cell's result.json per line
+PUBLISHED_SCORES = "metric_scores.csv"  # in DIR/report/: cell_id, lp, seg_id, system, score (no human scores)
+PUBLISHED_COLUMNS = ["cell_id", "lp", "seg_id", "system", "score"]
+
+
+class SegmentSource(Protocol):
+    """Where a run's per-segment scores are read from."""
+
+    name: str  # for messages: 'results.sqlite', 'cells/', 'report/'
+
+    def rows(self, result: CellResult) -> tuple[list[SegmentRow], SegmentMeta]: ...
+
+
+@dataclass
+class StoreSource:
+    folder: Path
+    name: str = "results.sqlite"
+
+    def rows(self, result: CellResult) -> tuple[list[SegmentRow], SegmentMeta]:
+        from nlgbench.store import Store
+
+        with Store(self.folder) as store:
+            return store.segment_scores(result.cell_id), store.segment_meta(result.cell_id)
+
+
+@dataclass
+class CellFolderSource:
+    folder: Path
+    name: str = "cells/"
+
+    def rows(self, result: CellResult) -> tuple[list[SegmentRow], SegmentMeta]:
+        """scores.csv read as the store reads it when it records the cell (nlgbench.store.Store.record)."""
+        path = self.folder / "cells" / result.cell_id / SCORES_FILE
+        rows: list[SegmentRow] = []
+        meta: list[tuple[str, dict[str, float]]] = []
+        with path.open(encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh)
+            columns = reader.fieldnames or []
+            has_meta = "doc_id" in columns or any(c.startswith("human.") for c in columns)
+            for r in reader:
+                rows.append((r["lp"], seg_id_value(r["seg_id"]), r["system"], float(r["score"]), float(r["human"])))
+                if has_meta:
+                    meta.append((r.get("doc_id", ""), {k[len("human."):]: float(v) for k, v in r.items()
+                                                      if k.startswith("human.") and v != ""}))
+        return rows, (meta if has_meta else None)
+
+
+@dataclass
+class PublishedSource:
+    """report/metric_scores.csv joined with the human scores of each cell's dataset, loaded again."""
+
+    folder: Path
+    name: str = "report/"
+    _scores: dict[str, list[tuple[str, str, str, float]]] | None = None
+    _datasets: dict[str, Any] = field(default_factory=dict)
+
+    def _all_scores(self) -> dict[str, list[tuple[str, str, str, float]]]:
+        if self._scores is None:
+            self._scores = {}
+            with (self.folder / "report" / PUBLISHED_SCORES).open(encoding="utf-8", newline="") as fh:
+                for r in csv.DictReader(fh):
+                    self._scores.setdefault(r["cell_id"], []).append((r["lp"], r["seg_id"], r["system"], float(r["score"])))
+        return self._scores
+
+    def rows(self, result: CellResult) -> tuple[list[SegmentRow], SegmentMeta]:
+        ref = result.config.dataset
+        key = json.dumps(ref.to_dict(), sort_keys=True)
+        if key not in self._datasets:
+            try:
+                self._datasets[key] = ref.load()
+            except (UserError, OSError) as exc:
+                raise UserError(f"{self.folder}: the human scores of {ref.label} come from the dataset itself, which "
+                                f"cannot be read here ({exc})") from None
+        dataset = self._datasets[key]
+        recorded = result.dataset.files if result.dataset is not None else {}
+        changed = sorted(f for f, sha in recorded.items() if dataset.files.get(f, sha) != sha)
+        if changed:
+            raise UserError(f"{self.folder}: dataset {ref.label} differs from the one cell {result.cell_id} scored "
+                            f"(sha256 of {', '.join(changed)}); its human scores cannot be joined")
+        scores = self._all_scores().get(result.cell_id, [])
+        items = dataset.items
+        keys = [(it.lp, str(it.seg_id), it.system) for it in items]
+        if [(lp, seg, system) for lp, seg, system, _ in scores] != keys:
+            raise UserError(f"{self.folder}: report/{PUBLISHED_SCORES} has {len(scores)} segment(s) of cell "
+                            f"{result.cell_id}, not the {len(items)} items of {ref.label} in order")
+        rows = [(it.lp, it.seg_id, it.system, s[3], it.human) for it, s in zip(items, scores)]
+        dims = human_columns(items)
+        if not (dataset.has_docs or dims):
+            return rows, None
+        return rows, [(it.doc_id, {d: it.humans[d] for d in dims if d in it.humans}) for it in items]
 
 
 @dataclass
@@ -27,13 +137,19 @@ class RunData:
     cells: pd.DataFrame
     results: dict[str, CellResult]
     human: str | None = None  # the human dimension asked for; None: each cell's primary one
+    source: SegmentSource | None = None  # None: the folder's store
+    _segments: dict[str, Segments] = field(default_factory=dict, repr=False)
+
+    def raw_rows(self, cell_id: str) -> tuple[list[SegmentRow], SegmentMeta]:
+        """The cell's segments as recorded: raw metric score and primary human score, in dataset order."""
+        return (self.source or StoreSource(self.folder)).rows(self.results[cell_id])
 
     def segments(self, cell_id: str) -> Segments:
         """The cell's segment scores in dataset order, negated for lower-is-better metrics, against the
-        chosen human dimension; segments without a score on it are left out."""
-        with Store(self.folder) as store:
-            rows = store.segment_scores(cell_id)
-            meta = store.segment_meta(cell_id)
+        chosen human dimension; segments without a score on it are left out. Read once per cell."""
+        if cell_id in self._segments:
+            return self._segments[cell_id]
+        rows, meta = self.raw_rows(cell_id)
         metric = self.results[cell_id].metric
         assert metric is not None  # finished cells only
         sign = 1.0 if metric.higher_is_better else -1.0
@@ -50,7 +166,8 @@ class RunData:
             seg_id=np.array([r[1] for r in rows], dtype=object),
             doc=np.array([m[0] for m in meta] if meta is not None else [""] * len(rows), dtype=object),
         )
-        return seg if keep.all() else seg.take(np.flatnonzero(keep))
+        self._segments[cell_id] = seg if keep.all() else seg.take(np.flatnonzero(keep))
+        return self._segments[cell_id]
 
 
 def human_dims(result: CellResult) -> list[str]:
@@ -59,13 +176,62 @@ def human_dims(result: CellResult) -> list[str]:
     return list(c["dimensions"]) if c.get("dimensions") else [c.get("human_dim", HUMAN)]
 
 
+def score_type(result: CellResult, human_dim: str) -> str:
+    """What kind of human score a cell's quality is measured against, so that correlations are only
+    averaged within one kind: a catalogue dataset's `format` in capitals (`DA`, `MQM`; with the
+    dimension for a named one, `MQM fluency`); a user file's named dimension (`coherence`: files
+    sharing a dimension name share a kind); a user file's unnamed `human` score is a kind of its
+    own (`human of my.jsonl`), since nothing says its scale is another file's."""
+    from nlgbench.data import catalogue_entry
+
+    ref = result.config.dataset
+    if ref.name:
+        try:
+            kind = str(catalogue_entry(ref.name)["format"]).upper()
+        except (UserError, KeyError):
+            kind = ref.name
+        return kind if human_dim == HUMAN else f"{kind} {human_dim}"
+    return human_dim if human_dim != HUMAN else f"{HUMAN} of {Path(ref.path or '').name}"
+
+
+def _results_in_csv_order(folder: Path, results: list[CellResult]) -> list[CellResult]:
+    """`results` in the order of results.csv's cell_id column (cells not in it last, as given)."""
+    path = folder / "results.csv"
+    if not path.is_file():
+        return results
+    with path.open(encoding="utf-8", newline="") as fh:
+        order = {cid: i for i, cid in enumerate(dict.fromkeys(r["cell_id"] for r in csv.DictReader(fh)))}
+    return sorted(results, key=lambda r: order.get(r.cell_id, len(order)))
+
+
+def _published_results(folder: Path) -> list[CellResult]:
+    path = folder / "report" / PUBLISHED_CELLS
+    return [CellResult.from_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def find_results(folder: Path) -> tuple[list[CellResult], SegmentSource]:
+    """Every recorded cell result of a run folder and where its segment scores are (see the module
+    docstring): the store, else the cell folders, else the published report data."""
+    from nlgbench.repair import finished_cells
+    from nlgbench.store import Store, has_store
+
+    if has_store(folder):
+        with Store(folder) as store:
+            return store.results(), StoreSource(folder)
+    cells = finished_cells(folder)
+    if cells:
+        return _results_in_csv_order(folder, cells), CellFolderSource(folder)
+    if (folder / "report" / PUBLISHED_CELLS).is_file() and (folder / "report" / PUBLISHED_SCORES).is_file():
+        return _published_results(folder), PublishedSource(folder)
+    raise UserError(f"{folder}: no results.sqlite, no cells/*/{RESULT_FILE} and no report/{PUBLISHED_CELLS} with "
+                    f"report/{PUBLISHED_SCORES} (run `nlgbench run SPEC --out {folder}` or `nlgbench import-scores` first)")
+
+
 def load_run(folder: Path, human: str | None = None) -> RunData:
-    """Read DIR/results.sqlite; one clear error when the folder holds no finished cells, or none
-    with the human dimension `human` (cells without it are left out)."""
-    if not (folder / "results.sqlite").is_file():
-        raise UserError(f"{folder}: no results.sqlite (run `nlgbench run SPEC --out {folder}` or `nlgbench import-scores` first)")
-    with Store(folder) as store:
-        results = [r for r in store.results() if r.status == OK]
+    """Read a run folder (see `find_results`); one clear error when it holds no finished cells, or
+    none with the human dimension `human` (cells without it are left out)."""
+    results, source = find_results(folder)
+    results = [r for r in results if r.status == OK]
     if not results:
         raise UserError(f"{folder}: no finished (ok) cells to report")
     if human is not None:
@@ -77,15 +243,18 @@ def load_run(folder: Path, human: str | None = None) -> RunData:
     for r in results:
         cfg = r.config
         timing, memory, env = r.timing, r.memory, r.environment or {}
+        dim = human if human is not None else human_dims(r)[0]
         rows.append({
-            "cell_id": r.cell_id, "metric": cfg.metric_label, "encoder": cfg.encoder.label,
-            "dataset": cfg.dataset.label, "human_dim": human if human is not None else human_dims(r)[0],
+            "cell_id": r.cell_id, "metric": cfg.metric_label, "metric_name": cfg.metric, "aligner": cfg.aligner_label,
+            "encoder": cfg.encoder.label, "dataset": cfg.dataset.label, "human_dim": dim, "score_type": score_type(r, dim),
             "device": "cuda" if str(cfg.device).startswith("cuda") else cfg.device,
             "batch_size": cfg.batch_size, "n_segments": r.n_segments,
             "ms_per_segment": timing.ms_per_segment_median if timing else np.nan,
             "ms_per_segment_repeats": timing.ms_per_segment if timing else [],
             "peak_rss_mb": memory.peak_rss_mb if memory else np.nan,
+            "rss_growth_mb": memory.rss_growth_mb if memory else np.nan,
             "cuda_peak_allocated_mb": (memory.cuda_peak_allocated_mb if memory else None) or np.nan,
+            "cuda_peak_reserved_mb": (memory.cuda_peak_reserved_mb if memory else None) or np.nan,
             "params": r.params if r.params is not None else np.nan,
             "disk_mb": r.disk_bytes / 2**20 if r.disk_bytes is not None else np.nan,
             "imported": r.imported,
@@ -95,4 +264,24 @@ def load_run(folder: Path, human: str | None = None) -> RunData:
         })
     df = pd.DataFrame(rows)
     df["dataset"] = distinct_dataset_labels(list(df["dataset"]), [r.dataset_file[1] for r in results])
-    return RunData(folder, df, {r.cell_id: r for r in results}, human)
+    return RunData(folder, df, {r.cell_id: r for r in results}, human, source)
+
+
+def write_published(run: RunData, out: Path) -> list[Path]:
+    """report/cells.jsonl and report/metric_scores.csv: what report and compare need besides the
+    datasets (every finished cell of the run, whatever the human dimension asked for)."""
+    results, source = find_results(run.folder)
+    paths = [out / PUBLISHED_CELLS, out / PUBLISHED_SCORES]
+    if isinstance(source, PublishedSource) and out.resolve() == (run.folder / "report").resolve():
+        return paths  # read from there: already what would be written
+    results = [r for r in results if r.status == OK]
+    lines = [r.to_json(indent=None) for r in results]
+    text = io.StringIO(newline="")
+    w = csv.writer(text)
+    w.writerow(PUBLISHED_COLUMNS)
+    for r in results:
+        rows, _ = source.rows(r)
+        w.writerows([r.cell_id, lp, seg_id, system, repr(float(score))] for lp, seg_id, system, score, _ in rows)
+    write_atomic(paths[0], "\n".join(lines) + "\n")
+    write_atomic(paths[1], text.getvalue())
+    return paths

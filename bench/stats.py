@@ -407,7 +407,9 @@ def bootstrap_ci(seg: Segments, statistic: Callable[[Segments], float], n_resamp
 
 @dataclass(frozen=True)
 class PairedBootstrap:
-    """Candidate minus baseline quality, its 95% percentile interval and a two-sided p-value."""
+    """Candidate minus baseline quality, its 95% percentile interval and a two-sided p-value; from
+    the same resamples, the ratio candidate / baseline (quality retained) and its 95% percentile
+    interval (resamples whose baseline statistic is 0 or undefined left out)."""
 
     delta: float
     ci_low: float
@@ -415,6 +417,9 @@ class PairedBootstrap:
     p_value: float
     n_resamples: int
     seed: int
+    ratio: float = NAN
+    ratio_ci_low: float = NAN
+    ratio_ci_high: float = NAN
 
 
 def paired_bootstrap(candidate: Segments, baseline: Segments, statistic: Callable[[Segments], float],
@@ -423,19 +428,25 @@ def paired_bootstrap(candidate: Segments, baseline: Segments, statistic: Callabl
     statistic(candidate) - statistic(baseline). The p-value is the two-sided bootstrap test
     2 * min(P(delta* <= 0), P(delta* >= 0)): below 0.05 exactly when 0 lies outside the 95%
     percentile interval. A delta* within ZERO_DELTA of 0 counts as 0: rank statistics of a few
-    systems often tie exactly, and rounding must not decide the side."""
+    systems often tie exactly, and rounding must not decide the side. The same resamples give the
+    ratio statistic(candidate) / statistic(baseline) and its percentile interval (quality retained)."""
     n = len(candidate)
     if len(baseline) != n:
         raise ValueError(f"paired bootstrap needs the same segments: {n} vs {len(baseline)}")
 
-    def delta(idx: np.ndarray) -> float:
-        return statistic(candidate.take(idx)) - statistic(baseline.take(idx))
+    def both(idx: np.ndarray) -> tuple[float, float]:
+        return statistic(candidate.take(idx)), statistic(baseline.take(idx))
 
-    dist = bootstrap_distribution(n, delta, n_resamples, seed)
+    pairs = bootstrap_distribution(n, both, n_resamples, seed).reshape(n_resamples, 2)
+    dist = pairs[:, 0] - pairs[:, 1]
     lo, hi = percentile_interval(dist)
     dist = dist[np.isfinite(dist)]
     p = min(1.0, 2 * min(float(np.mean(dist <= ZERO_DELTA)), float(np.mean(dist >= -ZERO_DELTA)))) if dist.size else NAN
-    return PairedBootstrap(float(delta(np.arange(n))), lo, hi, p, n_resamples, seed)
+    c, b = both(np.arange(n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = pairs[:, 0] / pairs[:, 1]
+    ratio_lo, ratio_hi = percentile_interval(ratios)
+    return PairedBootstrap(float(c - b), lo, hi, p, n_resamples, seed, c / b if b else NAN, ratio_lo, ratio_hi)
 
 
 # ----------------------------------------------------------------------------- speed-up

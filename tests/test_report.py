@@ -17,7 +17,7 @@ from scipy import stats
 
 from nlgbench.cli import main
 from nlgbench.data import load_dataset
-from nlgbench.report import pareto_front, quantity_correlations
+from nlgbench.report import pareto_front, quantity_correlations, quantity_note, quantity_rows
 from nlgbench.stats import williams_test
 from tiny import make_tiny_bert
 
@@ -59,32 +59,49 @@ def test_pareto_front_by_hand() -> None:
 def test_quantity_correlations_average_per_metric_matrices() -> None:
     rng = np.random.default_rng(0)
     rows = []
-    for metric in ("m1", "m2"):
-        for e in range(4):
+    for metric, n_encoders in (("m1", 4), ("m2", 5), ("m3", 2)):  # m3: too few encoders for a matrix
+        for e in range(n_encoders):
             rows.append({"metric": metric, "encoder": f"e{e}", "device": "cpu", "ms_per_segment": rng.uniform(1, 9),
-                         "peak_rss_mb": rng.uniform(100, 900), "cuda_peak_allocated_mb": np.nan,
+                         "rss_growth_mb": rng.uniform(100, 900), "peak_rss_mb": rng.uniform(900, 1900),
+                         "cuda_peak_allocated_mb": np.nan, "cuda_peak_reserved_mb": np.nan,
                          "params": rng.uniform(1e6, 9e6), "disk_mb": rng.uniform(10, 90), "quality": rng.uniform(0, 1)})
     df = pd.DataFrame(rows)
-    got, n = quantity_correlations(df)
-    assert n == 2
-    want = np.mean([np.corrcoef(df[df["metric"] == m][["ms_per_segment", "peak_rss_mb", "params", "disk_mb", "quality"]]
-                                .to_numpy().T) for m in ("m1", "m2")], axis=0)
-    order = ["CPU time", "memory", "parameters", "disk", "quality"]
-    assert np.allclose(got.loc[order, order].to_numpy(), want)
-    assert got.loc["GPU time"].isna().all()  # not measured: blank, not a made-up number
+    got = quantity_correlations(df)
+    assert got.n_metrics == 2
+    columns = ["ms_per_segment", "rss_growth_mb", "params", "disk_mb", "quality"]  # model memory: RSS growth
+    want = np.mean([np.corrcoef(df[df["metric"] == m][columns].to_numpy().T) for m in ("m1", "m2")], axis=0)
+    order = ["CPU time", "model memory", "parameters", "disk", "quality"]
+    assert np.allclose(got.r.loc[order, order].to_numpy(), want)
+    assert (got.n.loc[order, order].to_numpy() == 4 + 5).all()  # the encoders behind each entry
+    assert got.r.loc["GPU time"].isna().all() and (got.n.loc["GPU time"] == 0).all()  # not measured: no number
+    header, text = quantity_rows(got)
+    cpu = dict(zip(header, next(r for r in text if r[0] == "CPU time")))
+    assert cpu["CPU time"] == "" and cpu["GPU time"] == "-" and cpu["quality"] == f"{got.r.loc['CPU time', 'quality']:.2f} (9)"
+    # fewer than 3 encoders per metric: no matrix at all, said in words, not 1.00s
+    few = quantity_correlations(df[df["metric"] == "m3"])
+    assert few.n_metrics == 0 and few.r.isna().all().all()
+    assert all(c in ("", "-") for r in quantity_rows(few)[1] for c in r[1:])
+    assert "No matrix" in quantity_note(few)
+    # a quantity constant across the encoders (one checkpoint, fewer layers): n/a, not '-'
+    same_disk = df[df["metric"] == "m1"].assign(disk_mb=50.0)
+    flat = quantity_correlations(same_disk)
+    disk = dict(zip(quantity_rows(flat)[0], next(r for r in quantity_rows(flat)[1] if r[0] == "disk")))
+    assert disk["quality"] == "n/a" and disk["GPU time"] == "-"
 
 
 def test_report_files_and_relative_table(run_dir: Path) -> None:
     assert main(["report", str(run_dir)]) == 0
     out = run_dir / "report"
-    for name in ("index.html", "runtime_cpu.png", "memory_cpu.png", "relative.md", "relative.tex", "relative.csv",
-                 "quantities.md", "quantities.tex", "quantities.csv"):
+    for name in ("index.html", "runtime_cpu_wmt16_8.png", "memory_cpu_wmt16_8.png", "relative.md", "relative.tex",
+                 "relative.csv", "quantities.md", "quantities.tex", "quantities.csv", "tradeoff.md", "tradeoff.tex",
+                 "tradeoff.csv", "cells.jsonl", "metric_scores.csv"):
         assert (out / name).stat().st_size > 0, name
     cells = read_csv(run_dir / "results.csv")
     base = max(cells, key=lambda r: int(r["params"]))  # default baseline: the most parameters (the 4-layer model)
     assert "num_layers" not in base["encoder"]
     rel = pd.read_csv(out / "relative.csv")
     assert set(rel["baseline"]) == {base["encoder"]}
+    assert len(rel) == len(cells) and set(rel["dataset"]) == {"wmt16[:8]"}  # one dataset: no 'mean' rows repeating it
     bs, bh = cell_scores(run_dir, base["cell_id"])
     for r in cells:
         s, h = cell_scores(run_dir, r["cell_id"])
@@ -168,8 +185,8 @@ def test_import_scores_reproduces_a_known_correlation(tmp_path: Path, capsys: py
                  "--encoder", "other-model", "--out", str(out)]) == 0
     assert main(["report", str(out), "--baseline", "external-model"]) == 0
     rel = pd.read_csv(out / "report" / "relative.csv")
-    (mean,) = rel[(rel["encoder"] == "other-model") & (rel["dataset"] == "mean")].to_dict("records")
-    assert mean["retained"] == pytest.approx(0.5, abs=1e-12) and math.isnan(mean["speedup"])  # float64: ~1e-13
+    (row,) = rel[rel["encoder"] == "other-model"].to_dict("records")  # one dataset: its row, no 'mean' row
+    assert row["retained"] == pytest.approx(0.5, abs=1e-12) and math.isnan(row["speedup"])  # float64: ~1e-13
     capsys.readouterr()
 
 
@@ -230,10 +247,15 @@ def test_index_html_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
         assert all(complete and width > 100 for _, complete, width in images), images
         rows = browser.execute_script(
             "return Array.from(document.querySelectorAll('table')).map(t => t.querySelectorAll('tbody tr').length);")
+        tradeoff = pd.read_csv(run_dir / "report" / "tradeoff.csv")
         relative = pd.read_csv(run_dir / "report" / "relative.csv")
-        assert rows[0] == len(relative) and rows[1] == 3 and rows[2] == 6
-        first = browser.execute_script("return document.querySelector('table tbody tr td:nth-child(2)').textContent;")
+        assert rows == [len(tradeoff), len(relative), 3, 6] and len(tradeoff) == 3
+        first = browser.execute_script("return document.querySelectorAll('table')[1].querySelector('tbody tr td:nth-child(2)')"
+                                       ".textContent;")
         assert first == relative["encoder"].iloc[0]
+        # every figure links its vector versions, which exist
+        links = browser.execute_script("return Array.from(document.querySelectorAll('figcaption a')).map(a => a.href);")
+        assert len(links) == 4 and all(Path(link.removeprefix("file://")).stat().st_size > 0 for link in links)
     finally:
         browser.quit()
 
