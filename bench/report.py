@@ -373,17 +373,18 @@ def encoder_styles(encoders: Sequence[str]) -> dict[str, Style]:
 
 def log_ticks(lo: float, hi: float) -> tuple[list[float], float, float]:
     """Labelled ticks of a log axis from lo to hi (> 0), readable in any range: powers of ten
-    where at least two fit, else 1-2-5 steps, else 1..9 steps; where even those leave fewer than
-    two inside, the limits widen to the neighbouring 1..9 steps. Returns (ticks, lo, hi)."""
+    where at least three fit, else 1-2-5 steps where two do, else 1..9 steps; where even those
+    leave fewer than two inside, the limits widen to the neighbouring 1..9 steps. Returns (ticks,
+    lo, hi)."""
     def steps(mantissas: Sequence[int], a: float, b: float) -> list[float]:
         out = []
         for k in range(math.floor(math.log10(a)) - 1, math.ceil(math.log10(b)) + 1):
             out += [v for m in mantissas if a <= (v := float(f"{m}e{k}")) <= b]
         return out
 
-    for mantissas in ((1,), (1, 2, 5), tuple(range(1, 10))):
+    for mantissas, enough in (((1,), 3), ((1, 2, 5), 2), (tuple(range(1, 10)), 2)):
         ticks = steps(mantissas, lo, hi)
-        if len(ticks) >= 2:
+        if len(ticks) >= enough:
             return ticks, lo, hi
     around = steps(range(1, 10), lo / 10, hi * 10)
     new_lo = max(v for v in around if v <= lo)
@@ -523,7 +524,7 @@ def tradeoff_figure(points: pd.DataFrame, columns: Sequence[tuple[str, str]], qu
         ncols = len(columns)
         cells = [(m, c) for m in metrics for c in columns]
     nrows = math.ceil(len(cells) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.7 * nrows + 0.9), squeeze=False, dpi=DPI,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(4.6 * ncols, 7.0), 3.7 * nrows + 0.9), squeeze=False, dpi=DPI,
                              layout="constrained")
     labels: list[tuple[Axes, list[PointLabel]]] = []
     for ax, (metric, (x, xlabel)) in zip(axes.flat, cells):
@@ -534,13 +535,33 @@ def tradeoff_figure(points: pd.DataFrame, columns: Sequence[tuple[str, str]], qu
     encoders = [e for e in styles if e in set(data["encoder"])]
     has_base = any((data["encoder"] == baselines.get(m)).any() for m in metrics)
     handles = _legend_handles(encoders, styles, bool(len(anchors)), has_base)
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)), fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=11)
-    fig.canvas.draw()  # the layout is final before labels are placed (they take no part in it)
+    _fit_title_and_legend(fig, title, handles)  # the layout is final before labels are placed (they take no part in it)
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     for ax, items in labels:
         place_labels(ax, items, renderer)
     return fig
+
+
+def _fit_title_and_legend(fig: Figure, title: str, handles: list[Any]) -> None:
+    """The title wrapped and the legend (below the panels) in as many columns (at most 3) as fit
+    the figure's width; drawn, so the layout is final."""
+    import textwrap
+
+    width = fig.bbox.width
+    for columns in range(min(3, len(handles)), 0, -1):
+        legend = fig.legend(handles=handles, loc="outside lower center", ncols=columns, fontsize=8, frameon=False)
+        fig.canvas.draw()
+        if legend.get_window_extent().width <= width or columns == 1:
+            break
+        legend.remove()
+    extra = legend.get_window_extent().height / fig.dpi - 0.6  # inches of legend beyond what the height allows for
+    if extra > 0:  # many or long legend entries: a taller figure, not flatter panels
+        fig.set_figheight(fig.get_figheight() + extra)
+    for chars in range(90, 20, -10):
+        text = fig.suptitle("\n".join(textwrap.fill(line, chars) for line in title.splitlines()), fontsize=11)
+        fig.canvas.draw()
+        if text.get_window_extent().width <= width:
+            break
 
 
 def _short(name: str) -> str:

@@ -1,0 +1,415 @@
+"""Issue 18: reports a paper can use. Figures (labels inside the axes, a legend, readable log
+ticks, a Pareto front for one point, PDF and SVG, bars equal to the bootstrap interval, one colour
+and marker per encoder, model memory in MiB, means only within one kind of human score), the
+trade-off table against compare, the one-dataset relative table, the metric name alone, and
+report/compare from what a fresh clone has (no results.sqlite, no cells/)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+matplotlib.use("Agg")
+
+from nlgbench.cli import main
+from nlgbench.compare import add_selection_arguments, compare, select_metrics
+from nlgbench.data import load_dataset
+from nlgbench.errors import UserError
+from nlgbench.report import (FRONT_COLOR, DatasetGroup, QualityIntervals, QualityOptions, build_figures, choose_baselines,
+                             dataset_groups, encoder_styles, figure_points, log_ticks, relative_table, tradeoff_figure,
+                             with_quality, write_report)
+from nlgbench.rundata import CellFolderSource, PublishedSource, StoreSource, load_run
+from nlgbench.stats import bootstrap_ci, quality
+from tiny import make_tiny_bert
+
+REPO = Path(__file__).resolve().parents[1]
+PEARSON = QualityOptions()
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real sweep: BERTScore with a tiny random BERT and its 1-layer cut, and sentBLEU (no encoder),
+    on two DA datasets (WMT15, WMT16 heads) and one MQM dataset (WMT21 zh-en head)."""
+    root = tmp_path_factory.mktemp("paper")
+    datasets = [{"name": "wmt15", "max_segments": 6}, {"name": "wmt16", "max_segments": 5},
+                {"name": "wmt21", "max_segments": 20}]
+    texts = [t for d in datasets for it in load_dataset(d["name"], max_segments=d["max_segments"]).items
+             for t in (it.reference, it.hypothesis)]
+    model = make_tiny_bert(root / "tiny", texts, num_layers=3)
+    spec = {"name": "paper", "datasets": datasets, "batch_size": 16, "repeats": 2, "threads": 1,
+            "metrics": [{"metric": "bertscore", "encoders": [str(model), {"name": str(model), "num_layers": 1}]},
+                        {"metric": "sentbleu"}]}
+    (root / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    out = root / "run"
+    assert main(["run", str(root / "spec.json"), "--out", str(out)]) == 0
+    assert main(["report", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def figures(run_dir: Path) -> list[tuple[str, object]]:
+    """Every figure the report draws for the run, not saved."""
+    run = load_run(run_dir)
+    df = with_quality(run, PEARSON)
+    baselines = choose_baselines(df, None)
+    return [(name, fig) for name, _, _, _, fig in build_figures(df[~df["imported"]], PEARSON, baselines,
+                                                                   QualityIntervals(run, PEARSON))]
+
+
+def label_boxes_outside(fig) -> list[str]:  # type: ignore[no-untyped-def]
+    """The texts inside panels (point labels) whose bounding box leaves their axes."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    bad = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        box = ax.get_window_extent(renderer)
+        for text in ax.texts:
+            b = text.get_window_extent(renderer)
+            if not (b.x0 >= box.x0 - 0.5 and b.x1 <= box.x1 + 0.5 and b.y0 >= box.y0 - 0.5 and b.y1 <= box.y1 + 0.5):
+                bad.append(text.get_text())
+    return bad
+
+
+def assert_inside_figure(fig) -> None:  # type: ignore[no-untyped-def]
+    """The title and the legend lie within the figure (nothing cut off in the saved file)."""
+    renderer = fig.canvas.get_renderer()
+    for artist in (fig._suptitle, *fig.legends):
+        b = artist.get_window_extent(renderer)
+        assert b.x0 >= -0.5 and b.y0 >= -0.5 and b.x1 <= fig.bbox.width + 0.5 and b.y1 <= fig.bbox.height + 0.5, \
+            artist.get_text() if hasattr(artist, "get_text") else "legend"
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def test_figures_per_dataset_and_a_mean_only_within_one_kind_of_human_score(run_dir: Path) -> None:
+    out = run_dir / "report"
+    stems = sorted({p.stem for p in out.glob("runtime_*")})
+    # each dataset, and the two DA datasets' mean; WMT21 (MQM) is never averaged with them
+    assert stems == ["runtime_cpu_mean_DA", "runtime_cpu_wmt15_6", "runtime_cpu_wmt16_5", "runtime_cpu_wmt21_20"]
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "mean over the 2 DA datasets (wmt15[:6], wmt16[:5])" in page and "wmt21[:20] (MQM)" in page
+    rel = pd.read_csv(out / "relative.csv")
+    assert set(rel["dataset"]) == {"wmt15[:6]", "wmt16[:5]", "wmt21[:20]", "mean (DA)"}
+    for _, mean in rel[rel["dataset"] == "mean (DA)"].iterrows():
+        da = rel[(rel["encoder"] == mean["encoder"]) & (rel["metric"] == mean["metric"])
+                 & rel["dataset"].isin(["wmt15[:6]", "wmt16[:5]"])]
+        assert mean["quality"] == pytest.approx(da["quality"].mean(), abs=1e-12)
+
+
+def test_png_pdf_and_svg_are_written(run_dir: Path) -> None:
+    out = run_dir / "report"
+    pngs = sorted(out.glob("*.png"))
+    assert len(pngs) == 8  # runtime and memory x 4 dataset groups
+    for png in pngs:
+        pdf, svg = png.with_suffix(".pdf"), png.with_suffix(".svg")
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 1000
+        root = ET.parse(svg).getroot()
+        assert root.tag.endswith("svg") and len(list(root.iter())) > 50
+        assert "ms per segment" in svg.read_text(encoding="utf-8") or "MiB" in svg.read_text(encoding="utf-8")  # text stays text
+
+
+def test_no_label_leaves_its_axes_and_every_figure_has_a_legend(figures: list[tuple[str, object]]) -> None:
+    assert len(figures) == 8
+    for name, fig in figures:
+        assert fig.legends, name  # type: ignore[attr-defined]
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]  # type: ignore[attr-defined]
+        assert {"lexical baseline (no encoder)", "Pareto front", "95% bootstrap interval", "baseline encoder"} <= set(labels)
+        assert sum(len(ax.texts) for ax in fig.axes) >= 3, name  # type: ignore[attr-defined]  # points are labelled
+        assert label_boxes_outside(fig) == [], name
+        assert_inside_figure(fig)
+
+
+def test_crowded_long_labels_stay_inside(tmp_path: Path) -> None:
+    """Long variant labels on points at the axes' edges, several at one spot: all inside."""
+    names = [f"sentence-transformers/all-MiniLM-L6-v2[num_layers={k},quantize=int8,early_exit=0.{k}]" for k in range(6)]
+    points = pd.DataFrame([{"metric": "bertscore", "encoder": n, "quality": q, "ci_low": q - 0.05, "ci_high": q + 0.05,
+                            "cell_ids": (), "ms_per_segment": x}
+                           for n, x, q in zip(names, [1.0, 1.0, 1.01, 50.0, 50.0, 49.0], [0.2, 0.21, 0.2, 0.7, 0.71, 0.69])])
+    fig = tradeoff_figure(points, [("ms_per_segment", "ms")], "pearson", encoder_styles(names), {"bertscore": names[3]}, "t")
+    assert fig is not None and fig.legends
+    assert len(fig.axes[0].texts) == 6
+    assert label_boxes_outside(fig) == []
+    assert_inside_figure(fig)
+
+
+def test_one_point_pareto_front_is_drawn_and_in_the_legend() -> None:
+    points = pd.DataFrame([{"metric": "m", "encoder": "only", "quality": 0.5, "ci_low": 0.4, "ci_high": 0.6,
+                            "cell_ids": (), "ms_per_segment": 7.0}])
+    fig = tradeoff_figure(points, [("ms_per_segment", "ms")], "pearson", encoder_styles(["only"]), {}, "t")
+    assert fig is not None
+    ax = fig.axes[0]
+    dashed = [line for line in ax.lines if line.get_linestyle() == "--" and matplotlib.colors.same_color(line.get_color(), FRONT_COLOR)]
+    assert len(dashed) == 1
+    xs, ys = dashed[0].get_data()
+    assert 7.0 in list(xs) and 0.5 in list(ys) and len(xs) >= 3  # the staircase through the point to the axes' edges
+    assert "Pareto front" in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+@pytest.mark.parametrize("lo, hi", [(70.3, 71.0), (5.1, 9.8), (55.0, 140.0), (0.21, 0.29), (1010.0, 1900.0),
+                                    (0.0031, 0.0042), (0.5, 20000.0), (100.0, 100.0)])
+def test_log_ticks_label_any_range(lo: float, hi: float) -> None:
+    ticks, a, b = log_ticks(lo, hi)
+    assert a <= lo and b >= hi and len(ticks) >= 2 and all(a <= t <= b for t in ticks)
+    assert len(ticks) <= 10
+
+
+def test_tick_labels_present_when_the_data_fit_one_decade() -> None:
+    points = pd.DataFrame([{"metric": "m", "encoder": e, "quality": q, "ci_low": q - 0.1, "ci_high": q + 0.1,
+                            "cell_ids": (), "peak_rss_mb": x} for e, x, q in (("a", 1010.0, 0.5), ("b", 1130.0, 0.6))])
+    fig = tradeoff_figure(points, [("peak_rss_mb", "MiB")], "pearson", encoder_styles(["a", "b"]), {}, "t")
+    assert fig is not None
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    lo, hi = ax.get_xlim()
+    shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
+    assert len(shown) >= 2, shown  # numbers on the axis, not only '1000' or none
+
+
+def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
+    run = load_run(run_dir)
+    df = with_quality(run, PEARSON)
+    intervals = QualityIntervals(run, PEARSON)
+    group = next(g for g in dataset_groups(df) if g.name == "wmt16[:5]")
+    points = figure_points(df[df["device"] == "cpu"], group, ["ms_per_segment"], intervals)
+    assert len(points) == 3
+    for _, p in points.iterrows():
+        (cell_id,) = p["cell_ids"]
+        seg = run.segments(cell_id)
+        want = bootstrap_ci(seg, lambda s: quality(s, "pearson", "global"))  # nlgbench.stats' resamples and seed
+        assert (p["ci_low"], p["ci_high"]) == want
+        assert p["quality"] == pytest.approx(stats.pearsonr(seg.score, seg.human)[0], abs=1e-12)
+        # the pooled Pearson interval the worker stored (same resamples, same seed) is the same interval
+        row = next(r for r in read_csv(run_dir / "results.csv") if r["cell_id"] == cell_id)
+        assert float(row["pearson_pooled_ci_low"]) == pytest.approx(want[0], abs=1e-12)
+    # and the bars drawn in the figure are these numbers
+    fig = tradeoff_figure(points, [("ms_per_segment", "ms")], "pearson", encoder_styles(list(points["encoder"])), {}, "t")
+    assert fig is not None
+    drawn = sorted((round(seg[0][1], 12), round(seg[1][1], 12)) for coll in fig.axes[0].collections
+                   if hasattr(coll, "get_segments") for seg in coll.get_segments() if seg[0][0] == seg[1][0])
+    assert drawn == sorted((round(lo, 12), round(hi, 12)) for lo, hi in zip(points["ci_low"], points["ci_high"]))
+
+
+def test_one_colour_and_marker_per_encoder_in_every_figure(figures: list[tuple[str, object]]) -> None:
+    seen: dict[str, tuple[str, str]] = {}
+    for name, fig in figures:
+        legend = {h.get_label(): (matplotlib.colors.to_hex(h.get_color()), h.get_marker())
+                  for h in fig.legends[0].legend_handles}  # type: ignore[attr-defined]
+        for label, style in legend.items():
+            assert seen.setdefault(label, style) == style, (name, label)
+        drawn = {(matplotlib.colors.to_hex(line.get_color()), line.get_marker()) for ax in fig.axes  # type: ignore[attr-defined]
+                 for line in ax.lines if line.get_marker() not in (None, "None", "", "_")}
+        assert drawn <= set(legend.values()), name  # every plotted point is in the legend
+    encoders = [label for label in seen if label.endswith("tiny") or "num_layers" in label]
+    assert len(encoders) == 2 and seen[encoders[0]] != seen[encoders[1]]
+
+
+def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(run_dir: Path, figures: list[tuple[str, object]]) -> None:
+    fig = dict(figures)["memory_cpu_wmt16_5"]
+    xlabels = [ax.get_xlabel() for ax in fig.axes if ax.get_visible()]  # type: ignore[attr-defined]
+    assert xlabels == ["model memory: RSS growth over the post-import baseline (MiB, log)", "process peak RSS (MiB, log)"]
+    run = load_run(run_dir)
+    df = with_quality(run, PEARSON)
+    group = DatasetGroup("wmt16[:5]", ("wmt16[:5]",), "DA")
+    points = figure_points(df, group, ["rss_growth_mb", "peak_rss_mb"], QualityIntervals(run, PEARSON))
+    for _, p in points.iterrows():
+        (cell_id,) = p["cell_ids"]
+        memory = run.results[cell_id].memory
+        assert memory is not None and p["rss_growth_mb"] == memory.rss_growth_mb
+        assert memory.rss_growth_mb == pytest.approx(memory.peak_rss_mb - memory.baseline_rss_mb, abs=1e-9)
+        assert p["peak_rss_mb"] == memory.peak_rss_mb and 0 < p["rss_growth_mb"] < p["peak_rss_mb"]
+    assert " MB" not in (run_dir / "report" / "index.html").read_text(encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def test_tradeoff_table_is_compares_numbers(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_dir / "report"
+    table = pd.read_csv(out / "tradeoff.csv")
+    cells = read_csv(run_dir / "results.csv")
+    base = max((c for c in cells if c["metric"] == "bertscore"), key=lambda c: int(c["params"]))
+    cand = min((c for c in cells if c["metric"] == "bertscore"), key=lambda c: int(c["params"]))
+    assert main(["compare", str(run_dir), "--candidate", cand["encoder"], "--baseline", base["encoder"], "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["rows"]) == 3 and set(table["metric"]) == {"bertscore"}  # sentbleu has no encoder to trade
+    for r in result["rows"]:
+        (row,) = table[(table["encoder"] == cand["encoder"]) & (table["dataset"] == r["dataset"])].to_dict("records")
+        assert row["quality"] == r["quality_candidate"] and row["retained"] == r["retained"]
+        assert [row["retained_ci_low"], row["retained_ci_high"]] == r["retained_ci"]
+        assert row["speedup"] == r["speedup"] and [row["speedup_low"], row["speedup_high"]] == r["speedup_range"]
+        assert row["p_bootstrap"] == r["p_bootstrap"] and row["n"] == r["n"]
+        (b,) = table[(table["encoder"] == base["encoder"]) & (table["dataset"] == r["dataset"])].to_dict("records")
+        assert b["retained"] == 1.0 and b["quality"] == r["quality_baseline"]
+    # the retained interval by hand: the ratio of pooled Pearsons over the same paired resamples
+    c_cell = next(c for c in cells if c["encoder"] == cand["encoder"] and c["dataset"] == "wmt16[:5]")
+    b_cell = next(c for c in cells if c["encoder"] == base["encoder"] and c["dataset"] == "wmt16[:5]")
+    cs, bs = (read_csv(run_dir / "cells" / c["cell_id"] / "scores.csv") for c in (c_cell, b_cell))
+    x, y = (np.array([float(s["score"]) for s in rows]) for rows in (cs, bs))
+    h = np.array([float(s["human"]) for s in cs])
+    rng = np.random.default_rng(0)
+    ratios = []
+    for _ in range(1000):
+        idx = rng.integers(0, len(h), size=len(h))
+        ratios.append(stats.pearsonr(x[idx], h[idx])[0] / stats.pearsonr(y[idx], h[idx])[0])
+    (row,) = table[(table["encoder"] == cand["encoder"]) & (table["dataset"] == "wmt16[:5]")].to_dict("records")
+    assert [row["retained_ci_low"], row["retained_ci_high"]] == pytest.approx(list(np.percentile(ratios, [2.5, 97.5])), abs=1e-9)
+    tex = (out / "tradeoff.tex").read_text(encoding="utf-8")
+    assert all(rule in tex for rule in ("\\toprule", "\\midrule", "\\bottomrule")) and "retained [95\\% CI]" in tex
+    md = (out / "tradeoff.md").read_text(encoding="utf-8")
+    assert md.count("| bertscore |") == 6 and md.count("| baseline |") == 3
+
+
+def test_one_dataset_relative_table_has_no_mean_rows_and_means_stay_within_a_kind() -> None:
+    def row(encoder: str, dataset: str, kind: str, q: float) -> dict:
+        return {"metric": "m", "encoder": encoder, "device": "cpu", "dataset": dataset, "score_type": kind,
+                "quality": q, "ms_per_segment": 2.0, "ms_per_segment_repeats": [2.0]}
+
+    one = relative_table(pd.DataFrame([row("big", "d1", "DA", 0.5), row("small", "d1", "DA", 0.4)]), {"m": "big"})
+    assert list(one["dataset"]) == ["d1", "d1"]
+    many = relative_table(pd.DataFrame([row("big", "d1", "DA", 0.5), row("big", "d2", "DA", 0.7),
+                                        row("big", "q1", "MQM", 0.2)]), {"m": "big"})
+    assert list(many["dataset"]) == ["d1", "d2", "mean (DA)", "q1"]  # MQM is not averaged with DA, nor alone
+    assert many.set_index("dataset").loc["mean (DA)", "quality"] == pytest.approx(0.6)
+
+
+# ----------------------------------------------------------------------------- --metric, --aligner
+
+
+def test_metric_name_alone_when_unambiguous_and_aligner() -> None:
+    df = pd.DataFrame({"metric": ["moverscore (wmd)", "moverscore (wcd)", "bertscore", "sentsim[token_part=wmd]"],
+                       "metric_name": ["moverscore", "moverscore", "bertscore", "sentsim"],
+                       "aligner": ["wmd", "wcd", "none", "none"]})
+    assert select_metrics(df) is None
+    assert select_metrics(df, "bertscore") == ["bertscore"] and select_metrics(df, "sentsim") == ["sentsim[token_part=wmd]"]
+    assert select_metrics(df, "moverscore (wcd)") == ["moverscore (wcd)"]
+    assert select_metrics(df, "moverscore", "wmd") == ["moverscore (wmd)"]
+    assert select_metrics(df, aligner="wcd") == ["moverscore (wcd)"]
+    assert select_metrics(df[df["aligner"] != "wcd"], "moverscore") == ["moverscore (wmd)"]  # one aligner ran
+    with pytest.raises(UserError) as ambiguous:
+        select_metrics(df, "moverscore")
+    assert str(ambiguous.value).count("\n") == 0 and "moverscore (wmd), moverscore (wcd)" in str(ambiguous.value)
+    with pytest.raises(UserError, match="did you mean 'moverscore'"):
+        select_metrics(df, "moverscor")
+    with pytest.raises(UserError, match="unknown aligner 'rwmd'"):
+        select_metrics(df, aligner="rwmd")
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_selection_arguments(parser)
+    args = parser.parse_args(["--metric", "moverscore", "--aligner", "wmd"])
+    assert (args.metric, args.aligner) == ("moverscore", "wmd")
+
+
+def test_compare_and_report_take_the_metric_name(run_dir: Path, tmp_path: Path) -> None:
+    run = load_run(run_dir)
+    encoders = list(dict.fromkeys(run.cells[run.cells["metric"] == "bertscore"]["encoder"]))
+    result = compare(run, encoders[1], encoders[0], "bertscore", n_resamples=20)
+    assert {r["metric"] for r in result["rows"]} == {"bertscore"}
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    write_report(copy, metric="sentbleu", n_resamples=20)
+    rel = pd.read_csv(copy / "report" / "relative.csv")
+    assert set(rel["metric"]) == {"sentbleu"}
+
+
+# ----------------------------------------------------------------------------- without results.sqlite
+
+
+def committed_part(run: Path, dest: Path, as_folder: str = "reports/example") -> list[str]:
+    """Copy what git would commit of run folder `run` (were it `as_folder`, by .gitignore) to `dest`."""
+    files = sorted(p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file())
+    asked = "".join(f"{as_folder}/{rel}\n" for rel in files)
+    found = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=REPO, input=asked, capture_output=True,
+                           text=True)
+    assert found.returncode in (0, 1), found.stderr  # 1: nothing ignored
+    ignored = set(found.stdout.split())
+    kept = [rel for rel in files if f"{as_folder}/{rel}" not in ignored]
+    for rel in kept:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(run / rel, dest / rel)
+    return kept
+
+
+def test_report_and_compare_from_what_git_keeps(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No results.sqlite, no cells/ (both git-ignored: they hold the datasets' human scores): report
+    and compare read report/cells.jsonl and report/metric_scores.csv, the human scores again from
+    the datasets, and print the same numbers."""
+    fresh = tmp_path / "fresh"
+    kept = committed_part(run_dir, fresh)
+    assert "results.sqlite" not in kept and not any(k.startswith("cells/") for k in kept)
+    assert {"results.csv", "report/cells.jsonl", "report/metric_scores.csv"} <= set(kept)
+    assert "human" not in (fresh / "report" / "metric_scores.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert isinstance(load_run(fresh).source, PublishedSource)
+    store, published = load_run(run_dir), load_run(fresh)
+    for cell_id in store.cells["cell_id"]:
+        a, b = store.segments(cell_id), published.segments(cell_id)
+        assert np.array_equal(a.score, b.score) and np.array_equal(a.human, b.human) and list(a.seg_id) == list(b.seg_id)
+    cells = read_csv(run_dir / "results.csv")
+    base = max((c for c in cells if c["metric"] == "bertscore"), key=lambda c: int(c["params"]))["encoder"]
+    cand = min((c for c in cells if c["metric"] == "bertscore"), key=lambda c: int(c["params"]))["encoder"]
+    printed = []
+    for folder in (run_dir, fresh):
+        assert main(["compare", str(folder), "--candidate", cand, "--baseline", base, "--metric", "bertscore"]) == 0
+        printed.append(capsys.readouterr().out)
+    assert printed[0] == printed[1] and "| bertscore | wmt16[:5] |" in printed[0]
+    assert main(["report", str(fresh)]) == 0
+    for name in ("tradeoff.csv", "relative.csv", "quantities.csv", "cells.jsonl", "metric_scores.csv"):
+        assert (fresh / "report" / name).read_bytes() == (run_dir / "report" / name).read_bytes(), name
+    assert "Read from report/" in (fresh / "report" / "index.html").read_text(encoding="utf-8")
+
+
+def test_report_and_compare_from_cell_folders_without_the_store(run_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("results.sqlite", "report"))
+    run = load_run(copy)
+    assert isinstance(run.source, CellFolderSource) and isinstance(load_run(run_dir).source, StoreSource)
+    store = load_run(run_dir)
+    assert list(run.cells["cell_id"]) == list(store.cells["cell_id"])  # results.csv's order
+    for cell_id in store.cells["cell_id"]:
+        a, b = store.segments(cell_id), run.segments(cell_id)
+        assert np.array_equal(a.score, b.score) and np.array_equal(a.human, b.human)
+    assert main(["report", str(copy)]) == 0
+    assert pd.read_csv(copy / "report" / "tradeoff.csv").equals(pd.read_csv(run_dir / "report" / "tradeoff.csv"))
+
+
+def test_readme_commands_on_the_committed_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's `nlgbench report reports/example` and `nlgbench compare reports/example ...`
+    on a copy of exactly what git holds of reports/example (no store, no cells/)."""
+    listed = subprocess.run(["git", "ls-files", "reports/example"], cwd=REPO, capture_output=True, text=True, check=True)
+    files = listed.stdout.split()
+    assert "reports/example/report/cells.jsonl" in files and "reports/example/report/metric_scores.csv" in files, \
+        "reports/example must commit report/cells.jsonl and report/metric_scores.csv (`nlgbench report` writes them)"
+    example = tmp_path / "example"
+    for name in files:
+        (example / Path(name).relative_to("reports/example")).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, example / Path(name).relative_to("reports/example"))
+    assert main(["report", str(example)]) == 0
+    assert main(["compare", str(example), "--candidate", "all-MiniLM-L6-v2", "--baseline", "all-mpnet-base-v2"]) == 0
+    printed = capsys.readouterr().out
+    committed = pd.read_csv(REPO / "reports/example/report/tradeoff.csv")
+    (row,) = committed[committed["encoder"] == "all-MiniLM-L6-v2"].to_dict("records")
+    line = next(li for li in printed.splitlines() if li.startswith("| bertscore |"))
+    assert f"{100 * row['retained']:.1f}%" in line and f"{row['speedup']:.2f}x" in line  # the committed table's numbers
+    regenerated = pd.read_csv(example / "report" / "tradeoff.csv")
+    pd.testing.assert_frame_equal(regenerated, committed, check_exact=False, rtol=1e-9)
+    assert math.isfinite(row["p_bootstrap"])
