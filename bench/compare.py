@@ -1,7 +1,10 @@
 """`nlgbench compare DIR --candidate X --baseline Y`: is the candidate encoder's quality loss real,
-and what does it buy? Per metric x dataset x device: the correlation difference with a 95%
-paired-bootstrap interval over segments, Williams' test (Pearson) and the bootstrap test (any
-method), speed-up and memory ratio with their spread over repeats, and hardware/library checks.
+and what does it buy? Per metric x dataset x device: the correlation difference and the quality
+retained (candidate / baseline) with 95% paired-bootstrap intervals over segments, Williams' test
+(Pearson) and the bootstrap test (any method), speed-up with its spread over repeats, memory ratios
+(model memory and process peak), and hardware/library checks. `--metric` takes a metric's label
+or, where only one label has it, its name (`moverscore` when one aligner ran); `--aligner` picks
+the cells run with one aligner (`select_metrics`, `add_selection_arguments`).
 
 An imported cell (device `none`: scores from another tool, no timing) compares on quality with
 the other encoder's cell on any device; what it cannot have (speed-up, memory) prints "-".
@@ -24,8 +27,8 @@ from nlgbench.data import HUMAN
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.report import QualityOptions, memory_columns
 from nlgbench.rundata import RunData
-from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Segments, correlation, left_out_note, paired_bootstrap,
-                            quality, quality_note, speedup, too_small_lps, williams_test)
+from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Segments, correlation, left_out_note,
+                            paired_from_replicates, quality, quality_note, speedup, too_small_lps, williams_test)
 from nlgbench.tables import markdown
 
 
@@ -129,8 +132,9 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
         def stat(seg: Any) -> float:
             return quality(seg, options.method, options.level, options.threshold)
 
-        boot = paired_bootstrap(cs, bs, stat, n_resamples=n_resamples, seed=seed)
         q_c, q_b = stat(cs), stat(bs)
+        boot = paired_from_replicates(q_c, q_b, run.replicates(c["cell_id"], options, stat, n_resamples, seed),
+                                      run.replicates(b["cell_id"], options, stat, n_resamples, seed), n_resamples, seed)
         r_ch = correlation("pearson", cs.score, cs.human)
         r_bh = correlation("pearson", bs.score, bs.human)
         t, p_w = williams_test(r_ch, r_bh, correlation("pearson", cs.score, bs.score), len(cs))

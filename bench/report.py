@@ -40,8 +40,8 @@ from nlgbench.errors import UserError, unknown_name
 from nlgbench.labels import NO_ENCODER
 from nlgbench.rundata import RunData, load_run, write_published
 from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, GROUPING, LEVEL_ALIASES, LEVELS, METHODS, Segments,
-                            bootstrap_distribution, canonical_level, has_docs, has_systems, left_out_note,
-                            percentile_interval, quality, quality_note, speedup, too_small_lps)
+                            canonical_level, has_docs, has_systems, left_out_note, percentile_interval, quality,
+                            quality_note, speedup, too_small_lps)
 from nlgbench.tables import markdown
 
 if TYPE_CHECKING:
@@ -274,22 +274,18 @@ class _quiet:
 
 
 class QualityIntervals:
-    """95% bootstrap intervals of cells' quality, resampling segments (nlgbench.stats), computed once
-    per cell. One cell's interval is `bootstrap_ci` of its segments with `seed`; a mean over the
-    cells of several datasets resamples each dataset on its own stream (seed, seed + 1, ...) and
-    takes the percentile interval of the resampled means."""
+    """95% bootstrap intervals of cells' quality, resampling segments (nlgbench.stats; the resampled
+    qualities kept by the run, `RunData.replicates`, which compare's paired tests reuse). One
+    cell's interval is `bootstrap_ci` of its segments with `seed`; a mean over the cells of several
+    datasets resamples each dataset on its own stream (seed, seed + 1, ...) and takes the
+    percentile interval of the resampled means."""
 
     def __init__(self, run: RunData, options: QualityOptions, n_resamples: int = BOOTSTRAP_RESAMPLES,
                  seed: int = BOOTSTRAP_SEED) -> None:
         self.run, self.options, self.n_resamples, self.seed = run, options, n_resamples, seed
-        self._replicates: dict[tuple[str, int], np.ndarray] = {}
 
     def replicates(self, cell_id: str, seed: int) -> np.ndarray:
-        if (cell_id, seed) not in self._replicates:
-            seg = self.run.segments(cell_id)
-            self._replicates[cell_id, seed] = bootstrap_distribution(
-                len(seg), lambda idx: self.options.value(seg.take(idx)), self.n_resamples, seed)
-        return self._replicates[cell_id, seed]
+        return self.run.replicates(cell_id, self.options, self.options.value, self.n_resamples, seed)
 
     def interval(self, cell_ids: Sequence[str]) -> tuple[float, float]:
         if len(cell_ids) == 1:

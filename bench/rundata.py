@@ -24,7 +24,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Hashable, Protocol
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, CellResult, human_column
 from nlgbench.data import HUMAN, seg_id_value
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.labels import distinct_dataset_labels
-from nlgbench.stats import Segments
+from nlgbench.stats import Segments, bootstrap_distribution
 
 SegmentRow = tuple[str, Any, str, float, float]  # (lp, seg_id, system, raw metric score, primary human score)
 SegmentMeta = list[tuple[str, dict[str, float]]] | None  # per segment (doc_id, {human dimension: score}); None: neither
@@ -139,6 +139,19 @@ class RunData:
     human: str | None = None  # the human dimension asked for; None: each cell's primary one
     source: SegmentSource | None = None  # None: the folder's store
     _segments: dict[str, Segments] = field(default_factory=dict, repr=False)
+    _replicates: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict, repr=False)
+
+    def replicates(self, cell_id: str, key: Hashable, statistic: Callable[[Segments], float], n_resamples: int,
+                   seed: int) -> np.ndarray:
+        """`statistic` (named by `key`, e.g. the quality options) on `n_resamples` bootstrap resamples of
+        the cell's segments (nlgbench.stats.bootstrap_distribution with `seed`), computed once per cell:
+        report's intervals and compare's paired tests share them (same seed, same segments: same draws)."""
+        memo = (cell_id, key, n_resamples, seed)
+        if memo not in self._replicates:
+            seg = self.segments(cell_id)
+            self._replicates[memo] = bootstrap_distribution(len(seg), lambda idx: statistic(seg.take(idx)),
+                                                            n_resamples, seed)
+        return self._replicates[memo]
 
     def raw_rows(self, cell_id: str) -> tuple[list[SegmentRow], SegmentMeta]:
         """The cell's segments as recorded: raw metric score and primary human score, in dataset order."""

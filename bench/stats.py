@@ -429,24 +429,34 @@ def paired_bootstrap(candidate: Segments, baseline: Segments, statistic: Callabl
     2 * min(P(delta* <= 0), P(delta* >= 0)): below 0.05 exactly when 0 lies outside the 95%
     percentile interval. A delta* within ZERO_DELTA of 0 counts as 0: rank statistics of a few
     systems often tie exactly, and rounding must not decide the side. The same resamples give the
-    ratio statistic(candidate) / statistic(baseline) and its percentile interval (quality retained)."""
+    ratio statistic(candidate) / statistic(baseline) and its percentile interval (quality retained).
+
+    Each side's resampled statistics are `bootstrap_distribution` of that cell alone: with the same
+    number of segments and the same seed it draws the same resamples, so they pair (and a cell's
+    resampled statistics, once computed, serve every comparison it is in: `paired_from_replicates`)."""
     n = len(candidate)
     if len(baseline) != n:
         raise ValueError(f"paired bootstrap needs the same segments: {n} vs {len(baseline)}")
+    return paired_from_replicates(
+        statistic(candidate), statistic(baseline),
+        bootstrap_distribution(n, lambda idx: statistic(candidate.take(idx)), n_resamples, seed),
+        bootstrap_distribution(n, lambda idx: statistic(baseline.take(idx)), n_resamples, seed), n_resamples, seed)
 
-    def both(idx: np.ndarray) -> tuple[float, float]:
-        return statistic(candidate.take(idx)), statistic(baseline.take(idx))
 
-    pairs = bootstrap_distribution(n, both, n_resamples, seed).reshape(n_resamples, 2)
-    dist = pairs[:, 0] - pairs[:, 1]
+def paired_from_replicates(candidate: float, baseline: float, candidate_replicates: np.ndarray,
+                           baseline_replicates: np.ndarray, n_resamples: int, seed: int) -> PairedBootstrap:
+    """`paired_bootstrap` from each cell's statistic and its resampled statistics, which must come
+    from the same draws (`bootstrap_distribution` over the same number of segments with `seed`)."""
+    with np.errstate(invalid="ignore"):
+        dist = candidate_replicates - baseline_replicates
     lo, hi = percentile_interval(dist)
     dist = dist[np.isfinite(dist)]
     p = min(1.0, 2 * min(float(np.mean(dist <= ZERO_DELTA)), float(np.mean(dist >= -ZERO_DELTA)))) if dist.size else NAN
-    c, b = both(np.arange(n))
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = pairs[:, 0] / pairs[:, 1]
+        ratios = candidate_replicates / baseline_replicates
     ratio_lo, ratio_hi = percentile_interval(ratios)
-    return PairedBootstrap(float(c - b), lo, hi, p, n_resamples, seed, c / b if b else NAN, ratio_lo, ratio_hi)
+    return PairedBootstrap(float(candidate - baseline), lo, hi, p, n_resamples, seed,
+                           candidate / baseline if baseline else NAN, ratio_lo, ratio_hi)
 
 
 # ----------------------------------------------------------------------------- speed-up
