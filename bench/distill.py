@@ -614,7 +614,8 @@ def add_distill_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--val-fraction", type=float, default=TrainConfig.val_fraction,
                    help="share of the distinct references held out for validation (default 0.1)")
     o.add_argument("--patience", type=int, default=TrainConfig.patience,
-                   help="validations without improvement before stopping (default 3; 4 validations per epoch)")
+                   help="validations without improvement before stopping, counted after the first epoch "
+                        "(default 3; 4 validations per epoch)")
     o.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (teacher and student)")
     o.add_argument("--seed", type=int, default=TrainConfig.seed)
     o.add_argument("--threads", type=int, help="CPU threads (default: all cores)")

@@ -5,10 +5,10 @@ The student is any checkpoint (registered name, Hub id, local folder) loaded as 
 before loading, so only those layers are read). It reads `[CLS] candidate [SEP] reference [SEP]`
 (`INPUT_ORDER`: the order of the published FrugalScore scorer and of `metrics/frugalscore.py`, which
 scores it) and is trained with MSE on standardised targets (AdamW, linear warm-up and decay,
-gradient norm clipped at 1). Validation MSE is measured `evals_per_epoch` times per epoch; training
-stops after `patience` validations without improvement and the best weights are kept. Finally the
-standardisation is folded into the regression head (y = std * z + mean), so the saved model
-outputs the teacher's scale.
+gradient norm clipped at 1; batches of similar lengths, in random order). Validation MSE is
+measured `evals_per_epoch` times per epoch; training stops after `patience` validations without
+improvement (counted from the end of the first epoch) and the best weights are kept. Finally the standardisation is folded into the regression head
+(y = std * z + mean), so the saved model outputs the teacher's scale.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 INPUT_ORDER = "candidate [SEP] reference"  # metrics/frugalscore.py: tokenizer(hypothesis, reference)
 STUDENT_KINDS = ("encoder", "cross-encoder")  # a plain encoder gets a new head; a student may be trained further
+BUCKET_BATCHES = 20  # batches per pool sorted by length (`length_batches`)
 BAR_INTERVAL = 2.0 if sys.stderr.isatty() else 30.0  # seconds between progress-bar updates (a log file: fewer)
 
 Log = Callable[[str], None]
@@ -48,7 +49,7 @@ class TrainConfig:
     batch_size: int = 32
     max_length: int = 128
     val_fraction: float = 0.1
-    patience: int = 3  # validations without improvement before stopping
+    patience: int = 3  # validations without improvement (after the first epoch) before stopping
     evals_per_epoch: int = 4
     warmup_fraction: float = 0.1  # of the steps, linear warm-up then linear decay
     weight_decay: float = 0.01
@@ -211,9 +212,7 @@ def train_student(train: Sequence[Example], val: Sequence[Example], cfg: TrainCo
     seen_since = 0
     with tqdm(total=cfg.epochs * len(train), unit="pair", desc="student", file=sys.stderr, mininterval=BAR_INTERVAL) as bar:
         for epoch in range(cfg.epochs):
-            order = torch.randperm(len(train), generator=generator).tolist()
-            for s in range(0, len(order), cfg.batch_size):
-                rows = order[s:s + cfg.batch_size]
+            for rows in length_batches([len(ids) for ids in train_enc["input_ids"]], cfg.batch_size, generator):
                 logits = model(**batch(train_enc, rows)).logits[:, 0]
                 loss = torch.nn.functional.mse_loss(logits.float(), targets[rows].to(device))
                 loss.backward()
@@ -239,7 +238,7 @@ def train_student(train: Sequence[Example], val: Sequence[Example], cfg: TrainCo
                 if point["val_mse"] < best_mse:
                     best_mse, best_step, stale = point["val_mse"], step, 0
                     best_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-                else:
+                elif step >= steps_per_epoch:  # no stopping inside the first epoch (warm-up, a new head)
                     stale += 1
                 last, seen_since = time.perf_counter(), 0
                 if stale >= cfg.patience:
@@ -269,6 +268,20 @@ def train_student(train: Sequence[Example], val: Sequence[Example], cfg: TrainCo
         f"Pearson with the teacher {validation['pearson']:.4f}")
     return Trained(model, tokenizer, source, depth, history, {"training": record, "validation": validation},
                    [float(v) for v in pred])
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator,
+                   pool: int = BUCKET_BATCHES) -> list[list[int]]:
+    """One epoch's batches of indices: a random order cut into pools of `pool` batches, each pool
+    sorted by length before it is cut into batches (less padding), and the batches shuffled."""
+    import torch
+
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    batches = []
+    for start in range(0, len(order), pool * batch_size):
+        chunk = sorted(order[start:start + pool * batch_size], key=lambda i: lengths[i])
+        batches += [chunk[s:s + batch_size] for s in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
 def _pearson(a: Any, b: Any) -> float:

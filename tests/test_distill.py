@@ -274,3 +274,18 @@ def test_module_entry_point_exits_2_with_one_line(tmp_path: Path) -> None:
                            "--pairs", "wmt16", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("nlgbench: error: unknown metric 'nope'")
+
+
+def test_length_batches_cover_each_pair_once_with_little_padding() -> None:
+    from nlgbench.student import length_batches
+
+    lengths = [random.Random(i).randint(5, 120) for i in range(203)]
+    batches = length_batches(lengths, 8, torch.Generator().manual_seed(0), pool=5)
+    assert sorted(i for b in batches for i in b) == list(range(203)) and max(map(len, batches)) == 8
+    assert batches == length_batches(lengths, 8, torch.Generator().manual_seed(0), pool=5)
+    assert batches != length_batches(lengths, 8, torch.Generator().manual_seed(1), pool=5)
+    # padding (sum over batches of max length - length) is well under a random cut's
+    padding = sum(max(lengths[i] for i in b) * len(b) - sum(lengths[i] for i in b) for b in batches)
+    order = torch.randperm(203, generator=torch.Generator().manual_seed(0)).tolist()
+    plain = [order[s:s + 8] for s in range(0, 203, 8)]
+    assert padding < 0.5 * sum(max(lengths[i] for i in b) * len(b) - sum(lengths[i] for i in b) for b in plain)
