@@ -15,7 +15,9 @@ a text whose idf mass is zero falls back to uniform weights.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Sequence
 
 import numpy as np
@@ -25,8 +27,14 @@ import torch
 from nlgbench.data import Item
 from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
 from nlgbench.errors import UserError
+from nlgbench.metrics.alignment import (network_simplex, pad_clouds, parallel, solver_marginals,
+                                        squared_euclidean_cost_batch, wmd_batch)
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
-from nlgbench.metrics.embedding import SidedIdf, embed_pairs
+from nlgbench.metrics.embedding import Embedded, SidedIdf, embed_pairs
+
+# Pairs whose barycentres are computed together, and texts per barycentre batch (sorted by length).
+GROUP_PAIRS = 256
+BATCH_TEXTS = 16
 
 
 def measure_weights(tok: Tokenized, idf: dict[int, float] | None, unseen: float) -> tuple[list[int], np.ndarray]:
@@ -40,29 +48,113 @@ def measure_weights(tok: Tokenized, idf: dict[int, float] | None, unseen: float)
     return keep, w / w.sum()
 
 
-def barycentre(layers: np.ndarray, weights: np.ndarray, max_iter: int = 1000) -> np.ndarray:
-    """Free-support Wasserstein barycentre of k measures sharing weights: layers [k, n, D] -> support [n, D].
+def free_support_barycentres(layers: Sequence[torch.Tensor], weights: Sequence[np.ndarray], max_iter: int = 1000,
+                             stop_thr: float = 1e-7, use_gram: bool | None = None) -> list[torch.Tensor]:
+    """Free-support Wasserstein barycentres of B texts at once: layers[t] [k, n_t, D], weights[t] [n_t] -> [n_t, D].
 
-    As the published code: n support points with uniform mass, initialised at zero.
+    Text t gives k measures (layer i: the points L_i = layers[t][i] with masses weights[t]); its
+    barycentre has n_t support points X of uniform mass 1/n_t, started at X = 0, as the published
+    code calls POT's `free_support_barycenter`. This runs POT's fixed-point iteration (Cuturi &
+    Doucet 2014, Alg. 2 with theta = 1 and fixed weights) for all texts together:
+
+        T_i = optimal plan between (X, 1/n_t) and (L_i, weights), cost C_rj = |X_r - L_ij|^2
+        X  <- (n_t / k) sum_i T_i L_i    (each support point moves to the mean of what it is sent)
+
+    until sum_r |X_new - X|^2 <= stop_thr or after max_iter iterations, per text, as POT. The k B
+    plans of an iteration are exact (POT's network simplex, on the CPU); the rest is batched torch
+    on the layers' device (texts zero-padded to the longest).
+
+    X is always (n_t / k) P L, P = [T_1 .. T_k] the plans side by side and L the k layers stacked
+    (k m points), so with G = L L^T the costs need no D-dimensional product:
+    C = |X|^2 + |L|^2 - 2 (n_t / k) P G. When the k m points are fewer than D dimensions this
+    (one [n, k m] x [k m, k m] product per iteration) replaces POT's two [n, k m] x D products;
+    otherwise X is formed as in POT (`use_gram`: None chooses so, True / False force either). Same plans as POT, hence the same barycentres up to float64
+    rounding (tests: <= 1e-12). On the first iteration (X = 0) every plan is optimal (C_rj = |L_ij|^2
+    does not depend on r): the solver returns its starting plan, as it does inside POT.
     """
-    k, n, d = layers.shape
-    return ot.lp.free_support_barycenter(
-        [layers[i] for i in range(k)], [weights] * k, np.zeros((n, d)), b=np.full(n, 1.0 / n), numItermax=max_iter,
-    )
+    count = len(layers)
+    if count == 0:
+        return []
+    k, _, dim = layers[0].shape
+    device = layers[0].device
+    sizes = [int(layer.shape[1]) for layer in layers]  # n_t: one support point per token
+    marginals = [solver_marginals(np.full(n_t, 1.0 / n_t), w) for n_t, w in zip(sizes, weights)]
+    held = [np.flatnonzero(b) for _, b in marginals]  # tokens with mass: the solver leaves the others out
+    marginals = [(a, b[h]) for (a, b), h in zip(marginals, held)]
+    heights = [len(h) for h in held]  # m_t
+    # L: [B, k m, D], layer i of text t in rows i m .. i m + m_t (tokens with mass only), zero-padded
+    padded = torch.nn.utils.rnn.pad_sequence(
+        [layer[:, torch.from_numpy(h).to(device)].transpose(0, 1).double() for layer, h in zip(layers, held)],
+        batch_first=True)
+    n, m = max(sizes), padded.shape[1]
+    points = padded.transpose(1, 2).reshape(count, k * m, dim)
+    # POT's update coefficient weight_i / b_r = (1 / k) / (1 / n_t), per support point (0 on padding)
+    scale = torch.zeros(count, n, 1, dtype=torch.float64)
+    for t, (a, _) in enumerate(marginals):
+        scale[t, : sizes[t], 0] = torch.from_numpy(1.0 / k * 1.0 / a)
+    scale = scale.to(device)
+    final = torch.zeros(count, n, k * m, dtype=torch.float64, device=device)  # each text's last plans
+
+    use_gram = k * m <= dim if use_gram is None else use_gram
+    # the state of the active texts: plans P, |X_r|^2, X itself (without G only), and their constants
+    active, coef, pts = torch.arange(count, device=device), scale, points
+    pts_sq = pts.pow(2).sum(-1)  # |L_ij|^2
+    gram = torch.bmm(pts, pts.transpose(1, 2)) if use_gram else None
+    plans = torch.zeros_like(final)
+    x_sq = torch.zeros(count, n, dtype=torch.float64, device=device)
+    x = torch.zeros(count, n, 0 if use_gram else dim, dtype=torch.float64, device=device)
+    cost = pts_sq[:, None, :].expand(count, n, k * m)  # X = 0
+    for _ in range(max_iter):
+        ids = active.tolist()
+        cost_np = cost.to("cpu").numpy()
+        new_np = np.zeros(cost_np.shape)
+        for row, t in enumerate(ids):
+            for i in range(k):
+                cols = slice(i * m, i * m + heights[t])
+                new_np[row, : sizes[t], cols] = network_simplex(*marginals[t], cost_np[row, : sizes[t], cols])[0]
+        new = torch.from_numpy(new_np).to(device)
+        if gram is not None:
+            moved = torch.bmm(new, gram)  # X_new L^T / c
+            new_sq = coef[..., 0] ** 2 * (moved * new).sum(-1)  # |X_new_r|^2
+            cross = coef[..., 0] ** 2 * (moved * plans).sum(-1)  # X_new_r . X_r
+            shift = (new_sq - 2 * cross + x_sq).sum(-1)
+            cost = -2 * (coef * moved)
+            x_sq = new_sq
+        else:
+            new_x = coef * torch.bmm(new, pts)
+            shift = (new_x - x).pow(2).sum(dim=(1, 2))
+            cost = -2 * torch.bmm(new_x, pts.transpose(1, 2))
+            x, x_sq = new_x, new_x.pow(2).sum(-1)
+        cost += x_sq[:, :, None]
+        cost += pts_sq[:, None, :]
+        cost.clamp_min_(0)
+        final[active] = plans = new
+        going = shift > stop_thr
+        if not bool(going.any()):
+            break
+        if not bool(going.all()):
+            active, coef, pts, pts_sq, plans, x_sq, x, cost = (
+                v[going] for v in (active, coef, pts, pts_sq, plans, x_sq, x, cost))
+            gram = gram[going] if gram is not None else None
+    bary = scale * torch.bmm(final, points)
+    return [bary[t, :n_t] for t, n_t in enumerate(sizes)]
 
 
-def bary_distances(x: np.ndarray, y: np.ndarray, sinkhorn_regs: Sequence[float]) -> dict[str, float]:
-    """Wasserstein distance between two uniform barycentres (squared-Euclidean cost), and Sinkhorn divergences.
+def wasserstein_batch(x: Sequence[torch.Tensor], y: Sequence[torch.Tensor], threads: int = 1) -> torch.Tensor:
+    """Wasserstein distances [B] between uniform measures on x[i] [n_i, D] and y[i] [m_i, D], squared-Euclidean cost.
 
-    `sd_<reg>` is the debiased Sinkhorn divergence of the paper,
-    OT_reg(x, y) - (OT_reg(x, x) + OT_reg(y, y)) / 2, via POT.
+    As `ot.emd2(a, b, ot.dist(x, y))` in the published code, batched: one cost product for all pairs,
+    exact transport per pair (`wmd_batch`).
     """
+    xp, a, _ = pad_clouds(x, [torch.ones(len(p), dtype=torch.float64, device=p.device) for p in x])
+    yp, b, _ = pad_clouds(y, [torch.ones(len(p), dtype=torch.float64, device=p.device) for p in y])
+    return wmd_batch(a, b, squared_euclidean_cost_batch(xp, yp), threads)
+
+
+def sinkhorn_divergence(x: np.ndarray, y: np.ndarray, reg: float) -> float:
+    """Debiased Sinkhorn divergence OT_reg(x, y) - (OT_reg(x, x) + OT_reg(y, y)) / 2 between uniform measures (POT)."""
     a, b = np.full(len(x), 1.0 / len(x)), np.full(len(y), 1.0 / len(y))
-    out = {"w": float(ot.emd2(a, b, ot.dist(x, y)))}
-    for reg in sinkhorn_regs:
-        sd = ot.bregman.empirical_sinkhorn_divergence(x, y, reg, a, b, numIterMax=10000, warn=False)
-        out[f"sd_{reg:g}"] = float(sd)
-    return out
+    return float(ot.bregman.empirical_sinkhorn_divergence(x, y, reg, a, b, numIterMax=10000, warn=False))
 
 
 @dataclass
@@ -103,22 +195,55 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
             return measure_weights(tok, self.idf_tables.reference, self.idf_tables.unseen_reference)
         return measure_weights(tok, self.idf_tables.hypothesis, self.idf_tables.unseen_hypothesis)
 
-    def _bary(self, tok: Tokenized, hidden: torch.Tensor, side: str) -> np.ndarray:
+    def measure(self, tok: Tokenized, hidden: torch.Tensor, side: str) -> tuple[torch.Tensor, np.ndarray]:
+        """A text's k measures: unit-normalised states of its kept tokens [k, n, D] (float64, on the device) and weights."""
         keep, w = self.weights(tok, side)
-        layers = hidden[:, keep].double()
-        layers = layers / layers.norm(dim=-1, keepdim=True).clamp_min(1e-30)
-        return barycentre(layers.cpu().numpy(), w, self.options.max_iter)
+        layers = hidden.index_select(1, torch.tensor(keep, device=hidden.device)).double()
+        return layers / layers.norm(dim=-1, keepdim=True).clamp_min(1e-30), w
+
+    def barycentres(self, texts: dict[tuple[str, str], Embedded], threads: int) -> dict[tuple[str, str], torch.Tensor]:
+        """The barycentre of each (text, side): batches of BATCH_TEXTS texts of similar length (little
+        padding), `threads` batches at a time, one thread each (`parallel`)."""
+        measures = {key: self.measure(tok, hidden, key[1]) for key, (tok, hidden) in texts.items()}
+        keys = sorted(measures, key=lambda key: measures[key][1].size)
+        batches = [keys[start : start + BATCH_TEXTS] for start in range(0, len(keys), BATCH_TEXTS)]
+        found: list[list[torch.Tensor]] = [[] for _ in batches]
+
+        def solve(b: int) -> None:
+            found[b] = free_support_barycentres([measures[key][0] for key in batches[b]],
+                                                [measures[key][1] for key in batches[b]], self.options.max_iter)
+
+        with parallel(threads) as run:
+            run(solve, len(batches))
+        return {key: bary for batch, bars in zip(batches, found) for key, bary in zip(batch, bars)}
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
-        cols: dict[str, list[float]] = {}
-        pairs = [(it.reference, it.hypothesis) for it in items]
-        for ref_emb, hyp_emb in embed_pairs(self.encoder, pairs, self.layers, self.batch_size, timer):
+        """Barycentres of each distinct (text, side) once (a reference shared by several items is reused,
+        then dropped after its last use), computed GROUP_PAIRS pairs at a time; distances batched likewise."""
+        threads = torch.get_num_threads()
+        keys = [((it.reference, "reference"), (it.hypothesis, "hypothesis")) for it in items]
+        uses = Counter(key for pair in keys for key in pair)
+        known: dict[tuple[str, str], torch.Tensor] = {}
+        cols: dict[str, list[float]] = {"w": [], **{f"sd_{reg:g}": [] for reg in self.options.sinkhorn_regs}}
+        stream = embed_pairs(self.encoder, [(it.reference, it.hypothesis) for it in items], self.layers,
+                             self.batch_size, timer)
+        for start in range(0, len(items), GROUP_PAIRS):
+            group = list(islice(stream, GROUP_PAIRS))  # encodes when needed, timed as encode
+            group_keys = keys[start : start + len(group)]
             with timer.phase("barycentre"):
-                ref = self._bary(*ref_emb, "reference")
-                hyp = self._bary(*hyp_emb, "hypothesis")
+                todo = {key: emb for pair_keys, embs in zip(group_keys, group)
+                        for key, emb in zip(pair_keys, embs) if key not in known}
+                known.update(self.barycentres(todo, threads))
             with timer.phase("transport"):
-                for key, value in bary_distances(ref, hyp, self.options.sinkhorn_regs).items():
-                    cols.setdefault(key, []).append(value)
+                refs, hyps = [known[ref] for ref, _ in group_keys], [known[hyp] for _, hyp in group_keys]
+                cols["w"].extend(wasserstein_batch(refs, hyps, threads).tolist())
+                for reg in self.options.sinkhorn_regs:
+                    cols[f"sd_{reg:g}"].extend(sinkhorn_divergence(x.cpu().numpy(), y.cpu().numpy(), reg)
+                                               for x, y in zip(refs, hyps))
+            for key in (key for pair_keys in group_keys for key in pair_keys):
+                uses[key] -= 1
+                if not uses[key]:
+                    del known[key]
         return Scores(primary="w", columns=cols)
 
     def describe(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Sequence
 
 import numpy as np
@@ -22,11 +23,12 @@ import torch
 from nlgbench.data import Item
 from nlgbench.encoders import EncoderRef, Tokenized
 from nlgbench.errors import UserError
-from nlgbench.metrics.alignment import cost_matrix, transport
+from nlgbench.metrics.alignment import cost_matrix_batch, pad_clouds, transport_batch
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
 from nlgbench.metrics.embedding import AlignerScorer, SidedIdf, embed_pairs
 
 PUNCTUATION = frozenset(string.punctuation)
+GROUP_PAIRS = 256  # pairs whose distances are computed in one batch
 
 
 def kept_tokens(tok: Tokenized, stop_words: frozenset[str]) -> list[bool]:
@@ -51,14 +53,17 @@ def ngram_cloud(emb: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, np.
 
 
 def cloud(tok: Tokenized, hidden: torch.Tensor, idf: dict[int, float] | None, unseen: float,
-          stop_words: frozenset[str], n_gram: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(unit embeddings [k, D], weights [k]) of the kept tokens (or their n-grams) of one text."""
+          stop_words: frozenset[str], n_gram: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """(unit embeddings [k, D] float64 on the states' device, weights [k] float64 on the CPU) of the
+    kept tokens (or their n-grams) of one text."""
     keep = kept_tokens(tok, stop_words)
     idx = [j for j, k in enumerate(keep) if k]
     w = np.array([idf.get(tok.ids[j], unseen) if idf is not None else 1.0 for j in idx], dtype=np.float64)
-    emb, w = ngram_cloud(hidden[idx].double().cpu().numpy(), w, n_gram)
-    emb = emb / (np.linalg.norm(emb, axis=-1, keepdims=True) + 1e-30)
-    return emb, w
+    emb = hidden.index_select(0, torch.tensor(idx, dtype=torch.long, device=hidden.device)).double()
+    if n_gram > 1:
+        grams, w = ngram_cloud(emb.cpu().numpy(), w, n_gram)
+        emb = torch.from_numpy(grams).to(hidden.device)
+    return emb / (torch.linalg.vector_norm(emb, dim=-1, keepdim=True) + 1e-30), torch.from_numpy(w)
 
 
 def moverscore_from_distance(d: float, form: str) -> float:
@@ -92,22 +97,30 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
             self.idf_tables.fit(self.encoder, items)
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
-        scores: list[float] = []
+        """GROUP_PAIRS pairs at a time: their clouds padded into one batch, all cost matrices in one
+        product, the transport problems on the cell's threads (`transport_batch`)."""
+        threads = torch.get_num_threads()
+        idf = self.idf_tables
         distances: list[float] = []
-        pairs = [(it.reference, it.hypothesis) for it in items]
-        for it, (ref, hyp) in zip(items, embed_pairs(self.encoder, pairs, self.layer, self.batch_size, timer)):
+        stream = embed_pairs(self.encoder, [(it.reference, it.hypothesis) for it in items], self.layer,
+                             self.batch_size, timer)
+        for start in range(0, len(items), GROUP_PAIRS):
+            group = list(islice(stream, GROUP_PAIRS))  # encodes when needed, timed as encode
             with timer.phase("distance"):
-                idf = self.idf_tables
-                x, a = cloud(*ref, idf.reference, idf.unseen_reference, self.stop_words, self.options.n_gram)
-                y, b = cloud(*hyp, idf.hypothesis, idf.unseen_hypothesis, self.stop_words, self.options.n_gram)
-                if not a.size or not b.size or a.sum() <= 0 or b.sum() <= 0:
-                    raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
-                                     "after removing subwords, punctuation and stop words")
-                cost = cost_matrix(self.aligner, x, y)
+                refs = [cloud(*ref, idf.reference, idf.unseen_reference, self.stop_words, self.options.n_gram)
+                        for ref, _ in group]
+                hyps = [cloud(*hyp, idf.hypothesis, idf.unseen_hypothesis, self.stop_words, self.options.n_gram)
+                        for _, hyp in group]
+                for it, (_, a), (_, b) in zip(items[start:], refs, hyps):
+                    if not a.numel() or not b.numel() or a.sum() <= 0 or b.sum() <= 0:
+                        raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
+                                         "after removing subwords, punctuation and stop words")
+                x, a, mask_x = pad_clouds(*zip(*refs))
+                y, b, mask_y = pad_clouds(*zip(*hyps))
+                cost = cost_matrix_batch(self.aligner, x, y)
             with timer.phase("transport"):
-                d = transport(self.aligner, x, a, y, b, cost)
-            distances.append(d)
-            scores.append(moverscore_from_distance(d, self.options.score_form))
+                distances.extend(transport_batch(self.aligner, x, a, mask_x, y, b, mask_y, cost, threads).tolist())
+        scores = [moverscore_from_distance(d, self.options.score_form) for d in distances]
         return Scores(primary="moverscore", columns={"moverscore": scores, "distance": distances},
                       opposite_direction=("distance",))
 

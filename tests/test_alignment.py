@@ -1,12 +1,16 @@
-"""Aligners on hand-made embeddings with known distances, and the lower-bound relations."""
+"""Aligners on hand-made embeddings with known distances, the lower-bound relations, POT parity of the
+exact solver, and batched aligners equal to per-pair ones."""
 
 from __future__ import annotations
 
 import numpy as np
+import ot
 import pytest
+import torch
 
 from nlgbench.errors import UserError
-from nlgbench.metrics.alignment import ALIGNERS, align, euclidean_cost, get_aligner, rwmd, wcd, wmd
+from nlgbench.metrics.alignment import (ALIGNERS, align, align_batch, euclidean_cost, exact_transport, get_aligner,
+                                        parallel, rwmd, wcd, wmd)
 
 
 def test_identical_texts_are_at_distance_zero() -> None:
@@ -77,3 +81,71 @@ def test_euclidean_cost_matches_direct() -> None:
 def test_unknown_aligner_names_closest() -> None:
     with pytest.raises(UserError, match="'rwmd'"):
         get_aligner("rwdm")
+
+
+def _clouds(rng: np.random.Generator, count: int, dim: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Random clouds of 1..12 points; about one point in five has no mass (as idf-0 tokens)."""
+    out = []
+    for _ in range(count):
+        n = int(rng.integers(1, 13))
+        w = rng.random(n) * (rng.random(n) > 0.2)
+        w[rng.integers(n)] += 0.5  # some mass in every cloud
+        out.append((rng.normal(size=(n, dim)), w))
+    return out
+
+
+def test_exact_transport_is_pots_emd_and_emd2() -> None:
+    rng = np.random.default_rng(11)
+    for (x, a), (y, b) in zip(_clouds(rng, 30), _clouds(rng, 30)):
+        a, b = a / a.sum(), b / b.sum()
+        cost = euclidean_cost(x, y)
+        plan, value = exact_transport(a, b, cost)
+        # the same solver on the same prepared inputs: identical to the last bit, zero-mass points included
+        np.testing.assert_array_equal(plan, ot.emd(a, b, cost))
+        assert value == ot.emd2(a, b, cost)
+
+
+@pytest.mark.parametrize("name", sorted(ALIGNERS))
+def test_batched_aligners_equal_per_pair(name: str) -> None:
+    rng = np.random.default_rng(5)
+    refs, hyps = _clouds(rng, 40), _clouds(rng, 40)
+    per_pair = np.array([align(name, x, a, y, b) for (x, a), (y, b) in zip(refs, hyps)])
+    for threads in (1, 3):
+        batched = align_batch(name, [torch.from_numpy(x) for x, _ in refs], [torch.from_numpy(a) for _, a in refs],
+                              [torch.from_numpy(y) for y, _ in hyps], [torch.from_numpy(b) for _, b in hyps], threads)
+        assert batched.dtype == torch.float64 and batched.shape == (40,)
+        # costs from torch's batched product instead of NumPy's: |x|^2, |y|^2 < 60 (d = 16), distances > 1,
+        # so each cost moves by <= (d + 2) u 4 * 60 / (2 * 1) = 2.4e-13 and each distance (a mean of costs,
+        # or a centroid distance) by as much; padding (no mass, masked) changes nothing
+        assert np.allclose(batched.numpy(), per_pair, rtol=0, atol=1e-12)
+
+
+def test_batched_rwmd_takes_points_without_mass_as_neighbours_as_rwmd() -> None:
+    # x's point (10, 0) is nearest to y's massless (10, 0.5): 0.75 * 0.5 from x's side, 0.5 * 1 from y's side
+    x, a = torch.tensor([[0.0, 0.0], [10.0, 0.0]]), torch.tensor([1.0, 3.0])
+    y, b = torch.tensor([[0.0, 0.0], [10.0, 0.5], [10.0, 1.0]]), torch.tensor([1.0, 0.0, 1.0])
+    short = [torch.tensor([[1.0, 0.0]]), torch.tensor([1.0])]  # a second pair, so that the first is padded
+    got = align_batch("rwmd", [x, short[0]], [a, short[1]], [y, short[0]], [b, short[1]])
+    # float64 on small numbers: a few roundings
+    assert got[0].item() == pytest.approx(rwmd(a.numpy(), b.numpy(), euclidean_cost(x.numpy(), y.numpy())), rel=1e-12)
+    assert got[0].item() == pytest.approx(0.5, rel=1e-12) and got[1].item() == 0.0
+
+
+def test_parallel_runs_every_job_once_restores_torch_threads_and_raises() -> None:
+    before = torch.get_num_threads()
+    for threads in (1, 2, 5):
+        seen: list[int] = []
+        inside: list[int] = []
+        with parallel(threads) as run:
+            run(lambda i: (seen.append(i), inside.append(torch.get_num_threads())), 7)
+        assert sorted(seen) == list(range(7))
+        assert set(inside) == ({before} if threads == 1 else {1})  # one torch thread per job when parallel
+        assert torch.get_num_threads() == before
+
+        def fail(i: int) -> None:
+            if i == 3:
+                raise RuntimeError("job 3")
+
+        with pytest.raises(RuntimeError, match="job 3"), parallel(threads) as run:
+            run(fail, 7)
+        assert torch.get_num_threads() == before

@@ -1,4 +1,5 @@
-"""BaryScore: barycentre and distance mechanics, which idf table meets which text, determinism."""
+"""BaryScore: barycentre and distance mechanics, parity of the batched barycentres with POT's
+free_support_barycenter, which idf table meets which text, determinism (repeats, threads)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,20 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import ot
 import pytest
+import torch
 
 from nlgbench.data import Item
 from nlgbench.encoders import EncoderRef
 from nlgbench.errors import UserError
 from nlgbench.spec import parse_spec
-from nlgbench.metrics.baryscore import BaryScoreScorer, barycentre, bary_distances
+from nlgbench.hfcache import local_snapshot
+from nlgbench.metrics.baryscore import (BaryScoreScorer, free_support_barycentres, sinkhorn_divergence,
+                                        wasserstein_batch)
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.common import idf_table
+from nlgbench.metrics.embedding import embed_texts
 from tiny import make_tiny_bert
 
 # "cat" is in every hypothesis but in one reference only: its idf differs between the two sides.
@@ -34,15 +40,81 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_barycentre_of_identical_layers_is_the_cloud_and_distance_zero() -> None:
     rng = np.random.default_rng(0)
     cloud = rng.normal(size=(4, 8))
-    bary = barycentre(np.stack([cloud] * 3), np.full(4, 0.25))
+    (bary,) = free_support_barycentres([torch.from_numpy(np.stack([cloud] * 3))], [np.full(4, 0.25)])
     assert bary.shape == (4, 8)
     # float64 barycentre iterations on |x| < 4: seen 1e-16; 1e-6 leaves room for the solver's stopping rule
-    assert np.allclose(np.sort(bary, axis=0), np.sort(cloud, axis=0), rtol=0, atol=1e-6)
+    assert np.allclose(np.sort(bary.numpy(), axis=0), np.sort(cloud, axis=0), rtol=0, atol=1e-6)
+    t = torch.from_numpy(cloud)
     # squared Euclidean cost (no sqrt): a zero distance keeps only round-off (d + 2) u 4 max|x|^2 ~ 1e-13
-    assert bary_distances(bary, cloud, [])["w"] == pytest.approx(0.0, abs=1e-9)
-    d = bary_distances(cloud, cloud + 1.0, [0.5])  # every point moved by the all-ones vector
-    assert d["w"] == pytest.approx(8.0, rel=1e-12)  # squared Euclidean cost, uniform mass; float64, a few ulps
-    assert 0 < d["sd_0.5"] <= d["w"] + 1e-9
+    assert wasserstein_batch([bary], [t])[0].item() == pytest.approx(0.0, abs=1e-9)
+    w = wasserstein_batch([t], [t + 1.0])[0].item()  # every point moved by the all-ones vector
+    assert w == pytest.approx(8.0, rel=1e-12)  # squared Euclidean cost, uniform mass; float64, a few ulps
+    assert 0 < sinkhorn_divergence(cloud, cloud + 1.0, 0.5) <= w + 1e-9
+
+
+def _texts(rng: np.random.Generator, count: int, k: int, dim: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Random texts as BaryScore sees them: k layers of 2..14 unit vectors, positive idf-like weights
+    with about one token in six at 0 (a token in every text of its side), normalised."""
+    layers, weights = [], []
+    for _ in range(count):
+        n = int(rng.integers(2, 15))
+        x = rng.normal(size=(k, n, dim)) + rng.normal(size=(1, n, dim))  # layers of a text resemble each other
+        layers.append(x / np.linalg.norm(x, axis=-1, keepdims=True))
+        w = rng.random(n) * (rng.random(n) > 1 / 6)
+        w[rng.integers(n)] += 0.5
+        weights.append(w / w.sum())
+    return layers, weights
+
+
+def pot_barycentre(layers: np.ndarray, w: np.ndarray, max_iter: int = 1000) -> np.ndarray:
+    """The published code's call: POT's free-support barycentre from zeros, uniform support weights."""
+    k, n, d = layers.shape
+    return ot.lp.free_support_barycenter([layers[i] for i in range(k)], [w] * k, np.zeros((n, d)),
+                                         b=np.full(n, 1.0 / n), numItermax=max_iter)
+
+
+@pytest.mark.parametrize("use_gram", [True, False])
+def test_batched_barycentres_equal_pots_free_support_barycenter(use_gram: bool) -> None:
+    rng = np.random.default_rng(3)
+    layers, weights = _texts(rng, 24, k=4, dim=12)
+    want = [pot_barycentre(x, w) for x, w in zip(layers, weights)]
+    got = free_support_barycentres([torch.from_numpy(x) for x in layers], weights, use_gram=use_gram)
+    assert [g.shape for g in got] == [x.shape for x in want]
+    # Same plans at every iteration (a different plan anywhere would move a point by ~1e-2). Each point
+    # X_r = (n / k) sum_i sum_j T_i[r, j] L_ij is then a convex combination of k m unit vectors whose
+    # weights, the solver's flows, are sums of <= n + m marginals (error <= (n + m) u each) and whose sum
+    # is taken in another order: |dX| <= k m (n + m) u (n / k) ... <= n m (n + m) u = 9e-13 for n, m <= 14
+    worst = max(np.abs(g.numpy() - x).max() for g, x in zip(got, want))
+    assert worst <= 1e-12
+    # the same with the texts in another order and other batch mates (other padding)
+    order = rng.permutation(len(layers))
+    again = free_support_barycentres([torch.from_numpy(layers[i]) for i in order], [weights[i] for i in order],
+                                     use_gram=use_gram)
+    assert max(np.abs(again[j].numpy() - want[i]).max() for j, i in enumerate(order)) <= 1e-12
+
+
+def test_barycentres_stop_after_max_iter_as_pot() -> None:
+    rng = np.random.default_rng(8)
+    layers, weights = _texts(rng, 6, k=3, dim=8)
+    for max_iter in (1, 2):
+        got = free_support_barycentres([torch.from_numpy(x) for x in layers], weights, max_iter=max_iter)
+        want = [pot_barycentre(x, w, max_iter) for x, w in zip(layers, weights)]
+        # as above, <= n m (n + m) u with n, m <= 14
+        assert max(np.abs(g.numpy() - x).max() for g, x in zip(got, want)) <= 1e-12
+    one = free_support_barycentres([torch.from_numpy(x) for x in layers], weights, max_iter=1)
+    full = free_support_barycentres([torch.from_numpy(x) for x in layers], weights)
+    assert max(np.abs(a.numpy() - b.numpy()).max() for a, b in zip(one, full)) > 1e-3  # one step is not the end
+
+
+def test_wasserstein_batch_equals_emd2_per_pair() -> None:
+    rng = np.random.default_rng(4)
+    xs = [rng.normal(size=(int(rng.integers(1, 10)), 6)) for _ in range(20)]
+    ys = [rng.normal(size=(int(rng.integers(1, 10)), 6)) for _ in range(20)]
+    want = [ot.emd2(np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), ot.dist(x, y)) for x, y in zip(xs, ys)]
+    got = wasserstein_batch([torch.from_numpy(x) for x in xs], [torch.from_numpy(y) for y in ys], threads=2)
+    # squared costs from torch's product instead of NumPy's: |x|^2, |y|^2 < 40 (d = 6), each cost moves by
+    # <= (d + 2) u 2 * 40 = 1.4e-13, and W (a mean of costs) by as much
+    assert np.allclose(got.numpy(), want, rtol=0, atol=1e-12)
 
 
 def test_idf_over_hypotheses_meets_hypotheses_and_idf_over_references_meets_references(tiny_dir: Path) -> None:
@@ -78,6 +150,14 @@ def test_scores_repeat_exactly_and_lower_is_better(tiny_dir: Path) -> None:
     assert max(scorer.score(same, timer).score) == pytest.approx(0.0, abs=1e-9)
     assert {"encode", "barycentre", "transport"} <= set(timer.seconds)
     assert min(first.score) > 1e-6
+    # batches of texts run one per thread, each single-threaded: the thread count changes no bit
+    # (of the barycentres: the encoder's own float32 sums do depend on torch's thread count)
+    texts = [(it.reference, "reference") for it in ITEMS] + [(it.hypothesis, "hypothesis") for it in ITEMS]
+    emb = embed_texts(scorer.encoder, [text for text, _ in texts], scorer.layers, 2, PhaseTimer())
+    todo = {key: emb[key[0]] for key in texts}
+    one = scorer.barycentres(todo, threads=1)
+    for threads in (2, 5):
+        assert all(torch.equal(bary, one[key]) for key, bary in scorer.barycentres(todo, threads).items())
 
 
 def test_options_are_checked_when_the_spec_is_read(tiny_dir: Path) -> None:
@@ -92,3 +172,33 @@ def test_options_are_checked_when_the_spec_is_read(tiny_dir: Path) -> None:
             parse_spec(spec)
     with pytest.raises(UserError, match="last_layers=7 but encoder .* has 6 hidden states"):
         BaryScoreScorer(EncoderRef(str(tiny_dir)), {"last_layers": 7}, "cpu", 2)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None,
+                    reason="real MiniLM-L6 not in the local HF cache")
+def test_scores_equal_pot_per_text_on_wmt16() -> None:
+    """The scorer (batched barycentres, references shared by items computed once, batched transport)
+    against the published code's POT calls per text, on real MiniLM-L6 states of WMT16 segments."""
+    from nlgbench.data import load_dataset
+
+    items = load_dataset("wmt16", max_segments=5).items
+    scorer = BaryScoreScorer(EncoderRef("all-MiniLM-L6-v2"), {"idf": True}, "cpu", 16)
+    scorer.prepare(items)
+    got = scorer.score(items, PhaseTimer()).score
+    emb = embed_texts(scorer.encoder, [t for it in items for t in (it.reference, it.hypothesis)], scorer.layers, 16,
+                      PhaseTimer())
+
+    def pot(text: str, side: str) -> np.ndarray:
+        layers, w = scorer.measure(*emb[text], side)
+        return pot_barycentre(layers.numpy(), w)
+
+    want = []
+    for it in items:
+        x, y = pot(it.reference, "reference"), pot(it.hypothesis, "hypothesis")
+        want.append(ot.emd2(np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), ot.dist(x, y)))
+    # barycentres within ~1e-12 of POT's (same plans, see above) and costs <= 4 from another product:
+    # W moves by <= 4 * 2 * 1e-12 + (D + 2) u 4 ~ 1e-11
+    assert len(got) == len(want) == 30
+    assert np.allclose(got, want, rtol=0, atol=1e-10)
+    assert min(want) > 1e-3  # real distances, not all zero
