@@ -62,8 +62,8 @@ def select_metrics(df: pd.DataFrame, metric: str | None = None, aligner: str | N
     if len(named) == 1:
         return named
     if named:
-        raise UserError(f"metric {metric!r} names {len(named)} cells' metrics here: {', '.join(named)}; give one of "
-                        "these labels, or --aligner")
+        raise UserError(f"metric {metric!r} is ambiguous here: {', '.join(named)}; give one of these labels, or "
+                        "--aligner")
     raise unknown_name("metric", metric, sorted({*labels, *(names[m] for m in labels)}))
 
 
