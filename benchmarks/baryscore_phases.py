@@ -1,58 +1,55 @@
-"""BaryScore's time per segment split into encode / barycentre / transport, against BERTScore.
+"""BaryScore's time against BERTScore's for the same encoder, and its split into encode / barycentre / transport.
 
-Same model, data, batch size and threads for both; rounds alternate in one process. Prints
-per-phase milliseconds per segment (median over rounds), transport and barycentre time
-relative to encoding, and BaryScore's total time relative to BERTScore's (the public
-BaryScore implementation is reported to be ~25x slower than BERTScore).
+Same model, data, batch size and threads for both; both scorers are loaded once, then timed
+alternately (order swapped every round) in this one process, so drift of the machine hits both
+alike. Prints per-phase milliseconds per segment (median over rounds), the ratio BaryScore /
+BERTScore per round with its median and spread, and, with --pot, the barycentre phase against
+the published code's calls (POT's `free_support_barycenter` per text) on the same states.
+Target (issue 15): BaryScore total <= 2x BERTScore on CPU.
 
     python benchmarks/baryscore_phases.py [--model ID] [--dataset wmt16] [--max-segments N]
-        [--batch-size B] [--threads T] [--rounds R] [--sinkhorn-regs 0.1 ...]
+        [--batch-size B] [--threads T] [--rounds R] [--sinkhorn-regs 0.1 ...] [--pot]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
+from typing import Any
 
+import numpy as np
 import torch
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
-    parser.add_argument("--dataset", default="wmt16")
-    parser.add_argument("--max-segments", type=int, default=50, help="first N per language pair (default 50)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--sinkhorn-regs", type=float, nargs="*", default=[])
-    args = parser.parse_args()
+def spread(values: list[float]) -> str:
+    """'median (min..max, n=N)'."""
+    return f"{statistics.median(values):.3f} ({min(values):.3f}..{max(values):.3f}, n={len(values)})"
 
+
+def measure(model: str, dataset: str, max_segments: int | None, batch_size: int, rounds: int,
+            sinkhorn_regs: list[float], pot: bool = False) -> dict[str, Any]:
+    """Timings of BaryScore (idf, last 5 layers) and BERTScore (last layer, no idf) on the same items, alternated."""
     from nlgbench.data import load_dataset
     from nlgbench.encoders import EncoderRef
     from nlgbench.metrics.baryscore import BaryScoreScorer
     from nlgbench.metrics.base import PhaseTimer
     from nlgbench.metrics.bertscore import BertScoreScorer
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    items = load_dataset(args.dataset, max_segments=args.max_segments).items
-    n = len(items)
-    bary = BaryScoreScorer(EncoderRef(args.model), {"idf": True, "sinkhorn_regs": args.sinkhorn_regs}, "cpu", args.batch_size)
-    bert = BertScoreScorer(EncoderRef(args.model), {"idf": False}, "cpu", args.batch_size)
+    items = load_dataset(dataset, max_segments=max_segments).items
+    bary = BaryScoreScorer(EncoderRef(model), {"idf": True, "sinkhorn_regs": sinkhorn_regs}, "cpu", batch_size)
+    bert = BertScoreScorer(EncoderRef(model), {"idf": False}, "cpu", batch_size)
     bary.prepare(items)
     bert.prepare(items)
-    print(f"{args.dataset}: {n} segments; model {args.model}; BaryScore layers {bary.layers}, idf, "
-          f"sinkhorn {args.sinkhorn_regs or 'none'}; batch {args.batch_size}; torch threads {torch.get_num_threads()}; "
-          f"rounds {args.rounds}")
-    warm = items[: 2 * args.batch_size]
+    warm = items[: 2 * batch_size]
     bary.score(warm, PhaseTimer())
     bert.score(warm, PhaseTimer())
 
     phases: dict[str, list[float]] = {}
     totals: dict[str, list[float]] = {"baryscore": [], "bertscore": []}
-    for r in range(args.rounds):
+    load = [os.getloadavg()[0]]
+    for r in range(rounds):
         for name in (["baryscore", "bertscore"] if r % 2 == 0 else ["bertscore", "baryscore"]):
             timer = PhaseTimer()
             start = time.perf_counter()
@@ -61,19 +58,80 @@ def main() -> None:
             if name == "baryscore":
                 for phase, seconds in timer.seconds.items():
                     phases.setdefault(phase, []).append(seconds)
-            print(f"round {r + 1} {name}: {totals[name][-1]:.2f} s", flush=True)
+        load.append(os.getloadavg()[0])
+        print(f"  round {r + 1}: baryscore {totals['baryscore'][-1]:.2f} s, bertscore {totals['bertscore'][-1]:.2f} s, "
+              f"ratio {totals['baryscore'][-1] / totals['bertscore'][-1]:.2f}", flush=True)
+    out: dict[str, Any] = {"n": len(items), "layers": bary.layers, "totals": totals, "phases": phases, "load": load}
+    if pot:
+        out["pot"] = pot_barycentres(bary, items, batch_size, rounds)
+    return out
 
-    ms = {phase: statistics.median(v) / n * 1000 for phase, v in phases.items()}
-    bary_ms = statistics.median(totals["baryscore"]) / n * 1000
-    bert_ms = statistics.median(totals["bertscore"]) / n * 1000
-    print("\nBaryScore ms/segment (median over rounds):")
+
+def pot_barycentres(scorer: Any, items: list[Any], batch_size: int, rounds: int) -> dict[str, list[float]]:
+    """Seconds for the barycentres of all distinct (text, side): nlgbench's batched ones vs POT per text."""
+    import ot
+
+    from nlgbench.metrics.base import PhaseTimer
+    from nlgbench.metrics.embedding import embed_texts
+
+    texts = list(dict.fromkeys([(it.reference, "reference") for it in items] + [(it.hypothesis, "hypothesis") for it in items]))
+    emb = embed_texts(scorer.encoder, [t for t, _ in texts], scorer.layers, batch_size, PhaseTimer())
+    todo = {key: emb[key[0]] for key in texts}
+    measures = [scorer.measure(*emb[text], side) for text, side in texts]
+    seconds: dict[str, list[float]] = {"nlgbench": [], "pot": []}
+    for r in range(rounds):
+        for who in (["nlgbench", "pot"] if r % 2 == 0 else ["pot", "nlgbench"]):
+            start = time.perf_counter()
+            if who == "nlgbench":
+                scorer.barycentres(todo, torch.get_num_threads())
+            else:
+                for layers, w in measures:
+                    x = layers.numpy()
+                    ot.lp.free_support_barycenter(list(x), [w] * len(x), np.zeros(x.shape[1:]),
+                                                  b=np.full(x.shape[1], 1.0 / x.shape[1]), numItermax=1000)
+            seconds[who].append(time.perf_counter() - start)
+        print(f"  barycentres round {r + 1}: nlgbench {seconds['nlgbench'][-1]:.2f} s, "
+              f"POT per text {seconds['pot'][-1]:.2f} s", flush=True)
+    return seconds
+
+
+def report(result: dict[str, Any]) -> float:
+    """Prints the figures; returns the median of the per-round ratios BaryScore / BERTScore."""
+    n = result["n"]
+    ms = {phase: statistics.median(v) / n * 1000 for phase, v in result["phases"].items()}
+    bary_ms = statistics.median(result["totals"]["baryscore"]) / n * 1000
+    bert_ms = statistics.median(result["totals"]["bertscore"]) / n * 1000
+    ratios = [a / b for a, b in zip(result["totals"]["baryscore"], result["totals"]["bertscore"])]
+    print(f"BaryScore ms/segment (median over {len(ratios)} rounds, {n} segments, layers {result['layers']}):")
     for phase in ("tokenize", "encode", "barycentre", "transport"):
         print(f"  {phase:<10} {ms.get(phase, 0.0):8.2f}")
     print(f"  {'total':<10} {bary_ms:8.2f}")
-    print(f"transport / encode  = {ms['transport'] / ms['encode']:.3f}")
-    print(f"barycentre / encode = {ms['barycentre'] / ms['encode']:.3f}")
-    print(f"BERTScore (same model, last layer, no idf): {bert_ms:.2f} ms/segment; "
-          f"BaryScore / BERTScore = {bary_ms / bert_ms:.2f}")
+    print(f"barycentre / encode = {ms['barycentre'] / ms['encode']:.3f}; transport / encode = {ms['transport'] / ms['encode']:.3f}")
+    print(f"BERTScore (same model, last layer, no idf): {bert_ms:.2f} ms/segment")
+    print(f"BaryScore / BERTScore per round: median {spread(ratios)} (target <= 2)")
+    if "pot" in result:
+        pot = [a / b for a, b in zip(result["pot"]["nlgbench"], result["pot"]["pot"])]
+        print(f"barycentres nlgbench / POT per text: median {spread(pot)}")
+    print(f"load average (1 min) during the rounds: {', '.join(f'{x:.1f}' for x in result['load'])}")
+    return statistics.median(ratios)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--dataset", default="wmt16")
+    parser.add_argument("--max-segments", type=int, default=50, help="first N per language pair (default 50)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sinkhorn-regs", type=float, nargs="*", default=[])
+    parser.add_argument("--pot", action="store_true", help="also time the barycentres against POT per text")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"{args.dataset} (first {args.max_segments} per pair); model {args.model}; batch {args.batch_size}; "
+          f"torch threads {torch.get_num_threads()}; sinkhorn {args.sinkhorn_regs or 'none'}; rounds {args.rounds}")
+    report(measure(args.model, args.dataset, args.max_segments, args.batch_size, args.rounds, args.sinkhorn_regs, args.pot))
 
 
 if __name__ == "__main__":

@@ -48,6 +48,12 @@ def measure_weights(tok: Tokenized, idf: dict[int, float] | None, unseen: float)
     return keep, w / w.sum()
 
 
+def unit_states(hidden: torch.Tensor, keep: Sequence[int]) -> torch.Tensor:
+    """The states [k, T, D] of the tokens `keep`, unit-normalised, float64: [k, len(keep), D]."""
+    layers = hidden.index_select(1, torch.tensor(keep, device=hidden.device)).double()
+    return layers / layers.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+
+
 def free_support_barycentres(layers: Sequence[torch.Tensor], weights: Sequence[np.ndarray], max_iter: int = 1000,
                              stop_thr: float = 1e-7, use_gram: bool | None = None) -> list[torch.Tensor]:
     """Free-support Wasserstein barycentres of B texts at once: layers[t] [k, n_t, D], weights[t] [n_t] -> [n_t, D].
@@ -198,20 +204,19 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
     def measure(self, tok: Tokenized, hidden: torch.Tensor, side: str) -> tuple[torch.Tensor, np.ndarray]:
         """A text's k measures: unit-normalised states of its kept tokens [k, n, D] (float64, on the device) and weights."""
         keep, w = self.weights(tok, side)
-        layers = hidden.index_select(1, torch.tensor(keep, device=hidden.device)).double()
-        return layers / layers.norm(dim=-1, keepdim=True).clamp_min(1e-30), w
+        return unit_states(hidden, keep), w
 
     def barycentres(self, texts: dict[tuple[str, str], Embedded], threads: int) -> dict[tuple[str, str], torch.Tensor]:
         """The barycentre of each (text, side): batches of BATCH_TEXTS texts of similar length (little
         padding), `threads` batches at a time, one thread each (`parallel`)."""
-        measures = {key: self.measure(tok, hidden, key[1]) for key, (tok, hidden) in texts.items()}
-        keys = sorted(measures, key=lambda key: measures[key][1].size)
+        weighted = {key: self.weights(tok, key[1]) for key, (tok, _) in texts.items()}
+        keys = sorted(weighted, key=lambda key: len(weighted[key][0]))
         batches = [keys[start : start + BATCH_TEXTS] for start in range(0, len(keys), BATCH_TEXTS)]
         found: list[list[torch.Tensor]] = [[] for _ in batches]
 
         def solve(b: int) -> None:
-            found[b] = free_support_barycentres([measures[key][0] for key in batches[b]],
-                                                [measures[key][1] for key in batches[b]], self.options.max_iter)
+            layers = [unit_states(texts[key][1], weighted[key][0]) for key in batches[b]]
+            found[b] = free_support_barycentres(layers, [weighted[key][1] for key in batches[b]], self.options.max_iter)
 
         with parallel(threads) as run:
             run(solve, len(batches))
