@@ -48,9 +48,9 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-QUANTITIES = {  # Table 4's measured quantities: column -> readable name
+QUANTITIES = {  # Table 4's measured quantities: column -> readable name; then quality per kind of human score
     "cpu_ms": "CPU time", "gpu_ms": "GPU time", "model_mb": "model memory", "params": "parameters",
-    "disk_mb": "disk", "quality": "quality",
+    "disk_mb": "disk",
 }
 MIN_ENCODERS = 3  # a metric's quantity correlations need at least this many encoders
 FIGURE_FORMATS = ("png", "pdf", "svg")
@@ -199,19 +199,33 @@ def relative_table(df: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def quality_columns(df: pd.DataFrame) -> list[str]:
+    """per_encoder's quality column(s): `quality`, or one per kind of human score, `quality (DA)`,
+    `quality (MQM)`, where the cells have several (correlations with different kinds of human
+    scores are not averaged)."""
+    kinds = list(dict.fromkeys(_score_types(df)))
+    return ["quality"] if len(kinds) <= 1 else [f"quality ({k})" for k in kinds]
+
+
 def per_encoder(df: pd.DataFrame) -> pd.DataFrame:
-    """Table 4's inputs: per metric x encoder, the quantities averaged over datasets; model memory
-    is RSS growth over the post-import baseline on CPU, peak CUDA memory allocated on GPU."""
+    """Table 4's inputs: per metric x encoder, the quantities averaged over datasets (quality per
+    kind of human score, `quality_columns`); model memory is RSS growth over the post-import
+    baseline on CPU, peak CUDA memory allocated on GPU; peak memory the process peak (peak RSS on
+    CPU, peak CUDA memory reserved on GPU)."""
     rows = []
+    kinds = _score_types(df)
+    columns = quality_columns(df)
     for (metric, encoder), g in df.groupby(["metric", "encoder"], sort=False):
         cpu, gpu = g[g["device"] == "cpu"], g[g["device"] == "cuda"]
+        qualities = ({"quality": g["quality"].mean()} if columns == ["quality"] else
+                     {f"quality ({k})": g[kinds[g.index] == k]["quality"].mean() for k in dict.fromkeys(kinds)})
         rows.append({
             "metric": metric, "encoder": encoder,
             "cpu_ms": cpu["ms_per_segment"].mean() if len(cpu) else np.nan,
             "gpu_ms": gpu["ms_per_segment"].mean() if len(gpu) else np.nan,
             "model_mb": cpu["rss_growth_mb"].mean() if len(cpu) else gpu["cuda_peak_allocated_mb"].mean(),
             "peak_mb": cpu["peak_rss_mb"].mean() if len(cpu) else gpu["cuda_peak_reserved_mb"].mean(),
-            "params": g["params"].mean(), "disk_mb": g["disk_mb"].mean(), "quality": g["quality"].mean(),
+            "params": g["params"].mean(), "disk_mb": g["disk_mb"].mean(), **qualities,
         })
     return pd.DataFrame(rows)
 
@@ -233,12 +247,13 @@ def quantity_correlations(df: pd.DataFrame, min_encoders: int = MIN_ENCODERS) ->
     """Table 4 from the cells (see QuantityMatrix); a metric with fewer than `min_encoders`
     encoders has no matrix (through 2 points every correlation is +-1)."""
     enc = per_encoder(df)
-    names = list(QUANTITIES.values())
+    columns = [*QUANTITIES, *quality_columns(df)]
+    names = [*QUANTITIES.values(), *quality_columns(df)]
     mats, counts, measured = [], [], []
     for _, g in enc.groupby("metric", sort=False):
         if len(g) < min_encoders:
             continue
-        values = g[list(QUANTITIES)].astype(float)
+        values = g[columns].astype(float)
         r = values.corr(method="pearson", min_periods=min_encoders).to_numpy()
         finite = np.isfinite(values.to_numpy())
         both = (finite[:, :, None] & finite[:, None, :]).sum(axis=0)
@@ -794,9 +809,11 @@ def latex(header: Sequence[str], rows: Sequence[Sequence[str]], text_columns: in
     return "\n".join(lines) + "\n"
 
 
-def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "") -> str:
+def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "", text_columns: int = 2) -> str:
+    """A table for index.html; the first `text_columns` columns left-aligned, numbers right-aligned."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td class='t'>{html.escape(c)}</td>" if k < text_columns else
+                                    f"<td>{html.escape(c)}</td>" for k, c in enumerate(r)) + "</tr>" for r in rows)
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -874,11 +891,12 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
     write_published(run, out)
 
     enc = per_encoder(df)
+    qcolumns = quality_columns(df)
     eheader = ["metric", "encoder", "CPU ms/seg", "GPU ms/seg", "model memory MiB", "peak memory MiB", "params (M)",
-               "disk MiB", "quality"]
+               "disk MiB", *qcolumns]
     erows = [[r["metric"], r["encoder"], fmt.number(r["cpu_ms"], 1), fmt.number(r["gpu_ms"], 1),
               fmt.number(r["model_mb"], 0), fmt.number(r["peak_mb"], 0), fmt.number(r["params"] / 1e6, 1),
-              fmt.number(r["disk_mb"], 1), fmt.number(r["quality"], missing=fmt.UNDEFINED)]
+              fmt.number(r["disk_mb"], 1), *(fmt.number(r[q], missing=fmt.UNDEFINED) for q in qcolumns)]
              for _, r in enc.iterrows()]
 
     env = sorted({(c, g) for c, g in zip(df["cpu_model"], df["gpu"])})
@@ -896,7 +914,7 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
         f"<title>nlgbench report: {html.escape(folder.name)}</title>",
         "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
-        "td:first-child,td:nth-child(2),th{text-align:left}caption{text-align:left;font-weight:bold}"
+        "td.t,th{text-align:left}caption{text-align:left;font-weight:bold}"
         "img{max-width:100%;border:1px solid #ddd}</style></head><body>",
         f"<h1>nlgbench report: {html.escape(folder.name)}</h1>",
         f"<p>{len(df)} finished cells; quality = {html.escape(options.label)} with human judgments "
@@ -913,16 +931,16 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
         "<h2>Trade-off table</h2>",
         f"<p>{html.escape(tnote)}. Files: <a href='tradeoff.md'>Markdown</a>, <a href='tradeoff.tex'>LaTeX</a>, "
         "<a href='tradeoff.csv'>CSV</a>.</p>",
-        html_table(theader, trows, "Quality retained, speed-up and significance against the baseline encoder"),
+        html_table(theader, trows, "Quality retained, speed-up and significance against the baseline encoder", 4),
         "<h2>Relative to the baseline (quality retained, speed-up)</h2>",
         "<p>Files: <a href='relative.md'>Markdown</a>, <a href='relative.tex'>LaTeX</a>, <a href='relative.csv'>CSV</a>.</p>",
-        html_table(header, rows, "Quality retained and speed-up per dataset (and the mean per kind of human score)"),
+        html_table(header, rows, "Quality retained and speed-up per dataset (and the mean per kind of human score)", 4),
         "<h2>Per encoder, averaged over datasets</h2>",
         html_table(eheader, erows, "Measured quantities"),
         "<h2>Correlation of the measured quantities</h2>",
         f"<p>{html.escape(qnote)} Files: <a href='quantities.md'>Markdown</a>, <a href='quantities.tex'>LaTeX</a>, "
         "<a href='quantities.csv'>CSV</a> (n: <a href='quantities_n.csv'>CSV</a>).</p>",
-        html_table(cheader, crows, "Correlation matrix of measured quantities"),
+        html_table(cheader, crows, "Correlation matrix of measured quantities", 1),
         "</body></html>",
     ]
     index = out / "index.html"

@@ -113,6 +113,9 @@ def test_figures_per_dataset_and_a_mean_only_within_one_kind_of_human_score(run_
         da = rel[(rel["encoder"] == mean["encoder"]) & (rel["metric"] == mean["metric"])
                  & rel["dataset"].isin(["wmt15[:6]", "wmt16[:5]"])]
         assert mean["quality"] == pytest.approx(da["quality"].mean(), abs=1e-12)
+    # the per-encoder table and the quantity matrix keep one quality per kind of human score
+    assert "<th>quality (DA)</th><th>quality (MQM)</th>" in page.replace("\n", "")
+    assert list(pd.read_csv(out / "quantities.csv", index_col=0).columns)[-2:] == ["quality (DA)", "quality (MQM)"]
 
 
 def test_png_pdf_and_svg_are_written(run_dir: Path) -> None:
