@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import statistics
 import subprocess
@@ -38,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from nlgbench.cell import RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, CellResult, write_atomic
+from nlgbench.cell import RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, CellResult, read_config, write_atomic
 from nlgbench.errors import UserError, closest
 
 if TYPE_CHECKING:
@@ -616,8 +615,6 @@ def collect(folder: Path, store: Store, run_id: str, book: Book, states: Mapping
               and now - state.ended_at < RESULT_GRACE_S):
             continue  # it ran: a result written on its node may not be visible here yet
         if result is None or not result.ok:
-            from nlgbench.cell import read_config
-
             _, label, cfg = read_config(cell_dir)
             worker_error = result.error if result is not None else None
             if state is not None and state.state == "COMPLETED" and worker_error:
@@ -898,15 +895,19 @@ def status_text(folder: Path) -> str:
     head = f"{folder}: {len(stored)} cell(s) recorded ({n_ok} ok, {len(stored) - n_ok} not ok)"
     if not book.submissions:
         return head + "; no Slurm submissions"
-    states = query_states([s.job_id for s in book.submissions if s.job_id])
+    unreachable = None
+    try:
+        states = query_states([s.job_id for s in book.submissions if s.job_id])
+    except SlurmUnavailable as exc:  # say what the files say, and that Slurm was not asked
+        states, unreachable = {}, f"Slurm not reachable ({exc}): uncollected tasks are shown as running, their states unknown"
     latest = book.latest()
     counts = count(list(latest), book, states, {k: r.status for k, r in stored.items()})
-    lines = [head, f"cells submitted to Slurm: {counts.line()}"]
+    lines = [head, f"cells submitted to Slurm: {counts.line()}", *([unreachable] if unreachable else [])]
     for sub in book.submissions:
         tally: dict[str, int] = {}
         for task in sub.tasks:
             st = states.get(task.slurm_id or "")
-            name = st.state if st else (task.state or "unknown to Slurm")
+            name = st.state if st else (task.state or ("collected" if task.collected_at else "unknown to Slurm"))
             tally[name] = tally.get(name, 0) + 1
         lines.append(f"  job {sub.job_id or '(not recorded)'} ({sub.group}, {len(sub.tasks)} task(s), submitted "
                      f"{datetime.fromtimestamp(sub.submitted_at).strftime('%Y-%m-%d %H:%M:%S')}): "
@@ -919,7 +920,7 @@ def status_text(folder: Path) -> str:
                          + ("" if st else "  (ended? `nlgbench collect` records it)"))
         elif cell_id in stored and not stored[cell_id].ok:
             lines.append(f"  {task.slurm_id}  {stored[cell_id].status.upper()}  {task.label} (cell {cell_id}): "
-                         f"{stored[cell_id].error}")
+                         f"{stored[cell_id].error}; log: {log_path(folder, task.slurm_id or '')}")
     fig = figures(folder, book)
     if fig is not None:
         lines.append(fig.line())
