@@ -26,6 +26,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
                         slurm_args=args.slurm_arg, poll_seconds=args.poll_seconds)
     if args.cancel_on_exit and not executor.on_slurm:
         raise UserError("--cancel-on-exit is for --executor slurm (a local sweep's workers always stop with it)")
+    from nlgbench.distill import check_spec_leakage
+
+    leaks = check_spec_leakage(spec)  # a distilled student evaluated on data it was trained on
+    if leaks:
+        raise UserError(leaks[0] + (f" (and {len(leaks) - 1} more)" if len(leaks) > 1 else ""))
     if args.dry_run:
         from nlgbench.encoder_registry import resolve_source
         from nlgbench.hfcache import local_snapshot
@@ -267,6 +272,7 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from nlgbench.importers import add_import_arguments, cmd_import
+    from nlgbench.distill import add_distill_arguments, cmd_distill
     from nlgbench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
     from nlgbench.version import __version__
 
@@ -338,6 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp = ds.add_parser("import", help="turn a downloaded SummEval file, WMT DA folder or CSV/Parquet table into own-data JSONL")
     add_import_arguments(imp)
     imp.set_defaults(func=cmd_import)
+
+    dist = sub.add_parser("distill", help="train a FrugalScore-style student on a teacher metric's scores")
+    add_distill_arguments(dist)
+    dist.set_defaults(func=cmd_distill)
 
     rep = sub.add_parser("report", help="plots and tables of a run folder into DIR/report/ (index.html)")
     rep.add_argument("dir", help="run folder (with results.sqlite)")
