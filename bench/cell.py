@@ -162,7 +162,9 @@ class DatasetRef:
 @dataclass(frozen=True)
 class CellConfig:
     """What defines a cell (and its id): metric x options x encoder x aligner x dataset x device x
-    batch size, plus the protocol's repeats, warm-up passes and threads (None: all cores).
+    batch size, plus the protocol's repeats, warm-up passes and threads (None: all cores), and
+    where set the per-batch token budget of model inputs (`batch_tokens`; absent from the id's
+    config when unset, so cells without it keep their ids).
 
     `inputs` fingerprints the local files the cell reads, by path: a user data file's
     `sha256:...`, a local model folder's `weights:...` (`nlgbench.hfcache.weights_fingerprint`),
@@ -180,6 +182,7 @@ class CellConfig:
     warmup: int
     threads: int | None
     inputs: dict[str, str] = field(default_factory=dict)
+    batch_tokens: int | None = None  # per-batch token budget of model inputs (None: batch_size texts)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form: config.json's `config` and result.json's `config`."""
@@ -195,6 +198,7 @@ class CellConfig:
             "warmup": self.warmup,
             "threads": self.threads,
             **({"inputs": dict(self.inputs)} if self.inputs else {}),  # only where present: ids stay as they were
+            **({"batch_tokens": self.batch_tokens} if self.batch_tokens is not None else {}),  # likewise
         }
 
     @classmethod
@@ -203,7 +207,7 @@ class CellConfig:
             metric=raw["metric"], options=dict(raw["options"]), encoder=EncoderRef(**raw["encoder"]),
             aligner=raw["aligner"], dataset=DatasetRef(**raw["dataset"]), device=raw["device"],
             batch_size=raw["batch_size"], repeats=raw["repeats"], warmup=raw["warmup"], threads=raw["threads"],
-            inputs=dict(raw.get("inputs") or {}),
+            inputs=dict(raw.get("inputs") or {}), batch_tokens=raw.get("batch_tokens"),
         )
 
     @property
@@ -308,7 +312,14 @@ class DatasetRecord:
 @dataclass(frozen=True)
 class Timing:
     """Seconds per phase; per-segment milliseconds of each timed repeat and their summary;
-    per repeat the metric's own phases (tokenize, encode, match, transport ...)."""
+    per repeat the metric's own phases (tokenize, encode, match, transport ..., and `other`: the
+    rest of the wall time; phases named `*_overlapped` ran in the background, hidden, and are not
+    part of that sum).
+
+    Since the GPU-grade protocol (issue 15): each warm-up pass's seconds and, on CUDA, whether the
+    warm-up ended stable; the repeats' coefficient of variation; per repeat the process CPU
+    seconds and, on CUDA, the CUDA-event seconds and the SM clock after it. These are None in
+    results written before (and the CUDA ones on CPU), and then left out of result.json."""
 
     data_s: float
     load_s: float
@@ -322,12 +333,26 @@ class Timing:
     ms_per_segment_std: float
     phases_s: list[dict[str, float]]
     phase_ms_per_segment_mean: dict[str, float]
+    ms_per_segment_cv: float | None = None  # stdev / mean of ms_per_segment; None with one repeat
+    warmup_passes_s: list[float] | None = None
+    warmup_stable: bool | None = None  # CUDA: the last two warm-up passes agreed within 2%
+    repeat_cpu_s: list[float] | None = None  # process CPU time (all threads) per repeat
+    repeat_cuda_s: list[float] | None = None  # CUDA-event time per repeat
+    gpu_sm_clock_mhz: list[int | None] | None = None  # SM clock after each repeat, where readable
+
+    # Fields added after the first results were written: left out of the JSON when None, so
+    # older result.json files round-trip byte for byte.
+    OPTIONAL = ("ms_per_segment_cv", "warmup_passes_s", "warmup_stable", "repeat_cpu_s", "repeat_cuda_s",
+                "gpu_sm_clock_mhz")
 
     @classmethod
     def of_protocol(cls, data_s: float, load_s: float, prepare_s: float, run: ScoringRun, n_segments: int) -> Timing:
         """The phases' seconds and the protocol's repeats, per segment over `n_segments`."""
+        from nlgbench.measure import coefficient_of_variation
+
         per_seg = [t / n_segments * 1000 for t in run.repeat_s]
         phases = run.phases_s
+        names = list(dict.fromkeys(k for p in phases for k in p))
         return cls(
             data_s=data_s, load_s=load_s, prepare_s=prepare_s, warmup_s=run.warmup_s, warmup_items=run.warmup_items,
             repeat_s=run.repeat_s, ms_per_segment=per_seg,
@@ -336,9 +361,16 @@ class Timing:
             ms_per_segment_std=statistics.stdev(per_seg) if len(per_seg) > 1 else 0.0,
             phases_s=phases,
             phase_ms_per_segment_mean={
-                k: statistics.fmean(p.get(k, 0.0) for p in phases) / n_segments * 1000 for k in phases[0]
+                k: statistics.fmean(p.get(k, 0.0) for p in phases) / n_segments * 1000 for k in names
             },
+            ms_per_segment_cv=coefficient_of_variation(per_seg),
+            warmup_passes_s=run.warmup_passes_s, warmup_stable=run.warmup_stable,
+            repeat_cpu_s=run.repeat_cpu_s, repeat_cuda_s=run.repeat_cuda_s, gpu_sm_clock_mhz=run.gpu_sm_clock_mhz,
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """result.json's timing section: every field, but the OPTIONAL ones only where not None."""
+        return {k: v for k, v in asdict(self).items() if not (k in self.OPTIONAL and v is None)}
 
 
 @dataclass(frozen=True)
@@ -432,7 +464,7 @@ class CellResult:
             "scorer": self.scorer,
             "n_segments": self.n_segments,
             "dataset": section(self.dataset),
-            "timing": section(self.timing),
+            "timing": self.timing.to_dict() if self.timing is not None else None,
             "memory": section(self.memory),
             "params": self.params,
             "disk_bytes": self.disk_bytes,

@@ -117,42 +117,58 @@ class Encoder:
 
     def tokenize(self, texts: Sequence[str]) -> list[Tokenized]:
         """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length
-        (texts that were cut are recorded: `truncated_texts`)."""
+        (texts that were cut are recorded: `truncated_texts`).
+
+        Ids, offsets and word ids are read from the fast tokenizer's encodings; asking it for no
+        attention mask or token type ids spares building lists nobody reads (the ids are the same)."""
         stripped = [t.strip() for t in texts]
         enc = self.tokenizer(
             stripped,
             add_special_tokens=True,
             truncation=True,
             max_length=self.max_length,
-            return_offsets_mapping=True,
+            return_attention_mask=False,
+            return_token_type_ids=False,
         )
         _TRUNCATED.update(text for text, e in zip(stripped, enc.encodings) if e.overflowing)
         out = []
-        for i, ids in enumerate(enc["input_ids"]):
-            word_ids = enc.word_ids(i)
+        for text, e in zip(stripped, enc.encodings):
+            word_ids = e.word_ids
             special = [wid is None for wid in word_ids]
             starts = [
                 (not special[j]) and (j == 0 or word_ids[j] != word_ids[j - 1])
-                for j in range(len(ids))
+                for j in range(len(word_ids))
             ]
-            out.append(Tokenized(list(ids), [tuple(o) for o in enc["offset_mapping"][i]], starts, special, stripped[i]))
+            out.append(Tokenized(list(e.ids), [tuple(o) for o in e.offsets], starts, special, text))
         return out
 
-    def hidden_states(self, batch: Sequence[Sequence[int]], layers: Sequence[int]) -> tuple[list[Any], Any]:
-        """Run the model on a padded batch; returns ([B, T, D] per requested layer on CPU/device, mask [B, T])."""
-        import torch
+    def pad(self, batch: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+        """Token id lists right-padded into ids [B, T] and attention mask [B, T] on the CPU; in
+        pinned (page-locked) memory when the encoder runs on CUDA, so that `hidden_states` copies
+        them to the device without blocking. Cheap to run ahead, off the main thread."""
+        from nlgbench.metrics.common import pad_ids
 
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        longest = max(len(ids) for ids in batch)
-        input_ids = torch.full((len(batch), longest), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(batch), longest), dtype=torch.long)
-        for row, ids in enumerate(batch):
-            input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-            mask[row, : len(ids)] = 1
-        input_ids, mask = input_ids.to(self.device), mask.to(self.device)
+        ids, mask = pad_ids(batch, pad_id)
+        if self.device.startswith("cuda"):
+            ids, mask = ids.pin_memory(), mask.pin_memory()
+        return ids, mask
+
+    def hidden_states(self, batch: Sequence[Sequence[int]], layers: Sequence[int],
+                      padded: tuple[Any, Any] | None = None) -> tuple[list[Any], Any]:
+        """Run the model on a padded batch; returns ([B, T, D] per requested layer on the device, mask [B, T]).
+
+        `padded`: the batch's (ids, mask) from `pad`, when prepared ahead (`nlgbench.metrics.embedding`);
+        otherwise padded here. The copy to the device is non-blocking (from pinned memory on CUDA:
+        it queues behind the previous batch's kernels instead of waiting for them)."""
+        import torch
+
         for layer in layers:
             if not 0 <= layer <= self.layers_run:
                 raise ValueError(f"layer {layer} out of range 0..{self.layers_run} for {self.ref.label}")
+        input_ids, mask = padded if padded is not None else self.pad(batch)
+        input_ids = input_ids.to(self.device, non_blocking=True)
+        mask = mask.to(self.device, non_blocking=True)
         if self.exit_state is not None:
             return self._hidden_states_early_exit(batch, input_ids, mask, layers), mask
         only_last = list(layers) == [self.layers_run]

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from nlgbench.metrics.base import MetricInfo
     from nlgbench.slurm import ExecutorOptions
 
-TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "repeats", "warmup", "threads", "metrics",
+TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "batch_tokens", "repeats", "warmup", "threads", "metrics",
             "encoders_file", "catalogue_file", "human", "executor"}
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
 DATASET_KEYS = {"name", "path", "max_segments", "human", "sample", "columns"}
@@ -51,8 +51,14 @@ class SweepSpec:
     devices: list[str] = field(default_factory=lambda: ["cpu"])
     batch_sizes: list[int] = field(default_factory=lambda: [64])
     repeats: int = 3
+    # Untimed warm-up passes before the repeats, at least this many (0: none): on CUDA over the
+    # whole data and on until two consecutive passes agree within 2% (at most max(warmup, 5)); on
+    # CPU over a prefix of two batches (nlgbench.measure.warmup_policy).
     warmup: int = 1
     threads: int | None = None
+    # Per-batch token budgets of model inputs (`batch_tokens: N`, an alternative to batch_size for
+    # the model's batches; cells are crossed with batch_size); [None]: not set, batch_size texts.
+    batch_tokens: list[int | None] = field(default_factory=lambda: [None])
     description: str = ""
     executor: ExecutorOptions | None = None  # how cells are run (nlgbench.slurm); not part of any cell
 
@@ -78,7 +84,7 @@ class SweepSpec:
         return out
 
     def cells(self) -> list[CellConfig]:
-        """All cells in a stable order: metric entry, encoder, aligner, dataset, device, batch size."""
+        """All cells in a stable order: metric entry, encoder, aligner, dataset, device, batch size, token budget."""
         from nlgbench.metrics import get_metric
 
         fingerprints = self.input_fingerprints()
@@ -92,12 +98,13 @@ class SweepSpec:
                         inputs = {path: fingerprints[path] for path in read if path in fingerprints}
                         for device in self.devices:
                             for bs in self.batch_sizes:
-                                out.append(CellConfig(
-                                    metric=entry.metric, options=dict(sorted(entry.options.items())),
-                                    encoder=enc, aligner=aligner, dataset=ds, device=device,
-                                    batch_size=bs, repeats=self.repeats, warmup=self.warmup,
-                                    threads=self.threads, inputs=inputs,
-                                ))
+                                for tokens in self.batch_tokens:
+                                    out.append(CellConfig(
+                                        metric=entry.metric, options=dict(sorted(entry.options.items())),
+                                        encoder=enc, aligner=aligner, dataset=ds, device=device,
+                                        batch_size=bs, repeats=self.repeats, warmup=self.warmup,
+                                        threads=self.threads, inputs=inputs, batch_tokens=tokens,
+                                    ))
         seen: set[str] = set()
         unique = []
         for c in out:
@@ -331,6 +338,9 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
         if not DEVICE_RE.match(d):
             raise UserError(f"{source}.devices: unknown device {d!r} (use cpu, cuda or cuda:N)")
     batch_sizes = [_int(b, f"{source}.batch_size", 1) for b in _list(raw.get("batch_size", 64), f"{source}.batch_size")]
+    batch_tokens: list[int | None] = [None]
+    if raw.get("batch_tokens") is not None:
+        batch_tokens = [_int(b, f"{source}.batch_tokens", 1) for b in _list(raw["batch_tokens"], f"{source}.batch_tokens")]
     repeats = _int(raw.get("repeats", 3), f"{source}.repeats", 1)
     warmup = _int(raw.get("warmup", 1), f"{source}.warmup", 0)
     threads = raw.get("threads")
@@ -344,7 +354,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
         executor = parse_executor(raw["executor"], f"{source}.executor")
     return SweepSpec(
         name=name, datasets=datasets, metrics=metrics, devices=devices, batch_sizes=batch_sizes,
-        repeats=repeats, warmup=warmup, threads=threads, description=str(raw.get("description", "")),
+        repeats=repeats, warmup=warmup, threads=threads, batch_tokens=batch_tokens, description=str(raw.get("description", "")),
         executor=executor,
     )
 

@@ -64,7 +64,8 @@ EXTRA_COLUMNS = [
     "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
     "mean_exit_layer", "weight_mb", "metric_options", "truncated_segments",
     "human_dim", "n_missing_human", "spearman", "spearman_pooled", "system_spearman", "item_pearson", "item_kendall",
-    "item_spearman", "n_docs", "dataset_path", "dataset_sha256", "correlation_note",  # the note stays last: it says why any figure left of it is blank
+    "item_spearman", "n_docs", "dataset_path", "dataset_sha256", "ms_per_segment_cv", "warmup_passes", "batch_tokens",
+    "correlation_note",  # the note stays last: it says why any figure left of it is blank
 ]
 CORRELATIONS_FILE = "correlations.csv"
 # correlations.csv: every figure of every cell, long format, naming its level and grouping (nlgbench.stats).
@@ -307,6 +308,7 @@ def csv_row(result: CellResult, section: dict[str, Any] | None = None) -> dict[s
         "n_repeats": cfg.repeats, "error": result.error or "", "threads": cfg.threads or "",
         "metric_options": cfg.options_label,
         "dataset_path": result.dataset_file[0], "dataset_sha256": result.dataset_file[1],
+        "batch_tokens": cfg.batch_tokens if cfg.batch_tokens is not None else "",
     }
     if not result.ok:
         return row
@@ -354,5 +356,8 @@ def csv_row(result: CellResult, section: dict[str, Any] | None = None) -> dict[s
         "truncated_segments": scorer.get("truncated_segments", ""),  # blank in results written before it was counted
         "weight_mb": _num(scorer["weight_bytes"] / 2**20, 2) if "weight_bytes" in scorer else "",
         "phase_ms": ";".join(f"{k}={v:.3f}" for k, v in t.phase_ms_per_segment_mean.items()),
+        # blank in results written before the GPU-grade protocol, and the CV with one repeat
+        "ms_per_segment_cv": _num(t.ms_per_segment_cv, 4),
+        "warmup_passes": len(t.warmup_passes_s) if t.warmup_passes_s is not None else "",
     })
     return row

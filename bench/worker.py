@@ -3,7 +3,8 @@
 Started by the runner (`runner.worker_command`) with CELL_DIR; reads `CELL_DIR/config.json`
 (nlgbench.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
 Phases: data, load, prepare (corpus state), then the protocol of `measure.measure_scoring`:
-warm-up (not counted) and R timed repeats over the whole dataset. Exit code 0 when the cell
+warm-up (not counted; until stable on CUDA) and R timed repeats over the whole dataset, with the
+cell's per-batch token budget (`batch_tokens`) in force where it has one. Exit code 0 when the cell
 is ok, 1 when it failed (the result says why). Ctrl-C ends it quietly, without a traceback: its
 SIGINT is left at the default action (`runner.worker_command`) and the parent prints one line.
 """
@@ -21,6 +22,7 @@ from nlgbench.cell import (
     write_scores,
 )
 from nlgbench.measure import LatencyTracker, MemoryTracker, environment, measure_scoring, synchroniser
+from nlgbench.metrics.common import token_budget
 
 if TYPE_CHECKING:
     from nlgbench.data import Item
@@ -75,12 +77,13 @@ def run_cell(cell_dir: Path) -> CellResult:
             scorer = info.make(cfg.encoder, cfg.options, device, cfg.batch_size, **extra)
         _log(f"load: {load.seconds:.1f} s")
 
-        with LatencyTracker(sync) as prepare:
-            scorer.prepare(items)
-        _log(f"prepare {prepare.seconds:.1f} s")
+        with token_budget(cfg.batch_tokens):
+            with LatencyTracker(sync) as prepare:
+                scorer.prepare(items)
+            _log(f"prepare {prepare.seconds:.1f} s")
 
-        run = measure_scoring(scorer, items, warmup=cfg.warmup, repeats=cfg.repeats, batch_size=cfg.batch_size,
-                              sync=sync, log=_log)
+            run = measure_scoring(scorer, items, warmup=cfg.warmup, repeats=cfg.repeats, batch_size=cfg.batch_size,
+                                  device=device, sync=sync, log=_log)
 
     write_scores(cell_dir / SCORES_FILE, items, run.scores.score, run.scores.columns)
     return measured_result(

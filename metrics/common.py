@@ -5,18 +5,46 @@ Pure functions, no model state. Metrics import these from here and never from ea
   also used by MoverScore / BaryScore (idf) and SentSim (its BERTScore token part);
 - `pad_ids`, `pad_tensors`: right-padding of token ids or per-token tensors into a batch;
 - `length_sorted_map`: run a function over batches of indices sorted by length (least padding),
-  results returned in the input order.
+  results returned in the input order;
+- `group_sorted`, `token_budget`: how sorted inputs are cut into batches: `batch_size` items each,
+  or, inside `with token_budget(N)` (a cell's `batch_tokens: N`), as many as keep the padded batch
+  (items x longest length) within N tokens.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Callable, Iterator, Sequence, TypeVar
 
 import torch
 
 T = TypeVar("T")
+
+# The cell's per-batch token budget (`batch_tokens`), set by the harness around scoring. A context
+# variable rather than a scorer argument: it governs every model input batch of the cell, whatever
+# the metric, and the metrics' constructors keep their one `batch_size`.
+_TOKEN_BUDGET: ContextVar[int | None] = ContextVar("nlgbench_token_budget", default=None)
+
+
+@contextmanager
+def token_budget(tokens: int | None) -> Iterator[None]:
+    """Within the block, length-sorted model batches hold at most `tokens` padded tokens (the
+    batch's size x its longest input) instead of `batch_size` inputs; None: `batch_size` inputs."""
+    if tokens is not None and tokens < 1:
+        raise ValueError(f"a token budget must be >= 1, got {tokens}")
+    reset = _TOKEN_BUDGET.set(tokens)
+    try:
+        yield
+    finally:
+        _TOKEN_BUDGET.reset(reset)
+
+
+def active_token_budget() -> int | None:
+    """The token budget of the enclosing `token_budget` block, or None."""
+    return _TOKEN_BUDGET.get()
 
 
 def idf_table(references: Sequence[Sequence[int]]) -> tuple[dict[int, float], float]:
@@ -69,26 +97,44 @@ def pad_tensors(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
 
 
 def pad_ids(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token id lists right-padded with `pad_id`: ids [B, T] and attention mask [B, T]."""
+    """Token id lists right-padded with `pad_id`: ids [B, T] and attention mask [B, T] (one tensor
+    built from Python lists each, not one per row: this runs once per model batch)."""
     longest = max(len(r) for r in rows)
-    ids = torch.full((len(rows), longest), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), longest), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(list(r), dtype=torch.long)
-        mask[i, : len(r)] = 1
+    ids = torch.tensor([[*r, *[pad_id] * (longest - len(r))] for r in rows], dtype=torch.long)
+    mask = torch.tensor([[1] * len(r) + [0] * (longest - len(r)) for r in rows], dtype=torch.long)
     return ids, mask
 
 
-def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """Indices in batches of at most `batch_size`, longest first (ties in input order): least padding."""
+def group_sorted(lengths: Sequence[int], batch_size: int, tokens: int | None = None) -> Iterator[list[int]]:
+    """Positions 0..n-1 of inputs already sorted longest first, cut into consecutive batches:
+    `batch_size` each, or with a token budget as many as keep batch size x its first (longest)
+    length <= `tokens`; an input longer than the budget is a batch of its own."""
+    if tokens is None:
+        for start in range(0, len(lengths), batch_size):
+            yield list(range(start, min(start + batch_size, len(lengths))))
+        return
+    batch: list[int] = []
+    for i in range(len(lengths)):
+        if batch and (len(batch) + 1) * lengths[batch[0]] > tokens:
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int, tokens: int | None = None) -> Iterator[list[int]]:
+    """Indices in batches (`group_sorted`: `batch_size` each, or within a token budget), longest
+    first (ties in input order): least padding."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i], reverse=True)
-    for start in range(0, len(order), batch_size):
-        yield order[start : start + batch_size]
+    for group in group_sorted([lengths[i] for i in order], batch_size, tokens):
+        yield [order[j] for j in group]
 
 
 def length_sorted_map(fn: Callable[[list[int]], Sequence[T]], lengths: Sequence[int], batch_size: int) -> list[T]:
-    """`fn(batch)` (one result per index of the batch) over length-sorted batches; results in input order."""
+    """`fn(batch)` (one result per index of the batch) over length-sorted batches, cut by the
+    active token budget (`token_budget`) where one is set; results in input order."""
     results: dict[int, T] = {}
-    for batch in length_sorted_batches(lengths, batch_size):
+    for batch in length_sorted_batches(lengths, batch_size, active_token_budget()):
         results.update(zip(batch, fn(batch), strict=True))
     return [results[i] for i in range(len(lengths))]

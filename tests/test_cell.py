@@ -138,7 +138,11 @@ def test_protocol_warms_up_then_repeats_and_checks_agreement() -> None:
     scorer = FakeScorer()
     run = measure_scoring(scorer, list(range(100)), warmup=2, repeats=3, batch_size=4, sync=lambda: None)
     assert scorer.calls == [WARMUP_MIN_ITEMS, WARMUP_MIN_ITEMS, 100, 100, 100]
-    assert len(run.repeat_s) == 3 and [set(p) for p in run.phases_s] == [{"encode"}] * 3
+    assert len(run.repeat_s) == 3 and [set(p) for p in run.phases_s] == [{"encode", "other"}] * 3
+    # the phases add up to the repeat's wall time: `other` is the rest
+    assert all(sum(p.values()) == pytest.approx(t, rel=1e-9) for p, t in zip(run.phases_s, run.repeat_s))
+    assert run.warmup_passes_s is not None and len(run.warmup_passes_s) == 2 and run.warmup_stable is None  # CPU policy
+    assert run.repeat_cpu_s is not None and len(run.repeat_cpu_s) == 3 and run.repeat_cuda_s is None
     assert run.warmup_items == WARMUP_MIN_ITEMS and run.agree and run.max_abs_diff == 0.0
     assert run.scores.score == [float(i) for i in range(100)]
 

@@ -250,6 +250,7 @@ BASE_CELL = CellConfig(
         {"warmup": 0},
         {"threads": 4},
         {"inputs": {"/data/own.jsonl": "sha256:" + "0" * 64}},
+        {"batch_tokens": 4096},
     ],
     ids=lambda change: "-".join(f"{k}={v}" for k, v in change.items()),
 )
@@ -261,10 +262,10 @@ def test_cell_id_changes_with_each_config_field(change: dict[str, Any]) -> None:
 
 def test_cell_fields_all_covered() -> None:
     """Every CellConfig field appears in the config that the id hashes (a new field must not be left out);
-    `inputs` only where there are any, so cells without local files keep their ids."""
-    with_inputs = dataclasses.replace(BASE_CELL, inputs={"/data/own.jsonl": "sha256:" + "0" * 64})
+    `inputs` and `batch_tokens` only where set, so cells without local files or a token budget keep their ids."""
+    with_inputs = dataclasses.replace(BASE_CELL, inputs={"/data/own.jsonl": "sha256:" + "0" * 64}, batch_tokens=4096)
     assert set(with_inputs.to_dict()) == {f.name for f in dataclasses.fields(CellConfig)}
-    assert set(BASE_CELL.to_dict()) == {f.name for f in dataclasses.fields(CellConfig)} - {"inputs"}
+    assert set(BASE_CELL.to_dict()) == {f.name for f in dataclasses.fields(CellConfig)} - {"inputs", "batch_tokens"}
     assert CellConfig.from_dict(with_inputs.to_dict()) == with_inputs
 
 
