@@ -4,7 +4,7 @@
 #
 #   scripts/slurm-single-node.sh start    # write the config, start the daemons, wait for the node to be idle
 #   scripts/slurm-single-node.sh status   # the daemons' pids, sinfo and squeue
-#   scripts/slurm-single-node.sh stop     # stop the daemons (by their pid files)
+#   scripts/slurm-single-node.sh stop     # cancel its jobs, stop the daemons (by their pid files)
 #
 # Then `export SLURM_CONF=<state>/etc/slurm.conf` (start prints it) and sbatch, squeue, scancel,
 # `nlgbench run SPEC --executor slurm` talk to it.
@@ -157,7 +157,24 @@ stop_one() {  # SIGTERM to the daemon of a pid file, then wait up to 20 s for it
   kill -KILL "$pid" 2>/dev/null || true
 }
 
+cancel_jobs() {  # jobs still running when slurmd stops would leave their slurmstepd behind, waiting for it
+  [ -n "$(pid_of "$STATE/run/slurmctld.pid")" ] && [ -n "$(pid_of "$STATE/run/slurmd.pid")" ] || return 0
+  export SLURM_CONF="$CONF"
+  local jobs i
+  jobs="$(squeue -h -o %A 2>/dev/null | tr '\n' ' ')"
+  [ -n "${jobs// /}" ] || return 0
+  echo "slurm-single-node: cancelling jobs $jobs"
+  # shellcheck disable=SC2086
+  scancel $jobs 2>/dev/null || true
+  for i in $(seq 1 60); do
+    [ -z "$(squeue -h -o %A 2>/dev/null)" ] && return 0
+    sleep 0.5
+  done
+  echo "slurm-single-node: jobs still ending after 30 s: $(squeue -h -o '%A %T' | tr '\n' ' ')" >&2
+}
+
 stop() {
+  cancel_jobs
   stop_one slurmd "$STATE/run/slurmd.pid"
   stop_one slurmctld "$STATE/run/slurmctld.pid"
   stop_one munged "$STATE/run/munged.pid"
