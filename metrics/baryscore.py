@@ -68,15 +68,18 @@ def free_support_barycentres(layers: Sequence[torch.Tensor], weights: Sequence[n
 
     until sum_r |X_new - X|^2 <= stop_thr or after max_iter iterations, per text, as POT. The k B
     plans of an iteration are exact (POT's network simplex, on the CPU); the rest is batched torch
-    on the layers' device (texts zero-padded to the longest).
+    on the layers' device (texts zero-padded to the longest). (POT's own function takes torch
+    tensors too, but solves one text at a time and copies every cost matrix to the CPU.)
 
-    X is always (n_t / k) P L, P = [T_1 .. T_k] the plans side by side and L the k layers stacked
-    (k m points), so with G = L L^T the costs need no D-dimensional product:
-    C = |X|^2 + |L|^2 - 2 (n_t / k) P G. When the k m points are fewer than D dimensions this
-    (one [n, k m] x [k m, k m] product per iteration) replaces POT's two [n, k m] x D products;
-    otherwise X is formed as in POT (`use_gram`: None chooses so, True / False force either). Same plans as POT, hence the same barycentres up to float64
-    rounding (tests: <= 1e-12). On the first iteration (X = 0) every plan is optimal (C_rj = |L_ij|^2
-    does not depend on r): the solver returns its starting plan, as it does inside POT.
+    X is always (n_t / k) P L, with P = [T_1 .. T_k] the plans side by side and L the k layers
+    stacked (k m points), so with the Gram matrix G = L L^T the costs need no D-dimensional product:
+    C = |X|^2 + |L|^2 - 2 (n_t / k) P G. When the k m points are at most D (`use_gram` None), this
+    one [n, k m] x [k m, k m] product per iteration replaces POT's two [n, k m] x [k m or D, D]
+    ones; otherwise X is formed as in POT (True / False force either way).
+
+    Same plans as POT, hence the same barycentres up to float64 rounding (tests: <= 1e-12). On the
+    first iteration (X = 0) every plan is optimal (C_rj = |L_ij|^2 does not depend on r): the solver
+    returns its starting plan, as it does inside POT.
     """
     count = len(layers)
     if count == 0:

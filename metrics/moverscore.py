@@ -54,8 +54,8 @@ def ngram_cloud(emb: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, np.
 
 def cloud(tok: Tokenized, hidden: torch.Tensor, idf: dict[int, float] | None, unseen: float,
           stop_words: frozenset[str], n_gram: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
-    """(unit embeddings [k, D] float64 on the states' device, weights [k] float64 on the CPU) of the
-    kept tokens (or their n-grams) of one text."""
+    """(embeddings [k, D] float64 on the states' device, weights [k] float64 on the CPU) of the kept
+    tokens (or their n-grams) of one text; `unit_rows` normalises the embeddings, batched."""
     keep = kept_tokens(tok, stop_words)
     idx = [j for j, k in enumerate(keep) if k]
     w = np.array([idf.get(tok.ids[j], unseen) if idf is not None else 1.0 for j in idx], dtype=np.float64)
@@ -63,7 +63,12 @@ def cloud(tok: Tokenized, hidden: torch.Tensor, idf: dict[int, float] | None, un
     if n_gram > 1:
         grams, w = ngram_cloud(emb.cpu().numpy(), w, n_gram)
         emb = torch.from_numpy(grams).to(hidden.device)
-    return emb / (torch.linalg.vector_norm(emb, dim=-1, keepdim=True) + 1e-30), torch.from_numpy(w)
+    return emb, torch.from_numpy(w)
+
+
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Rows divided by their norm (+ 1e-30, as moverscore_v2; zero padding rows stay zero)."""
+    return x / (torch.linalg.vector_norm(x, dim=-1, keepdim=True) + 1e-30)
 
 
 def moverscore_from_distance(d: float, form: str) -> float:
@@ -117,6 +122,7 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
                                          "after removing subwords, punctuation and stop words")
                 x, a, mask_x = pad_clouds(*zip(*refs))
                 y, b, mask_y = pad_clouds(*zip(*hyps))
+                x, y = unit_rows(x), unit_rows(y)
                 cost = cost_matrix_batch(self.aligner, x, y)
             with timer.phase("transport"):
                 distances.extend(transport_batch(self.aligner, x, a, mask_x, y, b, mask_y, cost, threads).tolist())

@@ -73,12 +73,18 @@ def pot_barycentre(layers: np.ndarray, w: np.ndarray, max_iter: int = 1000) -> n
                                          b=np.full(n, 1.0 / n), numItermax=max_iter)
 
 
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
 @pytest.mark.parametrize("use_gram", [True, False])
-def test_batched_barycentres_equal_pots_free_support_barycenter(use_gram: bool) -> None:
+def test_batched_barycentres_equal_pots_free_support_barycenter(use_gram: bool, device: str) -> None:
     rng = np.random.default_rng(3)
     layers, weights = _texts(rng, 24, k=4, dim=12)
     want = [pot_barycentre(x, w) for x, w in zip(layers, weights)]
-    got = free_support_barycentres([torch.from_numpy(x) for x in layers], weights, use_gram=use_gram)
+    got = free_support_barycentres([torch.from_numpy(x).to(device) for x in layers], weights, use_gram=use_gram)
+    assert all(g.device.type == device for g in got)
+    got = [g.cpu() for g in got]
     assert [g.shape for g in got] == [x.shape for x in want]
     # Same plans at every iteration (a different plan anywhere would move a point by ~1e-2). Each point
     # X_r = (n / k) sum_i sum_j T_i[r, j] L_ij is then a convex combination of k m unit vectors whose
@@ -88,9 +94,9 @@ def test_batched_barycentres_equal_pots_free_support_barycenter(use_gram: bool) 
     assert worst <= 1e-12
     # the same with the texts in another order and other batch mates (other padding)
     order = rng.permutation(len(layers))
-    again = free_support_barycentres([torch.from_numpy(layers[i]) for i in order], [weights[i] for i in order],
-                                     use_gram=use_gram)
-    assert max(np.abs(again[j].numpy() - want[i]).max() for j, i in enumerate(order)) <= 1e-12
+    again = free_support_barycentres([torch.from_numpy(layers[i]).to(device) for i in order],
+                                     [weights[i] for i in order], use_gram=use_gram)
+    assert max(np.abs(again[j].cpu().numpy() - want[i]).max() for j, i in enumerate(order)) <= 1e-12
 
 
 def test_barycentres_stop_after_max_iter_as_pot() -> None:
@@ -106,12 +112,14 @@ def test_barycentres_stop_after_max_iter_as_pot() -> None:
     assert max(np.abs(a.numpy() - b.numpy()).max() for a, b in zip(one, full)) > 1e-3  # one step is not the end
 
 
-def test_wasserstein_batch_equals_emd2_per_pair() -> None:
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
+def test_wasserstein_batch_equals_emd2_per_pair(device: str) -> None:
     rng = np.random.default_rng(4)
     xs = [rng.normal(size=(int(rng.integers(1, 10)), 6)) for _ in range(20)]
     ys = [rng.normal(size=(int(rng.integers(1, 10)), 6)) for _ in range(20)]
     want = [ot.emd2(np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), ot.dist(x, y)) for x, y in zip(xs, ys)]
-    got = wasserstein_batch([torch.from_numpy(x) for x in xs], [torch.from_numpy(y) for y in ys], threads=2)
+    got = wasserstein_batch([torch.from_numpy(x).to(device) for x in xs], [torch.from_numpy(y).to(device) for y in ys],
+                            threads=2).cpu()
     # squared costs from torch's product instead of NumPy's: |x|^2, |y|^2 < 40 (d = 6), each cost moves by
     # <= (d + 2) u 2 * 40 = 1.4e-13, and W (a mean of costs) by as much
     assert np.allclose(got.numpy(), want, rtol=0, atol=1e-12)
