@@ -56,8 +56,9 @@ class SweepSpec:
     # CPU over a prefix of two batches (nlgbench.measure.warmup_policy).
     warmup: int = 1
     threads: int | None = None
-    # Per-batch token budgets of model inputs (`batch_tokens: N`, an alternative to batch_size for
-    # the model's batches; cells are crossed with batch_size); [None]: not set, batch_size texts.
+    # Per-batch token budgets of model inputs (`batch_tokens: N` or a list, null in it meaning none:
+    # an alternative to batch_size for the model's batches; cells are crossed with batch_size);
+    # [None]: not set, batch_size texts.
     batch_tokens: list[int | None] = field(default_factory=lambda: [None])
     description: str = ""
     executor: ExecutorOptions | None = None  # how cells are run (nlgbench.slurm); not part of any cell
@@ -340,7 +341,9 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     batch_sizes = [_int(b, f"{source}.batch_size", 1) for b in _list(raw.get("batch_size", 64), f"{source}.batch_size")]
     batch_tokens: list[int | None] = [None]
     if raw.get("batch_tokens") is not None:
-        batch_tokens = [_int(b, f"{source}.batch_tokens", 1) for b in _list(raw["batch_tokens"], f"{source}.batch_tokens")]
+        # null in a list: a cell batched by batch_size alone, beside the budgets
+        batch_tokens = [None if b is None else _int(b, f"{source}.batch_tokens", 1)
+                        for b in _list(raw["batch_tokens"], f"{source}.batch_tokens")]
     repeats = _int(raw.get("repeats", 3), f"{source}.repeats", 1)
     warmup = _int(raw.get("warmup", 1), f"{source}.warmup", 0)
     threads = raw.get("threads")

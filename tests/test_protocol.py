@@ -482,6 +482,8 @@ def test_spec_batch_tokens_is_crossed_into_cells_and_keeps_other_ids() -> None:
     assert len({c.cell_id for c in budget} | {plain[0].cell_id}) == 5
     assert parse_spec(minimal_spec(batch_tokens=4096)).cells()[0].to_dict()["batch_tokens"] == 4096
     assert parse_spec(minimal_spec(batch_tokens=None)).cells()[0].cell_id == plain[0].cell_id
+    both = parse_spec(minimal_spec(batch_tokens=[None, 4096])).cells()
+    assert [c.batch_tokens for c in both] == [None, 4096] and both[0].cell_id == plain[0].cell_id
     for bad in (0, -5, True, "many", 2.5):
         with pytest.raises(UserError, match="batch_tokens must be an integer >= 1"):
             parse_spec(minimal_spec(batch_tokens=bad))
@@ -529,3 +531,41 @@ def test_gpu_benchmark_summary_reads_results_csv_rows() -> None:
     assert any("encode share" in line and "75%" in line and "met" in line for line in lines)
     assert any("largest CV" in line and "2.1%" in line for line in lines)
     assert "| quickstart | bertscore | all-MiniLM-L6-v2 | cuda | 64 | 3360 | 0.390 | 2.1% | 3 | 75 |" in gpu.table(rows)
+
+
+# ----------------------------------------------------------------------------- a real cell
+
+
+def test_a_cell_with_a_token_budget_scores_as_its_batch_size_cell(tmp_path: Path) -> None:
+    """Two cells through the runner and worker (tiny model, own data): the token-budget cell
+    has its own id and column, the same scores to float32 round-off, and the protocol's record."""
+    import json
+
+    import nlgbench
+
+    model = make_tiny_bert(tmp_path / "bert", TEXTS, num_layers=2)
+    data = tmp_path / "d.jsonl"
+    rows = [{"lp": lp, "seg_id": k + 1, "source": "s", "reference": TEXTS[(k + 2 * j) % len(TEXTS)],
+             "hypothesis": TEXTS[(k + 1) % len(TEXTS)], "human": float((k * 7 + j) % 5)}
+            for j, lp in enumerate(("de-en", "fr-en")) for k in range(6)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    spec = {"name": "budget", "datasets": [{"path": str(data)}], "batch_size": 4, "batch_tokens": [None, 24],
+            "repeats": 2, "warmup": 1, "metrics": [{"metric": "bertscore", "encoders": [str(model)]}]}
+    frame = nlgbench.run(spec, tmp_path / "run", quiet=True)
+    assert list(frame["status"]) == ["ok", "ok"]
+    with (tmp_path / "run" / "results.csv").open(encoding="utf-8", newline="") as fh:
+        csv_rows = list(csv.DictReader(fh))
+    assert [r["batch_tokens"] for r in csv_rows] == ["", "24"] and all(r["warmup_passes"] == "1" for r in csv_rows)
+    assert all(r["ms_per_segment_cv"] != "" for r in csv_rows)
+    plain, budget = (nlgbench.load_scores(tmp_path / "run", r["cell_id"]) for r in csv_rows)
+    assert (plain["score"] - budget["score"]).abs().max() <= 1e-6
+    result = json.loads((tmp_path / "run" / "cells" / csv_rows[1]["cell_id"] / "result.json").read_text())
+    assert result["config"]["batch_tokens"] == 24 and "batch_tokens" not in json.loads(
+        (tmp_path / "run" / "cells" / csv_rows[0]["cell_id"] / "result.json").read_text())["config"]
+    timing = result["timing"]
+    assert len(timing["warmup_passes_s"]) == 1 and len(timing["repeat_cpu_s"]) == 2 and "repeat_cuda_s" not in timing
+    for phases, wall in zip(timing["phases_s"], timing["repeat_s"]):
+        assert {"tokenize", "encode", "match", "other"} <= set(phases)
+        assert sum(v for k, v in phases.items() if not k.endswith("_overlapped")) == pytest.approx(wall, rel=1e-6)
+    env = result["environment"]
+    assert env["node"] and {"slurm_job_id", "slurm_array_job_id", "slurm_array_task_id"} <= set(env)
