@@ -383,24 +383,30 @@ def encoder_styles(encoders: Sequence[str]) -> dict[str, Style]:
 
 
 def log_ticks(lo: float, hi: float) -> tuple[list[float], float, float]:
-    """Labelled ticks of a log axis from lo to hi (> 0), readable in any range: powers of ten
-    where at least three fit, else 1-2-5 steps where two do, else 1..9 steps; where even those
-    leave fewer than two inside, the limits widen to the neighbouring 1..9 steps. Returns (ticks,
-    lo, hi)."""
-    def steps(mantissas: Sequence[int], a: float, b: float) -> list[float]:
+    """Labelled ticks of a log axis from lo to hi (> 0), readable in any range: over a decade or
+    more, powers of ten where three fit, else 1-2-5 steps; within one decade, at least 3 round
+    values (1, 2, 2.5 or 5 times a power of ten apart). Returns (ticks, lo, hi), the limits widened by
+    10% each way when lo == hi."""
+    from matplotlib.ticker import MaxNLocator
+
+    if hi <= lo:
+        lo, hi = lo / 1.1, hi * 1.1
+
+    def steps(mantissas: Sequence[int]) -> list[float]:
         out = []
-        for k in range(math.floor(math.log10(a)) - 1, math.ceil(math.log10(b)) + 1):
-            out += [v for m in mantissas if a <= (v := float(f"{m}e{k}")) <= b]
+        for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+            out += [v for m in mantissas if lo <= (v := float(f"{m}e{k}")) <= hi]
         return out
 
-    for mantissas, enough in (((1,), 3), ((1, 2, 5), 2), (tuple(range(1, 10)), 2)):
-        ticks = steps(mantissas, lo, hi)
-        if len(ticks) >= enough:
-            return ticks, lo, hi
-    around = steps(range(1, 10), lo / 10, hi * 10)
-    new_lo = max(v for v in around if v <= lo)
-    new_hi = min(v for v in around if v > new_lo and v >= hi)
-    return steps(range(1, 10), new_lo, new_hi), new_lo, new_hi
+    if hi / lo >= 10:
+        powers = steps((1,))
+        return (powers if len(powers) >= 3 else steps((1, 2, 5))), lo, hi
+    for bins in (5, 8, 12):
+        values = MaxNLocator(nbins=bins, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
+        ticks = [float(f"{v:.12g}") for v in values if lo <= v <= hi and v > 0]
+        if len(ticks) >= 3:
+            break
+    return ticks, lo, hi
 
 
 def _set_log_x(ax: Axes, values: Sequence[float]) -> None:
