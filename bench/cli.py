@@ -172,7 +172,8 @@ def _run_folder(raw: str) -> Path:
 def _cmd_report(args: argparse.Namespace) -> int:
     from nlgbench.report import write_report
 
-    index = write_report(_run_folder(args.dir), baseline=args.baseline, options=_quality_options(args), human=args.human)
+    index = write_report(_run_folder(args.dir), baseline=args.baseline, options=_quality_options(args), human=args.human,
+                         metric=args.metric, aligner=args.aligner)
     print(f"report: {index}")
     return 0
 
@@ -185,7 +186,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from nlgbench.rundata import load_run
 
     result = compare(load_run(_run_folder(args.dir), args.human), args.candidate, args.baseline, args.metric,
-                     _quality_options(args), n_resamples=args.resamples, seed=args.seed)
+                     _quality_options(args), n_resamples=args.resamples, seed=args.seed, aligner=args.aligner)
     print(json.dumps(json_safe(result), indent=2) if args.json else render(result))  # undefined values as null
     return 0
 
@@ -254,6 +255,13 @@ def _cmd_score(args: argparse.Namespace) -> int:
     print(f"{len(hyps)} scores ({args.metric}, {args.encoder or default_encoder(args.metric)}), mean {mean}" + (f"; written to {args.out}" if args.out else ""),
           file=sys.stderr)
     return 0
+
+
+def _add_selection_args(p: argparse.ArgumentParser) -> None:
+    """`--metric` and `--aligner` for compare and report (see `nlgbench.compare.select_metrics`)."""
+    p.add_argument("--metric", help="only this metric: its name when one label has it (moverscore), else the label "
+                                    "as in the report (e.g. 'moverscore (wmd)')")
+    p.add_argument("--aligner", help="only cells run with this aligner (wmd, rwmd, wcd)")
 
 
 def _add_quality_args(p: argparse.ArgumentParser) -> None:
@@ -350,16 +358,17 @@ def build_parser() -> argparse.ArgumentParser:
     dist.set_defaults(func=cmd_distill)
 
     rep = sub.add_parser("report", help="plots and tables of a run folder into DIR/report/ (index.html)")
-    rep.add_argument("dir", help="run folder (with results.sqlite)")
+    rep.add_argument("dir", help="run folder (results.sqlite, cells/ or a committed report/)")
     rep.add_argument("--baseline", help="baseline encoder label (default: per metric, the one with most parameters)")
+    _add_selection_args(rep)
     _add_quality_args(rep)
     rep.set_defaults(func=_cmd_report)
 
     cmp_ = sub.add_parser("compare", help="candidate vs baseline encoder: quality difference, significance, speed-up")
-    cmp_.add_argument("dir", help="run folder (with results.sqlite)")
+    cmp_.add_argument("dir", help="run folder (results.sqlite, cells/ or a committed report/)")
     cmp_.add_argument("--candidate", required=True, help="encoder label, as in results.csv")
     cmp_.add_argument("--baseline", required=True, help="encoder label, as in results.csv")
-    cmp_.add_argument("--metric", help="only this metric (as in the report, e.g. 'moverscore (wmd)')")
+    _add_selection_args(cmp_)
     cmp_.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES, help=f"bootstrap resamples (default {BOOTSTRAP_RESAMPLES})")
     cmp_.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default {BOOTSTRAP_SEED})")
     cmp_.add_argument("--json", action="store_true", help="print JSON instead of the table")

@@ -4,7 +4,7 @@ retained (candidate / baseline) with 95% paired-bootstrap intervals over segment
 (Pearson) and the bootstrap test (any method), speed-up with its spread over repeats, memory ratios
 (model memory and process peak), and hardware/library checks. `--metric` takes a metric's label
 or, where only one label has it, its name (`moverscore` when one aligner ran); `--aligner` picks
-the cells run with one aligner (`select_metrics`, `add_selection_arguments`).
+the cells run with one aligner (`select_metrics`; the CLI's `--metric` / `--aligner`).
 
 An imported cell (device `none`: scores from another tool, no timing) compares on quality with
 the other encoder's cell on any device; what it cannot have (speed-up, memory) prints "-".
@@ -13,7 +13,6 @@ reason among the warnings."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from typing import Any, Sequence
@@ -30,13 +29,6 @@ from nlgbench.rundata import RunData
 from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Segments, correlation, left_out_note,
                             paired_from_replicates, quality, quality_note, speedup, too_small_lps, williams_test)
 from nlgbench.tables import markdown
-
-
-def add_selection_arguments(p: argparse.ArgumentParser) -> None:
-    """`--metric` and `--aligner` for compare and report (see `select_metrics`)."""
-    p.add_argument("--metric", help="only this metric: its name when one label has it (moverscore), else the label "
-                                    "as in the report (e.g. 'moverscore (wmd)')")
-    p.add_argument("--aligner", help="only cells run with this aligner (wmd, rwmd, wcd)")
 
 
 def select_metrics(df: pd.DataFrame, metric: str | None = None, aligner: str | None = None) -> list[str] | None:

@@ -23,7 +23,8 @@ from scipy import stats
 matplotlib.use("Agg")
 
 from nlgbench.cli import main
-from nlgbench.compare import add_selection_arguments, compare, select_metrics
+from nlgbench.cli import build_parser
+from nlgbench.compare import compare, select_metrics
 from nlgbench.data import load_dataset
 from nlgbench.errors import UserError
 from nlgbench.report import (FRONT_COLOR, DatasetGroup, QualityIntervals, QualityOptions, build_figures, choose_baselines,
@@ -315,12 +316,10 @@ def test_metric_name_alone_when_unambiguous_and_aligner() -> None:
         select_metrics(df, "moverscor")
     with pytest.raises(UserError, match="unknown aligner 'rwmd'"):
         select_metrics(df, aligner="rwmd")
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    add_selection_arguments(parser)
-    args = parser.parse_args(["--metric", "moverscore", "--aligner", "wmd"])
-    assert (args.metric, args.aligner) == ("moverscore", "wmd")
+    for command in ("compare", "report"):  # the CLI's flags
+        extra = ["--candidate", "a", "--baseline", "b"] if command == "compare" else []
+        args = build_parser().parse_args([command, "DIR", *extra, "--metric", "moverscore", "--aligner", "wmd"])
+        assert (args.metric, args.aligner) == ("moverscore", "wmd")
 
 
 def test_compare_and_report_take_the_metric_name(run_dir: Path, tmp_path: Path) -> None:
