@@ -454,7 +454,7 @@ def test_cuda_protocol_records_events_clocks_and_a_stable_warm_up() -> None:
 
 
 @needs_cuda
-def test_inputs_are_pinned_and_embeddings_equal_cpu(tiny: Encoder, tmp_path: Path) -> None:
+def test_inputs_are_pinned_and_embeddings_equal_cpu(tmp_path: Path) -> None:
     folder = make_tiny_bert(tmp_path / "bert", TEXTS, num_layers=2)
     cuda = load_encoder(EncoderRef(str(folder)), "cuda")
     ids, mask = cuda.pad([[2, 5, 3], [2, 3]])
