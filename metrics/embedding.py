@@ -37,8 +37,8 @@ L = TypeVar("L", bound=LayerOptions)
 
 # Items scored per chunk: embeddings of one chunk's unique texts are kept, then freed.
 CHUNK_ITEMS = 2048
-# Texts tokenised at a time when inputs are prepared in a background thread (at least 8 batches'
-# worth): the first slice is the only tokenisation the model must wait for.
+# Texts tokenised at a time when inputs are prepared in a background thread (at least; see
+# `slice_size`): the first slice is the only tokenisation the model must wait for.
 TOKENIZE_SLICE = 512
 # Prepared batches the background thread may hold ready (a slice's worth: while it tokenises the
 # next slice, the model has these to run; kilobytes of pinned memory each).
@@ -220,6 +220,13 @@ class Prefetcher(Generic[T]):
         return max(0.0, self.busy_s - self.wait_s) if self.threaded else 0.0
 
 
+def slice_size(batch_size: int, tokens: int | None) -> int:
+    """Texts tokenised at a time ahead of the model: TOKENIZE_SLICE, or about 8 batches' worth
+    when more (8 x batch_size; under a token budget tokens / 4, 8 batches of ~30-token texts), so
+    that each slice's batches are still tightly sorted."""
+    return max(TOKENIZE_SLICE, 8 * batch_size, (tokens or 0) // 4)
+
+
 def prefetch_in_thread(device: str) -> bool:
     """Whether model inputs are prepared in a background thread on `device`: on CUDA, where the
     device would otherwise wait for the CPU. On CPU tokenisation and the model share the same
@@ -245,8 +252,9 @@ def embed_texts(
     unique = list(dict.fromkeys(texts))
     out: dict[int, Embedded] = {}
     threaded = prefetch_in_thread(encoder.device)
-    slice_texts = max(TOKENIZE_SLICE, 8 * batch_size) if threaded else None
-    batches = prepared_batches(encoder, unique, batch_size, active_token_budget(), slice_texts)
+    budget = active_token_budget()
+    slice_texts = slice_size(batch_size, budget) if threaded else None
+    batches = prepared_batches(encoder, unique, batch_size, budget, slice_texts)
     with timer.phase("encode"), Prefetcher(batches, threaded=threaded, before_wait=timer.sync) as stream:
         for batch in stream:
             states, _ = encoder.hidden_states([t.ids for t in batch.tokens], layers, padded=(batch.ids, batch.mask))

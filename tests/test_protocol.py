@@ -319,6 +319,11 @@ def test_sliced_batches_cover_every_text_once_within_the_budget(tiny: Encoder, t
     assert [b.index for b in again] == [b.index for b in sliced]  # deterministic
 
 
+def test_slices_hold_about_eight_batches() -> None:
+    assert embedding.slice_size(64, None) == embedding.TOKENIZE_SLICE == 512
+    assert embedding.slice_size(256, None) == 2048 and embedding.slice_size(64, 8192) == 2048
+
+
 def test_embed_texts_threaded_equals_inline(tiny: Encoder, monkeypatch: pytest.MonkeyPatch) -> None:
     texts = TEXTS * 40  # several slices' worth of texts, and duplicates
     texts = [f"{t} {i % 60}" for i, t in enumerate(texts)]
