@@ -168,7 +168,7 @@ def run(spec: "str | Path | dict[str, Any] | SweepSpec", out: str | Path | None 
         force: bool = False, quiet: bool = False) -> "pd.DataFrame":
     """Run a sweep (a spec file, a dict shaped like the YAML, or a SweepSpec) into `out`
     (default reports/<name>), resuming finished cells; returns `load_run(out)`."""
-    from nlgbench.runner import run_sweep
+    from nlgbench.sweep import run as run_sweep
 
     sweep = _as_spec(spec)
     folder = Path(out) if out is not None else Path("reports") / sweep.name

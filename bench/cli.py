@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from nlgbench.runner import run_sweep
-    from nlgbench.slurm import with_cli
+    from nlgbench.executor import with_cli
+    from nlgbench.sweep import run as run_sweep
     from nlgbench.spec import load_spec
 
     spec = load_spec(args.spec)

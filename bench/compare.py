@@ -24,8 +24,8 @@ from nlgbench import fmt
 from nlgbench.cell import IMPORTED_DEVICE
 from nlgbench.data import HUMAN
 from nlgbench.errors import UserError, unknown_name
-from nlgbench.report import QualityOptions, memory_columns
-from nlgbench.rundata import RunData
+from nlgbench.quality import QualityOptions
+from nlgbench.rundata import RunData, memory_columns
 from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Segments, correlation, left_out_note,
                             paired_from_replicates, quality, quality_note, speedup, too_small_lps, williams_test)
 from nlgbench.tables import markdown

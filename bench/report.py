@@ -38,7 +38,8 @@ import pandas as pd
 from nlgbench import fmt
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.labels import NO_ENCODER
-from nlgbench.rundata import RunData, load_run, write_published
+from nlgbench.quality import QualityOptions  # noqa: F401  (re-exported: report's and compare's quality)
+from nlgbench.rundata import RunData, load_run, memory_columns, write_published
 from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, GROUPING, LEVEL_ALIASES, LEVELS, METHODS, Segments,
                             canonical_level, has_docs, has_systems, left_out_note, percentile_interval, quality,
                             quality_note, speedup, too_small_lps)
@@ -59,48 +60,6 @@ LABEL_SIZE = 8  # points: labels beside the plotted points
 PALETTE = ("tab:blue", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 MARKERS = ("o", "s", "^", "v", "P", "X", "h", "<", ">")
 ANCHOR_COLOR, FRONT_COLOR = "tab:gray", "tab:orange"  # lexical baselines; the Pareto front
-
-
-@dataclass(frozen=True)
-class QualityOptions:
-    """Which correlation measures quality: method x level (see nlgbench.stats; the level's old
-    names `pooled` and `lp_mean` are accepted)."""
-
-    method: str = "pearson"
-    level: str = "global"
-    threshold: float = 0.0
-
-    def check(self) -> None:
-        if self.method not in METHODS:
-            raise unknown_name("correlation method", self.method, METHODS)
-        try:
-            canonical_level(self.level)
-        except ValueError:
-            raise unknown_name("correlation level", self.level, (*LEVELS, *LEVEL_ALIASES)) from None
-        if not (math.isfinite(self.threshold) and self.threshold >= 0):
-            raise UserError(f"--threshold must be a number >= 0 (kendall_like's human score difference), got {self.threshold}")
-
-    def check_segments(self, segments: Sequence[Segments]) -> None:
-        """The system level needs system names and the item level document ids: one line when
-        none of the cells has them."""
-        level = canonical_level(self.level)
-        if level == "system" and not any(has_systems(seg) for seg in segments):
-            raise UserError("system-level correlation needs datasets with system names (e.g. wmt21); "
-                            "these cells have none (use --level global or segment)")
-        if level == "item" and not any(has_docs(seg) for seg in segments):
-            raise UserError("item-level correlation needs datasets with document ids (a doc_id field); "
-                            "these cells have none (use --level global or segment)")
-
-    def value(self, seg: Segments) -> float:
-        """This quality of one cell's segments."""
-        return quality(seg, self.method, self.level, self.threshold)
-
-    @property
-    def label(self) -> str:
-        """E.g. 'kendall (segment, by lp)', 'pearson (global)': the method, the level and its grouping."""
-        level = canonical_level(self.level)
-        grouping = "" if GROUPING[level] == "none" else f", by {GROUPING[level]}"
-        return f"{self.method.replace('_', '-')} ({level}{grouping})"
 
 
 def with_quality(run: RunData, options: QualityOptions, cells: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -669,15 +628,6 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
             paths.append(path)
     plt.close(fig)
     return paths
-
-
-def memory_columns(device: str) -> list[tuple[str, str]]:
-    """The memory figure's x columns: model memory, then the process peak, in MiB."""
-    if device == "cpu":
-        return [("rss_growth_mb", "model memory: RSS growth over the post-import baseline (MiB, log)"),
-                ("peak_rss_mb", "process peak RSS (MiB, log)")]
-    return [("cuda_peak_allocated_mb", "model memory: peak CUDA memory allocated (MiB, log)"),
-            ("cuda_peak_reserved_mb", "peak CUDA memory reserved (MiB, log)")]
 
 
 RUNTIME_COLUMNS = [("ms_per_segment", "ms per segment (median of repeats, log)")]

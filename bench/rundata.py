@@ -298,3 +298,12 @@ def write_published(run: RunData, out: Path) -> list[Path]:
     write_atomic(paths[0], "\n".join(lines) + "\n")
     write_atomic(paths[1], text.getvalue())
     return paths
+
+
+def memory_columns(device: str) -> list[tuple[str, str]]:
+    """The memory figure's x columns: model memory, then the process peak, in MiB."""
+    if device == "cpu":
+        return [("rss_growth_mb", "model memory: RSS growth over the post-import baseline (MiB, log)"),
+                ("peak_rss_mb", "process peak RSS (MiB, log)")]
+    return [("cuda_peak_allocated_mb", "model memory: peak CUDA memory allocated (MiB, log)"),
+            ("cuda_peak_reserved_mb", "peak CUDA memory reserved (MiB, log)")]

@@ -28,8 +28,6 @@ from nlgbench.repair import open_store
 from nlgbench.runfolder import locked
 from nlgbench.spec import SweepSpec
 
-if TYPE_CHECKING:
-    from nlgbench.slurm import ExecutorOptions
 
 
 def die_with(parent_pid: int) -> Callable[[], None]:
@@ -138,7 +136,7 @@ def execute(cell: CellConfig, cell_dir: Path) -> CellResult:
     return run_worker(cell_dir, cell.threads)
 
 
-def _summary(result: CellResult, elapsed: float) -> str:
+def summary(result: CellResult, elapsed: float) -> str:
     """The progress line's verdict on a cell."""
     if not result.ok or result.timing is None or result.correlation is None:
         return f"{result.status.upper()}: {result.error}"
@@ -158,20 +156,13 @@ def truncation_warning(result: CellResult) -> str | None:
 
 def run_sweep(
     spec: SweepSpec, out_dir: Path, *, force: bool = False, wait: bool = False, log: Callable[[str], None] = print,
-    executor: ExecutorOptions | None = None, cancel_on_exit: bool = False,
 ) -> list[CellResult]:
     """Run every cell of the spec that is not finished yet; returns the results of this sweep's cells.
 
     The run folder is locked for the sweep (`wait`: wait for another process holding it). The
     run's environment record holds, per device its finished cells ran on, the environment
-    their worker measured (CPU, GPU name, threads, versions). `executor` (default: the spec's
-    `executor:` block, else local): on Slurm the cells run as job array tasks (`nlgbench.slurm`;
-    `cancel_on_exit`: Ctrl-C cancels the submitted jobs instead of leaving them running)."""
-    options = executor or spec.executor
-    if options is not None and options.on_slurm:
-        from nlgbench.slurm import run_on_slurm
-
-        return run_on_slurm(spec, out_dir, options, force=force, wait=wait, cancel_on_exit=cancel_on_exit, log=log)
+    their worker measured (CPU, GPU name, threads, versions). Local execution; `nlgbench.sweep.run`
+    chooses between this and the Slurm executor."""
     sizes = check_datasets(spec)
     cells = spec.cells()
     results: list[CellResult] = []
@@ -210,7 +201,7 @@ def run_sweep(
             done_times.append(elapsed)
             remaining = len(todo) - len(done_times)
             eta = sum(done_times) / len(done_times) * remaining
-            log(f"{prefix}: {_summary(result, elapsed)}" + (f" — {remaining} left, ETA {_fmt_s(eta)}" if remaining else ""))
+            log(f"{prefix}: {summary(result, elapsed)}" + (f" — {remaining} left, ETA {_fmt_s(eta)}" if remaining else ""))
             warning = None if warned else truncation_warning(result)
             if warning:
                 log(warning)

@@ -25,7 +25,7 @@ from nlgbench.registry import load_yaml, yaml_problem
 
 if TYPE_CHECKING:
     from nlgbench.metrics.base import MetricInfo
-    from nlgbench.slurm import ExecutorOptions
+    from nlgbench.executor import ExecutorOptions
 
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "batch_tokens", "repeats", "warmup", "threads", "metrics",
             "encoders_file", "catalogue_file", "human", "executor"}
@@ -352,7 +352,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     metrics = [parse_metric_entry(m, f"{source}.metrics[{i}]", base) for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))]
     executor = None
     if raw.get("executor") is not None:
-        from nlgbench.slurm import parse_executor
+        from nlgbench.executor import parse_executor
 
         executor = parse_executor(raw["executor"], f"{source}.executor")
     return SweepSpec(
