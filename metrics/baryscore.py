@@ -30,6 +30,7 @@ from nlgbench.errors import UserError
 from nlgbench.metrics.alignment import (network_simplex, pad_clouds, parallel, solver_marginals,
                                         squared_euclidean_cost_batch, wmd_batch)
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.metrics.embedding import Embedded, SidedIdf, embed_pairs
 
 # Pairs whose barycentres are computed together, and texts per barycentre batch (sorted by length).
@@ -149,15 +150,21 @@ def free_support_barycentres(layers: Sequence[torch.Tensor], weights: Sequence[n
     return [bary[t, :n_t] for t, n_t in enumerate(sizes)]
 
 
-def wasserstein_batch(x: Sequence[torch.Tensor], y: Sequence[torch.Tensor], threads: int = 1) -> torch.Tensor:
-    """Wasserstein distances [B] between uniform measures on x[i] [n_i, D] and y[i] [m_i, D], squared-Euclidean cost.
+def wasserstein_batch(x: Sequence[torch.Tensor], y: Sequence[torch.Tensor], threads: int = 1,
+                      batch_pairs: int = 32) -> torch.Tensor:
+    """Wasserstein distances [B] (on the CPU) between uniform measures on x[i] [n_i, D] and y[i] [m_i, D],
+    squared-Euclidean cost.
 
-    As `ot.emd2(a, b, ot.dist(x, y))` in the published code, batched: one cost product for all pairs,
-    exact transport per pair (`wmd_batch`).
+    As `ot.emd2(a, b, ot.dist(x, y))` in the published code, batched: pairs sorted by size in
+    batches of `batch_pairs` (little padding), one cost product per batch, exact transport per pair
+    (`wmd_batch`).
     """
-    xp, a, _ = pad_clouds(x, [torch.ones(len(p), dtype=torch.float64, device=p.device) for p in x])
-    yp, b, _ = pad_clouds(y, [torch.ones(len(p), dtype=torch.float64, device=p.device) for p in y])
-    return wmd_batch(a, b, squared_euclidean_cost_batch(xp, yp), threads)
+    out = torch.zeros(len(x), dtype=torch.float64)
+    for idx in length_sorted_batches([len(p) + len(q) for p, q in zip(x, y)], batch_pairs):
+        xp, a, _ = pad_clouds([x[i] for i in idx], [torch.ones(len(x[i]), dtype=torch.float64) for i in idx])
+        yp, b, _ = pad_clouds([y[i] for i in idx], [torch.ones(len(y[i]), dtype=torch.float64) for i in idx])
+        out[idx] = wmd_batch(a, b, squared_euclidean_cost_batch(xp, yp), threads).cpu()
+    return out
 
 
 def sinkhorn_divergence(x: np.ndarray, y: np.ndarray, reg: float) -> float:

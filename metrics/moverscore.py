@@ -25,10 +25,12 @@ from nlgbench.encoders import EncoderRef, Tokenized
 from nlgbench.errors import UserError
 from nlgbench.metrics.alignment import cost_matrix_batch, pad_clouds, transport_batch
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
+from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.metrics.embedding import AlignerScorer, SidedIdf, embed_pairs
 
 PUNCTUATION = frozenset(string.punctuation)
-GROUP_PAIRS = 256  # pairs whose distances are computed in one batch
+GROUP_PAIRS = 256  # pairs taken from the encoder at a time
+BATCH_PAIRS = 32  # pairs padded into one batch (sorted by size)
 
 
 def kept_tokens(tok: Tokenized, stop_words: frozenset[str]) -> list[bool]:
@@ -102,8 +104,9 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
             self.idf_tables.fit(self.encoder, items)
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
-        """GROUP_PAIRS pairs at a time: their clouds padded into one batch, all cost matrices in one
-        product, the transport problems on the cell's threads (`transport_batch`)."""
+        """GROUP_PAIRS pairs at a time: their clouds in batches of BATCH_PAIRS pairs of similar size
+        (little padding), each batch's cost matrices in one product, the transport problems on the
+        cell's threads (`transport_batch`)."""
         threads = torch.get_num_threads()
         idf = self.idf_tables
         distances: list[float] = []
@@ -117,15 +120,22 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
                 hyps = [cloud(*hyp, idf.hypothesis, idf.unseen_hypothesis, self.stop_words, self.options.n_gram)
                         for _, hyp in group]
                 for it, (_, a), (_, b) in zip(items[start:], refs, hyps):
-                    if not a.numel() or not b.numel() or a.sum() <= 0 or b.sum() <= 0:
+                    if not len(a) or not len(b) or a.sum() <= 0 or b.sum() <= 0:
                         raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
                                          "after removing subwords, punctuation and stop words")
-                x, a, mask_x = pad_clouds(*zip(*refs))
-                y, b, mask_y = pad_clouds(*zip(*hyps))
-                x, y = unit_rows(x), unit_rows(y)
-                cost = cost_matrix_batch(self.aligner, x, y)
+                sizes = [len(a) + len(b) for (_, a), (_, b) in zip(refs, hyps)]
+                batches = []
+                for idx in length_sorted_batches(sizes, BATCH_PAIRS):
+                    x, a, mask_x = pad_clouds([refs[i][0] for i in idx], [refs[i][1] for i in idx])
+                    y, b, mask_y = pad_clouds([hyps[i][0] for i in idx], [hyps[i][1] for i in idx])
+                    x, y = unit_rows(x), unit_rows(y)
+                    batches.append((idx, (x, a, mask_x, y, b, mask_y, cost_matrix_batch(self.aligner, x, y))))
             with timer.phase("transport"):
-                distances.extend(transport_batch(self.aligner, x, a, mask_x, y, b, mask_y, cost, threads).tolist())
+                found = [0.0] * len(group)
+                for idx, padded in batches:
+                    for i, d in zip(idx, transport_batch(self.aligner, *padded, threads).tolist()):
+                        found[i] = d
+                distances.extend(found)
         scores = [moverscore_from_distance(d, self.options.score_form) for d in distances]
         return Scores(primary="moverscore", columns={"moverscore": scores, "distance": distances},
                       opposite_direction=("distance",))
