@@ -410,7 +410,7 @@ def distill(sources: Sequence[str], teacher: Teacher, cfg: TrainConfig, out: str
             raise UserError(f"device {device!r} requested but CUDA is not available on this machine")
     out = Path(out).expanduser()
     _check_out(out)
-    check_student(cfg.student)
+    check_student(cfg)
 
     pairs, read, counts = gather_pairs(sources, max_pairs=max_pairs, augment=augment, seed=cfg.seed, log=log)
     labels = teacher_labels(pairs, teacher, device=device, batch_size=teacher_batch_size, log=log)
@@ -480,6 +480,8 @@ def _write_student(out: Path, trained: Trained, record: dict[str, Any], texts: s
         trained.tokenizer.save_pretrained(tmp)
         (tmp / TEXTS_FILE).write_text(texts, encoding="utf-8")
         (tmp / DISTILL_FILE).write_text(json.dumps(_json_ready(record), indent=2) + "\n", encoding="utf-8")
+        for path in tmp.iterdir():  # plain readable files, whatever the writers' temporary files were made with
+            path.chmod(0o644)
         tmp.chmod(0o755)
         old = None
         if out.exists():

@@ -84,15 +84,39 @@ class Trained:
     val_predictions: list[float] = field(default_factory=list)
 
 
-def check_student(name: str) -> None:
-    """The student names a loadable checkpoint of a kind that can become a cross-encoder."""
+def check_student(cfg: TrainConfig) -> None:
+    """Before any labelling: the student names a loadable checkpoint of a kind that can become a
+    cross-encoder, deep enough for `student_layers` (read from its config alone)."""
     from nlgbench.encoder_registry import encoder_kind, validate_encoder_name
 
-    validate_encoder_name(name, "--student")
-    kind = encoder_kind(name)
+    validate_encoder_name(cfg.student, "--student")
+    kind = encoder_kind(cfg.student)
     if kind is not None and kind not in STUDENT_KINDS:
-        raise UserError(f"--student {name}: a {kind} model cannot be a cross-encoder student "
+        raise UserError(f"--student {cfg.student}: a {kind} model cannot be a cross-encoder student "
                         f"(give an encoder checkpoint, or a {STUDENT_KINDS[1]})")
+    _student_config(cfg)
+
+
+def _student_config(cfg: TrainConfig) -> tuple[Any, int | None]:
+    """(the student's config as trained: one output, regression, cut to `student_layers`; the base depth)."""
+    import transformers
+
+    from nlgbench.encoder_registry import resolve_source
+
+    try:
+        config = transformers.AutoConfig.from_pretrained(resolve_source(cfg.student))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--student {cfg.student}: cannot read its config ({' '.join(str(exc).split())[:300]})") from None
+    depth = getattr(config, "num_hidden_layers", None)
+    if cfg.student_layers is not None:
+        if depth is None:
+            raise UserError(f"--student {cfg.student}: its config names no number of layers to cut")
+        if cfg.student_layers > depth:
+            raise UserError(f"--student-layers {cfg.student_layers}, but {cfg.student} has only {depth} layers")
+        config.num_hidden_layers = cfg.student_layers
+    config.num_labels = 1
+    config.problem_type = "regression"
+    return config, depth
 
 
 def load_student(cfg: TrainConfig, device: str) -> tuple[Any, Any, str, int | None]:
@@ -106,21 +130,12 @@ def load_student(cfg: TrainConfig, device: str) -> tuple[Any, Any, str, int | No
     from nlgbench.encoder_registry import resolve_source
 
     source = resolve_source(cfg.student)
+    config, depth = _student_config(cfg)
     verbosity = hf_logging.get_verbosity()
     hf_logging.disable_progress_bar()  # the weight-loading and shard-writing bars
-    hf_logging.set_verbosity_error()  # the load report lists the new head and the cut layers: said below in one line
+    hf_logging.set_verbosity_error()  # the load report lists the new head and the cut layers: said in one line instead
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(source)
-        config = transformers.AutoConfig.from_pretrained(source)
-        depth = getattr(config, "num_hidden_layers", None)
-        if cfg.student_layers is not None:
-            if depth is None:
-                raise UserError(f"--student {cfg.student}: its config names no number of layers to cut")
-            if cfg.student_layers > depth:
-                raise UserError(f"--student-layers {cfg.student_layers}, but {cfg.student} has only {depth} layers")
-            config.num_hidden_layers = cfg.student_layers
-        config.num_labels = 1
-        config.problem_type = "regression"
         torch.manual_seed(cfg.seed)  # the new head's initialisation
         model = transformers.AutoModelForSequenceClassification.from_pretrained(source, config=config,
                                                                                 ignore_mismatched_sizes=True)
@@ -209,7 +224,7 @@ def train_student(train: Sequence[Example], val: Sequence[Example], cfg: TrainCo
     losses: list[float] = []
     model.train()
     start = last = time.perf_counter()
-    seen_since = 0
+    seen_since = seen = 0
     with tqdm(total=cfg.epochs * len(train), unit="pair", desc="student", file=sys.stderr, mininterval=BAR_INTERVAL) as bar:
         for epoch in range(cfg.epochs):
             for rows in length_batches([len(ids) for ids in train_enc["input_ids"]], cfg.batch_size, generator):
@@ -222,6 +237,7 @@ def train_student(train: Sequence[Example], val: Sequence[Example], cfg: TrainCo
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
                 seen_since += len(rows)
+                seen += len(rows)
                 losses.append(loss.item())
                 bar.update(len(rows))
                 bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.4f}")
@@ -256,8 +272,9 @@ def train_student(train: Sequence[Example], val: Sequence[Example], cfg: TrainCo
     pred = predict(val_enc, len(val))  # the saved model's own outputs
     const = float(np.mean((mean - y_val) ** 2))
     record = {
-        "seconds": round(seconds, 2), "steps": step, "steps_planned": total, "epochs_run": round(step / steps_per_epoch, 3),
-        "stopped_early": stopped, "best_step": best_step, "pairs_per_second": round(step * cfg.batch_size / seconds, 2) if seconds else None,
+        "seconds": round(seconds, 2), "validations": len(history), "steps": step, "steps_planned": total,
+        "epochs_run": round(step / steps_per_epoch, 3), "stopped_early": stopped, "best_step": best_step,
+        "pairs_per_second": round(seen / seconds, 2) if seconds else None,  # over the whole loop, validations included
         "truncated_pairs": truncated, "target_mean": mean, "target_std": std,
     }
     validation = {"n": len(val), "mse": float(np.mean((pred - y_val) ** 2)), "pearson": _pearson(pred, y_val),

@@ -110,6 +110,7 @@ def test_the_folder_is_a_cut_student_with_its_record(trained: dist.DistillResult
     texts = (out / dist.TEXTS_FILE).read_text().split()
     assert len(texts) == record["data"]["texts"] == len(set(texts))
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
+    assert {oct(p.stat().st_mode & 0o777) for p in out.iterdir()} == {"0o644"}  # readable by whoever runs the sweep
 
 
 def test_the_saved_student_scores_the_held_out_pairs_as_validated(trained: dist.DistillResult) -> None:
@@ -249,7 +250,9 @@ def test_augmentation_is_seeded_and_edits_each_reference() -> None:
     (["--teacher-metric", "chrf", "--pairs", "wmt99"], "unknown dataset 'wmt99'"),
     (["--teacher-metric", "chrf", "--val-fraction", "1.5"], "val-fraction must be between 0 and 1"),
 ])
-def test_bad_input_is_one_line(argv: list[str], message: str, tiny_dir: Path, tmp_path: Path) -> None:
+def test_bad_input_is_one_line_before_any_labelling(argv: list[str], message: str, tiny_dir: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dist, "_run_teacher", lambda *a: pytest.fail("the teacher ran before the input was checked"))
     parser = argparse.ArgumentParser()
     dist.add_distill_arguments(parser)
     pairs = write_jsonl(tmp_path / "p.jsonl", synthetic_rows(10, seed=3))
