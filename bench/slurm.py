@@ -596,7 +596,7 @@ def run_on_slurm(spec: SweepSpec, out_dir: Path, options: ExecutorOptions, *, fo
             submit(out_dir, book, spec, options, [(seq_of[c.cell_id], c) for c in todo], log)
         started = time.perf_counter()
         try:
-            watch(out_dir, store, run_id, book, ids, options, environments, log, _summary, started)
+            watch(out_dir, store, run_id, book, ids, options, environments, log, summary, started)
         except BaseException:
             jobs = uncollected_jobs(book)
             if cancel_on_exit and jobs:
