@@ -74,7 +74,8 @@ def pot_barycentres(scorer: Any, items: list[Any], batch_size: int, rounds: int)
     from nlgbench.metrics.base import PhaseTimer
     from nlgbench.metrics.embedding import embed_texts
 
-    texts = list(dict.fromkeys([(it.reference, "reference") for it in items] + [(it.hypothesis, "hypothesis") for it in items]))
+    texts = list(dict.fromkeys([(it.reference, "reference") for it in items]
+                               + [(it.hypothesis, "hypothesis") for it in items]))
     emb = embed_texts(scorer.encoder, [t for t, _ in texts], scorer.layers, batch_size, PhaseTimer())
     todo = {key: emb[key[0]] for key in texts}
     measures = [scorer.measure(*emb[text], side) for text, side in texts]
@@ -106,7 +107,8 @@ def report(result: dict[str, Any]) -> float:
     for phase in ("tokenize", "encode", "barycentre", "transport"):
         print(f"  {phase:<10} {ms.get(phase, 0.0):8.2f}")
     print(f"  {'total':<10} {bary_ms:8.2f}")
-    print(f"barycentre / encode = {ms['barycentre'] / ms['encode']:.3f}; transport / encode = {ms['transport'] / ms['encode']:.3f}")
+    print(f"barycentre / encode = {ms['barycentre'] / ms['encode']:.3f}; "
+          f"transport / encode = {ms['transport'] / ms['encode']:.3f}")
     print(f"BERTScore (same model, last layer, no idf): {bert_ms:.2f} ms/segment")
     print(f"BaryScore / BERTScore per round: median {spread(ratios)} (target <= 2)")
     if "pot" in result:
@@ -131,7 +133,8 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     print(f"{args.dataset} (first {args.max_segments} per pair); model {args.model}; batch {args.batch_size}; "
           f"torch threads {torch.get_num_threads()}; sinkhorn {args.sinkhorn_regs or 'none'}; rounds {args.rounds}")
-    report(measure(args.model, args.dataset, args.max_segments, args.batch_size, args.rounds, args.sinkhorn_regs, args.pot))
+    report(measure(args.model, args.dataset, args.max_segments, args.batch_size, args.rounds, args.sinkhorn_regs,
+                   args.pot))
 
 
 if __name__ == "__main__":

@@ -68,7 +68,8 @@ def measure(model: str, max_segments: int | None, batch_size: int, rounds: int) 
             times[who].append(time.perf_counter() - start)
         max_diff = max(max_diff, float(np.abs(s_ours - s_ref)[~same].max()))
         load.append(os.getloadavg()[0])
-        print(f"  round {r + 1}: nlgbench {times['nlgbench'][-1]:.2f} s, moverscore_v2 {times['moverscore_v2'][-1]:.2f} s, "
+        print(f"  round {r + 1}: nlgbench {times['nlgbench'][-1]:.2f} s, "
+              f"moverscore_v2 {times['moverscore_v2'][-1]:.2f} s, "
               f"ratio {times['nlgbench'][-1] / times['moverscore_v2'][-1]:.3f}", flush=True)
     return {"n": len(items), "times": times, "phases": phases, "max_diff": max_diff, "same": int(same.sum()),
             "load": load}

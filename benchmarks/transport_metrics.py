@@ -59,7 +59,8 @@ def main() -> None:
     print(f"\nBaryScore vs BERTScore: WMT16 first {args.bary_segments} per pair, {args.model}, batch {args.batch_size}")
     bary = baryscore_phases.report(baryscore_phases.measure(args.model, "wmt16", args.bary_segments, args.batch_size,
                                                             args.rounds, [], args.pot))
-    print(f"\nMoverScore vs moverscore_v2: WMT16 first {args.mover_segments} per pair, {args.model}, batch {args.batch_size}")
+    print(f"\nMoverScore vs moverscore_v2: WMT16 first {args.mover_segments} per pair, {args.model}, "
+          f"batch {args.batch_size}")
     mover = moverscore_vs_reference.report(moverscore_vs_reference.measure(args.model, args.mover_segments,
                                                                            args.batch_size, args.rounds))
     print(f"\nsummary: BaryScore / BERTScore {bary:.2f} (target <= 2); "

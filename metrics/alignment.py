@@ -35,7 +35,8 @@ def _normalise(w: np.ndarray) -> np.ndarray:
     return np.asarray(w, dtype=np.float64) / total
 
 
-def exact_transport(a: np.ndarray, b: np.ndarray, cost: np.ndarray, max_iter: int = 100_000) -> tuple[np.ndarray, float]:
+def exact_transport(a: np.ndarray, b: np.ndarray, cost: np.ndarray,
+                    max_iter: int = 100_000) -> tuple[np.ndarray, float]:
     """Optimal transport plan between histograms a [n] and b [m] for `cost` [n, m], and its cost <plan, cost>.
 
     What `ot.emd` and `ot.emd2` compute: the same preparation of the inputs (`solver_marginals`;
@@ -60,7 +61,8 @@ def solver_marginals(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return a, b * a.sum() / b.sum()
 
 
-def network_simplex(a: np.ndarray, b: np.ndarray, cost: np.ndarray, max_iter: int = 100_000) -> tuple[np.ndarray, float]:
+def network_simplex(a: np.ndarray, b: np.ndarray, cost: np.ndarray,
+                    max_iter: int = 100_000) -> tuple[np.ndarray, float]:
     """POT's exact solver (C++ network simplex, Bonneel et al. 2011, behind `ot.emd`) for marginals with
     no zero entry, as `solver_marginals` gives them: (plan, cost). Warns, as POT, if it stops before
     optimality (`max_iter` pivots). It releases the GIL: problems run in parallel on threads (`parallel`).
@@ -134,7 +136,8 @@ def wcd(x: np.ndarray, a: np.ndarray, y: np.ndarray, b: np.ndarray) -> float:
 # --- batched: B pairs at once, torch tensors on any device ---------------------------------------
 
 
-def pad_clouds(points: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def pad_clouds(points: Sequence[torch.Tensor],
+               weights: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """B clouds (points [n_i, D], weights [n_i]) as one zero-padded batch, float64.
 
     Returns points [B, n, D], weights [B, n] normalised to sum 1 per cloud (0 on padding) and
@@ -181,7 +184,8 @@ def wmd_batch(a: torch.Tensor, b: torch.Tensor, cost: torch.Tensor, threads: int
     return torch.from_numpy(out).to(cost.device)
 
 
-def rwmd_batch(a: torch.Tensor, b: torch.Tensor, cost: torch.Tensor, mask_x: torch.Tensor, mask_y: torch.Tensor) -> torch.Tensor:
+def rwmd_batch(a: torch.Tensor, b: torch.Tensor, cost: torch.Tensor, mask_x: torch.Tensor,
+               mask_y: torch.Tensor) -> torch.Tensor:
     """RWMD of B pairs (`rwmd` batched): nearest real points only, padding masked out."""
     far = torch.finfo(cost.dtype).max
     to_y = cost.masked_fill(~mask_y[:, None, :], far).min(dim=2).values.masked_fill(~mask_x, 0)
@@ -237,7 +241,8 @@ def cost_matrix_batch(aligner: AlignerInfo, x: torch.Tensor, y: torch.Tensor) ->
 
 def transport_batch(aligner: AlignerInfo, x: torch.Tensor, a: torch.Tensor, mask_x: torch.Tensor, y: torch.Tensor,
                     b: torch.Tensor, mask_y: torch.Tensor, cost: torch.Tensor | None, threads: int = 1) -> torch.Tensor:
-    """`transport` for B padded pairs (from `pad_clouds`): the aligner's distances [B]; `cost` from `cost_matrix_batch`."""
+    """`transport` for B padded pairs (from `pad_clouds`): the aligner's distances [B];
+    `cost` from `cost_matrix_batch`."""
     if aligner.name == "wmd":
         assert cost is not None
         return wmd_batch(a, b, cost, threads)

@@ -212,7 +212,8 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
         return measure_weights(tok, self.idf_tables.hypothesis, self.idf_tables.unseen_hypothesis)
 
     def measure(self, tok: Tokenized, hidden: torch.Tensor, side: str) -> tuple[torch.Tensor, np.ndarray]:
-        """A text's k measures: unit-normalised states of its kept tokens [k, n, D] (float64, on the device) and weights."""
+        """A text's k measures: unit-normalised states of its kept tokens [k, n, D] (float64, on the
+        device) and their weights."""
         keep, w = self.weights(tok, side)
         return unit_states(hidden, keep), w
 

@@ -113,9 +113,9 @@ def test_batched_aligners_equal_per_pair(name: str, device: str) -> None:
     refs, hyps = _clouds(rng, 40), _clouds(rng, 40)
     per_pair = np.array([align(name, x, a, y, b) for (x, a), (y, b) in zip(refs, hyps)])
     for threads in (1, 3):
-        batched = align_batch(name, [torch.from_numpy(x).to(device) for x, _ in refs], [torch.from_numpy(a) for _, a in refs],
-                              [torch.from_numpy(y).to(device) for y, _ in hyps], [torch.from_numpy(b) for _, b in hyps],
-                              threads)
+        batched = align_batch(name, [torch.from_numpy(x).to(device) for x, _ in refs],
+                              [torch.from_numpy(a) for _, a in refs], [torch.from_numpy(y).to(device) for y, _ in hyps],
+                              [torch.from_numpy(b) for _, b in hyps], threads)
         assert batched.device.type == device
         batched = batched.cpu()
         assert batched.dtype == torch.float64 and batched.shape == (40,)

@@ -119,8 +119,8 @@ def test_wasserstein_batch_equals_emd2_per_pair(device: str) -> None:
     ys = [rng.normal(size=(int(rng.integers(1, 10)), 6)) for _ in range(20)]
     want = [ot.emd2(np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), ot.dist(x, y)) for x, y in zip(xs, ys)]
     for batch_pairs in (32, 3):  # all pairs in one batch; sorted by size into 7 batches (scattered back)
-        got = wasserstein_batch([torch.from_numpy(x).to(device) for x in xs], [torch.from_numpy(y).to(device) for y in ys],
-                                threads=2, batch_pairs=batch_pairs)
+        got = wasserstein_batch([torch.from_numpy(x).to(device) for x in xs],
+                                [torch.from_numpy(y).to(device) for y in ys], threads=2, batch_pairs=batch_pairs)
         # squared costs from torch's product instead of NumPy's: |x|^2, |y|^2 < 40 (d = 6), each cost moves by
         # <= (d + 2) u 2 * 40 = 1.4e-13, and W (a mean of costs) by as much
         assert np.allclose(got.numpy(), want, rtol=0, atol=1e-12)
