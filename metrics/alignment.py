@@ -25,6 +25,7 @@ import ot
 import torch
 from ot.lp.emd_wrap import check_result, emd_c
 
+from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.registry import Registry
 
 
@@ -254,10 +255,59 @@ def transport_batch(aligner: AlignerInfo, x: torch.Tensor, a: torch.Tensor, mask
     raise ValueError(f"no batched form of aligner {aligner.name!r}")
 
 
+@dataclass
+class PairBatch:
+    """Pairs of clouds padded together (`pad_pairs`): which pairs (`index`, positions in the input),
+    their points, normalised weights and masks (`pad_clouds`), and the costs the aligner needs."""
+
+    index: list[int]
+    x: torch.Tensor
+    a: torch.Tensor
+    mask_x: torch.Tensor
+    y: torch.Tensor
+    b: torch.Tensor
+    mask_y: torch.Tensor
+    cost: torch.Tensor | None
+
+
+def pad_pairs(aligner: AlignerInfo, x: Sequence[torch.Tensor], a: Sequence[torch.Tensor], y: Sequence[torch.Tensor],
+              b: Sequence[torch.Tensor], threads: int = 1, batch_pairs: int = 32,
+              points: Callable[[torch.Tensor], torch.Tensor] | None = None) -> list[PairBatch]:
+    """The pairs (x[i], a[i]), (y[i], b[i]) in batches of `batch_pairs` of similar size (sorted by
+    n_i + m_i: little padding), padded, `points` (e.g. a normalisation) applied to the padded points,
+    with the cost matrices `aligner` needs. Batches are made on `threads` threads (`parallel`)."""
+    batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(a, b)], batch_pairs))
+    out: list[PairBatch | None] = [None] * len(batches)
+
+    def make(j: int) -> None:
+        idx = batches[j]
+        xp, ap, mx = pad_clouds([x[i] for i in idx], [a[i] for i in idx])
+        yp, bp, my = pad_clouds([y[i] for i in idx], [b[i] for i in idx])
+        if points is not None:
+            xp, yp = points(xp), points(yp)
+        out[j] = PairBatch(idx, xp, ap, mx, yp, bp, my, cost_matrix_batch(aligner, xp, yp))
+
+    with parallel(threads) as run:
+        run(make, len(batches))
+    return [batch for batch in out if batch is not None]
+
+
+def transport_pairs(aligner: AlignerInfo, batches: Sequence[PairBatch], threads: int = 1) -> torch.Tensor:
+    """The aligner's distance of every pair in `batches` (from `pad_pairs`), in input order, on the CPU [B].
+    Batches run on `threads` threads (`parallel`)."""
+    out = torch.zeros(sum(len(batch.index) for batch in batches), dtype=torch.float64)
+
+    def solve(j: int) -> None:
+        t = batches[j]
+        out[t.index] = transport_batch(aligner, t.x, t.a, t.mask_x, t.y, t.b, t.mask_y, t.cost).cpu()
+
+    with parallel(threads) as run:
+        run(solve, len(batches))
+    return out
+
+
 def align_batch(name: str, x: Sequence[torch.Tensor], a: Sequence[torch.Tensor], y: Sequence[torch.Tensor],
-                b: Sequence[torch.Tensor], threads: int = 1) -> torch.Tensor:
-    """Distances [B] between the clouds (x[i], a[i]) and (y[i], b[i]) with the named aligner, batched."""
+                b: Sequence[torch.Tensor], threads: int = 1, batch_pairs: int = 32) -> torch.Tensor:
+    """Distances [B] (on the CPU) between the clouds (x[i], a[i]) and (y[i], b[i]) with the named aligner, batched."""
     info = get_aligner(name)
-    xp, ap, mx = pad_clouds(x, a)
-    yp, bp, my = pad_clouds(y, b)
-    return transport_batch(info, xp, ap, mx, yp, bp, my, cost_matrix_batch(info, xp, yp), threads)
+    return transport_pairs(info, pad_pairs(info, x, a, y, b, threads, batch_pairs), threads)

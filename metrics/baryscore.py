@@ -157,13 +157,19 @@ def wasserstein_batch(x: Sequence[torch.Tensor], y: Sequence[torch.Tensor], thre
 
     As `ot.emd2(a, b, ot.dist(x, y))` in the published code, batched: pairs sorted by size in
     batches of `batch_pairs` (little padding), one cost product per batch, exact transport per pair
-    (`wmd_batch`).
+    (`wmd_batch`); the batches run on `threads` threads (`parallel`).
     """
     out = torch.zeros(len(x), dtype=torch.float64)
-    for idx in length_sorted_batches([len(p) + len(q) for p, q in zip(x, y)], batch_pairs):
+    batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(x, y)], batch_pairs))
+
+    def solve(j: int) -> None:
+        idx = batches[j]
         xp, a, _ = pad_clouds([x[i] for i in idx], [torch.ones(len(x[i]), dtype=torch.float64) for i in idx])
         yp, b, _ = pad_clouds([y[i] for i in idx], [torch.ones(len(y[i]), dtype=torch.float64) for i in idx])
-        out[idx] = wmd_batch(a, b, squared_euclidean_cost_batch(xp, yp), threads).cpu()
+        out[idx] = wmd_batch(a, b, squared_euclidean_cost_batch(xp, yp)).cpu()
+
+    with parallel(threads) as run:
+        run(solve, len(batches))
     return out
 
 

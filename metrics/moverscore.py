@@ -23,9 +23,8 @@ import torch
 from nlgbench.data import Item
 from nlgbench.encoders import EncoderRef, Tokenized
 from nlgbench.errors import UserError
-from nlgbench.metrics.alignment import cost_matrix_batch, pad_clouds, transport_batch
+from nlgbench.metrics.alignment import pad_pairs, transport_pairs
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
-from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.metrics.embedding import AlignerScorer, SidedIdf, embed_pairs
 
 PUNCTUATION = frozenset(string.punctuation)
@@ -105,8 +104,8 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         """GROUP_PAIRS pairs at a time: their clouds in batches of BATCH_PAIRS pairs of similar size
-        (little padding), each batch's cost matrices in one product, the transport problems on the
-        cell's threads (`transport_batch`)."""
+        (little padding), each batch's cost matrices in one product (`pad_pairs`), then its transport
+        problems (`transport_pairs`); batches run on the cell's threads, one thread each."""
         threads = torch.get_num_threads()
         idf = self.idf_tables
         distances: list[float] = []
@@ -123,19 +122,10 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
                     if not len(a) or not len(b) or a.sum() <= 0 or b.sum() <= 0:
                         raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
                                          "after removing subwords, punctuation and stop words")
-                sizes = [len(a) + len(b) for (_, a), (_, b) in zip(refs, hyps)]
-                batches = []
-                for idx in length_sorted_batches(sizes, BATCH_PAIRS):
-                    x, a, mask_x = pad_clouds([refs[i][0] for i in idx], [refs[i][1] for i in idx])
-                    y, b, mask_y = pad_clouds([hyps[i][0] for i in idx], [hyps[i][1] for i in idx])
-                    x, y = unit_rows(x), unit_rows(y)
-                    batches.append((idx, (x, a, mask_x, y, b, mask_y, cost_matrix_batch(self.aligner, x, y))))
+                batches = pad_pairs(self.aligner, [x for x, _ in refs], [a for _, a in refs], [y for y, _ in hyps],
+                                    [b for _, b in hyps], threads, BATCH_PAIRS, points=unit_rows)
             with timer.phase("transport"):
-                found = [0.0] * len(group)
-                for idx, padded in batches:
-                    for i, d in zip(idx, transport_batch(self.aligner, *padded, threads).tolist()):
-                        found[i] = d
-                distances.extend(found)
+                distances.extend(transport_pairs(self.aligner, batches, threads).tolist())
         scores = [moverscore_from_distance(d, self.options.score_form) for d in distances]
         return Scores(primary="moverscore", columns={"moverscore": scores, "distance": distances},
                       opposite_direction=("distance",))
