@@ -609,9 +609,10 @@ def add_distill_arguments(p: argparse.ArgumentParser) -> None:
                    help="record that the student may be evaluated on data overlapping its training pairs (lifts the leakage guard)")
     o = p.add_argument_group("training")
     o.add_argument("--out", required=True, metavar="MODEL_DIR", help="the student's folder (a previous student there is replaced)")
-    o.add_argument("--epochs", type=int, default=TrainConfig.epochs)
-    o.add_argument("--lr", type=float, default=TrainConfig.lr)
-    o.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
+    o.add_argument("--epochs", type=int, default=TrainConfig.epochs, help=f"default {TrainConfig.epochs}")
+    o.add_argument("--lr", type=float, default=TrainConfig.lr,
+                   help=f"peak learning rate of AdamW, linear warm-up and decay (default {TrainConfig.lr})")
+    o.add_argument("--batch-size", type=int, default=TrainConfig.batch_size, help=f"default {TrainConfig.batch_size}")
     o.add_argument("--max-length", type=int, default=TrainConfig.max_length, help="tokens per pair (default 128)")
     o.add_argument("--val-fraction", type=float, default=TrainConfig.val_fraction,
                    help="share of the distinct references held out for validation (default 0.1)")
@@ -619,7 +620,7 @@ def add_distill_arguments(p: argparse.ArgumentParser) -> None:
                    help="validations without improvement before stopping, counted after the first epoch "
                         "(default 3; 4 validations per epoch)")
     o.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (teacher and student)")
-    o.add_argument("--seed", type=int, default=TrainConfig.seed)
+    o.add_argument("--seed", type=int, default=TrainConfig.seed, help="pairs subset, augmentation, split, head, order (default 0)")
     o.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
 
 
