@@ -7,7 +7,8 @@ and RWMD <= WMD (Eqs. in Sec. 4).
 - Batched (`*_batch`), over torch tensors on any device: B pairs of clouds zero-padded to
   [B, n, D] by `pad_clouds`, weights [B, n] normalised per row and 0 on padding, and a mask of
   the real points. One batched matrix product gives all cost matrices; the exact transport
-  problems (WMD) are solved on the CPU, one per pair, on several threads (`threads`, `parallel`).
+  problems (WMD) are solved on the CPU, one per pair. `pad_pairs` / `transport_pairs` cut many
+  pairs into such batches (sorted by size) and run them on several threads (`parallel`).
 
 Exact transport is POT's network simplex (`exact_transport`), called without `ot.emd`'s per-call
 wrapper: same solver, same inputs, same plan and cost.
@@ -78,15 +79,15 @@ Run = Callable[[Callable[[int], None], int], None]  # run(fn, n): fn(0), ..., fn
 
 @contextmanager
 def parallel(threads: int) -> Iterator[Run]:
-    """A `run(fn, n)` calling fn(0), ..., fn(n - 1) for independent small problems (transport plans,
-    barycentres of a few texts): in this thread when threads <= 1, else on `threads` threads, job j
-    on thread j mod threads (balanced when the jobs are sorted by size). Exceptions propagate.
+    """A `run(fn, n)` calling fn(0), ..., fn(n - 1) for independent jobs (a batch of transport
+    problems, of barycentres): in this thread when threads <= 1, else on `threads` threads, each
+    job going to the next free thread in index order (so give the largest first). Exceptions propagate.
 
     Coarse-grained: while the `with` block is open, torch's own intra-op threads are set to 1 (and
     restored after), so each job runs single-threaded and `threads` jobs keep `threads` cores busy.
     Splitting each small matrix product over all cores instead makes the threads wait on each other
     at every operation, worse the more cores (and the busier the machine) there are. The network
-    simplex and torch release the GIL, so the jobs do run in parallel.
+    simplex and torch's operations release the GIL, so the jobs do run in parallel.
     """
     if threads <= 1:
         def run_here(fn: Callable[[int], None], n: int) -> None:
@@ -96,16 +97,12 @@ def parallel(threads: int) -> Iterator[Run]:
         yield run_here
         return
 
-    def run_share(fn: Callable[[int], None], share: range) -> None:
-        for i in share:
-            fn(i)
-
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with ThreadPoolExecutor(threads) as pool:
             def run(fn: Callable[[int], None], n: int) -> None:
-                for done in [pool.submit(run_share, fn, range(start, n, threads)) for start in range(min(threads, n))]:
+                for done in [pool.submit(fn, i) for i in range(n)]:
                     done.result()
 
             yield run
@@ -168,20 +165,14 @@ def euclidean_cost_batch(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return squared_euclidean_cost_batch(x, y).sqrt_()
 
 
-def wmd_batch(a: torch.Tensor, b: torch.Tensor, cost: torch.Tensor, threads: int = 1) -> torch.Tensor:
+def wmd_batch(a: torch.Tensor, b: torch.Tensor, cost: torch.Tensor) -> torch.Tensor:
     """WMD of B pairs: weights a [B, n], b [B, m] (normalised, 0 on padding), costs [B, n, m] -> [B].
 
     One copy of the costs to the CPU; each pair's exact problem is solved by `exact_transport`,
     which leaves the padding (no mass) out, so each value is the pair's own WMD.
     """
     cost_np, a_np, b_np = (t.detach().to("cpu", torch.float64).numpy() for t in (cost, a, b))
-    out = np.zeros(len(cost_np))
-
-    def solve(i: int) -> None:
-        out[i] = exact_transport(a_np[i], b_np[i], cost_np[i])[1]
-
-    with parallel(threads) as run:
-        run(solve, len(out))
+    out = np.array([exact_transport(a_np[i], b_np[i], cost_np[i])[1] for i in range(len(cost_np))])
     return torch.from_numpy(out).to(cost.device)
 
 
@@ -241,12 +232,12 @@ def cost_matrix_batch(aligner: AlignerInfo, x: torch.Tensor, y: torch.Tensor) ->
 
 
 def transport_batch(aligner: AlignerInfo, x: torch.Tensor, a: torch.Tensor, mask_x: torch.Tensor, y: torch.Tensor,
-                    b: torch.Tensor, mask_y: torch.Tensor, cost: torch.Tensor | None, threads: int = 1) -> torch.Tensor:
+                    b: torch.Tensor, mask_y: torch.Tensor, cost: torch.Tensor | None) -> torch.Tensor:
     """`transport` for B padded pairs (from `pad_clouds`): the aligner's distances [B];
     `cost` from `cost_matrix_batch`."""
     if aligner.name == "wmd":
         assert cost is not None
-        return wmd_batch(a, b, cost, threads)
+        return wmd_batch(a, b, cost)
     if aligner.name == "rwmd":
         assert cost is not None
         return rwmd_batch(a, b, cost, mask_x, mask_y)

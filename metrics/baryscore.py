@@ -35,7 +35,7 @@ from nlgbench.metrics.embedding import Embedded, SidedIdf, embed_pairs
 
 # Pairs whose barycentres are computed together, and texts per barycentre batch (sorted by length).
 GROUP_PAIRS = 256
-BATCH_TEXTS = 16
+BATCH_TEXTS = 4
 
 
 def measure_weights(tok: Tokenized, idf: dict[int, float] | None, unseen: float) -> tuple[list[int], np.ndarray]:
@@ -227,7 +227,7 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
         """The barycentre of each (text, side): batches of BATCH_TEXTS texts of similar length (little
         padding), `threads` batches at a time, one thread each (`parallel`)."""
         weighted = {key: self.weights(tok, key[1]) for key, (tok, _) in texts.items()}
-        keys = sorted(weighted, key=lambda key: len(weighted[key][0]))
+        keys = sorted(weighted, key=lambda key: len(weighted[key][0]), reverse=True)  # longest first
         batches = [keys[start : start + BATCH_TEXTS] for start in range(0, len(keys), BATCH_TEXTS)]
         found: list[list[torch.Tensor]] = [[] for _ in batches]
 
