@@ -186,7 +186,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from nlgbench.rundata import load_run
 
     result = compare(load_run(_run_folder(args.dir), args.human), args.candidate, args.baseline, args.metric,
-                     _quality_options(args), n_resamples=args.resamples, seed=args.seed, aligner=args.aligner)
+                     _quality_options(args), n_resamples=args.resamples, seed=args.seed, aligner=args.aligner,
+                     candidate_metric=args.candidate_metric, baseline_metric=args.baseline_metric)
     print(json.dumps(json_safe(result), indent=2) if args.json else render(result))  # undefined values as null
     return 0
 
@@ -369,6 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--candidate", required=True, help="encoder label, as in results.csv")
     cmp_.add_argument("--baseline", required=True, help="encoder label, as in results.csv")
     _add_selection_args(cmp_)
+    cmp_.add_argument("--candidate-metric", help="compare across metrics: the candidate's metric (e.g. frugalscore for a "
+                                                  "distilled student; the baseline's is --baseline-metric or --metric)")
+    cmp_.add_argument("--baseline-metric", help="compare across metrics: the baseline's metric (e.g. the teacher's bertscore)")
     cmp_.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES, help=f"bootstrap resamples (default {BOOTSTRAP_RESAMPLES})")
     cmp_.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default {BOOTSTRAP_SEED})")
     cmp_.add_argument("--json", action="store_true", help="print JSON instead of the table")

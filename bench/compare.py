@@ -65,29 +65,54 @@ def same_segments(cs: Segments, bs: Segments) -> bool:
                                        and np.array_equal(cs.human, bs.human))
 
 
-def _pairs(df: pd.DataFrame, candidate: str, baseline: str, metrics: Sequence[str] | None) -> list[tuple[pd.Series, pd.Series]]:
-    """The (candidate, baseline) cells to compare, per metric x dataset x device in the run's
-    order: the two encoders' cells on that device, or, where one encoder has none there, its
-    imported cell (device none) in their place."""
+def _pairs(df: pd.DataFrame, candidate: str, baseline: str,
+           metric_pairs: Sequence[tuple[str, str]]) -> list[tuple[pd.Series, pd.Series]]:
+    """The (candidate, baseline) cells to compare, per (candidate metric, baseline metric) x dataset
+    x device in the run's order: the two encoders' cells on that device, or, where one encoder has
+    none there, its imported cell (device none) in their place. The two metrics are one label
+    except in a cross-metric comparison (a distilled student's frugalscore vs its teacher)."""
     pairs = []
-    for _, key in df[["metric", "dataset", "device"]].drop_duplicates().iterrows():
-        if metrics is not None and key["metric"] not in metrics:
-            continue
-        sel = df[(df["metric"] == key["metric"]) & (df["dataset"] == key["dataset"])]
+    for c_metric, b_metric in metric_pairs:
+        both = df[df["metric"].isin([c_metric, b_metric])]
+        for _, key in both[["dataset", "device"]].drop_duplicates().iterrows():
+            sel = both[both["dataset"] == key["dataset"]]
 
-        def cell(encoder: str, device: str) -> pd.Series | None:
-            found = sel[(sel["encoder"] == encoder) & (sel["device"] == device)]
-            return found.iloc[0] if len(found) else None
+            def cell(metric: str, encoder: str, device: str) -> pd.Series | None:
+                found = sel[(sel["metric"] == metric) & (sel["encoder"] == encoder) & (sel["device"] == device)]
+                return found.iloc[0] if len(found) else None
 
-        c, b = cell(candidate, key["device"]), cell(baseline, key["device"])
-        if key["device"] != IMPORTED_DEVICE:
-            c = c if c is not None else cell(candidate, IMPORTED_DEVICE)
-            b = b if b is not None else cell(baseline, IMPORTED_DEVICE)
-            if c is not None and b is not None and c["imported"] and b["imported"]:
-                continue  # both imported: compared once, at device none
-        if c is not None and b is not None:
-            pairs.append((c, b))
+            c, b = cell(c_metric, candidate, key["device"]), cell(b_metric, baseline, key["device"])
+            if key["device"] != IMPORTED_DEVICE:
+                c = c if c is not None else cell(c_metric, candidate, IMPORTED_DEVICE)
+                b = b if b is not None else cell(b_metric, baseline, IMPORTED_DEVICE)
+                if c is not None and b is not None and c["imported"] and b["imported"]:
+                    continue  # both imported: compared once, at device none
+            if c is not None and b is not None and not any(c is pc and b is pb for pc, pb in pairs):
+                pairs.append((c, b))
     return pairs
+
+
+def metric_pairs(df: pd.DataFrame, metric: str | None = None, aligner: str | None = None,
+                 candidate_metric: str | None = None, baseline_metric: str | None = None) -> list[tuple[str, str]]:
+    """The (candidate metric, baseline metric) labels to compare: each selected metric with itself,
+    or, when `candidate_metric` / `baseline_metric` is given, that one pair (the other side
+    defaulting to `metric`); each side resolved as `select_metrics` and must name one label."""
+    if candidate_metric is None and baseline_metric is None:
+        selected = select_metrics(df, metric, aligner)
+        return [(m, m) for m in (selected if selected is not None else dict.fromkeys(df["metric"]))]
+
+    def one(name: str | None, flag: str) -> str:
+        if name is None:
+            name = metric
+        if name is None:
+            raise UserError(f"{flag} is missing: a cross-metric comparison names both metrics "
+                            "(--candidate-metric and --baseline-metric, or --metric for the side not given)")
+        labels = select_metrics(df, name, aligner)
+        if labels is None or len(labels) != 1:
+            raise UserError(f"{flag} {name!r} names {len(labels or [])} metric labels here; give one label")
+        return labels[0]
+
+    return [(one(candidate_metric, "--candidate-metric"), one(baseline_metric, "--baseline-metric"))]
 
 
 def _device(c: Any, b: Any) -> str:
@@ -100,22 +125,26 @@ def _device(c: Any, b: Any) -> str:
 
 def compare(run: RunData, candidate: str, baseline: str, metric: str | None = None,
             options: QualityOptions = QualityOptions(), n_resamples: int = BOOTSTRAP_RESAMPLES,
-            seed: int = BOOTSTRAP_SEED, aligner: str | None = None) -> dict[str, Any]:
-    """The comparison as plain data (what --json prints); `metric` and `aligner` as `select_metrics`."""
+            seed: int = BOOTSTRAP_SEED, aligner: str | None = None, candidate_metric: str | None = None,
+            baseline_metric: str | None = None) -> dict[str, Any]:
+    """The comparison as plain data (what --json prints); `metric` and `aligner` as `select_metrics`;
+    `candidate_metric` / `baseline_metric` compare across metrics (`metric_pairs`): the row's metric
+    reads "candidate metric vs baseline metric"."""
     options.check()
     df = run.cells
     encoders = sorted(set(df["encoder"]))
     for name in (candidate, baseline):
         if name not in encoders:
             raise unknown_name("encoder", name, encoders)
-    metrics = select_metrics(df, metric, aligner)
+    chosen = metric_pairs(df, metric, aligner, candidate_metric, baseline_metric)
     rows, warnings = [], []
-    pairs = _pairs(df, candidate, baseline, metrics)
+    pairs = _pairs(df, candidate, baseline, chosen)
     segments = {cell_id: run.segments(cell_id) for c, b in pairs for cell_id in (c["cell_id"], b["cell_id"])}
     if segments:
         options.check_segments(list(segments.values()))
     for c, b in pairs:
-        key = {"metric": c["metric"], "dataset": c["dataset"], "device": _device(c, b)}
+        key = {"metric": c["metric"] if c["metric"] == b["metric"] else f"{c['metric']} vs {b['metric']}",
+               "dataset": c["dataset"], "device": _device(c, b)}
         cs, bs = segments[c["cell_id"]], segments[b["cell_id"]]
         if not same_segments(cs, bs):
             warnings.append(f"{key['metric']} / {key['dataset']}: the two cells scored different segments; not compared")
@@ -163,7 +192,8 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
                                 f"(candidate {_show(c[field])}, baseline {_show(b[field])}); speed and memory ratios are not like for like")
     if not rows:
         raise UserError(f"no metric x dataset has finished cells of both {candidate!r} and {baseline!r}"
-                        + (f" for metric {', '.join(metrics)}" if metrics is not None else ""))
+                        + (f" for metric {', '.join(sorted({m for pair in chosen for m in pair}))}"
+                           if metric or aligner or candidate_metric or baseline_metric else ""))
     return {"candidate": candidate, "baseline": baseline, "quality": options.label,
             "human_dims": list(dict.fromkeys(df["human_dim"])), "bootstrap_resamples": n_resamples,
             "seed": seed, "rows": rows, "warnings": list(dict.fromkeys(warnings))}

@@ -264,11 +264,13 @@ def with_other(phases: dict[str, float], wall_s: float) -> dict[str, float]:
 
 def measure_scoring(scorer: Scorer, items: Sequence[Any], *, warmup: int, repeats: int, batch_size: int,
                     device: str = "cpu", sync: Callable[[], None] | None = None, policy: WarmupPolicy | None = None,
-                    log: Callable[[str], None] = lambda _: None) -> ScoringRun:
+                    log: Callable[[str], None] = lambda _: None,
+                    on_pass: Callable[[str], None] = lambda _: None) -> ScoringRun:
     """The warm-up (`warm_up`, untimed: at least `warmup` passes over the items `policy` picks,
     default `warmup_policy(device)`), then `repeats` (>= 1) timed passes over all items, each
     timed by the wall clock (device synchronised), process CPU time and, on CUDA, CUDA events;
-    every repeat's scores are compared with the first's."""
+    every repeat's scores are compared with the first's. `on_pass` hears each pass begin ("warm-up",
+    "repeat 2/3": the progress bar's name), `log` each pass's line."""
     if repeats < 1:
         raise ValueError("the protocol needs at least one timed repeat")
     sync = sync if sync is not None else synchroniser(device)
@@ -278,6 +280,7 @@ def measure_scoring(scorer: Scorer, items: Sequence[Any], *, warmup: int, repeat
     warm_items = items[:n_warm]
 
     def warm_pass() -> float:
+        on_pass("warm-up")
         with LatencyTracker(sync) as lap:
             scorer.score(warm_items, timer)
         return lap.seconds
@@ -296,6 +299,7 @@ def measure_scoring(scorer: Scorer, items: Sequence[Any], *, warmup: int, repeat
     max_diff = 0.0
     for r in range(repeats):
         timer.reset()
+        on_pass(f"repeat {r + 1}/{repeats}")
         cpu_start = time.process_time()
         with LatencyTracker(sync) as lap, CudaEventTracker(device) as events:
             scores = scorer.score(items, timer)
@@ -310,7 +314,8 @@ def measure_scoring(scorer: Scorer, items: Sequence[Any], *, warmup: int, repeat
         else:
             diffs = [abs(a - b) for a, b in zip(first.score, scores.score)]
             max_diff = max([max_diff, *diffs]) if diffs else max_diff
-        log(f"repeat {r + 1}/{repeats}: {repeat_s[-1]:.2f} s")
+        rate = f", {len(items) / repeat_s[-1]:.0f} items/s" if repeat_s[-1] > 0 else ""
+        log(f"repeat {r + 1}/{repeats}: {repeat_s[-1]:.2f} s{rate}")
     assert first is not None
     return ScoringRun(warmup_s=sum(warm), warmup_items=n_warm, repeat_s=repeat_s, phases_s=phases,
                       scores=first, max_abs_diff=max_diff, warmup_passes_s=warm, warmup_stable=stable,

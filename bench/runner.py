@@ -4,7 +4,9 @@
 Before any cell runs, every dataset of the spec is loaded and checked (so bad data is a
 one-line error, not N failed cells). A finished (`ok`) cell is skipped unless forced; a
 failed one is tried again. The sweep holds the run folder's lock (`nlgbench.runfolder`), so a
-second sweep on the same folder cannot run its cells at the same time. If the sweep is killed,
+second sweep on the same folder cannot run its cells at the same time. On a terminal a cell
+shows a live bar and the sweep an ETA from a cost model (`nlgbench.eta`); elsewhere the sweep
+prints one line per cell. If the sweep is killed,
 the worker dies with it (Linux parent-death signal) and nothing half-written is recorded. A
 worker that dies is recorded with what killed it (signal or exit code); `oom` only on evidence.
 """
@@ -22,7 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, CellResult, read_config, write_config
+from nlgbench.eta import CostModel
 from nlgbench.measure import oom_kills
+from nlgbench.progress import PROGRESS_ENV, live
 from nlgbench.registry import user_files_environment
 from nlgbench.repair import open_store
 from nlgbench.runfolder import locked
@@ -111,6 +115,7 @@ def run_worker(cell_dir: Path, threads: int | None, extra_env: dict[str, str] | 
     its result: the worker's result.json, or, when it died without one, why (not written here).
     `extra_env`: the user's registry files (`user_files_environment`) as the caller saw them."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", **(user_files_environment() if extra_env is None else extra_env))
+    env.setdefault(PROGRESS_ENV, "1" if live() else "0")  # the worker's bar and phase lines: on a terminal only
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     kills_before = oom_kills()
@@ -137,12 +142,17 @@ def execute(cell: CellConfig, cell_dir: Path) -> CellResult:
 
 
 def summary(result: CellResult, elapsed: float) -> str:
-    """The progress line's verdict on a cell."""
+    """The progress line's verdict on a cell. Both Pearson figures are named: `global` (pooled over
+    all segments: what report and compare show by default) and `segment` (per lp, then the mean)."""
     if not result.ok or result.timing is None or result.correlation is None:
         return f"{result.status.upper()}: {result.error}"
-    pearson, note = result.correlation["pearson"], result.correlation.get("note")
+    c, note = result.correlation, result.correlation.get("note")
+
+    def show(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.4f}"
+
     return (f"ok in {_fmt_s(elapsed)}: {result.timing.ms_per_segment_mean:.2f} ms/segment, "
-            f"pearson {'n/a' if pearson is None else f'{pearson:.4f}'}" + (f" ({note})" if note else ""))
+            f"pearson global {show(c.get('pearson_pooled'))} / segment {show(c['pearson'])}" + (f" ({note})" if note else ""))
 
 
 def truncation_warning(result: CellResult) -> str | None:
@@ -177,9 +187,11 @@ def run_sweep(
                 store.set_run_environment(run_id, environments)
 
         log(f"sweep {spec.name!r}: {len(cells)} cells -> {out_dir} ({', '.join(f'{k}: {v} items' for k, v in sizes.items())})")
-        done_times: list[float] = []
         warned = False
         todo = [c for c in cells if force or store.status(c.cell_id) != OK]
+        costs = CostModel.of(todo, sizes)
+        pending = [c.cell_id for c in todo]
+        on_terminal = live()
         for seq, cell in enumerate(cells):
             prefix = f"[{seq + 1}/{len(cells)}] {cell.label}"
             cell_dir = out_dir / "cells" / cell.cell_id
@@ -190,18 +202,21 @@ def run_sweep(
                 note_environment(stored)
                 results.append(stored)
                 continue
-            log(f"{prefix}: running (cell {cell.cell_id})")
+            if on_terminal:  # elsewhere one line per cell, when it ends
+                eta = costs.eta(pending)
+                log(f"{prefix}: running (cell {cell.cell_id})" + (f" — sweep ETA {_fmt_s(eta)}" if eta is not None else ""))
             start = time.perf_counter()
             result = execute(cell, cell_dir)
             elapsed = time.perf_counter() - start
+            pending.remove(cell.cell_id)
+            costs.finished(cell.cell_id, elapsed)
             store.record(run_id, seq, result, cell_dir / SCORES_FILE if result.ok else None)
             store.write_csv()
             note_environment(result)
             results.append(result)
-            done_times.append(elapsed)
-            remaining = len(todo) - len(done_times)
-            eta = sum(done_times) / len(done_times) * remaining
-            log(f"{prefix}: {summary(result, elapsed)}" + (f" — {remaining} left, ETA {_fmt_s(eta)}" if remaining else ""))
+            eta = costs.eta(pending)
+            log(f"{prefix}: {summary(result, elapsed)} (cell {cell.cell_id})"
+                + (f" — {len(pending)} left, ETA {_fmt_s(eta)}" if pending and eta is not None else ""))
             warning = None if warned else truncation_warning(result)
             if warning:
                 log(warning)

@@ -4,7 +4,8 @@ Started by the runner (`runner.worker_command`) with CELL_DIR; reads `CELL_DIR/c
 (nlgbench.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
 Phases: data, load, prepare (corpus state), then the protocol of `measure.measure_scoring`:
 warm-up (not counted; until stable on CUDA) and R timed repeats over the whole dataset, with the
-cell's per-batch token budget (`batch_tokens`) in force where it has one. Exit code 0 when the cell
+cell's per-batch token budget (`batch_tokens`) in force where it has one. On a terminal
+(`progress.live`) it prints its phase lines and a live bar of each pass; elsewhere nothing. Exit code 0 when the cell
 is ok, 1 when it failed (the result says why). Ctrl-C ends it quietly, without a traceback: its
 SIGINT is left at the default action (`runner.worker_command`) and the parent prints one line.
 """
@@ -22,7 +23,8 @@ from nlgbench.cell import (
     write_scores,
 )
 from nlgbench.measure import LatencyTracker, MemoryTracker, environment, measure_scoring, synchroniser
-from nlgbench.metrics.common import token_budget
+from nlgbench.metrics.common import progress_hook, token_budget
+from nlgbench.progress import CellProgress, live
 
 if TYPE_CHECKING:
     from nlgbench.data import Item
@@ -32,7 +34,9 @@ CPU_ALLOCATION_FAILED = "can't allocate memory"
 
 
 def _log(msg: str) -> None:
-    print(f"    {msg}", file=sys.stderr, flush=True)
+    """A phase line of the cell, on a terminal only (`progress.live`: elsewhere one line per cell)."""
+    if live(sys.stderr):
+        print(f"    {msg}", file=sys.stderr, flush=True)
 
 
 def truncated_segments(items: Sequence[Item], fields: Sequence[str]) -> int:
@@ -77,13 +81,14 @@ def run_cell(cell_dir: Path) -> CellResult:
             scorer = info.make(cfg.encoder, cfg.options, device, cfg.batch_size, **extra)
         _log(f"load: {load.seconds:.1f} s")
 
-        with token_budget(cfg.batch_tokens):
+        with token_budget(cfg.batch_tokens), CellProgress(live(sys.stderr)) as bar, progress_hook(bar):
+            bar.stage("prepare")
             with LatencyTracker(sync) as prepare:
                 scorer.prepare(items)
             _log(f"prepare {prepare.seconds:.1f} s")
 
             run = measure_scoring(scorer, items, warmup=cfg.warmup, repeats=cfg.repeats, batch_size=cfg.batch_size,
-                                  device=device, sync=sync, log=_log)
+                                  device=device, sync=sync, log=_log, on_pass=bar.stage)
 
     write_scores(cell_dir / SCORES_FILE, items, run.scores.score, run.scores.columns)
     return measured_result(

@@ -26,7 +26,7 @@ import ot
 import torch
 from ot.lp.emd_wrap import check_result, emd_c
 
-from nlgbench.metrics.common import length_sorted_batches
+from nlgbench.metrics.common import advance, length_sorted_batches
 from nlgbench.registry import Registry
 
 
@@ -78,7 +78,7 @@ Run = Callable[[Callable[[int], None], int], None]  # run(fn, n): fn(0), ..., fn
 
 
 @contextmanager
-def parallel(threads: int) -> Iterator[Run]:
+def parallel(threads: int, what: str = "batches solved") -> Iterator[Run]:
     """A `run(fn, n)` calling fn(0), ..., fn(n - 1) for independent jobs (a batch of transport
     problems, of barycentres): in this thread when threads <= 1, else on `threads` threads, each
     job going to the next free thread in index order (so give the largest first). Exceptions propagate.
@@ -87,12 +87,14 @@ def parallel(threads: int) -> Iterator[Run]:
     restored after), so each job runs single-threaded and `threads` jobs keep `threads` cores busy.
     Splitting each small matrix product over all cores instead makes the threads wait on each other
     at every operation, worse the more cores (and the busier the machine) there are. The network
-    simplex and torch's operations release the GIL, so the jobs do run in parallel.
+    simplex and torch's operations release the GIL, so the jobs do run in parallel. Each finished
+    job advances the progress display (`common.advance`) as `what`.
     """
     if threads <= 1:
         def run_here(fn: Callable[[int], None], n: int) -> None:
             for i in range(n):
                 fn(i)
+                advance(what, i + 1, n)
 
         yield run_here
         return
@@ -102,8 +104,9 @@ def parallel(threads: int) -> Iterator[Run]:
     try:
         with ThreadPoolExecutor(threads) as pool:
             def run(fn: Callable[[int], None], n: int) -> None:
-                for done in [pool.submit(fn, i) for i in range(n)]:
+                for i, done in enumerate([pool.submit(fn, i) for i in range(n)]):
                     done.result()
+                    advance(what, i + 1, n)  # in job order: a lower bound of what is done
 
             yield run
     finally:
@@ -278,7 +281,7 @@ def pad_pairs(aligner: AlignerInfo, x: Sequence[torch.Tensor], a: Sequence[torch
             xp, yp = points(xp), points(yp)
         out[j] = PairBatch(idx, xp, ap, mx, yp, bp, my, cost_matrix_batch(aligner, xp, yp))
 
-    with parallel(threads) as run:
+    with parallel(threads, "pair batches padded") as run:
         run(make, len(batches))
     return [batch for batch in out if batch is not None]
 
@@ -292,7 +295,7 @@ def transport_pairs(aligner: AlignerInfo, batches: Sequence[PairBatch], threads:
         t = batches[j]
         out[t.index] = transport_batch(aligner, t.x, t.a, t.mask_x, t.y, t.b, t.mask_y, t.cost).cpu()
 
-    with parallel(threads) as run:
+    with parallel(threads, "transport batches solved") as run:
         run(solve, len(batches))
     return out
 

@@ -168,7 +168,7 @@ def wasserstein_batch(x: Sequence[torch.Tensor], y: Sequence[torch.Tensor], thre
         yp, b, _ = pad_clouds([y[i] for i in idx], [torch.ones(len(y[i]), dtype=torch.float64) for i in idx])
         out[idx] = wmd_batch(a, b, squared_euclidean_cost_batch(xp, yp)).cpu()
 
-    with parallel(threads) as run:
+    with parallel(threads, "Wasserstein batches solved") as run:
         run(solve, len(batches))
     return out
 
@@ -235,7 +235,7 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
             layers = [unit_states(texts[key][1], weighted[key][0]) for key in batches[b]]
             found[b] = free_support_barycentres(layers, [weighted[key][1] for key in batches[b]], self.options.max_iter)
 
-        with parallel(threads) as run:
+        with parallel(threads, "barycentre batches solved") as run:
             run(solve, len(batches))
         return {key: bary for batch, bars in zip(batches, found) for key, bary in zip(batch, bars)}
 

@@ -9,6 +9,8 @@ Pure functions, no model state. Metrics import these from here and never from ea
 - `group_sorted`, `token_budget`: how sorted inputs are cut into batches: `batch_size` items each,
   or, inside `with token_budget(N)` (a cell's `batch_tokens: N`), as many as keep the padded batch
   (items x longest length) within N tokens.
+- `advance`, `progress_hook`: how a metric tells the harness's live progress display what part of a
+  pass is done (texts encoded, batches scored); nothing happens outside a `progress_hook` block.
 """
 
 from __future__ import annotations
@@ -45,6 +47,29 @@ def token_budget(tokens: int | None) -> Iterator[None]:
 def active_token_budget() -> int | None:
     """The token budget of the enclosing `token_budget` block, or None."""
     return _TOKEN_BUDGET.get()
+
+
+# The harness's progress display (`nlgbench.progress`), set around a cell's scoring; None: no display.
+# A plain module variable, not a context variable: worker threads (`alignment.parallel`) see it too.
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+_PROGRESS: list[Progress] = []
+
+
+@contextmanager
+def progress_hook(hook: Progress | None) -> Iterator[None]:
+    """Within the block, `advance(what, done, total)` calls `hook`; None: nothing."""
+    _PROGRESS.append(hook) if hook is not None else None
+    try:
+        yield
+    finally:
+        if hook is not None:
+            _PROGRESS.remove(hook)
+
+
+def advance(what: str, done: int, total: int) -> None:
+    """`done` of `total` units of `what` (e.g. "texts encoded") are finished in the current pass."""
+    for hook in _PROGRESS:
+        hook(what, done, total)
 
 
 def idf_table(references: Sequence[Sequence[int]]) -> tuple[dict[int, float], float]:
@@ -137,4 +162,5 @@ def length_sorted_map(fn: Callable[[list[int]], Sequence[T]], lengths: Sequence[
     results: dict[int, T] = {}
     for batch in length_sorted_batches(lengths, batch_size, active_token_budget()):
         results.update(zip(batch, fn(batch), strict=True))
+        advance("inputs scored", len(results), len(lengths))
     return [results[i] for i in range(len(lengths))]

@@ -23,7 +23,7 @@ from nlgbench.data import Item
 from nlgbench.encoders import Encoder, EncoderRef, Tokenized, load_encoder
 from nlgbench.metrics.alignment import get_aligner
 from nlgbench.metrics.base import PhaseTimer, ScorerBase
-from nlgbench.metrics.common import active_token_budget, group_sorted, idf_table
+from nlgbench.metrics.common import active_token_budget, advance, group_sorted, idf_table
 
 T = TypeVar("T")
 
@@ -262,6 +262,7 @@ def embed_texts(
             hidden = states[0].float() if isinstance(layer, int) else torch.stack(states, dim=1).float()
             for row, (i, tok) in enumerate(zip(batch.index, batch.tokens)):
                 out[i] = (tok, hidden[row, ..., : len(tok.ids), :])
+            advance("texts encoded", len(out), len(unique))
     timer.seconds["encode"] -= stream.wait_s
     timer.seconds["tokenize"] = timer.seconds.get("tokenize", 0.0) + stream.wait_s
     if stream.threaded:

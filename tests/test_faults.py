@@ -155,8 +155,8 @@ def undefined_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) ->
     assert "Traceback" not in proc.stderr + proc.stdout
     progress = [line for line in proc.stdout.splitlines() if ": ok in " in line]
     assert len(progress) == 2, proc.stdout  # the first undefined cell did not stop the sweep
-    assert "pearson n/a (human scores constant in de-en, fr-en; pooled: human scores constant)" in progress[0]
-    assert "pearson n/a (fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments)" in progress[1]
+    assert "pearson global n/a / segment n/a (human scores constant in de-en, fr-en; pooled: human scores constant)" in progress[0]
+    assert "pearson global n/a / segment n/a (fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments)" in progress[1]
     return run, const
 
 
@@ -274,7 +274,7 @@ def test_changed_user_data_is_a_new_cell(tmp_path: Path, tiny_model: Path) -> No
     write_jsonl(data, user_rows(human=lambda i: -((i * 7) % 5)))
     second = nlgbench("run", str(spec), "--out", str(run))
     assert second.returncode == 0, second.stderr[-3000:]
-    assert "done already" not in second.stdout and "running (cell" in second.stdout
+    assert "done already" not in second.stdout and ": ok in " in second.stdout
     assert_consistent(run, expected_ok=2)
     before, after = csv_rows(run)
     assert before["cell_id"] != after["cell_id"]
@@ -282,7 +282,7 @@ def test_changed_user_data_is_a_new_cell(tmp_path: Path, tiny_model: Path) -> No
     config = json.loads((run / "cells" / after["cell_id"] / "config.json").read_text(encoding="utf-8"))["config"]
     assert config["inputs"][str(data)].startswith("sha256:") and config["inputs"][str(tiny_model)].startswith("weights:")
     third = nlgbench("run", str(spec), "--out", str(run))  # unchanged since: resumed, nothing run
-    assert third.returncode == 0 and "done already" in third.stdout and "running (cell" not in third.stdout
+    assert third.returncode == 0 and "done already" in third.stdout and ": ok in " not in third.stdout
     assert_consistent(run, expected_ok=2)
 
 
@@ -470,7 +470,7 @@ def test_second_writer_of_a_locked_folder_exits_naming_the_holder(tmp_path: Path
         wait_for(lambda: workers_of(first), what="the first sweep's worker")
         second = nlgbench("run", str(spec), "--out", str(out))
         assert_one_line(second, 2, f"{out} is in use by another nlgbench process (pid {first.pid})", "--wait")
-        assert "running" not in second.stdout
+        assert ": ok in " not in second.stdout
         assert_one_line(nlgbench("repair", str(out)), 2, f"pid {first.pid}")
         assert_one_line(nlgbench("import-scores", str(scores), "--dataset", str(tmp_path / "faults.jsonl"),
                                  "--metric", "bertscore", "--encoder", "other", "--out", str(out)), 2, f"pid {first.pid}")
@@ -478,7 +478,7 @@ def test_second_writer_of_a_locked_folder_exits_naming_the_holder(tmp_path: Path
         gate.touch()
         stdout, stderr = first.communicate(timeout=300)
     assert first.returncode == 0, stderr[-2000:]
-    assert stdout.count("running") == 2
+    assert stdout.count(": ok in ") == 2
     assert_consistent(out, 2)
 
 
@@ -504,7 +504,7 @@ def test_run_wait_waits_for_the_holder(tmp_path: Path, tiny_model: Path) -> None
         assert waiting.poll() is None and not (out / "results.sqlite").exists()  # nothing ran meanwhile
     stdout, stderr = waiting.communicate(timeout=300)
     assert waiting.returncode == 0, stderr[-2000:]
-    assert stdout.count("running") == 2
+    assert stdout.count(": ok in ") == 2
     assert_consistent(out, 2)
 
 
@@ -663,7 +663,7 @@ def test_disk_full_keeps_finished_cells(mode: str, tmp_path: Path, tiny_model: P
         assert_one_line(full, 2, "no space left", "results.csv", "finished cells are kept")
         assert [status for _, status in stored_cells(out)] == ["ok", "ok"]
     again = nlgbench("run", str(spec), "--out", str(out))
-    assert again.returncode == 0 and again.stdout.count("skipped") == 2 and "running" not in again.stdout
+    assert again.returncode == 0 and again.stdout.count("skipped") == 2 and ": ok in " not in again.stdout
     assert_consistent(out, 2)
 
 
@@ -693,7 +693,7 @@ def test_corrupt_store_is_refused_and_repaired(case: str, finished_run: tuple[Pa
     refused = nlgbench("run", str(spec), "--out", str(out))
     line = assert_one_line(refused, 2, f"nlgbench repair {out}")
     assert ("corrupt" in line) if case in {"garbage", "truncated"} else ("no results.sqlite" in line), line
-    assert "running" not in refused.stdout
+    assert ": ok in " not in refused.stdout
     if case == "garbage":  # readers say so too
         assert_one_line(nlgbench("report", str(out)), 2, "corrupt", "nlgbench repair")
 
@@ -707,7 +707,7 @@ def test_corrupt_store_is_refused_and_repaired(case: str, finished_run: tuple[Pa
     keep = ["cell_id", "status", "pearson", "kendall", "pearson_pooled", "ms_per_segment_mean", "truncated_segments"]
     assert [{k: r[k] for k in keep} for r in csv_rows(out)] == [{k: r[k] for k in keep} for r in csv_rows(original)]
     again = nlgbench("run", str(spec), "--out", str(out))
-    assert again.returncode == 0 and again.stdout.count("skipped") == 2 and "running" not in again.stdout
+    assert again.returncode == 0 and again.stdout.count("skipped") == 2 and ": ok in " not in again.stdout
     if case == "deleted":
         assert nlgbench("repair", str(out)).stdout.startswith("nothing to repair")
 

@@ -334,6 +334,41 @@ def test_compare_and_report_take_the_metric_name(run_dir: Path, tmp_path: Path) 
     assert set(rel["metric"]) == {"sentbleu"}
 
 
+
+def test_compare_across_metrics_pairs_each_dataset_cell_of_the_two_metrics(run_dir: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 17: a student's metric against its teacher's. Here BERTScore with the 1-layer cut vs
+    sentBLEU: one row per dataset named "bertscore vs sentbleu", each side's quality SciPy's Pearson
+    of that cell's own scores.csv, speed-up the ratio of the two cells' median times."""
+    run = load_run(run_dir)
+    cells = run.cells
+    cut = list(dict.fromkeys(cells[cells["metric"] == "bertscore"]["encoder"]))[1]
+    result = compare(run, cut, "none", candidate_metric="bertscore", baseline_metric="sentbleu", n_resamples=50)
+    rows = {r["dataset"]: r for r in result["rows"]}
+    assert set(rows) == set(cells["dataset"]) and {r["metric"] for r in rows.values()} == {"bertscore vs sentbleu"}
+    for dataset, row in rows.items():
+        side = {}
+        for metric, encoder in (("bertscore", cut), ("sentbleu", "none")):
+            cell = cells[(cells["metric"] == metric) & (cells["encoder"] == encoder) & (cells["dataset"] == dataset)].iloc[0]
+            scores = pd.read_csv(run_dir / "cells" / cell["cell_id"] / "scores.csv")
+            side[metric] = (stats.pearsonr(scores["score"], scores["human"])[0], cell)
+            assert row["n"] == len(scores)
+        assert row["quality_candidate"] == pytest.approx(side["bertscore"][0], abs=1e-12)
+        assert row["quality_baseline"] == pytest.approx(side["sentbleu"][0], abs=1e-12)
+        b_ms, c_ms = side["sentbleu"][1]["ms_per_segment_repeats"], side["bertscore"][1]["ms_per_segment_repeats"]
+        assert row["speedup"] == pytest.approx(float(np.median(b_ms) / np.median(c_ms)), rel=1e-12)
+    # the same metric on both sides is the ordinary comparison
+    same = compare(run, cut, list(dict.fromkeys(cells[cells["metric"] == "bertscore"]["encoder"]))[0],
+                   candidate_metric="bertscore", baseline_metric="bertscore", n_resamples=50)
+    assert {r["metric"] for r in same["rows"]} == {"bertscore"}
+    with pytest.raises(UserError, match="--baseline-metric is missing"):
+        compare(run, cut, "none", candidate_metric="bertscore")
+    with pytest.raises(UserError, match="did you mean 'sentbleu'"):
+        compare(run, cut, "none", candidate_metric="bertscore", baseline_metric="sentblue")
+    assert main(["compare", str(run_dir), "--candidate", cut, "--baseline", "none", "--candidate-metric", "bertscore",
+                 "--baseline-metric", "sentbleu", "--resamples", "50"]) == 0
+    assert "bertscore vs sentbleu" in capsys.readouterr().out
+
 # ----------------------------------------------------------------------------- without results.sqlite
 
 

@@ -96,10 +96,10 @@ def test_sweep_output_contract_and_resume(tiny_dir: Path, tmp_path: Path, capsys
     capsys.readouterr()
     assert main(["run", str(spec), "--out", str(out)]) == 0
     log = capsys.readouterr().out
-    assert log.count("skipped") == 2 and "running" not in log
+    assert log.count("skipped") == 2 and ": ok in " not in log
     assert len(read_csv(out / "results.csv")) == 2
     assert main(["run", str(spec), "--out", str(out), "--force"]) == 0
-    assert capsys.readouterr().out.count("running") == 2
+    assert capsys.readouterr().out.count(": ok in ") == 2
     assert len(read_csv(out / "results.csv")) == 2
 
 
@@ -124,7 +124,7 @@ def test_killed_sweep_resumes_without_rerunning_or_duplicating(tiny_dir: Path, t
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ)
     assert proc.stdout is not None
     for line in proc.stdout:
-        if line.startswith("[2/3]") and "running" in line:
+        if line.startswith("[1/3]") and ": ok in " in line:  # (not a terminal: one line per cell, when it ends)
             time.sleep(2.0)  # the second worker is loading or scoring
             proc.send_signal(signal.SIGKILL)
             break
@@ -140,7 +140,7 @@ def test_killed_sweep_resumes_without_rerunning_or_duplicating(tiny_dir: Path, t
 
     again = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.count("skipped") == 1 and again.stdout.count("running") == 2
+    assert again.stdout.count("skipped") == 1 and again.stdout.count(": ok in ") == 2
     rows = read_csv(out / "results.csv")
     assert [r["status"] for r in rows] == ["ok", "ok", "ok"]
     assert len({r["cell_id"] for r in rows}) == 3 and rows[0]["cell_id"] == first_id

@@ -1,0 +1,75 @@
+"""Live progress of a sweep: whether to show it, and the bar inside a running cell.
+
+On a terminal the worker draws a tqdm bar per pass and unit of work the metric reports
+(`nlgbench.metrics.common.advance`: texts encoded, transport batches solved, inputs scored), with
+its rate, and prints its phase lines (data, load, warm-up, repeats with items/s); elsewhere (a log
+file, CI, a Slurm task) it stays quiet and the sweep prints one line per cell. `NLGBENCH_PROGRESS=1`
+or `0` overrides the terminal check (the sweep passes its decision to the worker this way).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import TracebackType
+from typing import IO
+
+from tqdm import tqdm
+
+PROGRESS_ENV = "NLGBENCH_PROGRESS"
+
+
+def live(stream: IO[str] | None = None) -> bool:
+    """Whether to show live progress: `NLGBENCH_PROGRESS` (1 / 0) if set, else whether `stream`
+    (default stdout) is a terminal."""
+    forced = os.environ.get(PROGRESS_ENV, "").strip()
+    if forced in ("0", "1"):
+        return forced == "1"
+    stream = stream if stream is not None else sys.stdout
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed or not a file
+        return False
+
+
+class CellProgress:
+    """The bar of one cell's work in its worker; a hook for `metrics.common.progress_hook`.
+
+    `stage("repeat 2/3")` names the pass; each `(what, done, total)` report moves the bar of that
+    unit, starting a new one when the unit or its total changes. Bars vanish when done (the phase
+    lines stay). Disabled: every call does nothing."""
+
+    def __init__(self, enabled: bool, stream: IO[str] | None = None, refresh_s: float = 0.5) -> None:
+        self.enabled = enabled
+        self.refresh_s = refresh_s  # at most one redraw per this many seconds
+        self.stream = stream if stream is not None else sys.stderr
+        self._stage = ""
+        self._bar: tqdm | None = None
+        self._key: tuple[str, int] | None = None
+
+    def stage(self, name: str) -> None:
+        """A new pass begins (its bars are named after it)."""
+        self._close()
+        self._stage = name
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None or self._key != (what, total):
+            self._close()
+            self._key = (what, total)
+            unit = what.split(" ")[0]
+            self._bar = tqdm(total=total, desc=f"    {self._stage} {what}".rstrip(), unit=f" {unit}", leave=False,
+                             file=self.stream, mininterval=self.refresh_s, dynamic_ncols=True)
+        self._bar.update(max(0, done - self._bar.n))
+
+    def _close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar, self._key = None, None
+
+    def __enter__(self) -> CellProgress:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._close()

@@ -1,0 +1,152 @@
+"""Issue 18, items 7 and 8: the progress line names its two Pearson figures; a live bar inside each
+cell and an ETA from a cost model on a terminal; one line per cell elsewhere."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nlgbench.cell import CellConfig, DatasetRef
+from nlgbench.encoder_registry import EncoderRef
+from nlgbench.eta import LEXICAL_PARAMS, CostModel, encoder_params, header_params
+from nlgbench.hfcache import checkpoint_params
+from nlgbench.metrics.common import advance, length_sorted_map, progress_hook
+from nlgbench.progress import PROGRESS_ENV, CellProgress, live
+from tiny import make_tiny_bert
+
+TEXTS = ["a small cat sat on the mat", "the dog ran far away from home", "it rained all day long"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from nlgbench.data import load_dataset
+
+    texts = [t for it in load_dataset("wmt16", max_segments=6).items for t in (it.reference, it.hypothesis)]
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", texts, num_layers=3)
+
+
+def sweep(tmp_path: Path, tiny: Path, progress: str | None) -> subprocess.CompletedProcess[str]:
+    """Two BERTScore cells (the tiny model and its 1-layer cut) on 6 WMT16 segments per pair,
+    through the CLI with stdout and stderr captured (not a terminal); `progress` sets NLGBENCH_PROGRESS."""
+    spec = {"name": "progress", "datasets": [{"name": "wmt16", "max_segments": 6}], "batch_size": 4, "repeats": 2,
+            "threads": 1, "metrics": [{"metric": "bertscore", "encoders": [str(tiny), {"name": str(tiny), "num_layers": 1}]}]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != PROGRESS_ENV}
+    if progress is not None:
+        env[PROGRESS_ENV] = progress
+    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "run", str(tmp_path / "spec.json"), "--out",
+                           str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_not_a_terminal_one_line_per_cell_naming_both_pearsons(tmp_path: Path, tiny: Path) -> None:
+    proc = sweep(tmp_path, tiny, None)
+    cell_lines = [line for line in proc.stdout.splitlines() if line.startswith("[")]
+    assert len(cell_lines) == 2 and all(": ok in " in line for line in cell_lines), proc.stdout
+    assert "texts encoded" not in proc.stderr and "repeat 1/2" not in proc.stderr, proc.stderr  # no bar, no phase lines
+    with (tmp_path / "run" / "results.csv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for line, row in zip(cell_lines, rows):
+        shown = re.search(r"pearson global (\S+) / segment (\S+)", line)
+        assert shown is not None, line
+        assert float(shown.group(1)) == pytest.approx(float(row["pearson_pooled"]), abs=5e-5)  # what report shows
+        assert float(shown.group(2)) == pytest.approx(float(row["pearson"]), abs=5e-5)  # mean over lps
+        assert f"(cell {row['cell_id']})" in line
+    assert "ETA" in cell_lines[0] and "ETA" not in cell_lines[1]
+
+
+def test_on_a_terminal_a_bar_inside_the_cell_and_the_sweep_eta(tmp_path: Path, tiny: Path) -> None:
+    proc = sweep(tmp_path, tiny, "1")
+    running = [line for line in proc.stdout.splitlines() if ": running (cell" in line]
+    assert len(running) == 2 and "sweep ETA" not in running[0] and "sweep ETA" in running[1], proc.stdout
+    assert re.search(r"repeat 2/2: [0-9.]+ s, [0-9]+ items/s", proc.stderr), proc.stderr[-2000:]
+    assert re.search(r"repeat 1/2 texts encoded: +\d+%", proc.stderr), proc.stderr[-2000:]  # tqdm's bar
+
+
+def test_progress_is_live_on_a_terminal_or_when_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv(PROGRESS_ENV, raising=False)
+    assert live(Terminal()) and not live(io.StringIO())
+    monkeypatch.setenv(PROGRESS_ENV, "0")
+    assert not live(Terminal())
+    monkeypatch.setenv(PROGRESS_ENV, "1")
+    assert live(io.StringIO())
+
+
+def test_metrics_report_their_batches_to_the_bar() -> None:
+    heard: list[tuple[str, int, int]] = []
+    with progress_hook(lambda what, done, total: heard.append((what, done, total))):
+        out = length_sorted_map(lambda batch: [i * 2 for i in batch], [5, 1, 4, 2, 3, 9, 7], batch_size=3)
+    assert out == [0, 2, 4, 6, 8, 10, 12]
+    assert heard == [("inputs scored", 3, 7), ("inputs scored", 6, 7), ("inputs scored", 7, 7)]
+    advance("inputs scored", 1, 1)  # outside the block: nobody hears
+    assert len(heard) == 3
+
+    stream = io.StringIO()
+    with CellProgress(True, stream, refresh_s=0) as bar:
+        bar.stage("repeat 1/3")
+        bar("texts encoded", 40, 100)
+        bar("texts encoded", 100, 100)
+    assert "repeat 1/3 texts encoded" in stream.getvalue() and "100/100" in stream.getvalue()
+    quiet = io.StringIO()
+    with CellProgress(False, quiet) as bar:
+        bar("texts encoded", 40, 100)
+    assert quiet.getvalue() == ""
+
+
+def test_parameters_from_the_safetensors_headers(tmp_path: Path, tiny: Path) -> None:
+    """The cost model's sizes: the checkpoint's parameters without loading it; a cut counts its first
+    layers only, as many as a model saved with that many layers."""
+    assert header_params(tiny) == checkpoint_params(tiny)
+    one_layer = make_tiny_bert(tmp_path / "one", TEXTS, num_layers=1)
+    full_vocab_cut = header_params(tiny, num_layers=1)
+    per_layer = (checkpoint_params(tiny) - full_vocab_cut) / 2
+    assert per_layer > 0 and header_params(one_layer) == checkpoint_params(one_layer)
+    assert header_params(one_layer) == header_params(one_layer, num_layers=1) == header_params(one_layer, num_layers=5)
+    # the same architecture with another vocabulary: the layer tensors are the same size
+    assert checkpoint_params(one_layer) - header_params(one_layer, num_layers=0) == per_layer
+    assert encoder_params(EncoderRef(name=str(tiny), num_layers=1)) == full_vocab_cut
+    assert encoder_params(EncoderRef(name="none")) == 0
+    assert encoder_params(EncoderRef(name=str(tmp_path / "missing"))) is None
+
+
+def cell(encoder: str, metric: str = "bertscore", items: int = 100, repeats: int = 3) -> CellConfig:
+    return CellConfig(metric=metric, options={}, encoder=EncoderRef(name=encoder), aligner=None,
+                      dataset=DatasetRef(name="wmt16", max_segments=items), device="cpu", batch_size=8,
+                      repeats=repeats, warmup=1, threads=1)
+
+
+def test_eta_scales_by_parameters_not_by_the_mean_of_finished_cells(tmp_path: Path, tiny: Path) -> None:
+    """The issue's case: after a large model's cell the sweep predicted every remaining cell at its
+    time. Here a cell 4x larger finishes first; the ETA of the rest is rate x their units."""
+    big, small = str(tiny), make_tiny_bert(tmp_path / "small", TEXTS, num_layers=1)
+    p_big, p_small = checkpoint_params(tiny), checkpoint_params(small)
+    cells = [cell(big), cell(str(small)), cell(str(small), items=50), cell("none", metric="sentbleu")]
+    items = {c.dataset.label: c.dataset.max_segments for c in cells}
+    model = CostModel.of(cells, items)
+    ids = [c.cell_id for c in cells]
+    assert model.units[ids[0]] == p_big * 100 * 4 and model.units[ids[1]] == p_small * 100 * 4
+    assert model.units[ids[3]] == LEXICAL_PARAMS * 100 * 4
+    assert model.eta(ids[1:]) is None  # nothing finished: no guess
+    model.finished(ids[0], 80.0)
+    rate = 80.0 / (p_big * 400)
+    assert model.eta(ids[1:3]) == pytest.approx(rate * p_small * (400 + 200), rel=1e-12)
+    assert model.eta(ids[1:3]) < 80.0 * 2  # the average-of-finished-cells ETA
+    model.finished(ids[1], 10.0)  # refined: BERTScore's rate now from both of its cells
+    rate = 90.0 / (p_big * 400 + p_small * 400)
+    assert model.eta([ids[2]]) == pytest.approx(rate * p_small * 200, rel=1e-12)
+    model.finished(ids[2], 5.0)
+    model.finished(ids[3], 1.0)
+    assert model.rate("sentbleu") == pytest.approx(1.0 / (LEXICAL_PARAMS * 400), rel=1e-12)
