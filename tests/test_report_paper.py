@@ -429,24 +429,28 @@ def test_report_and_compare_from_cell_folders_without_the_store(run_dir: Path, t
     assert pd.read_csv(copy / "report" / "tradeoff.csv").equals(pd.read_csv(run_dir / "report" / "tradeoff.csv"))
 
 
-def test_readme_commands_on_the_committed_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's `nlgbench report reports/example` and `nlgbench compare reports/example ...`
-    on a copy of exactly what git holds of reports/example (no store, no cells/)."""
-    listed = subprocess.run(["git", "ls-files", "reports/example"], cwd=REPO, capture_output=True, text=True, check=True)
+@pytest.mark.parametrize("folder", ["example", "similarity"])
+def test_readme_commands_on_the_committed_example(folder: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's `nlgbench report reports/<folder>` and `nlgbench compare reports/<folder> ...`
+    on a copy of exactly what git holds of the folder (no store, no cells/): compare prints the
+    committed trade-off table's numbers, and the report regenerates that table."""
+    listed = subprocess.run(["git", "ls-files", f"reports/{folder}"], cwd=REPO, capture_output=True, text=True, check=True)
     files = listed.stdout.split()
-    assert "reports/example/report/cells.jsonl" in files and "reports/example/report/metric_scores.csv" in files, \
-        "reports/example must commit report/cells.jsonl and report/metric_scores.csv (`nlgbench report` writes them)"
-    example = tmp_path / "example"
+    assert f"reports/{folder}/report/cells.jsonl" in files and f"reports/{folder}/report/metric_scores.csv" in files, \
+        f"reports/{folder} must commit report/cells.jsonl and report/metric_scores.csv (`nlgbench report` writes them)"
+    example = tmp_path / folder
     for name in files:
-        (example / Path(name).relative_to("reports/example")).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / name, example / Path(name).relative_to("reports/example"))
+        (example / Path(name).relative_to(f"reports/{folder}")).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, example / Path(name).relative_to(f"reports/{folder}"))
     assert main(["report", str(example)]) == 0
     assert main(["compare", str(example), "--candidate", "all-MiniLM-L6-v2", "--baseline", "all-mpnet-base-v2"]) == 0
     printed = capsys.readouterr().out
-    committed = pd.read_csv(REPO / "reports/example/report/tradeoff.csv")
-    (row,) = committed[committed["encoder"] == "all-MiniLM-L6-v2"].to_dict("records")
-    line = next(li for li in printed.splitlines() if li.startswith("| bertscore |"))
-    assert f"{100 * row['retained']:.1f}%" in line and f"{row['speedup']:.2f}x" in line  # the committed table's numbers
+    committed = pd.read_csv(REPO / f"reports/{folder}/report/tradeoff.csv")
+    rows = committed[committed["encoder"] == "all-MiniLM-L6-v2"].to_dict("records")
+    assert rows
+    for row in rows:
+        line = next(li for li in printed.splitlines() if li.startswith(f"| {row['metric']} | {row['dataset']} |"))
+        assert f"{100 * row['retained']:.1f}%" in line and f"{row['speedup']:.2f}x" in line  # the committed table's numbers
+        assert math.isfinite(row["p_bootstrap"])
     regenerated = pd.read_csv(example / "report" / "tradeoff.csv")
     pd.testing.assert_frame_equal(regenerated, committed, check_exact=False, rtol=1e-9)
-    assert math.isfinite(row["p_bootstrap"])
