@@ -455,9 +455,16 @@ def workers_of(proc: subprocess.Popen) -> list[psutil.Process]:
 
 
 def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """The CLI in the background, in its own session (so a test can signal its process group as a terminal does)."""
+    """The CLI in the background, in its own session (so a test can signal its process group as a terminal does),
+    with SIGINT at its default action as in a terminal's foreground job (a test run started with `&` from a
+    non-interactive shell would otherwise hand its children an ignored SIGINT)."""
     return subprocess.Popen([sys.executable, "-m", "nlgbench.cli", *args], env={**os.environ, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=default_sigint)
+
+
+def default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_second_writer_of_a_locked_folder_exits_naming_the_holder(tmp_path: Path, tiny_model: Path) -> None:

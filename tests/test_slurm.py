@@ -44,8 +44,11 @@ def nlgbench(*args: str, env: dict[str, str] | None = None, timeout: float = 900
 
 
 def start_nlgbench(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    """The CLI in the background, SIGINT at its default action (as a terminal's foreground job; a test run
+    started with `&` from a non-interactive shell would otherwise hand it an ignored SIGINT)."""
     return subprocess.Popen([sys.executable, "-m", "nlgbench.cli", *args], env={**os.environ, **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:

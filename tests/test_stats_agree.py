@@ -124,13 +124,15 @@ def test_result_json_and_results_csv(run: dict) -> None:
 
 
 def test_printed_by_run_and_import_scores(run: dict) -> None:
-    """`run` prints each cell's lp-mean Pearson, `import-scores` its lp-mean and pooled values."""
+    """`run` prints each cell's pooled and lp-mean Pearson, `import-scores` its lp-mean and pooled values."""
     printed = run["printed"]
-    run_lines = re.findall(r"ok in .*pearson (-?[0-9.]+)", printed)
+    run_lines = re.findall(r"ok in .*pearson global -?[0-9.]+ / segment (-?[0-9.]+)", printed)
+    pooled_lines = re.findall(r"ok in .*pearson global (-?[0-9.]+) / segment", printed)
     imported = re.findall(r"as cell (\w+) .*: pearson (-?[0-9.]+), kendall (-?[0-9.]+), pearson_pooled (-?[0-9.]+)", printed)
     assert len(run_lines) == 2 and len(imported) == 2, printed
     measured = [c for c in run["cells"] if c["device"] == "cpu"]
     assert sorted(run_lines) == sorted(f"{cell_expected(run['out'], c['cell_id'])[1]['pearson/lp_mean']:.4f}" for c in measured)
+    assert sorted(pooled_lines) == sorted(f"{cell_expected(run['out'], c['cell_id'])[1]['pearson/pooled']:.4f}" for c in measured)
     for cell_id, pearson, kendall, pooled in imported:
         _, want = cell_expected(run["out"], cell_id)
         assert [pearson, kendall, pooled] == [f"{want[k]:.4f}" for k in ("pearson/lp_mean", "kendall/lp_mean", "pearson/pooled")]
