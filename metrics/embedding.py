@@ -95,7 +95,7 @@ class PreparedBatch:
 def prepared_batches(encoder: Encoder, texts: Sequence[str], batch_size: int, tokens: int | None = None,
                      slice_texts: int | None = None) -> Iterator[PreparedBatch]:
     """`texts` tokenised and padded into model batches, longest first: sorted by token count and
-    cut by `group_sorted` (`batch_size` texts, or the `tokens` budget).
+    cut by `group_sorted` (at most `batch_size` texts, or the `tokens` budget).
 
     `slice_texts=None` tokenises all texts at once: the tightest batches (one global sort). With
     `slice_texts=N` (for a background thread, `embed_texts` on CUDA) the first batch is ready after

@@ -9,6 +9,7 @@ need CUDA are skipped without it (they run wherever a GPU is at hand).
 from __future__ import annotations
 
 import csv
+import random
 import threading
 import time
 from pathlib import Path
@@ -196,6 +197,33 @@ def test_group_sorted_by_size_and_by_token_budget() -> None:
     assert all(len(b) * lengths[b[0]] <= 16 for b in batches)
     assert list(group_sorted([40, 12, 2], 3, tokens=16)) == [[0], [1], [2]]  # longer than the budget: alone
     assert list(group_sorted([], 3, tokens=16)) == []
+
+
+def test_group_sorted_cuts_a_batch_before_padding_outnumbers_real_tokens() -> None:
+    # Hand-made: 40 with 12 and 11 pads 3 x 40 = 120 tokens for 63 real (<= 2 x 63); adding the 10
+    # would pad 160 for 73 real (> 146), so the batch ends there, well before batch_size 64.
+    lengths = [40, 12, 11, 10, 10, 9]
+    assert list(group_sorted(lengths, 64)) == [[0, 1, 2], [3, 4, 5]]
+    assert list(group_sorted(lengths, 64, tokens=1000)) == [[0, 1, 2], [3, 4, 5]]
+    assert list(group_sorted(lengths, 2)) == [[0, 1], [2, 3], [4, 5]]  # batch_size still binds
+
+
+@pytest.mark.parametrize("tokens", [None, 200])
+def test_group_sorted_batches_are_maximal_under_both_rules(tokens: int | None) -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        lengths = sorted((rng.choice([rng.randint(1, 30), rng.randint(30, 150)]) for _ in range(rng.randint(1, 90))),
+                         reverse=True)
+        batches = list(group_sorted(lengths, 16, tokens))
+        assert [i for b in batches for i in b] == list(range(len(lengths)))
+
+        def fits(batch: list[int]) -> bool:
+            padded, real = len(batch) * lengths[batch[0]], sum(lengths[i] for i in batch)
+            size_ok = padded <= tokens if tokens is not None else len(batch) <= 16
+            return len(batch) == 1 or (size_ok and padded <= 2 * real)
+
+        assert all(fits(b) for b in batches)
+        assert all(not fits(b + [b[-1] + 1]) for b in batches[:-1])  # cut only where the next input broke a rule
 
 
 def test_length_sorted_map_follows_the_active_budget() -> None:
