@@ -214,8 +214,13 @@ class CellConfig:
     def cell_id(self) -> str:
         """The cell's id: a short hash of this config (with its `inputs`' fingerprints) and the
         versions that change scores, so a finished cell is recognised (and skipped) when the same
-        sweep runs again on the same data and weights."""
-        return short_hash({"config": self.to_dict(), "versions": {**score_versions(), **metric_versions(self.metric)}})
+        sweep runs again on the same data, weights and library versions."""
+        return self.id_under({**score_versions(), **metric_versions(self.metric)})
+
+    def id_under(self, versions: Mapping[str, str]) -> str:
+        """The id this config has under the given score-changing versions (`cell_id`: this process's;
+        `recorded_score_versions`: those a stored result was measured with)."""
+        return short_hash({"config": self.to_dict(), "versions": dict(versions)})
 
     @property
     def label(self) -> str:
@@ -251,6 +256,13 @@ def score_versions() -> dict[str, str]:
 
     return {"nlgbench": __version__, "torch": _major_minor(torch.__version__),
             "transformers": _major_minor(transformers.__version__)}
+
+
+def recorded_score_versions(environment: Mapping[str, Any]) -> dict[str, str]:
+    """`score_versions()` as a result's environment recorded them: with `metric_versions`, what its
+    cell id was computed from (a newer transformers minor gives the same config a new id)."""
+    return {"nlgbench": str(environment["nlgbench"]), "torch": _major_minor(str(environment["torch"])),
+            "transformers": _major_minor(str(environment["transformers"]))}
 
 
 def _major_minor(version: str) -> str:

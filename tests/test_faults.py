@@ -300,15 +300,20 @@ def test_changed_local_weights_are_a_new_cell(tmp_path: Path, tiny_model: Path, 
 
 def test_hub_id_and_registry_name_are_one_cell(tmp_path: Path) -> None:
     """7b: `sentence-transformers/all-MiniLM-L6-v2` is the registered `all-MiniLM-L6-v2`: one cell, labelled
-    with the registry name, with the id of reports/example's cell."""
+    with the registry name, with the id of the quickstart's cell (reports/example's, under its versions)."""
     spec = tmp_path / "same.yaml"
     spec.write_text("name: same\ndatasets: [{name: wmt16, max_segments: 100}]\nmetrics:\n  - metric: bertscore\n"
                     "    options: {idf: false}\n"
                     "    encoders: [sentence-transformers/all-MiniLM-L6-v2, all-MiniLM-L6-v2]\n", encoding="utf-8")
     proc = nlgbench("run", str(spec), "--dry-run")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines()[:2] == ["8e8b18e4ac94  bertscore | all-MiniLM-L6-v2 | wmt16[:100] | cpu | bs64",
-                                            "1 cells; models not in the local cache: none"]
+    from nlgbench.spec import load_spec
+
+    quickstart = load_spec(Path(__file__).resolve().parents[1] / "examples" / "quickstart.yaml").cells()[1]
+    assert quickstart.encoder.name == "all-MiniLM-L6-v2" and quickstart.batch_size == 64
+    assert proc.stdout.splitlines()[:2] == [
+        f"{quickstart.cell_id}  bertscore | all-MiniLM-L6-v2 | wmt16[:100] | cpu | bs64",
+        "1 cells; models not in the local cache: none"]
 
 
 def broken_folder(case: str, tiny_model: Path, folder: Path) -> Path:
