@@ -254,13 +254,13 @@ def score_versions() -> dict[str, str]:
     import torch
     import transformers
 
-    return {"nlgbench": __version__, "torch": _major_minor(torch.__version__),
-            "transformers": _major_minor(transformers.__version__)}
+    return recorded_score_versions({"nlgbench": __version__, "torch": torch.__version__,
+                                    "transformers": transformers.__version__})
 
 
 def recorded_score_versions(environment: Mapping[str, Any]) -> dict[str, str]:
-    """`score_versions()` as a result's environment recorded them: with `metric_versions`, what its
-    cell id was computed from (a newer transformers minor gives the same config a new id)."""
+    """The score-changing versions out of full version strings as a result's environment records
+    them (`score_versions` passes this process's): with `metric_versions`, what a cell id hashes."""
     return {"nlgbench": str(environment["nlgbench"]), "torch": _major_minor(str(environment["torch"])),
             "transformers": _major_minor(str(environment["transformers"]))}
 
