@@ -26,12 +26,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                         slurm_args=args.slurm_arg, poll_seconds=args.poll_seconds)
     if args.cancel_on_exit and not executor.on_slurm:
         raise UserError("--cancel-on-exit is for --executor slurm (a local sweep's workers always stop with it)")
-    from nlgbench.distill import check_spec_leakage
-
-    leaks = check_spec_leakage(spec)  # a distilled student evaluated on data it was trained on
-    if leaks:
-        raise UserError(leaks[0] + (f" (and {len(leaks) - 1} more)" if len(leaks) > 1 else ""))
     if args.dry_run:
+        from nlgbench.distill import guard_spec
+
+        guard_spec(spec)  # as `run` does (nlgbench.sweep.run): no student evaluated on its training data
         from nlgbench.encoder_registry import resolve_source
         from nlgbench.hfcache import local_snapshot
         from dataclasses import replace

@@ -114,7 +114,7 @@ def registered_name(name: str) -> str:
 
 
 def validate_encoder_name(name: str, where: str) -> None:
-    """Reject names that are neither registered, a local folder, cached, nor (online) a Hub id, and
+    """Reject names that are neither a local folder, cached, nor (online) a registered name or Hub id, and
     model folders that cannot load (`nlgbench.hfcache.check_model_folder`): a local folder must be
     complete; a cached snapshot must have a valid config.json and intact weight files."""
     from nlgbench.hfcache import check_model_folder, local_snapshot
@@ -129,9 +129,14 @@ def validate_encoder_name(name: str, where: str) -> None:
             return
     except UserError as exc:
         raise UserError(f"{where}: {exc}") from None
-    if find_entry(name):
-        return
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}
+    entry = find_entry(name)
+    if entry and offline:  # it would only fail later, inside the cell, with transformers' OSError
+        raise UserError(f"{where}: encoder {name!r} ({entry.hub_id}) is not in the local Hugging Face cache and the "
+                        "Hub is off (HF_HUB_OFFLINE=1): download it where the Hub is reachable, or "
+                        "`nlgbench models import FOLDER --as " + entry.hub_id + "`")
+    if entry:
+        return
     looks_like_hub_id = name.count("/") == 1 and all(name.split("/"))
     if offline or not looks_like_hub_id:
         err = unknown_name("encoder", name, registry().names())

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, CellResult, read_config, write_config
+from nlgbench.errors import UserError
 from nlgbench.eta import CostModel
 from nlgbench.measure import oom_kills
 from nlgbench.progress import PROGRESS_ENV, live
@@ -64,9 +65,12 @@ def death_cause(code: int, oom_killed: bool) -> tuple[str, bool]:
 
 
 def check_datasets(spec: SweepSpec) -> dict[str, int]:
-    """Load every dataset of the spec once and check the fields its metrics read are non-blank."""
+    """Load every dataset of the spec once and check the fields its metrics read are non-blank, and
+    that a one-reference metric without a reference_policy meets no item with several references
+    (refused here, before any model loads, not inside its cells)."""
     from nlgbench.data import check_nonblank, load_dataset
     from nlgbench.metrics import get_metric
+    from nlgbench.metrics.base import no_reference_policy
 
     fields = {"hypothesis"}
     for entry in spec.metrics:
@@ -75,6 +79,10 @@ def check_datasets(spec: SweepSpec) -> dict[str, int]:
     for ref in spec.datasets:
         ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments, human=ref.human, sample=ref.sample, columns=ref.columns)
         check_nonblank(ds, sorted(fields))
+        most = max((len(it.references) for it in ds.items), default=1)
+        for entry in spec.metrics if most > 1 else []:
+            if get_metric(entry.metric).needs_reference_policy(entry.options):
+                raise UserError(f"dataset {ref.label}: {no_reference_policy(entry.metric, most)}")
         for warning in ds.warnings:  # e.g. a head subset of a file sorted by human score
             print(f"warning: {warning}", file=sys.stderr, flush=True)
         sizes[ref.label] = len(ds.items)

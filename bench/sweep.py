@@ -16,7 +16,11 @@ def run(spec: SweepSpec, out_dir: Path, *, force: bool = False, wait: bool = Fal
         executor: ExecutorOptions | None = None, cancel_on_exit: bool = False) -> list[CellResult]:
     """Run every unfinished cell; `executor` (default: the spec's `executor:` block, else local): on
     Slurm the cells run as job array tasks (`cancel_on_exit`: Ctrl-C cancels the submitted jobs
-    instead of leaving them running)."""
+    instead of leaving them running). A distilled student evaluated on its own training data is
+    refused before any cell (the leakage guard; each cell checks again on the data it loads)."""
+    from nlgbench.distill import guard_spec
+
+    guard_spec(spec)  # a distilled student evaluated on data it was trained on: refused at every entry point
     options = executor or spec.executor
     if options is not None and options.on_slurm:
         from nlgbench.slurm import run_on_slurm

@@ -22,6 +22,7 @@ from nlgbench.cell import (
     SCORES_FILE, TRACEBACK_FILE, CellResult, MetricRecord, Memory, RepeatAgreement, Timing, measured_result, read_config,
     write_scores,
 )
+from nlgbench.labels import NO_ENCODER
 from nlgbench.measure import LatencyTracker, MemoryTracker, environment, measure_scoring, synchroniser
 from nlgbench.metrics.common import progress_hook, token_budget
 from nlgbench.progress import CellProgress, live
@@ -59,6 +60,7 @@ def run_cell(cell_dir: Path) -> CellResult:
     import transformers  # noqa: F401  (library import is not part of the measured load time)
 
     from nlgbench.data import load_dataset
+    from nlgbench.distill import guard_cell
     from nlgbench.metrics import get_metric
 
     cell_id, label, cfg = read_config(cell_dir)
@@ -75,6 +77,8 @@ def run_cell(cell_dir: Path) -> CellResult:
             dataset = load_dataset(ds.name, path=ds.path, max_segments=ds.max_segments, human=ds.human, sample=ds.sample, columns=ds.columns)
         items = dataset.items
         _log(f"data: {len(items)} items from {dataset.name} ({data.seconds:.1f} s)")
+        models = [*([cfg.encoder.name] if cfg.encoder.name != NO_ENCODER else []), *(str(cfg.options[k]) for k in info.model_options if cfg.options.get(k))]
+        leakage = guard_cell(models, dataset)  # not timed: a distilled student on its own training data fails here
 
         with LatencyTracker(sync) as load:
             extra = {"aligner": cfg.aligner} if info.accepts_aligners else {}
@@ -94,7 +98,8 @@ def run_cell(cell_dir: Path) -> CellResult:
     return measured_result(
         cell_id, label, cfg,
         metric=MetricRecord(name=info.name, higher_is_better=info.higher_is_better, primary=run.scores.primary),
-        scorer={**scorer.describe(), "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs))}, dataset=dataset,
+        scorer={**scorer.describe(), "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs)),
+                "leakage_guard": leakage}, dataset=dataset,
         timing=Timing.of_protocol(data.seconds, load.seconds, prepare.seconds, run, len(items)),
         memory=Memory.of_tracker(memory),
         agreement=RepeatAgreement(max_abs_diff=run.max_abs_diff, agree=run.agree),

@@ -205,6 +205,11 @@ class MetricInfo:
         self.check_options(out, where)
         return out
 
+    def needs_reference_policy(self, options: dict[str, Any]) -> bool:
+        """Whether, run with `options`, the metric cannot score items with several references: it reads
+        references, has no rule of its own for several, and the option reference_policy is not set."""
+        return self.reads_references(options) and self.multi_reference is None and options.get(REFERENCE_POLICY) is None
+
     def make(self, encoder_ref: Any, options: dict[str, Any], device: str, batch_size: int, **extra: Any) -> Scorer:
         """Check the options (as the spec does), build the scorer on the metric's own options, and wrap
         it in `ReferencePolicy` when it reads references but not several of them itself."""
@@ -215,6 +220,12 @@ class MetricInfo:
         if not self.reads_references(options) or (policy is None and self.multi_reference == "native"):
             return scorer
         return ReferencePolicy(scorer, self.name, self.higher_is_better, declared=self.multi_reference, given=policy)
+
+
+def no_reference_policy(metric: str, most: int) -> str:
+    """The one line for a one-reference metric given items with up to `most` references and no policy."""
+    return (f"{metric} cannot use several references per item (dataset has up to {most}); "
+            f"set the option {REFERENCE_POLICY}: {'|'.join(REFERENCE_POLICIES)}")
 
 
 def one_reference_items(items: Sequence[Item], policy: str) -> tuple[list[Item], list[int]]:
@@ -264,8 +275,7 @@ class ReferencePolicy:
             return None
         policy = self.given or self.declared
         if policy is None:
-            raise ValueError(f"{self.metric} cannot use several references per item (dataset has up to {most}); "
-                             f"set the option {REFERENCE_POLICY}: {'|'.join(REFERENCE_POLICIES)}")
+            raise ValueError(no_reference_policy(self.metric, most))
         return policy
 
     def prepare(self, items: Sequence[Item]) -> None:

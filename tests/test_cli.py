@@ -409,8 +409,15 @@ def test_list_metrics(capsys: pytest.CaptureFixture[str]) -> None:
     assert frugal[4] == "cross-encoder"
 
 
-def test_full_study_dry_run_lists_cells_and_missing_models(capsys: pytest.CaptureFixture[str]) -> None:
+def test_full_study_dry_run_lists_cells_and_missing_models(capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the Hub on, a dry run lists what the sweep would download; with it off, the first model
+    it could not load is refused (one line, exit 2), not left to fail inside its cells."""
     spec = Path(__file__).resolve().parents[1] / "examples" / "full-study.yaml"
+    assert main(["run", str(spec), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not in the local Hugging Face cache and the Hub is off" in err
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     assert main(["run", str(spec), "--dry-run"]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     count, missing = last.split("; models not in the local cache: ")

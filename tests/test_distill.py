@@ -292,3 +292,59 @@ def test_length_batches_cover_each_pair_once_with_little_padding() -> None:
     order = torch.randperm(203, generator=torch.Generator().manual_seed(0)).tolist()
     plain = [order[s:s + 8] for s in range(0, 203, 8)]
     assert padding < 0.5 * sum(max(lengths[i] for i in b) * len(b) - sum(lengths[i] for i in b) for b in plain)
+
+
+def leak_spec(train_file: Path, encoder: str, name: str = "leak") -> dict[str, Any]:
+    return {"name": name, "datasets": [{"path": str(train_file)}], "repeats": 1, "batch_size": 4, "warmup": 0,
+            "devices": ["cpu"], "threads": 1,
+            "metrics": [{"metric": "frugalscore", "encoders": [encoder], "options": {"max_length": MAX_LENGTH}}]}
+
+
+def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
+        trained: dist.DistillResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25.4: the guard was only in the CLI's `run` and only looked for distill.json in a local
+    folder of the encoder's name. Now the API, the CLI and an imported student (a Hub-style id whose
+    snapshot holds the copied distill.json) are all refused, before any cell."""
+    import nlgbench
+    from nlgbench.hfcache import import_model
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
+    # the API, by path
+    with pytest.raises(UserError, match="was distilled on texts of evaluation dataset"):
+        nlgbench.run(leak_spec(train_file, str(trained.out)), tmp_path / "api-run", quiet=True)
+    assert not (tmp_path / "api-run" / "cells").exists()  # refused before any cell
+    # imported under a Hub-style id: the snapshot is a copy, found through the cache
+    snapshot = import_model(trained.out, "me/student")
+    assert (snapshot / dist.DISTILL_FILE).is_file()
+    assert dist.student_folder("me/student") == snapshot
+    with pytest.raises(UserError, match=r"student me/student \(.*\) was distilled"):
+        nlgbench.run(leak_spec(train_file, "me/student"), tmp_path / "api-import", quiet=True)
+    spec = tmp_path / "leak.yaml"
+    spec.write_text(json.dumps(leak_spec(train_file, "me/student")), encoding="utf-8")
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub")}
+    for extra in ([], ["--dry-run"]):
+        proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "run", str(spec), "--out", str(tmp_path / "cli"), *extra],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith("nlgbench: error: student me/student (") and "--allow-overlap" in line
+    assert not (tmp_path / "cli" / "cells").exists()
+
+
+def test_each_cell_checks_again_and_records_that_it_did(trained: dist.DistillResult, tmp_path: Path) -> None:
+    """A cell folder prepared by hand (or a Slurm task whose spec checks were skipped) still refuses the
+    leak: the worker checks the data it loaded; an ok cell records the check in result.json."""
+    from nlgbench.runner import execute
+    from nlgbench.spec import parse_spec
+
+    train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
+    (leaking,) = parse_spec(leak_spec(train_file, str(trained.out))).cells()
+    result = execute(leaking, tmp_path / "leaking")
+    assert not result.ok and result.error is not None and "was distilled on texts of evaluation dataset" in result.error
+    fresh = own_data(tmp_path / "fresh.jsonl", synthetic_rows(6, seed=7))
+    (clean,) = parse_spec(leak_spec(fresh, str(trained.out))).cells()
+    result = execute(clean, tmp_path / "clean")
+    assert result.ok, result.error
+    recorded = json.loads((tmp_path / "clean" / "result.json").read_text())["scorer"]["leakage_guard"]
+    assert recorded == f"{trained.out}: distilled student, no overlap with {result.dataset.name if result.dataset else ''}"

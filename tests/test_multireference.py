@@ -187,19 +187,29 @@ def test_metrics_without_a_rule_refuse_in_one_line(tiny_dir: Path, student_dir: 
     assert len(frugal.score(first_only(items()), PhaseTimer()).score) == len(ROWS)  # one reference each: scored
 
 
-def test_a_refusing_cell_fails_with_that_one_line(tiny_dir: Path, tmp_path: Path) -> None:
+def test_a_refusing_metric_is_refused_before_any_cell(student_dir: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25 (lower severity): the refusal came from inside the cell, after the model loaded; now
+    the sweep's data check refuses it (API and CLI, --dry-run included), and no cell is made."""
+    from nlgbench.cli import main
+
     data = tmp_path / "multi.jsonl"
     data.write_text("".join(json.dumps({"lp": "de-en", "seg_id": i + 1, "system": "s", "source": src,
                                         "references": refs, "hypothesis": hyp, "human": float(i)}) + "\n"
                             for i, (hyp, refs, src) in enumerate(ROWS)), encoding="utf-8")
     spec = {"name": "multi", "datasets": [{"path": str(data)}], "repeats": 1, "batch_size": 2,
-            "metrics": [{"metric": "baryscore", "options": {"idf": False, "last_layers": 2},
-                         "encoders": [str(tiny_dir)]}]}
-    nlgbench.run(spec, tmp_path / "out", quiet=True)
-    with (tmp_path / "out" / "results.csv").open(encoding="utf-8", newline="") as fh:
-        (row,) = list(csv.DictReader(fh))
-    assert row["status"] == "failed"
-    assert row["error"] == "ValueError: " + REFUSAL.format(metric="baryscore")
+            "metrics": [{"metric": "frugalscore", "encoders": [str(student_dir)]}]}
+    with pytest.raises(UserError) as err:
+        nlgbench.run(spec, tmp_path / "out", quiet=True)
+    assert str(err.value) == "dataset multi: " + REFUSAL.format(metric="frugalscore")
+    assert not (tmp_path / "out" / "cells").exists()
+    (tmp_path / "multi.yaml").write_text(json.dumps(spec), encoding="utf-8")
+    assert main(["run", str(tmp_path / "multi.yaml"), "--out", str(tmp_path / "out"), "--dry-run"]) == 2
+    assert capsys.readouterr().err == "nlgbench: error: dataset multi: " + REFUSAL.format(metric="frugalscore") + "\n"
+    # with a policy the same spec passes the check
+    spec["metrics"][0]["options"] = {"reference_policy": "first"}
+    (tmp_path / "multi.yaml").write_text(json.dumps(spec), encoding="utf-8")
+    assert main(["run", str(tmp_path / "multi.yaml"), "--out", str(tmp_path / "out"), "--dry-run"]) == 0
 
 
 # ----------------------------------------------------------------------------- one reference: nothing changes

@@ -295,3 +295,25 @@ def test_load_yaml_refuses_repeated_keys_at_any_depth() -> None:
         load_yaml("a: 1\nb: {c: 2, c: 3}\n")
     assert yaml_problem(info.value) == " at line 2, column 11: repeated key 'c' (first at line 2)"
     assert load_yaml("x: &x {k: 1}\ny: {<<: *x, k: 2}\n")["y"] == {"k": 2}  # a merge key may be overridden
+
+
+# --------------------------------------------------------------------------- uncached models with the Hub off
+
+
+def test_uncached_registry_model_is_refused_at_spec_time_when_the_hub_is_off(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25.12: `roberta-large` (registered, not cached) passed --dry-run with a warning and then
+    failed inside the cell; with HF_HUB_OFFLINE=1 it is now one line and exit 2, before any cell.
+    With the Hub on, a registered name stays valid (it downloads on first use)."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    spec = write_yaml(tmp_path / "spec.yaml", minimal_spec(metrics=[{"metric": "bertscore", "encoders": ["roberta-large"]}]))
+    for extra in (["--dry-run"], []):
+        assert main(["run", str(spec), "--out", str(tmp_path / "run"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "'roberta-large' (roberta-large) is not in the local Hugging Face cache" in err
+    assert not (tmp_path / "run" / "cells").exists()
+    from nlgbench.encoder_registry import validate_encoder_name
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    validate_encoder_name("roberta-large", "spec")  # online: accepted
