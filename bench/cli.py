@@ -27,7 +27,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.cancel_on_exit and not executor.on_slurm:
         raise UserError("--cancel-on-exit is for --executor slurm (a local sweep's workers always stop with it)")
     if args.dry_run:
-        from nlgbench.distill import guard_spec
+        from nlgbench.leakage import guard_spec
 
         guard_spec(spec)  # as `run` does (nlgbench.sweep.run): no student evaluated on its training data
         from nlgbench.encoder_registry import resolve_source
@@ -180,9 +180,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     import json
 
     from nlgbench.cell import json_safe
-    from nlgbench.compare import compare, render
+    from nlgbench.compare import check_bootstrap, compare, render
     from nlgbench.rundata import load_run
 
+    check_bootstrap(args.resamples, args.seed)  # before the run folder is read
     result = compare(load_run(_run_folder(args.dir), args.human), args.candidate, args.baseline, args.metric,
                      _quality_options(args), n_resamples=args.resamples, seed=args.seed, aligner=args.aligner,
                      candidate_metric=args.candidate_metric, baseline_metric=args.baseline_metric)
@@ -205,16 +206,25 @@ def _cmd_import_scores(args: argparse.Namespace) -> int:
 
 
 def _read_lines(path: str, what: str) -> list[str]:
-    """One text per line (UTF-8), as bert-score's `-r/-c` files."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{what} file not found: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{what} file {path} is not UTF-8 (byte {exc.start})") from None
-    except OSError as exc:
-        raise UserError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
-    return text.splitlines()
+    """One text per line (UTF-8), as bert-score's `-r/-c` files, split as the data loader splits: on
+    '\n' only, so a text holding U+0085 or U+2028 stays one line and the files stay aligned."""
+    from nlgbench.data import read_text_lines
+
+    if not Path(path).exists():
+        raise UserError(f"{what} file not found: {path}")
+    return read_text_lines(Path(path))
+
+
+def _check_out_file(path: str) -> None:
+    """`score --out`: a file in an existing, writable folder, checked before the scoring, not after it."""
+    out = Path(path)
+    if out.is_dir():
+        raise UserError(f"--out {path} is a folder; give a file name, e.g. {out / 'scores.csv'}")
+    folder = out.parent
+    if not folder.is_dir():
+        raise UserError(f"--out {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UserError(f"--out {path}: folder {folder} is not writable")
 
 
 def _option_value(raw: str) -> tuple[str, object]:
@@ -235,9 +245,15 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     from nlgbench.api import default_encoder, score_outputs
 
+    if args.out:
+        _check_out_file(args.out)
     hyps = _read_lines(args.candidates, "candidates")
     refs = _read_lines(args.references, "references") if args.references else None
     srcs = _read_lines(args.sources, "sources") if args.sources else None
+    for what, path, lines in (("references", args.references, refs), ("sources", args.sources, srcs)):
+        if lines is not None and len(lines) != len(hyps):
+            raise UserError(f"{what} file {path} has {len(lines)} lines but candidates file {args.candidates} has "
+                            f"{len(hyps)}: one text per line in each, line N of one with line N of the other")
     options = dict(_option_value(o) for o in args.option)
     outputs = score_outputs(hyps, refs, args.metric, args.encoder, sources=srcs, aligner=args.aligner,
                             device=args.device, batch_size=args.batch_size, **options)
@@ -277,17 +293,23 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
                    help="the human dimension to correlate with (data with several, e.g. relevance); default each cell's first")
 
 
+EXIT_STATUSES = ("exit status: 0 every cell ok (other commands: done); 1 some cell not ok (run: see results.csv); "
+                 "2 usage or input error (one line on stderr); 130 interrupted (Ctrl-C: run the same "
+                 "command again to resume); 141 the output's reader left (a closed pipe)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from nlgbench.importers import add_import_arguments, cmd_import
     from nlgbench.distill import add_distill_arguments, cmd_distill
     from nlgbench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
     from nlgbench.version import __version__
 
-    p = argparse.ArgumentParser(prog="nlgbench", description="Efficiency-quality benchmarks of NLG evaluation metrics.")
+    p = argparse.ArgumentParser(prog="nlgbench", description="Efficiency-quality benchmarks of NLG evaluation metrics.",
+                                epilog=EXIT_STATUSES)
     p.add_argument("--version", action="version", version=f"nlgbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run a sweep spec (resumes: finished cells are skipped)")
+    run = sub.add_parser("run", help="run a sweep spec (resumes: finished cells are skipped)", epilog=EXIT_STATUSES)
     run.add_argument("spec", help="sweep spec YAML")
     run.add_argument("--out", help="output folder (default reports/<spec name>)")
     run.add_argument("--force", action="store_true", help="rerun cells that are already finished")

@@ -16,7 +16,8 @@
 4. **Output**: a model folder (config, tokenizer, safetensors) usable as an encoder of
    `frugalscore` by path, with `distill.json` (teacher, data hashes, hyper-parameters,
    validation MSE and Pearson with the teacher, times) and `training_texts.sha256` (hashes of
-   every training reference and pair), which `check_leakage` compares with evaluation datasets.
+   every training reference and pair), which the leakage guard (`nlgbench.leakage`) compares with
+   evaluation datasets.
 """
 
 from __future__ import annotations
@@ -39,15 +40,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.errors import UserError
+from nlgbench.leakage import DISTILL_FILE, TEXTS_FILE, training_hashes
 from nlgbench.student import BAR_INTERVAL, INPUT_ORDER, TrainConfig, Trained, check_student, train_student
 
 if TYPE_CHECKING:
-    from nlgbench.data import Dataset
     from nlgbench.encoder_registry import EncoderRef
-    from nlgbench.spec import SweepSpec
 
-DISTILL_FILE = "distill.json"
-TEXTS_FILE = "training_texts.sha256"  # one hash per line: every reference and (reference, candidate) pair seen
 FORMAT = 1  # distill.json's layout version
 PAIR_FIELDS = ("reference", "candidate")
 
@@ -363,19 +361,6 @@ def _run_teacher(pairs: Sequence[Pair], teacher: Teacher, device: str, batch_siz
 # --------------------------------------------------------------------------- the whole run
 
 
-def text_hash(text: str) -> str:
-    """16 hex digits of the sha256 of a text with its whitespace normalised."""
-    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:16]
-
-
-def training_hashes(pairs: Sequence[Pair]) -> list[str]:
-    """The leakage guard's units, sorted: `r:<hash>` per reference, `p:<hash>` per (reference,
-    candidate) pair. A candidate alone is not one: short outputs ("Thank you.") recur across data
-    sets, and a text scored against another reference is not the evaluated pair."""
-    refs = {f"r:{text_hash(p.reference)}" for p in pairs}
-    return sorted(refs | {f"p:{text_hash(text_hash(p.reference) + text_hash(p.candidate))}" for p in pairs})
-
-
 @dataclass
 class DistillResult:
     out: Path
@@ -423,7 +408,7 @@ def distill(sources: Sequence[str], teacher: Teacher, cfg: TrainConfig, out: str
     trained = train_student([(p.reference, p.candidate, y) for p, y in train],
                             [(p.reference, p.candidate, y) for p, y in val], cfg, device, log)
 
-    texts = training_hashes([p for p, _ in rows])
+    texts = training_hashes([(p.reference, p.candidate) for p, _ in rows])
     texts_text = "".join(h + "\n" for h in texts)
     targets = [y for _, y in rows]
 
@@ -517,109 +502,6 @@ def _json_ready(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_json_ready(v) for v in value]
     return value
-
-
-# --------------------------------------------------------------------------- leakage guard
-
-
-def read_record(student_dir: Path) -> dict[str, Any] | None:
-    """A student folder's distill.json, or None where it has none (not made by `nlgbench distill`)."""
-    path = Path(student_dir) / DISTILL_FILE
-    if not path.is_file():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: cannot read the distillation record ({exc})") from None
-    if not isinstance(record, dict):
-        raise UserError(f"{path}: not a distillation record (a JSON object)")
-    return record
-
-
-def overlaps(student_dir: Path, datasets: Sequence[Dataset], name: str | None = None) -> list[str]:
-    """Per dataset sharing texts with the student's training pairs, one line saying how many of its
-    items have a reference that was a training reference, or are a training (reference, candidate)
-    pair (texts compared with whitespace normalised); [] for a folder without distill.json. `name`:
-    what the spec called the student, where that is not its folder."""
-    record = read_record(student_dir)
-    if record is None:
-        return []
-    label = str(student_dir) if name is None or name == str(student_dir) else f"{name} ({student_dir})"
-    path = Path(student_dir) / str(record.get("data", {}).get("texts_file", TEXTS_FILE))
-    try:
-        seen = set(path.read_text(encoding="utf-8").split())
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the student's training-text hashes ({exc.strerror or exc}); "
-                        "the leakage guard needs them") from None
-    lines = []
-    for ds in datasets:
-        hits = [it for it in ds.items
-                if not seen.isdisjoint(training_hashes([Pair(ref, it.hypothesis, "") for ref in it.references]))]
-        if hits:
-            first = hits[0]
-            lines.append(f"student {label} was distilled on texts of evaluation dataset {ds.name!r}: "
-                         f"{len(hits)} of {len(ds.items)} items have a reference (or reference-hypothesis pair) of its training pairs "
-                         f"(first: lp={first.lp!r} seg_id={first.seg_id!r} system={first.system!r}); "
-                         "distil on other data, or rerun nlgbench distill with --allow-overlap to accept it")
-    return lines
-
-
-def check_leakage(student_dir: Path, datasets: list[Dataset], name: str | None = None) -> list[str]:
-    """The leakage guard: problems (one line each) when the student's training pairs overlap an
-    evaluation dataset; none when its distill.json records `allow_overlap` (`--allow-overlap`) or
-    the folder has no distill.json."""
-    record = read_record(student_dir)
-    if record is None or record.get("allow_overlap"):
-        return []
-    return overlaps(student_dir, datasets, name)
-
-
-def student_folder(name: str) -> Path | None:
-    """The real folder of a model name when it is a distilled student (has distill.json): a local
-    folder, or the cached snapshot of a registry name / Hub id (`models import` copies distill.json
-    there), so a student is recognised under any name it is run by."""
-    from nlgbench.encoder_registry import resolve_source
-    from nlgbench.hfcache import local_snapshot
-
-    folder = local_snapshot(resolve_source(name))
-    return folder if folder is not None and (folder / DISTILL_FILE).is_file() else None
-
-
-def check_spec_leakage(spec: SweepSpec) -> list[str]:
-    """`check_leakage` for every model a spec loads that is a distilled student (under whatever
-    name), against every dataset of the spec (loaded as the cells load them)."""
-    students = {name: folder for name in spec.model_names() if (folder := student_folder(name)) is not None}
-    if not students:
-        return []
-    datasets = [ref.load() for ref in spec.datasets]
-    return [line for name, folder in students.items() for line in check_leakage(folder, datasets, name)]
-
-
-def guard_spec(spec: SweepSpec) -> None:
-    """Refuse a sweep that evaluates a distilled student on data it was trained on (one line); every
-    entry point (CLI, API, local and Slurm) runs it through `nlgbench.sweep.run`."""
-    leaks = check_spec_leakage(spec)
-    if leaks:
-        raise UserError(leaks[0] + (f" (and {len(leaks) - 1} more)" if len(leaks) > 1 else ""))
-
-
-def guard_cell(model_names: Sequence[str], dataset: Dataset) -> str:
-    """The guard inside a cell, on the dataset the cell loaded: raises (the cell fails) on a leak,
-    else says what was checked, for result.json's `scorer.leakage_guard`."""
-    notes = []
-    for name in model_names:
-        folder = student_folder(name)
-        if folder is None:
-            continue
-        record = read_record(folder) or {}
-        if record.get("allow_overlap"):
-            notes.append(f"{name}: distilled with --allow-overlap, not checked")
-            continue
-        leaks = check_leakage(folder, [dataset], name)
-        if leaks:
-            raise UserError(leaks[0])
-        notes.append(f"{name}: distilled student, no overlap with {dataset.name}")
-    return "; ".join(notes) if notes else "no distilled student"
 
 
 # --------------------------------------------------------------------------- CLI

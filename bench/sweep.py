@@ -18,7 +18,7 @@ def run(spec: SweepSpec, out_dir: Path, *, force: bool = False, wait: bool = Fal
     Slurm the cells run as job array tasks (`cancel_on_exit`: Ctrl-C cancels the submitted jobs
     instead of leaving them running). A distilled student evaluated on its own training data is
     refused before any cell (the leakage guard; each cell checks again on the data it loads)."""
-    from nlgbench.distill import guard_spec
+    from nlgbench.leakage import guard_spec
 
     guard_spec(spec)  # a distilled student evaluated on data it was trained on: refused at every entry point
     options = executor or spec.executor

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from nlgbench.cell import (
     SCORES_FILE, TRACEBACK_FILE, CellResult, MetricRecord, Memory, RepeatAgreement, Timing, measured_result, read_config,
-    write_scores,
+    write_atomic, write_scores,
 )
 from nlgbench.labels import NO_ENCODER
 from nlgbench.measure import LatencyTracker, MemoryTracker, environment, measure_scoring, synchroniser
@@ -60,7 +60,7 @@ def run_cell(cell_dir: Path) -> CellResult:
     import transformers  # noqa: F401  (library import is not part of the measured load time)
 
     from nlgbench.data import load_dataset
-    from nlgbench.distill import guard_cell
+    from nlgbench.leakage import guard_cell
     from nlgbench.metrics import get_metric
 
     cell_id, label, cfg = read_config(cell_dir)
@@ -94,7 +94,7 @@ def run_cell(cell_dir: Path) -> CellResult:
             run = measure_scoring(scorer, items, warmup=cfg.warmup, repeats=cfg.repeats, batch_size=cfg.batch_size,
                                   device=device, sync=sync, log=_log, on_pass=bar.stage)
 
-    write_scores(cell_dir / SCORES_FILE, items, run.scores.score, run.scores.columns)
+    written = write_scores(cell_dir / SCORES_FILE, items, run.scores.score, run.scores.columns)
     return measured_result(
         cell_id, label, cfg,
         metric=MetricRecord(name=info.name, higher_is_better=info.higher_is_better, primary=run.scores.primary),
@@ -103,7 +103,7 @@ def run_cell(cell_dir: Path) -> CellResult:
         timing=Timing.of_protocol(data.seconds, load.seconds, prepare.seconds, run, len(items)),
         memory=Memory.of_tracker(memory),
         agreement=RepeatAgreement(max_abs_diff=run.max_abs_diff, agree=run.agree),
-        environment=environment(device), scores=run.scores.score,
+        environment=environment(device), scores=run.scores.score, scores_csv=written,
     )
 
 
@@ -113,7 +113,7 @@ def failure(cell_dir: Path, exc: BaseException) -> CellResult:
     cell_id, label, cfg = read_config(cell_dir)
     oom = (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
            or (isinstance(exc, RuntimeError) and CPU_ALLOCATION_FAILED in str(exc)))
-    (cell_dir / TRACEBACK_FILE).write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    write_atomic(cell_dir / TRACEBACK_FILE, "".join(traceback.format_exception(exc)))
     message = " ".join(str(exc).split()) or type(exc).__name__
     return CellResult.not_finished(cell_id, label, cfg, f"{type(exc).__name__}: {message}", oom=oom)
 

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from nlgbench import distill as dist
+from nlgbench import leakage
 from nlgbench.augment import EDITS, synthetic_candidates
 from nlgbench.data import load_dataset
 from nlgbench.errors import UserError
@@ -179,16 +180,16 @@ def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(trained: dist
     train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
     overlapping = load_dataset(path=train_file)
     disjoint = load_dataset(path=own_data(tmp_path / "other.jsonl", synthetic_rows(10, seed=123)))
-    (line,) = dist.check_leakage(trained.out, [disjoint, overlapping])
+    (line,) = leakage.check_leakage(trained.out, [disjoint, overlapping])
     assert f"{len(overlapping.items)} of {len(overlapping.items)} items" in line and "'train'" in line
     assert "--allow-overlap" in line and "\n" not in line
-    assert dist.check_leakage(trained.out, [disjoint]) == []
+    assert leakage.check_leakage(trained.out, [disjoint]) == []
     # a spec naming the student and the training data is refused, line by line
     from nlgbench.spec import parse_spec
 
     spec = parse_spec({"name": "t", "datasets": [{"path": str(train_file)}],
                        "metrics": [{"metric": "frugalscore", "encoders": [str(trained.out)]}]})
-    assert dist.check_spec_leakage(spec) == [line]
+    assert leakage.check_spec_leakage(spec) == [line]
     # --allow-overlap is recorded and lifts the guard (the overlap itself is still reported by `overlaps`)
     parser = argparse.ArgumentParser()
     dist.add_distill_arguments(parser)
@@ -197,8 +198,8 @@ def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(trained: dist
                               "--out", str(tmp_path / "allowed"), "--allow-overlap"])
     assert dist.cmd_distill(args) == 0
     assert json.loads((tmp_path / "allowed" / dist.DISTILL_FILE).read_text())["allow_overlap"] is True
-    assert dist.check_leakage(tmp_path / "allowed", [overlapping]) == []
-    assert len(dist.overlaps(tmp_path / "allowed", [overlapping])) == 1
+    assert leakage.check_leakage(tmp_path / "allowed", [overlapping]) == []
+    assert len(leakage.overlaps(tmp_path / "allowed", [overlapping])) == 1
 
 
 def test_pairs_from_files_and_datasets(tmp_path: Path) -> None:
@@ -317,7 +318,7 @@ def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
     # imported under a Hub-style id: the snapshot is a copy, found through the cache
     snapshot = import_model(trained.out, "me/student")
     assert (snapshot / dist.DISTILL_FILE).is_file()
-    assert dist.student_folder("me/student") == snapshot
+    assert leakage.student_folder("me/student") == snapshot
     with pytest.raises(UserError, match=r"student me/student \(.*\) was distilled"):
         nlgbench.run(leak_spec(train_file, "me/student"), tmp_path / "api-import", quiet=True)
     spec = tmp_path / "leak.yaml"
