@@ -7,8 +7,9 @@ its numbers equal the cell's `scores.csv` for the same items, batch size and dev
 
 from __future__ import annotations
 
+from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from nlgbench.errors import UserError
 
@@ -18,50 +19,77 @@ if TYPE_CHECKING:
     from nlgbench.spec import SweepSpec
 
 EncoderSpec = str | dict[str, Any]  # a registered name, a Hub id, a local folder, or {name: ..., num_layers: 3, ...}
-References = Sequence[str] | Sequence[Sequence[str]]  # one text per hypothesis, or a list of texts (several) per hypothesis
+References = Iterable[str] | Iterable[Sequence[str]]  # one text per hypothesis, or a list of texts (several) per hypothesis
 
 
-def _texts(name: str, values: Sequence[str] | None, n: int, required: bool = True) -> list[str]:
-    """A list of n non-blank strings (any strings when not required), or one clear error naming the argument."""
+def _as_list(name: str, values: Iterable[Any], what: str = "a list of strings") -> list[Any]:
+    """Any iterable (a list, a tuple, a generator) as a list; one clear error for one string or a non-iterable."""
+    if isinstance(values, str):
+        raise UserError(f"{name} must be {what}, not one string")
+    try:
+        return list(values)
+    except TypeError:
+        raise UserError(f"{name} must be {what}, got {type(values).__name__}") from None
+
+
+def _texts(name: str, values: Iterable[str] | None, n: int, required: bool = True) -> list[str]:
+    """A list of n non-blank strings (any strings when not required), or one clear error naming the
+    argument and the line (1-based, as the `line` column of `nlgbench score`'s output)."""
     if values is None:
         return [""] * n
-    if isinstance(values, str):
-        raise UserError(f"{name} must be a list of strings, not one string")
-    out = list(values)
+    out = _as_list(name, values)
     if len(out) != n:
         raise UserError(f"{name} has {len(out)} items but hypotheses has {n}")
     bad = [i for i, v in enumerate(out) if not isinstance(v, str)]
     if bad:
-        raise UserError(f"{name}[{bad[0]}] is {type(out[bad[0]]).__name__}, not a string")
+        raise UserError(f"{name} line {bad[0] + 1} is {type(out[bad[0]]).__name__}, not a string")
     blank = [i for i, v in enumerate(out) if required and not v.strip()]
     if blank:
-        raise UserError(f"{name}[{blank[0]}] is blank ({len(blank)} blank in all): every text must be non-empty")
+        raise UserError(f"{name} line {blank[0] + 1} is blank ({len(blank)} blank in all): every text must be non-empty")
     return out
 
 
 def _references(values: References | None, n: int, required: bool) -> list[tuple[str, ...]]:
-    """Each hypothesis's references, from a list of texts (one each) or of lists of texts (several
-    each, bert_score's format); non-blank where the metric reads them. One clear error otherwise."""
+    """Each hypothesis's references, from texts (one each) or lists of texts (several each,
+    bert_score's format); non-blank where the metric reads them. One clear error otherwise, naming
+    the line (and the reference) 1-based."""
     if values is None:
         return [("",)] * n
-    if isinstance(values, str):
-        raise UserError("references must be a list of strings (or of lists of strings), not one string")
-    out = list(values)
+    out = _as_list("references", values, "a list of strings (or of lists of strings)")
     if len(out) != n:
         raise UserError(f"references has {len(out)} items but hypotheses has {n}")
     refs: list[tuple[str, ...]] = []
     for i, value in enumerate(out):
         group = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) else None
         if group is None or not all(isinstance(v, str) for v in group):
-            raise UserError(f"references[{i}] is {type(value).__name__}, not a string or a list of strings")
+            raise UserError(f"references line {i + 1} is {type(value).__name__}, not a string or a list of strings")
         if not group:
-            raise UserError(f"references[{i}] is an empty list: give at least one reference")
+            raise UserError(f"references line {i + 1} is an empty list: give at least one reference")
         blank = [k for k, v in enumerate(group) if required and not v.strip()]
         if blank:
-            where = f"references[{i}]" if isinstance(value, str) else f"references[{i}][{blank[0]}]"
+            where = f"references line {i + 1}" + ("" if isinstance(value, str) else f", reference {blank[0] + 1}")
             raise UserError(f"{where} is blank: every text must be non-empty")
         refs.append(group)
     return refs
+
+
+def check_device(device: str) -> None:
+    """`device` is cpu, or a CUDA device this machine has: one clear line before any model is loaded
+    (torch's own error on a CPU build is an AssertionError deep inside the first model move)."""
+    from nlgbench.spec import DEVICE_RE
+
+    if not isinstance(device, str) or not DEVICE_RE.match(device):
+        raise UserError(f"unknown device {device!r} (use cpu, cuda or cuda:N)")
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UserError(f"device {device!r}: CUDA is not available on this machine (torch {torch.__version__}); use cpu")
+    index, count = int(device.partition(":")[2] or 0), torch.cuda.device_count()
+    if index >= count:
+        raise UserError(f"device {device!r}: this machine has {count} CUDA device{'s' if count != 1 else ''} "
+                        f"(cuda:0 to cuda:{count - 1})")
 
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"  # the encoder when none is given, for metrics that run one
@@ -77,12 +105,12 @@ def default_encoder(metric: str) -> str:
 
 
 def score_outputs(
-    hypotheses: Sequence[str],
+    hypotheses: Iterable[str],
     references: References | None = None,
     metric: str = "bertscore",
     encoder: EncoderSpec | None = None,
     *,
-    sources: Sequence[str] | None = None,
+    sources: Iterable[str] | None = None,
     aligner: str | None = None,
     device: str = "cpu",
     batch_size: int = 64,
@@ -91,15 +119,22 @@ def score_outputs(
     """Every output of the metric per hypothesis: `score` (the primary one, as in scores.csv)
     first, then the metric's further columns (precision, recall, directions, distances).
 
+    `hypotheses`, `references` and `sources` may be any iterable (a list, a tuple, a generator).
     `references` gives one text per hypothesis, or a list of texts (several references) per
     hypothesis; the metric uses several as its reference code does, or as `reference_policy`
     (first, max or mean) says."""
     from nlgbench.data import Item
     from nlgbench.metrics import get_metric
     from nlgbench.metrics.base import REFERENCE_POLICY, PhaseTimer, ReferencePolicy
-    from nlgbench.spec import DEVICE_RE, parse_metric_entry
+    from nlgbench.spec import parse_metric_entry
 
-    hyps = _texts("hypotheses", hypotheses, len(hypotheses) if not isinstance(hypotheses, str) else -1)
+    hyps = _as_list("hypotheses", hypotheses)
+    hyps = _texts("hypotheses", hyps, len(hyps))
+    if not isinstance(metric, str) or not metric.strip():
+        raise UserError(f"metric must be a registered metric's name, got {metric!r} (nlgbench list metrics)")
+    if isinstance(encoder, str) and not encoder.strip():
+        raise UserError("encoder is empty: give a registered name, a Hub id or a local folder (or leave it out)")
+    check_device(device)
     info = get_metric(metric)
     encoder = encoder if encoder is not None else default_encoder(metric)
     given = {"reference": references, "source": sources}
@@ -109,8 +144,6 @@ def score_outputs(
             raise UserError(f"metric {metric!r} needs {need}s: pass {need}s=[...]")
     refs = _references(references, len(hyps), reads_references)
     srcs = _texts("sources", sources, len(hyps), "source" in info.needs)
-    if not DEVICE_RE.match(device):
-        raise UserError(f"unknown device {device!r} (use cpu, cuda or cuda:N)")
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise UserError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     # reference_policy is the harness's option, not the metric's: MetricInfo.make checks and applies it
@@ -135,12 +168,12 @@ def score_outputs(
 
 
 def score(
-    hypotheses: Sequence[str],
+    hypotheses: Iterable[str],
     references: References | None = None,
     metric: str = "bertscore",
     encoder: EncoderSpec | None = None,
     *,
-    sources: Sequence[str] | None = None,
+    sources: Iterable[str] | None = None,
     aligner: str | None = None,
     device: str = "cpu",
     batch_size: int = 64,
@@ -161,7 +194,16 @@ def _as_spec(spec: "str | Path | dict[str, Any] | SweepSpec") -> "SweepSpec":
         return spec
     if isinstance(spec, dict):
         return parse_spec(spec, "spec", Path.cwd())
+    if not isinstance(spec, (str, PathLike)):
+        raise UserError(f"spec must be a spec file's path, a dict or a SweepSpec, got {type(spec).__name__}")
     return load_spec(spec)
+
+
+def _path(name: str, value: "str | PathLike[str]", what: str) -> Path:
+    """A str or path-like argument as a Path; one clear error naming the argument otherwise."""
+    if not isinstance(value, (str, PathLike)):
+        raise UserError(f"{name} must be {what}, got {type(value).__name__}")
+    return Path(value)
 
 
 def run(spec: "str | Path | dict[str, Any] | SweepSpec", out: str | Path | None = None, *,
@@ -170,8 +212,9 @@ def run(spec: "str | Path | dict[str, Any] | SweepSpec", out: str | Path | None 
     (default reports/<name>), resuming finished cells; returns `load_run(out)`."""
     from nlgbench.sweep import run as run_sweep
 
+    folder = _path("out", out, "a folder's path") if out is not None else None
     sweep = _as_spec(spec)
-    folder = Path(out) if out is not None else Path("reports") / sweep.name
+    folder = folder if folder is not None else Path("reports") / sweep.name
     run_sweep(sweep, folder, force=force, log=(lambda _msg: None) if quiet else print)
     return load_run(folder)
 
@@ -180,22 +223,30 @@ def load_run(path: str | Path) -> "pd.DataFrame":
     """One row per cell of a run folder (the columns of results.csv)."""
     import pandas as pd
 
-    csv_path = Path(path) / "results.csv"
+    csv_path = _path("path", path, "a run folder's path") / "results.csv"
     if not csv_path.is_file():
         raise UserError(f"{path}: no results.csv (not a run folder, or no cell has finished yet)")
+    import io
+
+    from nlgbench.cell import read_bytes, utf8_text
+
     text_columns = ("cell_id", "metric", "metric_options", "encoder", "aligner", "dataset", "device", "status", "error")
-    return pd.read_csv(csv_path, dtype={c: str for c in text_columns})
+    text = utf8_text(csv_path, read_bytes(csv_path))  # not UTF-8: one line naming the file, not a guess
+    return pd.read_csv(io.StringIO(text), dtype={c: str for c in text_columns})
 
 
 def load_scores(path: str | Path, cell_id: str) -> "pd.DataFrame":
     """A cell's segment scores (`cells/<cell_id>/scores.csv`): lp, seg_id, system, score, human, extras."""
     import pandas as pd
 
-    csv_path = Path(path) / "cells" / cell_id / "scores.csv"
+    folder = _path("path", path, "a run folder's path")
+    if not isinstance(cell_id, str) or Path(cell_id).name != cell_id or cell_id in ("", ".", ".."):
+        raise UserError(f"cell_id must be a cell's id (a folder name under cells/), got {cell_id!r}")
+    csv_path = folder / "cells" / cell_id / "scores.csv"
     if not csv_path.is_file():
         raise UserError(f"{csv_path}: no such file (is {cell_id!r} a finished cell of {path}?)")
-    frame = pd.read_csv(csv_path, dtype={"lp": str, "system": str}, keep_default_na=False)
-    for column in frame.columns:
-        if column not in ("lp", "system"):
-            frame[column] = pd.to_numeric(frame[column], errors="coerce")
-    return frame
+    from nlgbench.cell import RESULT_FILE, CellResult, read_scores
+
+    cell_dir = csv_path.parent  # ids and texts stay text, checked against result.json where there is one
+    columns, rows = read_scores(csv_path, CellResult.read(cell_dir) if (cell_dir / RESULT_FILE).is_file() else None)
+    return pd.DataFrame(rows, columns=columns)

@@ -30,6 +30,21 @@ from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Segments, corre
                             paired_from_replicates, quality, quality_note, speedup, too_small_lps, williams_test)
 from nlgbench.tables import markdown
 
+MIN_RESAMPLES = 100  # a 95% percentile interval from fewer draws rests on one or two draws per tail
+
+
+def check_bootstrap(n_resamples: int, seed: int, minimum: int = MIN_RESAMPLES) -> None:
+    """The bootstrap's settings, checked before any work: at least `minimum` resamples and a seed
+    numpy takes (an integer >= 0). `nlgbench compare --resamples` asks for MIN_RESAMPLES (with 1,
+    the "interval" is one draw and can exclude the estimate, and p reads "< 2"); the API's
+    `compare` for 1 (tests and `write_report` may take fewer for speed; 0 or fewer is no bootstrap)."""
+    if not isinstance(n_resamples, int) or isinstance(n_resamples, bool) or n_resamples < minimum:
+        why = (f"a 95% bootstrap CI needs at least {MIN_RESAMPLES} resamples (from fewer, each end rests on one or two "
+               "draws)" if minimum >= MIN_RESAMPLES else "a bootstrap needs resamples")
+        raise UserError(f"resamples must be an integer >= {minimum}, got {n_resamples!r}: {why}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise UserError(f"seed must be an integer >= 0, got {seed!r}")
+
 
 def select_metrics(df: pd.DataFrame, metric: str | None = None, aligner: str | None = None) -> list[str] | None:
     """The metric labels (`df['metric']`) that `--metric` and `--aligner` pick; None: all. A metric
@@ -130,6 +145,7 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
     """The comparison as plain data (what --json prints); `metric` and `aligner` as `select_metrics`;
     `candidate_metric` / `baseline_metric` compare across metrics (`metric_pairs`): the row's metric
     reads "candidate metric vs baseline metric"."""
+    check_bootstrap(n_resamples, seed, minimum=1)
     options.check()
     df = run.cells
     encoders = sorted(set(df["encoder"]))

@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import os
+import posixpath
 import tempfile
 import urllib.error
 import urllib.parse
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from nlgbench.errors import UserError, unknown_name
+from nlgbench.errors import UserError, closest, unknown_name
 from nlgbench.registry import Registry, UserFiles, read_registry_file
 
 CACHE_ENV = "NLGBENCH_CACHE"
@@ -135,8 +136,24 @@ def load_catalogue(path: Path | None = None) -> dict[str, Any]:
         for name, entry in read_registry_file(file, "datasets", "dataset catalogue").items():
             if not isinstance(entry, dict):
                 raise UserError(f"dataset catalogue {file}: entry {name!r} must be a mapping, got {entry!r}")
+            _check_cache_names(entry, f"dataset catalogue {file}: entry {name!r}")
             datasets[str(name)] = entry
     return {"datasets": datasets}
+
+
+def _check_cache_names(entry: dict[str, Any], where: str) -> None:
+    """Refuse a `folder` or `files` name that would put a download outside the dataset's cache folder:
+    an absolute name, or one that climbs out with '..' after normalisation (`a/../b` is fine)."""
+    files = entry.get("files")
+    names = [("folder", entry.get("folder"))] + [("file", rel) for rel in (files if isinstance(files, dict) else {})]
+    for what, value in names:
+        if value is None:
+            continue
+        text = str(value)
+        norm = posixpath.normpath(text)
+        if not text.strip() or posixpath.isabs(text) or norm == ".." or norm.startswith("../"):
+            raise UserError(f"{where}: {what} name {text!r} lies outside the dataset cache "
+                            "(names must be relative, without climbing out by '..')")
 
 
 def add_catalogue_file(path: Path) -> None:
@@ -159,6 +176,21 @@ def catalogue_registry(catalogue: dict[str, Any] | None = None) -> Registry[dict
 def dataset_names(catalogue: dict[str, Any] | None = None) -> list[str]:
     """Names of the catalogue datasets, sorted."""
     return catalogue_registry(catalogue).names()
+
+
+def names_a_file(text: str, catalogue: dict[str, Any] | None = None) -> bool:
+    """Whether a dataset given as one string (import-scores' --dataset) is a file path: not a catalogue
+    name, and with an extension (any case: `BASE.JSONL`) or a folder part."""
+    return text not in dataset_names(catalogue) and (bool(Path(text).suffix) or "/" in text or os.sep in text)
+
+
+def unknown_dataset(name: str, catalogue: dict[str, Any] | None = None) -> UserError:
+    """The error for a catalogue name that is none: a file name is told to be given as a path,
+    anything else gets the closest catalogue names."""
+    if names_a_file(name, catalogue):
+        return UserError(f"dataset {name!r} is not in the catalogue and looks like a file: give own data as "
+                         f"`path: {name}` (a .jsonl or .tsv file), not as a name")
+    return unknown_name("dataset", name, dataset_names(catalogue))
 
 
 def catalogue_entry(name: str, catalogue: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -193,6 +225,7 @@ def fetch(name: str, progress: Progress | None = None, *, catalogue: dict[str, A
     folder = str(entry["folder"])
     local = cache_dir() / "datasets" / folder
     root: Path | str | None = None
+    _check_cache_names(entry, f"dataset catalogue: entry {name!r}")
     for rel, sha in entry["files"].items():
         target = local / rel
         key = f"{folder}/{rel}"
@@ -235,6 +268,9 @@ def _fetch_file(root: Path | str, key: str, target: Path, sha: str, progress: Pr
     else:
         origin = f"{root}/{urllib.parse.quote(key)}"
     _say(progress, f"fetching {key} from {origin}")
+    cache = (cache_dir() / "datasets").resolve()
+    if not target.resolve().is_relative_to(cache):  # the last guard before anything is written
+        raise UserError(f"refusing to write {key}: {target.resolve()} lies outside the dataset cache {cache}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
@@ -347,6 +383,7 @@ def load_dataset(
         dataset.items = _first_per_lp(dataset.items, max_segments)
         dataset.warnings = sorted_head_warnings(dataset)
     if sample is not None:
+        dataset.warnings = sample_warnings(dataset, *sample)
         dataset.items = sample_items(dataset.items, *sample)
     return select_human(dataset, human)
 
@@ -374,25 +411,41 @@ def sorted_head_warnings(dataset: Dataset) -> list[str]:
     return warnings
 
 
+def _sample_units(items: list[Item]) -> dict[str, list[tuple[str, int]]]:
+    """Per language pair, the units `sample` draws from: each document named by a `doc_id` (sorted),
+    then each item without one as a document of its own (its position)."""
+    units: dict[str, list[tuple[str, int]]] = {}
+    for lp in sorted({it.lp for it in items}):
+        positions = [i for i, it in enumerate(items) if it.lp == lp]
+        docs = sorted({items[i].doc_id for i in positions if items[i].doc_id})
+        units[lp] = [(doc, -1) for doc in docs] + [("", i) for i in positions if not items[i].doc_id]
+    return units
+
+
 def sample_items(items: list[Item], n: int, seed: int) -> list[Item]:
-    """A seeded random subset, stratified per language pair: n items of each pair, or, where the
-    pair's items name documents, n documents with all their items (so the item level keeps whole
-    documents). Order kept; the draw of a pair depends only on (seed, lp), not on other pairs."""
+    """A seeded random subset, stratified per language pair: n units of each pair, a unit being a
+    document (all items naming one `doc_id`, so the item level keeps whole documents) or an item
+    without a `doc_id`. Order kept; the draw of a pair depends only on (seed, lp), not on other pairs."""
     import random
 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1 or isinstance(seed, bool) or not isinstance(seed, int):
         raise UserError(f"sample needs n (an integer >= 1) and seed (an integer), got n={n!r}, seed={seed!r}")
-    kept: set[int] = set()
-    for lp in sorted({it.lp for it in items}):
-        rng = random.Random(f"{seed}/{lp}")
-        positions = [i for i, it in enumerate(items) if it.lp == lp]
-        docs = sorted({items[i].doc_id for i in positions})
-        if any(docs):
-            chosen = set(rng.sample(docs, min(n, len(docs))))
-            kept.update(i for i in positions if items[i].doc_id in chosen)
-        else:
-            kept.update(rng.sample(positions, min(n, len(positions))))
-    return [it for i, it in enumerate(items) if i in kept]
+    chosen: set[tuple[str, int]] = set()
+    for lp, units in _sample_units(items).items():
+        chosen.update(random.Random(f"{seed}/{lp}").sample(units, min(n, len(units))))
+    return [it for i, it in enumerate(items) if (it.doc_id, -1) in chosen or ("", i) in chosen]
+
+
+def sample_warnings(dataset: Dataset, n: int, seed: int) -> list[str]:
+    """The warning that `sample: {n, seed}` asks for more than a language pair has (that pair is kept
+    whole, and where no pair has n the label's ~n overstates what was drawn), with the counts drawn."""
+    short = {lp: len(units) for lp, units in _sample_units(dataset.items).items() if len(units) < n}
+    if not short:
+        return list(dataset.warnings)
+    counts = ", ".join(f"{lp}: {count}" for lp, count in short.items())
+    return [*dataset.warnings, f"dataset {dataset.name!r}: sample n={n} (seed {seed}) is more than "
+            f"{'every' if len(short) == len(dataset.language_pairs) else 'some'} language pair holds, so these are "
+            f"kept whole ({counts} items or documents)"]
 
 
 def select_human(dataset: Dataset, human: str | None) -> Dataset:
@@ -561,10 +614,11 @@ def _load_user_file(path: Path, columns: tuple[str, ...] = ()) -> Dataset:
     data = _read_bytes(path)
     sha = hashlib.sha256(data).hexdigest()
     text = _decode(data, path).removeprefix("\ufeff")
-    records = _jsonl_records(path, text) if suffix == ".jsonl" else _tsv_records(path, text)
+    records = list(_jsonl_records(path, text) if suffix == ".jsonl" else _tsv_records(path, text))
     reserved = [c for c in columns if c in USER_COLUMNS or c == "references"]
     if reserved:
         raise UserError(f"{path}: columns {', '.join(reserved)} are item fields, not further columns to carry")
+    _check_carried(path, columns, records)
     items = [(where, _with_extra(_user_item(record, where), record, columns, where)) for where, record in records]
     if not items:
         raise UserError(f"data file {path} has no items")
@@ -578,9 +632,10 @@ def _load_user_file(path: Path, columns: tuple[str, ...] = ()) -> Dataset:
             )
         where_of[item.key] = where
     dims = list(dict.fromkeys(dim for _, item in items for dim in item.humans))
-    scalar = [where for where, item in items if item.humans.keys() == {HUMAN}]
-    if scalar and len(scalar) < len(items):
-        other = next(where for where, item in items if item.humans.keys() != {HUMAN})
+    scored = [(where, item) for where, item in items if item.humans]  # an item without any score has no form
+    scalar = [where for where, item in scored if item.humans.keys() == {HUMAN}]
+    if scalar and len(scalar) < len(scored):
+        other = next(where for where, item in scored if item.humans.keys() != {HUMAN})
         raise UserError(f"{path}: human is a single number at {scalar[0]} but named dimensions at {other}; use one form")
     if not dims:
         raise UserError(f"{path}: no item has a human score")
@@ -588,6 +643,17 @@ def _load_user_file(path: Path, columns: tuple[str, ...] = ()) -> Dataset:
     ordered = [replace(item, human=item.humans.get(dims[0], NAN)) for item in ordered]
     has_systems = any(item.system for item in ordered)
     return Dataset(name=path.stem, items=ordered, has_systems=has_systems, files={str(path): sha}, human_dims=dims)
+
+
+def _check_carried(path: Path, columns: tuple[str, ...], records: list[tuple[str, dict[str, Any]]]) -> None:
+    """Refuse a column to carry that no record has (it would be carried as '' everywhere)."""
+    present = list(dict.fromkeys(key for _, record in records for key in record
+                                 if key not in USER_COLUMNS and key != "references"))
+    for column in columns:
+        if column not in present:
+            hits = closest(column, present)
+            hint = f"; did you mean {', '.join(repr(h) for h in hits)}?" if hits else ""
+            raise UserError(f"{path}: no column {column!r} to carry{hint} (further columns: {', '.join(present) or 'none'})")
 
 
 def _with_extra(item: Item, record: dict[str, Any], columns: tuple[str, ...], where: str) -> Item:
@@ -604,15 +670,11 @@ def _with_extra(item: Item, record: dict[str, Any], columns: tuple[str, ...], wh
 
 
 def _uniform_seg_ids(path: Path, items: list[tuple[str, Item]]) -> list[tuple[str, Item]]:
-    """Items whose seg_ids all read as integers keep integer ids (numeric order); otherwise every id is
-    text (text order), so the stable order rule holds either way."""
-    as_int = []
-    for _, item in items:
-        value = item.seg_id if isinstance(item.seg_id, int) else _int_or_none(item.seg_id)
-        if value is None:
-            return [(where, replace(item, seg_id=str(item.seg_id))) for where, item in items]
-        as_int.append(value)
-    return [(where, replace(item, seg_id=value)) for (where, item), value in zip(items, as_int)]
+    """Items whose seg_ids are all integers (JSON numbers, or texts in plain integer form: `plain_int`)
+    keep integer ids (numeric order); otherwise every id is text as written (text order), so the
+    stable order rule holds either way and "007" and "7" stay two items."""
+    ids = seg_id_values([str(item.seg_id) for _, item in items])
+    return [(where, replace(item, seg_id=value)) for (where, item), value in zip(items, ids)]
 
 
 def _int_or_none(text: str) -> int | None:
@@ -622,38 +684,82 @@ def _int_or_none(text: str) -> int | None:
         return None
 
 
-def seg_id_value(text: str) -> SegId:
-    """A seg_id read back from a CSV cell: an integer where it reads as one, else the text."""
-    value = _int_or_none(text)
-    return text if value is None else value
+def plain_int(text: str) -> int | None:
+    """The integer `text` writes in plain form (ASCII digits, a '-' at most, no leading zeros), else None:
+    int() would also read "007", "+5", "1_0", " 7" and "٧" (an Arabic-Indic digit), which are other ids."""
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if str(value) == text else None
+
+
+def seg_id_values(texts: Sequence[str]) -> list[SegId]:
+    """seg_ids of one file (data, scores.csv) as written: integers if every one is a plain integer
+    (`plain_int`), else every one the text it is, so no two ids become one."""
+    ints = [plain_int(text) for text in texts]
+    if all(value is not None for value in ints):
+        return [value for value in ints if value is not None]
+    return list(texts)
+
+
+def json_object(line: str, where: str) -> dict[str, Any]:
+    """The JSON object on one JSONL line; a key repeated at any depth is refused (json.loads would
+    silently keep the last one), as are invalid JSON and anything but an object."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                raise UserError(f"{where}: duplicate key {key!r}")
+            obj[key] = value
+        return obj
+
+    try:
+        value = json.loads(line, object_pairs_hook=unique)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise UserError(f"{where}: expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _jsonl_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(location, object) per non-blank JSONL line."""
     for number, line in enumerate(_split_lines(text), start=1):
-        if not line.strip():
-            continue
-        where = f"{path} line {number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(record, dict):
-            raise UserError(f"{where}: expected a JSON object, got {type(record).__name__}")
-        yield where, record
+        if line.strip():
+            where = f"{path} line {number}"
+            yield where, json_object(line, where)
 
 
-def _tsv_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(location, record) per non-blank TSV line after the header row; ``reference_N`` columns become
-    the record's ``references``, ``human.DIM`` columns its ``human`` mapping (an empty cell: missing)."""
-    lines = _split_lines(text)
-    numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
+def tsv_table(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header (names stripped) and the (line number, fields) rows of a tab-separated text.
+
+    The one TSV rule of the loader and the table importer: no quoting, so every field is verbatim
+    (a `"` is a character like any other); lines end at '\n' or '\r\n' only (`_split_lines`; a
+    U+2028 or form feed is text); blank lines are skipped. An empty text, a repeated column name or
+    a row whose field count differs from the header's is refused, naming the line."""
+    numbered = [(n, line) for n, line in enumerate(_split_lines(text), start=1) if line.strip()]
     if not numbered:
-        raise UserError(f"data file {path} is empty (expected a header row: {', '.join(USER_COLUMNS)})")
+        raise UserError(f"{path} is empty (expected a header row)")
     header = [name.strip() for name in numbered[0][1].split("\t")]
     duplicated = sorted({name for name in header if header.count(name) > 1})
     if duplicated:
         raise UserError(f"{path}: duplicate column(s) {', '.join(duplicated)} in the header row")
+    rows = []
+    for number, line in numbered[1:]:
+        fields = line.split("\t")
+        if len(fields) != len(header):
+            raise UserError(f"{path} line {number}: {len(fields)} tab-separated fields, header has {len(header)}")
+        rows.append((number, fields))
+    return header, rows
+
+
+def _tsv_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(location, record) per non-blank TSV line after the header row (`tsv_table`); ``reference_N``
+    columns become the record's ``references``, ``human.DIM`` columns its ``human`` mapping (an
+    empty cell: missing)."""
+    header, rows = tsv_table(path, text)
     dims = [name for name in header if name.startswith(TSV_HUMAN_PREFIX)]
     if dims and HUMAN in header:
         raise UserError(f"{path}: give either one 'human' column or 'human.DIM' columns, not both")
@@ -666,11 +772,8 @@ def _tsv_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
     missing = [c for c in USER_COLUMNS if c not in OPTIONAL_USER_COLUMNS and c not in present]
     if missing:
         raise UserError(f"{path}: missing column(s) {', '.join(missing)} (header has: {', '.join(header)})")
-    for number, line in numbered[1:]:
+    for number, values in rows:
         where = f"{path} line {number}"
-        values = line.split("\t")
-        if len(values) != len(header):
-            raise UserError(f"{where}: {len(values)} tab-separated fields, header has {len(header)}")
         row: dict[str, Any] = dict(zip(header, values))
         if extra_refs:
             row["references"] = [row.pop("reference"), *(row.pop(name) for name in extra_refs)]
@@ -719,7 +822,9 @@ def _user_item(record: dict[str, Any], where: str) -> Item:
 
 def _human_scores(raw: Any, where: str) -> dict[str, float]:
     """{dimension: score} of one record: a number is the single dimension `human`; a mapping names
-    dimensions, null (or an empty TSV cell) marking a missing score."""
+    dimensions; null (or an empty TSV cell), as the whole value or a dimension's, marks a missing score."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
     if isinstance(raw, dict):
         if not raw:
             raise UserError(f"{where}: human is an empty mapping (name at least one dimension)")
@@ -751,6 +856,11 @@ def _read_bytes(path: Path) -> bytes:
         raise UserError(f"missing file {path}") from None
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def read_text(path: Path) -> str:
+    """A UTF-8 text file's text, a leading byte-order mark removed; one UserError naming the file otherwise."""
+    return _decode(_read_bytes(path), path).removeprefix("\ufeff")
 
 
 def _decode(data: bytes, path: Path) -> str:
@@ -789,3 +899,10 @@ def _parse_seg_id(value: str, where: str) -> int:
     except ValueError:
         raise UserError(f"{where}: seg_id {value!r} is not an integer") from None
 
+
+
+def read_text_lines(path: Path) -> list[str]:
+    """A UTF-8 text file's lines, split as the data loader splits (`_split_lines`: on '\\n' only, so a
+    text holding U+0085, U+2028 or a form feed stays one line, as str.splitlines would not keep it);
+    one UserError naming the file when it is missing, a folder or not UTF-8."""
+    return _split_lines(_decode(_read_bytes(path), path))

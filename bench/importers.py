@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+from nlgbench.data import json_object, read_text, tsv_table
 from nlgbench.errors import UserError, closest, unknown_name
 
 Record = dict[str, Any]  # one output object, in the field order written
@@ -56,7 +57,7 @@ class ImportSummary:
     references_min: int  # references per item, fewest
     references_max: int  # references per item, most
     dimensions: tuple[str, ...]  # human dimensions; () when human is one number per item
-    missing: Mapping[str, int]  # dimension -> items whose value is null
+    missing: Mapping[str, int]  # dimension ('human' when it is one number per item) -> items whose value is null
     notes: tuple[str, ...] = ()  # what the user should know (e.g. no source texts in the file)
 
     def line(self, fmt: str) -> str:
@@ -67,7 +68,8 @@ class ImportSummary:
             missing = ", ".join(f"{d} {n}" for d, n in self.missing.items() if n) or "none"
             human = f"human dimensions {', '.join(self.dimensions)} (missing: {missing})"
         else:
-            human = "human: one score per item"
+            unscored = self.missing.get("human", 0)
+            human = "human: one score per item" + (f" (missing: {unscored})" if unscored else "")
         notes = "".join(f"; note: {note}" for note in self.notes)
         return (f"{fmt}: wrote {self.items} items to {self.out} ({self.systems} systems, {self.documents} documents, "
                 f"{refs} reference{'' if refs == '1' else 's'} per item, {human}){notes}")
@@ -95,12 +97,7 @@ def summeval_records(src: str | os.PathLike[str], *, annotators: str = "expert")
         if not line.strip():
             continue
         where = f"{path} line {number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise UserError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        obj = json_object(line, where)
         missing = [k for k in ("id", "model_id", "decoded", "references", key) if k not in obj]
         if missing:
             raise UserError(f"{where}: missing field(s) {', '.join(missing)} (not SummEval's annotation layout?)")
@@ -241,8 +238,8 @@ def table_records(
     `columns` maps item fields (lp, seg_id, system, doc_id, source, hypothesis, references, human)
     to column names; ``references`` takes several, comma-separated. A field not mapped is read
     from a column of the same name if there is one (``references`` from ``reference``). `human`
-    maps dimension -> column for several dimensions (an empty or NaN cell is null: missing);
-    else the ``human`` field is one number per item and must be present. `lp` is a constant
+    maps dimension -> column for several dimensions; else the ``human`` field is one number per
+    item. An empty or NaN score cell is null: that item's score is missing. `lp` is a constant
     language pair (or domain label) for tables without one. Every text cell used must be present.
     Rows are counted from 1, header excluded.
     """
@@ -301,11 +298,7 @@ def table_records(
         if human:
             record["human"] = {dim: _cell_score(cells, col, where) for dim, col in human.items()}
         else:
-            score = _cell_score(cells, mapping["human"], where)
-            if score is None:
-                raise UserError(f"{where}: column {mapping['human']!r} (human) is empty; "
-                                "missing scores are allowed only as dimensions (--human DIM=COLUMN)")
-            record["human"] = score
+            record["human"] = _cell_score(cells, mapping["human"], where)  # None (an empty cell): missing
         key = (record["lp"], record["seg_id"], record["system"])
         if key in first_at:
             raise UserError(f"{where}: duplicate item lp={key[0]!r} seg_id={key[1]!r} system={key[2]!r} "
@@ -314,6 +307,8 @@ def table_records(
         records.append(record)
     if not records:
         raise UserError(f"{path} has no rows")
+    if not human and all(r["human"] is None for r in records):
+        raise UserError(f"{path}: column {mapping['human']!r} (human) is empty in every row")
     return records
 
 
@@ -330,7 +325,10 @@ def import_table(
 
 
 def _read_table(path: Path) -> "pd.DataFrame":
-    """The table as a DataFrame; CSV/TSV cells as text, only empty cells missing (so "NA" stays text)."""
+    """The table as a DataFrame; CSV/TSV cells as text, only empty cells missing (so "NA" stays text).
+
+    TSV is read by the own-data loader's rule (`nlgbench.data.tsv_table`: fields verbatim, no quoting);
+    CSV by pandas with CSV quoting. A column name given twice is refused (pandas would rename the second)."""
     import pandas as pd  # here, not at import: the CLI starts without pandas
 
     suffix = path.suffix.lower()
@@ -339,17 +337,30 @@ def _read_table(path: Path) -> "pd.DataFrame":
     if not path.is_file():
         raise UserError(f"missing file {path}")
     sep = _TABLE_READERS[suffix]
+    if sep == "\t":
+        header, rows = tsv_table(path, read_text(path))
+        return pd.DataFrame([[cell or None for cell in fields] for _, fields in rows], columns=header, dtype=object)
     try:
         if sep is None:
-            return pd.read_parquet(path)
-        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8")
+            table = pd.read_parquet(path)
+        else:
+            table = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8",
+                                header=None)  # the header row as data: its names exactly as written
+            if len(table):
+                table = table.iloc[1:].set_axis([str(name) for name in table.iloc[0]], axis=1).reset_index(drop=True)
     except ImportError as exc:
-        raise UserError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow): {exc}") from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{path}: reading Parquet needs pyarrow (pip install 'nlgbench[parquet]'): {first}") from None
     except UnicodeDecodeError as exc:
         raise UserError(f"{path} is not UTF-8 text (bad byte at offset {exc.start})") from None
     except (ValueError, OSError) as exc:  # pandas' parser errors are ValueErrors; pyarrow's too
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot read table {path}: {message}") from None
+    names = [str(name) for name in table.columns]
+    duplicated = sorted({name for name in names if names.count(name) > 1})
+    if duplicated:
+        raise UserError(f"{path}: duplicate column(s) {', '.join(duplicated)} in the header row")
+    return table
 
 
 def _is_missing(value: Any) -> bool:
@@ -465,6 +476,8 @@ def summarize(records: Sequence[Record], out: Path, notes: Iterable[str] = ()) -
     ref_counts = [len(r["references"]) for r in records] or [0]
     dimensions = sorted({d for r in records if isinstance(r["human"], dict) for d in r["human"]})
     missing = {d: sum(1 for r in records if isinstance(r["human"], dict) and r["human"].get(d) is None) for d in dimensions}
+    if not dimensions:
+        missing = {"human": sum(1 for r in records if r["human"] is None)}
     return ImportSummary(
         out=out,
         items=len(records),

@@ -19,7 +19,7 @@ from nlgbench.encoder_registry import (
 )
 from nlgbench.cell import CellConfig, DatasetRef
 from nlgbench.data import ALL_DIMENSIONS
-from nlgbench.errors import UserError, closest, unknown_name
+from nlgbench.errors import UserError, closest
 from nlgbench.labels import NO_ENCODER
 from nlgbench.registry import load_yaml, yaml_problem
 
@@ -151,7 +151,7 @@ def _human(raw: Any, where: str) -> str | None:
 
 def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> DatasetRef:
     """One `datasets:` entry; `human` is the spec-level selection, which the entry's own `human` overrides."""
-    from nlgbench.data import check_user_file, dataset_names
+    from nlgbench.data import check_user_file, dataset_names, unknown_dataset
 
     if isinstance(raw, str):
         raw = {"name": raw}
@@ -163,7 +163,7 @@ def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> Data
         raise UserError(f"{where}: give exactly one of 'name' or 'path'")
     if name is not None:
         if not isinstance(name, str) or name not in dataset_names():
-            raise unknown_name("dataset", str(name), dataset_names())
+            raise unknown_dataset(str(name))
     else:
         if not isinstance(path, str):
             raise UserError(f"{where}.path must be a string, got {path!r}")

@@ -87,7 +87,7 @@ def test_cli_score_writes_what_the_api_returns(tiny_dir: Path, tmp_path: Path, c
     assert "3 scores" in capsys.readouterr().err
     (tmp_path / "short.txt").write_text("one line\n", encoding="utf-8")
     assert main(["score", "--encoder", str(tiny_dir), "-r", str(tmp_path / "short.txt"), "-c", str(tmp_path / "hyps.txt")]) == 2
-    assert "references has 1 items but hypotheses has 3" in capsys.readouterr().err
+    assert "short.txt has 1 lines but candidates file" in capsys.readouterr().err
     assert main(["score", "-c", str(tmp_path / "missing.txt"), "-r", str(tmp_path / "refs.txt")]) == 2
     assert "candidates file not found" in capsys.readouterr().err
 

@@ -499,7 +499,7 @@ def test_user_missing_column(tmp_path: Path) -> None:
         ({"seg_id": " "}, "seg_id must be an integer or a non-empty text, got ' '"),
         ({"seg_id": 1.5}, "seg_id must be an integer or a non-empty text, got 1.5"),
         ({"human": "good"}, "human score 'good' is not a number"),
-        ({"human": None}, "human must be a number or a mapping of dimension -> number, got None"),
+        ({"human": True}, "human must be a number or a mapping of dimension -> number, got True"),
         ({"human": {}}, "human is an empty mapping"),
         ({"human": {"relevance": "high"}}, "human.relevance: human score 'high' is not a number"),
         ({"references": []}, "give 'reference' \\(one\\) or 'references' \\(a list\\), not both"),

@@ -277,10 +277,16 @@ def test_table_bad_input_is_one_line(tmp_path: Path, edit: Any, kwargs: dict[str
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_table_single_human_column_must_be_present(tmp_path: Path) -> None:
+def test_table_single_human_column_empty_cell_is_missing(tmp_path: Path) -> None:
+    """An empty cell of the one human column is a missing score (null), as in the loader (issue 25);
+    a column empty in every row is refused."""
     src = tmp_path / "scores.parquet"
     _frame().to_parquet(src)
-    with pytest.raises(UserError, match="row 3: column 'fluency' \\(human\\) is empty"):
+    summary = import_table(src, tmp_path / "out.jsonl", columns={**MAPPING, "human": "fluency"}, lp="x")
+    assert [r["human"] for r in read_jsonl(tmp_path / "out.jsonl")] == [4.5, 3.0, None, 2.0]
+    assert summary.missing == {"human": 1} and "(missing: 1)" in summary.line("table")
+    _frame().assign(fluency=[None] * 4).to_parquet(src)
+    with pytest.raises(UserError, match="column 'fluency' \\(human\\) is empty in every row"):
         import_table(src, tmp_path / "out.jsonl", columns={**MAPPING, "human": "fluency"}, lp="x")
 
 

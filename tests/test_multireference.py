@@ -277,9 +277,9 @@ def test_api_takes_lists_of_references_and_the_option(tiny_dir: Path) -> None:
     with pytest.raises(UserError, match="reads no references, so reference_policy does not apply"):
         nlgbench.score(hyps, metric="xmoverscore", encoder=str(tiny_dir), sources=[it.source for it in data],
                        layer=2, reference_policy="max")
-    for bad, message in [([["a"], [], ["b"], ["c"]], "references[1] is an empty list"),
-                         ([["a"], ["b", " "], ["c"], ["d"]], "references[1][1] is blank"),
-                         ([["a"], ["b", 3], ["c"], ["d"]], "references[1] is list, not a string or a list of strings")]:
+    for bad, message in [([["a"], [], ["b"], ["c"]], "references line 2 is an empty list"),
+                         ([["a"], ["b", " "], ["c"], ["d"]], "references line 2, reference 2 is blank"),
+                         ([["a"], ["b", 3], ["c"], ["d"]], "references line 2 is list, not a string or a list of strings")]:
         with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
             nlgbench.score(hyps, bad, encoder=str(tiny_dir))
 

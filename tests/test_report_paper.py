@@ -366,7 +366,7 @@ def test_compare_across_metrics_pairs_each_dataset_cell_of_the_two_metrics(run_d
     with pytest.raises(UserError, match="did you mean 'sentbleu'"):
         compare(run, cut, "none", candidate_metric="bertscore", baseline_metric="sentblue")
     assert main(["compare", str(run_dir), "--candidate", cut, "--baseline", "none", "--candidate-metric", "bertscore",
-                 "--baseline-metric", "sentbleu", "--resamples", "50"]) == 0
+                 "--baseline-metric", "sentbleu", "--resamples", "100"]) == 0
     assert "bertscore vs sentbleu" in capsys.readouterr().out
 
 # ----------------------------------------------------------------------------- without results.sqlite
