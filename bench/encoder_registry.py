@@ -119,6 +119,8 @@ def validate_encoder_name(name: str, where: str) -> None:
     complete; a cached snapshot must have a valid config.json and intact weight files."""
     from nlgbench.hfcache import check_model_folder, local_snapshot
 
+    if not name.strip():  # Path("") is the current folder: an empty name must not load it as a model
+        raise UserError(f"{where}: the model name is empty")
     try:
         if Path(name).expanduser().is_dir():
             check_model_folder(Path(name).expanduser())

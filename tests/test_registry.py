@@ -317,3 +317,17 @@ def test_uncached_registry_model_is_refused_at_spec_time_when_the_hub_is_off(
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     validate_encoder_name("roberta-large", "spec")  # online: accepted
+
+
+@pytest.mark.parametrize("metric", [
+    {"metric": "bertscore", "encoders": [""]},
+    {"metric": "bertscore", "encoders": [{"name": "  "}]},
+    {"metric": "xmoverscore", "encoders": ["all-MiniLM-L6-v2"], "options": {"lm": ""}},
+])
+def test_empty_model_name_in_a_spec_is_refused(metric: dict[str, object], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty name was read as Path('') = the current folder, a model folder '.' (issue 25, lower severity)."""
+    spec = write_yaml(tmp_path / "spec.yaml", minimal_spec(metrics=[metric]))
+    assert main(["run", str(spec), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the model name is empty" in err
