@@ -614,7 +614,7 @@ def _load_user_file(path: Path, columns: tuple[str, ...] = ()) -> Dataset:
     data = _read_bytes(path)
     sha = hashlib.sha256(data).hexdigest()
     text = _decode(data, path).removeprefix("\ufeff")
-    records = list(_jsonl_records(path, text) if suffix == ".jsonl" else _tsv_records(path, text))
+    records = list(jsonl_records(path, text) if suffix == ".jsonl" else _tsv_records(path, text))
     reserved = [c for c in columns if c in USER_COLUMNS or c == "references"]
     if reserved:
         raise UserError(f"{path}: columns {', '.join(reserved)} are item fields, not further columns to carry")
@@ -724,7 +724,7 @@ def json_object(line: str, where: str) -> dict[str, Any]:
     return value
 
 
-def _jsonl_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def jsonl_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(location, object) per non-blank JSONL line."""
     for number, line in enumerate(_split_lines(text), start=1):
         if line.strip():

@@ -111,31 +111,17 @@ def _is_pairs_file(path: Path) -> bool:
 def _read_pairs_file(path: Path) -> list[Pair]:
     """Pairs of a JSONL file (`{"reference": .., "candidate": ..}` per line) or a TSV file with a
     header row naming `reference` and `candidate`; other fields are ignored."""
-    try:
-        lines = path.read_text(encoding="utf-8").removeprefix("\ufeff").split("\n")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not UTF-8 text (bad byte at offset {exc.start})") from None
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
-    numbered = [(n, line.removesuffix("\r")) for n, line in enumerate(lines, start=1) if line.strip()]
-    records: list[tuple[str, Any]] = []
+    from nlgbench.data import jsonl_records, read_text, tsv_table
+
+    text = read_text(path)  # the data loader's rules: UTF-8, '\n' lines, verbatim TSV fields, no duplicate keys
+    records: list[tuple[str, dict[str, Any]]]
     if path.suffix.lower() == ".tsv":
-        header = [name.strip() for name in numbered[0][1].split("\t")]
-        for number, line in numbered[1:]:
-            values = line.split("\t")
-            if len(values) != len(header):
-                raise UserError(f"{path} line {number}: {len(values)} tab-separated fields, header has {len(header)}")
-            records.append((f"{path} line {number}", dict(zip(header, values))))
+        header, rows = tsv_table(path, text)
+        records = [(f"{path} line {number}", dict(zip(header, values))) for number, values in rows]
     else:
-        for number, line in numbered:
-            try:
-                records.append((f"{path} line {number}", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{path} line {number}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        records = list(jsonl_records(path, text))
     pairs = []
     for where, record in records:
-        if not isinstance(record, dict):
-            raise UserError(f"{where}: expected a JSON object with {' and '.join(PAIR_FIELDS)}")
         for name in PAIR_FIELDS:
             if not isinstance(record.get(name), str):
                 raise UserError(f"{where}: field {name!r} must be text, got {record.get(name)!r}")

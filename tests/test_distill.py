@@ -349,3 +349,17 @@ def test_each_cell_checks_again_and_records_that_it_did(trained: dist.DistillRes
     assert result.ok, result.error
     recorded = json.loads((tmp_path / "clean" / "result.json").read_text())["scorer"]["leakage_guard"]
     assert recorded == f"{trained.out}: distilled student, no overlap with {result.dataset.name if result.dataset else ''}"
+
+
+def test_pairs_files_follow_the_data_loaders_reading_rules(tmp_path: Path) -> None:
+    """Issue 25.5/6: one reading rule for every data file: TSV fields verbatim (a `"` is text, no
+    quoting swallows tabs or lines), lines end at \\n only (U+2028 stays inside its text), and a JSONL
+    key given twice is refused, not silently the last."""
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text('reference\tcandidate\n"quoted start\tend" here\nsecond\u2028line\tc2\n', encoding="utf-8")
+    pairs, _, _ = dist.gather_pairs([str(tsv)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
+    assert [(p.reference, p.candidate) for p in pairs] == [('"quoted start', 'end" here'), ("second\u2028line", "c2")]
+    jsonl = tmp_path / "pairs.jsonl"
+    jsonl.write_text('{"reference": "a", "candidate": "b", "candidate": "c"}\n', encoding="utf-8")
+    with pytest.raises(UserError, match=r"pairs.jsonl line 1: duplicate key 'candidate'"):
+        dist.gather_pairs([str(jsonl)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
