@@ -71,10 +71,29 @@ def _mem(raw: Any, where: str) -> str:
     return text
 
 
+def script_safe(text: str, where: str) -> str:
+    """`text` unchanged if it can go into one line of an sbatch script as one value; else one line
+    naming the character. A control character (newline, carriage return, tab, NUL, escape, ...)
+    would end the `#SBATCH` line and start a line of shell; a backslash is an escape to Slurm's
+    directive parser, even inside the quotes around the value."""
+    bad = next((c for c in text if not c.isprintable() or c == "\\"), None)
+    if bad is not None:
+        what = "a backslash" if bad == "\\" else f"a control character ({bad!r})"
+        raise UserError(f"{where}: {text!r} holds {what}, which cannot go into the sbatch script (a value there "
+                        "must be one plain line)")
+    return text
+
+
+def shown(text: str) -> str:
+    """`text` as an error message shows it: as written, or quoted when it holds a character (a
+    newline, ...) that would break the message's one line."""
+    return text if text.isprintable() else repr(text)
+
+
 def _partition(raw: Any, where: str) -> str:
-    if not isinstance(raw, str) or not raw.strip() or any(c.isspace() for c in raw.strip()):
+    if not isinstance(raw, str) or not raw.strip() or any(c.isspace() or not c.isprintable() for c in raw.strip()):
         raise UserError(f"{where} must be a partition name (or a comma-separated list), got {raw!r}")
-    return raw.strip()
+    return script_safe(raw.strip(), where)
 
 
 def _poll(raw: Any, where: str) -> float:
@@ -85,10 +104,11 @@ def _poll(raw: Any, where: str) -> float:
 
 def slurm_arg(key: Any, value: Any, where: str) -> tuple[str, str | bool]:
     """One further sbatch option: `key` as sbatch spells it (`--` and `_` accepted), its value a
-    string, or True for a bare flag (`exclusive`). Options nlgbench sets are refused."""
+    string, or True for a bare flag (`exclusive`). Options nlgbench sets are refused, and so is any
+    character that would not stay inside its `#SBATCH` line (`script_safe`)."""
     name = str(key).strip().lstrip("-").replace("_", "-")
     if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
-        raise UserError(f"{where}: {key!r} is not an sbatch option name (e.g. account, qos, constraint)")
+        raise UserError(f"{where}: {str(key)!r} is not an sbatch option name (e.g. account, qos, constraint)")
     if name in OWN_OPTIONS:
         raise UserError(f"{where}: set {name} with the executor's {OWN_OPTIONS[name]!r} "
                         f"(--{OWN_OPTIONS[name].replace('_', '-')}), not as a further sbatch option")
@@ -99,7 +119,7 @@ def slurm_arg(key: Any, value: Any, where: str) -> tuple[str, str | bool]:
         return name, True
     if isinstance(value, bool) or isinstance(value, (dict, list)) or not str(value).strip():
         raise UserError(f"{where}: --{name} needs a value (a string or number), or true for a bare flag, got {value!r}")
-    return name, str(value).strip()
+    return name, script_safe(str(value), where).strip()
 
 
 def parse_slurm_args(raw: Any, where: str) -> dict[str, str | bool]:
@@ -108,7 +128,7 @@ def parse_slurm_args(raw: Any, where: str) -> dict[str, str | bool]:
         return {}
     if not isinstance(raw, Mapping):
         raise UserError(f"{where} must be a mapping of sbatch options to values (account: abc), got {raw!r}")
-    return dict(slurm_arg(k, v, f"{where}.{k}") for k, v in raw.items())
+    return dict(slurm_arg(k, v, f"{where}.{shown(str(k))}") for k, v in raw.items())
 
 
 def cli_slurm_args(items: Sequence[str]) -> dict[str, str | bool]:
@@ -116,7 +136,7 @@ def cli_slurm_args(items: Sequence[str]) -> dict[str, str | bool]:
     out: dict[str, str | bool] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        name, parsed = slurm_arg(key, value if sep else True, f"--slurm-arg {item}")
+        name, parsed = slurm_arg(key, value if sep else True, f"--slurm-arg {shown(item)}")
         out[name] = parsed
     return out
 

@@ -30,7 +30,7 @@ from nlgbench.measure import oom_kills
 from nlgbench.progress import PROGRESS_ENV, live
 from nlgbench.registry import user_files_environment
 from nlgbench.repair import open_store
-from nlgbench.runfolder import locked
+from nlgbench.runfolder import locked, own_folder
 from nlgbench.spec import SweepSpec
 
 
@@ -111,8 +111,9 @@ def worker_command(cell_dir: Path) -> list[str]:
 
 
 def prepare_cell(cell: CellConfig, cell_dir: Path) -> None:
-    """The cell's folder, ready for a worker: stale result files removed, config.json written."""
-    cell_dir.mkdir(parents=True, exist_ok=True)
+    """The cell's folder, ready for a worker: stale result files removed (never through a symbolic
+    link: `own_folder` refuses a linked folder), config.json written."""
+    own_folder(cell_dir)
     for stale in (RESULT_FILE, SCORES_FILE, TRACEBACK_FILE):
         (cell_dir / stale).unlink(missing_ok=True)
     write_config(cell_dir, cell.cell_id, cell.label, cell)

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 from nlgbench.executor import (  # noqa: F401  ExecutorOptions, parse_executor, with_cli: re-exported
     ExecutorOptions,
     parse_executor,
+    script_safe,
     with_cli,
 )
 
@@ -121,8 +122,9 @@ class Book:
                             "start the Slurm bookkeeping afresh (finished cells are kept in the store)") from None
 
     def write(self, folder: Path) -> None:
-        (folder / SLURM_DIR).mkdir(parents=True, exist_ok=True)
-        write_atomic(folder / SLURM_DIR / BOOK_FILE,
+        from nlgbench.runfolder import own_folder
+
+        write_atomic(own_folder(folder / SLURM_DIR) / BOOK_FILE,
                      json.dumps({"submissions": [asdict(s) for s in self.submissions]}, indent=1))
 
     def latest(self) -> dict[str, tuple[Submission, Task]]:
@@ -318,17 +320,86 @@ def sbatch_parameters(options: ExecutorOptions, group: str, threads: int | None,
     return params
 
 
-def sbatch_script(folder: Path, params: Mapping[str, Any], n_tasks: int) -> str:
-    """The sbatch script submitit writes for an array of `n_tasks` tasks with these parameters
-    (its own function, as `SlurmExecutor` uses it; for --dry-run, which submits nothing)."""
+def submit_command(folder: Path) -> str:
+    """The batch script's command line, as submitit writes it: this Python runs submitit's task runner."""
     import shlex
     import sys
 
+    for what, text in (("the run folder", str(submitit_folder(folder))), ("the Python executable", sys.executable)):
+        script_safe(text, what)
+    return " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(submitit_folder(folder)))])
+
+
+def sbatch_script(folder: Path, params: Mapping[str, Any], n_tasks: int) -> str:
+    """The sbatch script submitit writes for an array of `n_tasks` tasks with these parameters
+    (its own function, as `SlurmExecutor` uses it), checked line by line (`check_script`)."""
     from submitit.slurm.slurm import _make_sbatch_string
 
-    command = " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(submitit_folder(folder)))])
-    return _make_sbatch_string(command=command, folder=submitit_folder(folder), map_count=n_tasks if n_tasks > 1 else None,
-                               **params)
+    command = submit_command(folder)
+    script = _make_sbatch_string(command=command, folder=submitit_folder(folder),
+                                 map_count=n_tasks if n_tasks > 1 else None, **params)
+    check_script(script, params, folder)
+    return script
+
+
+# sbatch options submitit's script sets besides the parameters nlgbench passes
+SUBMITIT_DIRECTIVES = {"array", "output", "error", "open-mode", "signal", "nodes", "wckey"}
+# the script's lines other than its #SBATCH directives and its command line
+SCRIPT_LINES = {"#!/bin/bash", "", "# Parameters", "# command", "export SUBMITIT_EXECUTOR=slurm"}
+
+
+def expected_directives(params: Mapping[str, Any]) -> dict[str, str | bool]:
+    """sbatch option -> value (True: a bare flag) for every parameter nlgbench passes to submitit."""
+    out: dict[str, str | bool] = {}
+    for key, value in params.items():
+        if key == "additional_parameters":
+            out.update({k.replace("_", "-"): v if v is True else str(v) for k, v in value.items()})
+        elif key not in ("use_srun", "array_parallelism"):
+            out[key.replace("_", "-")] = value if value is True else str(value)
+    return out
+
+
+def check_script(script: str, params: Mapping[str, Any], folder: Path) -> None:
+    """Refuse (one line) a batch script that holds anything but the lines nlgbench meant: the fixed
+    lines, one `#SBATCH --option[=value]` line per option, each exactly one argument to sbatch (as
+    its directive parser splits it: quotes, whitespace, `#`) with the value nlgbench passed, every
+    option passed present once, and the one command line. A value that slipped past the spec's
+    checks can then never add a line of shell or a second option, nor hide the options after it."""
+    import shlex
+
+    def refuse(why: str) -> UserError:
+        return UserError(f"the sbatch script nlgbench assembled is not what it meant ({why}); nothing was submitted")
+
+    bad = next((c for c in script if c != "\n" and not c.isprintable()), None)
+    if bad is not None:
+        raise refuse(f"it holds the control character {bad!r}")
+    expected = expected_directives(params)
+    seen: dict[str, str | bool] = {}
+    commands = 0
+    for line in script.split("\n"):
+        if line in SCRIPT_LINES:
+            continue
+        if line == submit_command(folder):
+            commands += 1
+            continue
+        if not line.startswith("#SBATCH "):
+            raise refuse(f"unexpected line {line!r}")
+        try:
+            words = shlex.split(line[len("#SBATCH "):], comments=True)  # an unquoted # starts a comment, as for Slurm
+        except ValueError:
+            raise refuse(f"unbalanced quotes in {line!r}") from None
+        option = re.fullmatch(r"--([a-z][a-z0-9-]*)(?:=(.*))?", words[0], re.DOTALL) if len(words) == 1 else None
+        if option is None or "\\" in line:  # Slurm reads a backslash as an escape even inside quotes
+            raise refuse(f"{line!r} is not one sbatch option")
+        key, value = option.group(1), (True if option.group(2) is None else option.group(2))
+        if key in seen or (key not in expected and key not in SUBMITIT_DIRECTIVES):
+            raise refuse(f"{line!r} sets --{key} " + ("again" if key in seen else "which nlgbench did not ask for"))
+        if key in expected and expected[key] != value:
+            raise refuse(f"{line!r} does not give --{key} the value {expected[key]!r}")
+        seen[key] = value
+    missing = sorted(set(expected) - set(seen))
+    if missing or commands != 1:
+        raise refuse(f"--{missing[0]} is missing" if missing else f"{commands} command lines instead of 1")
 
 
 def thread_warnings(spec: SweepSpec, options: ExecutorOptions) -> list[str]:
@@ -368,6 +439,7 @@ def submit(folder: Path, book: Book, spec: SweepSpec, options: ExecutorOptions, 
             continue
         uid = uuid.uuid4().hex[:12]
         params = sbatch_parameters(options, group, spec.threads, f"nlgbench-{uid}")
+        sbatch_script(folder, params, len(chosen))  # checked before anything is recorded or submitted
         tasks = [Task(index=i, cell_id=c.cell_id, label=c.label, seq=seq) for i, (seq, c) in enumerate(chosen)]
         sub = Submission(uid=uid, job_name=params["job_name"], group=group, submitted_at=time.time(), parameters=params,
                          tasks=tasks)

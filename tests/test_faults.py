@@ -642,12 +642,12 @@ if _mode == "sqlite":
     _connect = sqlite3.connect
     sqlite3.connect = lambda *a, **k: _connect(*a, factory=_FullDisk, **k)
 elif _mode == "csv":
-    _write_text = pathlib.Path.write_text
-    def _write(self, *args, **kwargs):
-        if self.name == "results.csv.tmp" and _spend():
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
-        return _write_text(self, *args, **kwargs)
-    pathlib.Path.write_text = _write
+    _replace = os.replace  # write_atomic's temporary (a fresh name) cannot be put in place: the disk is full
+    def _replace_full(src, dst, *args, **kwargs):
+        if os.path.basename(dst) == "results.csv" and _spend():
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(src))
+        return _replace(src, dst, *args, **kwargs)
+    os.replace = _replace_full
 '''
 
 

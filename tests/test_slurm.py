@@ -339,9 +339,12 @@ def test_spec_executor_block_and_dry_run_print_the_job_array(models: tuple[Path,
 
 
 def test_full_study_dry_run_prints_the_job_arrays_without_submitting(tmp_path: Path) -> None:
+    """With the Hub on (models not cached here would download in the cells; the dry run loads
+    nothing), as on a cluster that plans the full study."""
     run = tmp_path / "full"
     proc = nlgbench("run", str(REPO / "examples" / "full-study.yaml"), "--out", str(run), "--executor", "slurm",
-                    "--dry-run", "--partition", "gpu", "--mem", "16G", "--max-parallel", "32")
+                    "--dry-run", "--partition", "gpu", "--mem", "16G", "--max-parallel", "32",
+                    env={"HF_HUB_OFFLINE": "0"})
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "384 cells;" in out and "slurm: would submit 384 of 384 cells" in out, out[-3000:]

@@ -1,0 +1,263 @@
+"""Security and data integrity at the edges (issue 25): what reaches a Slurm batch script is
+checked at spec time, and nothing nlgbench writes into a run folder follows a symbolic link out
+of it.
+
+Each run folder case plants a link to a file or folder outside the run folder, runs the real CLI
+(`python -m nlgbench.cli`, a subprocess) and checks the outside target is byte for byte untouched
+and the command ends with one line and exit code 2 (or, where the link is no longer used at all,
+succeeds without touching it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tiny import make_tiny_bert
+
+TEXTS = ["the cat sat on the mat", "a dog ran in the park", "it is raining today", "the sun is shining",
+         "birds sing in the morning", "we went to the market", "she reads a book", "he plays the piano"]
+KEEP = "outside the run folder: must stay as it is\n"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def nlgbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would, in a fresh process."""
+    return subprocess.run([sys.executable, "-m", "nlgbench.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def assert_one_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    """Exit code 2, exactly one `nlgbench: error: ...` line holding every needle, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("nlgbench: error:")]
+    assert len(lines) == 1, proc.stderr[-3000:]
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def write_spec(folder: Path, model: Path, *, extra: str = "") -> Path:
+    """A one-cell sweep (BERTScore with the tiny model, 1 repeat, no warm-up) over 2 x 4 own segments."""
+    data = folder / "data.jsonl"
+    rows = [{"lp": lp, "seg_id": k + 1, "reference": TEXTS[(i := 4 * j + k) % 8], "hypothesis": TEXTS[(i + 1) % 8],
+             "human": float((i * 7) % 5)} for j, lp in enumerate(("de-en", "fr-en")) for k in range(4)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    spec = folder / "sec.yaml"
+    spec.write_text(f"name: sec\ndatasets: [{{path: {data}}}]\nrepeats: 1\nwarmup: 0\nbatch_size: 4\nthreads: 1\n"
+                    f"{extra}metrics:\n  - metric: bertscore\n    encoders: [{model}]\n", encoding="utf-8")
+    return spec
+
+
+def snapshot(path: Path) -> dict[str, bytes]:
+    """Every file under `path` (or `path` itself), relative name -> bytes."""
+    if path.is_file():
+        return {"": path.read_bytes()}
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("sec-model") / "bert", TEXTS, num_layers=2)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> tuple[Path, Path]:
+    """(spec, run folder) of a finished one-cell sweep; tests copy the folder before planting links."""
+    folder = tmp_path_factory.mktemp("sec-run")
+    spec = write_spec(folder, tiny_model)
+    run = folder / "run"
+    proc = nlgbench("run", str(spec), "--out", str(run))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return spec, run
+
+
+@pytest.fixture
+def run(finished: tuple[Path, Path], tmp_path: Path) -> Path:
+    """A copy of the finished run folder (its cells, store, results.csv) to plant links in."""
+    return Path(shutil.copytree(finished[1], tmp_path / "run"))
+
+
+def outside_file(tmp_path: Path, name: str) -> Path:
+    target = tmp_path / "outside" / name
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(KEEP, encoding="utf-8")
+    return target
+
+
+# ----------------------------------------------------------------------------- 1: the sbatch script
+
+
+def dry_run_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """`nlgbench run ... --dry-run` in this process: exit 2 and one error line, returned."""
+    from nlgbench.cli import main
+
+    capsys.readouterr()
+    assert main(["run", *args, "--dry-run"]) == 2
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.startswith("nlgbench: error:")]
+    assert len(lines) == 1 and "Traceback" not in captured.err, captured.err
+    assert "#SBATCH" not in captured.out and "PWNED" not in captured.out, captured.out
+    return lines[0]
+
+
+def test_newline_in_a_spec_slurm_arg_is_refused_at_spec_time(tiny_model: Path, tmp_path: Path, monkeypatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    spec = write_spec(tmp_path, tiny_model, extra='executor: {kind: slurm, slurm_args: {account: "nlp\\ntouch PWNED #"}}\n')
+    line = dry_run_error(capsys, str(spec), "--out", str(tmp_path / "run"))
+    assert "sec.yaml.executor.slurm_args.account" in line and "control character" in line, line
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("arg, what", [
+    ("qos=high\ntouch PWNED2 #", "control character"),
+    ("qos=high\rtouch PWNED2", "control character"),
+    ("qos=high\x1b[2J", "control character"),
+    ("comment=a\u2028b", "control character"),  # a line separator to str.splitlines
+    ("qos=high\\", "backslash"),  # Slurm's directive parser escapes with it, even inside quotes
+    ("constr\nint=x", "not an sbatch option name"),
+])
+def test_bad_characters_in_slurm_arg_are_refused_at_spec_time(arg: str, what: str, tiny_model: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path, tiny_model)
+    line = dry_run_error(capsys, str(spec), "--out", str(tmp_path / "run"), "--executor", "slurm", "--slurm-arg", arg)
+    assert what in line, line
+    assert "\n" not in line and "\r" not in line
+
+
+def test_newline_in_partition_or_run_folder_never_reaches_the_script(tiny_model: Path, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path, tiny_model)
+    line = dry_run_error(capsys, str(spec), "--executor", "slurm", "--partition", "gpu\n#SBATCH --uid=0")
+    assert "--partition" in line, line
+    line = dry_run_error(capsys, str(spec), "--executor", "slurm", "--out", str(tmp_path / "run\ntouch PWNED3 #"))
+    assert "control character" in line and "sbatch" in line, line
+
+
+def test_assembled_script_holds_only_the_lines_nlgbench_meant(tmp_path: Path) -> None:
+    from nlgbench.errors import UserError
+    from nlgbench.executor import ExecutorOptions
+    from nlgbench.slurm import check_script, sbatch_parameters, sbatch_script
+
+    options = ExecutorOptions(kind="slurm", partition="gpu", mem="8G", slurm_args={"account": "nlp", "exclusive": True})
+    params = sbatch_parameters(options, "cuda", 2, "nlgbench-abc")
+    script = sbatch_script(tmp_path, params, 3)
+    check_script(script, params, tmp_path)  # as generated: accepted
+    directives = [line for line in script.splitlines() if line.startswith("#SBATCH")]
+    assert "#SBATCH --account=nlp" in directives and "#SBATCH --exclusive" in directives
+    injected = {
+        "a line of its own": script.replace("#SBATCH --account=nlp", "#SBATCH --account=nlp\ntouch PWNED"),
+        "two directives on one line": script.replace("#SBATCH --account=nlp", "#SBATCH --account=nlp --uid=0"),
+        "a directive dropped": script.replace("#SBATCH --mem=8G\n", ""),
+        "a directive not asked for": script.replace("#SBATCH --account=nlp", "#SBATCH --account=nlp\n#SBATCH --uid=0"),
+        "a changed command": script.replace("-m submitit.core._submit", "-m submitit.core._submit; touch PWNED"),
+        "a carriage return": script.replace("#SBATCH --account=nlp", "#SBATCH --account=nlp\rtouch PWNED"),
+    }
+    for why, bad in injected.items():
+        with pytest.raises(UserError, match="sbatch script") as info:
+            check_script(bad, params, tmp_path)
+        assert "\n" not in str(info.value), why
+    # options made without the spec's checks: the assembled script is refused all the same
+    unchecked = ExecutorOptions(kind="slurm", slurm_args={"account": "nlp\ntouch PWNED #"})
+    with pytest.raises(UserError, match="sbatch script nlgbench assembled is not what it meant"):
+        sbatch_script(tmp_path, sbatch_parameters(unchecked, "cpu", 1, "x"), 2)
+    # spaces and # are quoted, and stay one value to sbatch (its parser honours quotes)
+    spaced = ExecutorOptions(kind="slurm", slurm_args={"comment": "a b #c"})
+    assert "#SBATCH --comment='a b #c'" in sbatch_script(tmp_path, sbatch_parameters(spaced, "cpu", 1, "x"), 2).split("\n")
+
+
+# ----------------------------------------------------------------------------- 2: links in a run folder
+
+
+def test_symlinked_lock_is_refused_and_its_target_untouched(run: Path, tmp_path: Path) -> None:
+    v1 = outside_file(tmp_path, "v1")
+    (run / ".lock").unlink()
+    (run / ".lock").symlink_to(v1)
+    assert_one_line(nlgbench("repair", str(run)), str(run / ".lock"), "symbolic link")
+    assert v1.read_text(encoding="utf-8") == KEEP
+
+
+def test_hard_linked_lock_is_refused_and_its_target_untouched(run: Path, tmp_path: Path) -> None:
+    v1 = outside_file(tmp_path, "v1")
+    (run / ".lock").unlink()
+    os.link(v1, run / ".lock")
+    assert_one_line(nlgbench("repair", str(run)), str(run / ".lock"), "hard link")
+    assert v1.read_text(encoding="utf-8") == KEEP
+
+
+def test_symlinked_temporary_is_never_written_through(run: Path, tmp_path: Path) -> None:
+    """A link planted where the old code put its fixed temporary name (results.csv.tmp), and
+    results.csv itself a link: the rewrite replaces results.csv with a file of its own."""
+    v2, v3 = outside_file(tmp_path, "v2"), outside_file(tmp_path, "v3")
+    before = (run / "results.csv").read_text(encoding="utf-8")
+    (run / "results.csv.tmp").symlink_to(v2)
+    proc = nlgbench("repair", str(run))
+    assert proc.returncode == 0, proc.stderr
+    assert v2.read_text(encoding="utf-8") == KEEP
+    assert not (run / "results.csv").is_symlink() and (run / "results.csv").read_text(encoding="utf-8") == before
+    (run / "results.csv").unlink()
+    (run / "results.csv").symlink_to(v3)
+    assert nlgbench("repair", str(run)).returncode == 0
+    assert v3.read_text(encoding="utf-8") == KEEP
+    assert not (run / "results.csv").is_symlink() and (run / "results.csv").read_text(encoding="utf-8") == before
+    assert sorted(p.name for p in run.iterdir() if p.name.endswith(".tmp")) == ["results.csv.tmp"]  # no leftovers
+
+
+def test_symlinked_report_folder_is_refused(run: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside-report"
+    outside.mkdir()
+    (outside / "index.html").write_text(KEEP, encoding="utf-8")
+    (run / "report").symlink_to(outside, target_is_directory=True)
+    assert_one_line(nlgbench("report", str(run)), str(run / "report"), "symbolic link")
+    assert snapshot(outside) == {"index.html": KEEP.encode()}
+
+
+def test_symlinked_file_in_report_is_replaced_not_followed(run: Path, tmp_path: Path) -> None:
+    v4 = outside_file(tmp_path, "v4")
+    (run / "report").mkdir()
+    (run / "report" / "index.html").symlink_to(v4)
+    (run / "report" / "tradeoff.csv").symlink_to(v4)
+    proc = nlgbench("report", str(run))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert v4.read_text(encoding="utf-8") == KEEP
+    assert not (run / "report" / "index.html").is_symlink() and "<html" in (run / "report" / "index.html").read_text()
+    assert not (run / "report" / "tradeoff.csv").is_symlink()
+
+
+def test_run_force_never_deletes_through_a_symlinked_cell_folder(finished: tuple[Path, Path], run: Path,
+                                                                tmp_path: Path) -> None:
+    spec = finished[0]
+    (cell,) = (run / "cells").iterdir()
+    outside = Path(shutil.move(str(cell), str(tmp_path / "outside-cell")))
+    before = snapshot(outside)
+    assert {"config.json", "result.json", "scores.csv"} <= set(before)
+    cell.symlink_to(outside, target_is_directory=True)
+    assert_one_line(nlgbench("run", str(spec), "--out", str(run), "--force"), str(cell), "symbolic link")
+    assert snapshot(outside) == before
+    assert_one_line(nlgbench("repair", str(run)), str(cell), "symbolic link")
+    assert snapshot(outside) == before
+
+
+@pytest.mark.parametrize("name", ["results.sqlite", "results.sqlite-journal", "results.sqlite-wal"])
+def test_symlinked_store_is_refused(name: str, finished: tuple[Path, Path], run: Path, tmp_path: Path) -> None:
+    target = tmp_path / "outside" / name
+    target.parent.mkdir()
+    if name == "results.sqlite":
+        shutil.move(str(run / name), str(target))
+    else:
+        target.write_bytes(b"")  # a journal link to a file the store's next write would fill
+    before = snapshot(target)
+    (run / name).symlink_to(target)
+    for args in (("run", str(finished[0]), "--out", str(run), "--force"), ("repair", str(run)), ("report", str(run))):
+        assert_one_line(nlgbench(*args), str(run / name), "symbolic link")
+        assert snapshot(target) == before, args
