@@ -15,7 +15,6 @@ import hashlib
 import io
 import json
 import math
-import os
 import statistics
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from nlgbench.encoder_registry import EncoderRef
 from nlgbench.version import __version__
 from nlgbench.labels import aligner_label, cell_label, dataset_label, metric_label, options_label
+from nlgbench.runfolder import write_atomic  # noqa: F401  every file of a run folder is written by it (re-exported)
 
 if TYPE_CHECKING:
     from nlgbench.data import Dataset, Item
@@ -39,11 +39,24 @@ MAX_ERROR_CHARS = 500  # a failed cell's error line is cut here (the full traceb
 # ----------------------------------------------------------------------------- files
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file, so readers never see half a file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8", newline="")
-    os.replace(tmp, path)
+def read_bytes(path: Path) -> bytes:
+    """A run file's bytes; one UserError naming it where it cannot be read."""
+    from nlgbench.errors import UserError
+
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def utf8_text(path: Path, data: bytes) -> str:
+    """`data` (read from `path`) as UTF-8 text; one UserError naming the file and byte where it is not."""
+    from nlgbench.errors import UserError
+
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def json_safe(value: Any) -> Any:
@@ -67,11 +80,12 @@ def human_columns(items: Sequence[Item]) -> list[str]:
 
 
 def write_scores(path: Path, items: Sequence[Item], score: Sequence[float],
-                 extra: Mapping[str, Sequence[float]] | None = None) -> None:
+                 extra: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
     """scores.csv: one row per item in dataset order: `lp, seg_id, system, score, human` (`score` the
     metric's primary output, `human` the primary human dimension), then `doc_id` where items name
     documents, `human.DIM` per named human dimension (blank: missing), `item.NAME` per column the spec
-    carries (`DatasetRef.columns`), then the metric's further outputs (`extra`); numbers as `repr` (exact)."""
+    carries (`DatasetRef.columns`), then the metric's further outputs (`extra`); numbers as `repr` (exact).
+    Returns result.json's record of the file (`scores_record`), so that a reader can tell it is whole."""
     extra = extra or {}
     docs = any(it.doc_id for it in items)
     dims = human_columns(items)
@@ -85,6 +99,57 @@ def write_scores(path: Path, items: Sequence[Item], score: Sequence[float],
                     *(repr(it.humans[d]) if d in it.humans else "" for d in dims),
                     *(it.extra.get(c, "") for c in carried), *(repr(extra[c][i]) for c in extra)])
     write_atomic(path, text.getvalue())
+    return scores_record(text.getvalue().encode("utf-8"), len(items))
+
+
+def scores_record(data: bytes, rows: int) -> dict[str, Any]:
+    """result.json's `scores_csv`: the file's row count and sha256, checked when it is read back."""
+    return {"rows": rows, "sha256": hashlib.sha256(data).hexdigest()}
+
+
+TEXT_SCORE_COLUMNS = ("lp", "seg_id", "system", "doc_id")  # scores.csv's ids; `item.*` columns are texts too
+
+
+def read_scores(path: Path, result: CellResult | None) -> tuple[list[str], list[dict[str, Any]]]:
+    """scores.csv's columns and rows, checked against `result` (the cell's result.json; None: nothing to
+    check against): its recorded row count (else `n_segments`, in results written before the record)
+    and sha256, so a truncated or edited file is refused, not read as a smaller or other cell. Ids and
+    texts stay text (seg_ids integers only where all are plain integers: `seg_id_values`), the other
+    columns are numbers (blank: NaN). Every problem is one UserError naming the file (and row, column)."""
+    from nlgbench.data import seg_id_values
+    from nlgbench.errors import UserError
+
+    data = read_bytes(path)
+    reader = csv.DictReader(io.StringIO(utf8_text(path, data), newline=""))
+    columns = list(reader.fieldnames or [])
+    missing = [c for c in ("lp", "seg_id", "system", "score", "human") if c not in columns]
+    if missing:
+        raise UserError(f"{path}: missing column(s) {', '.join(missing)}")
+    raw = [(reader.line_num, row) for row in reader]
+    record = result.scores_csv if result is not None else None
+    expected = record["rows"] if record is not None else (result.n_segments if result is not None else None)
+    if expected is not None and len(raw) != expected:
+        raise UserError(f"{path}: {len(raw)} row(s) where {RESULT_FILE} records {expected} (truncated or changed "
+                        "since the cell wrote it); run the cell again")
+    if record is not None and hashlib.sha256(data).hexdigest() != record["sha256"]:
+        raise UserError(f"{path}: its sha256 is not the one {RESULT_FILE} records (changed since the cell wrote "
+                        "it); run the cell again")
+    ids = seg_id_values([row["seg_id"] or "" for _, row in raw])
+    rows = []
+    for (line, row), seg_id in zip(raw, ids):
+        if None in row or any(value is None for value in row.values()):
+            raise UserError(f"{path}:{line}: {len(row)} field(s) where the header has {len(columns)}")
+        out: dict[str, Any] = {}
+        for column, value in row.items():
+            if column in TEXT_SCORE_COLUMNS or column.startswith(ITEM_COLUMN_PREFIX):
+                out[column] = value
+                continue
+            try:
+                out[column] = float(value) if value != "" else math.nan
+            except ValueError:
+                raise UserError(f"{path}:{line}: column {column!r}: {value!r} is not a number") from None
+        rows.append({**out, "seg_id": seg_id})
+    return columns, rows
 
 
 HUMAN_COLUMN_PREFIX = "human."  # scores.csv's column of a named human dimension
@@ -439,6 +504,7 @@ class CellResult:
     repeat_agreement: RepeatAgreement | None = None
     correlation: dict[str, Any] | None = None
     environment: dict[str, Any] | None = None
+    scores_csv: dict[str, Any] | None = None  # scores.csv's rows and sha256 (`scores_record`); None before issue 25
 
     @property
     def ok(self) -> bool:
@@ -484,10 +550,15 @@ class CellResult:
             "correlation": self.correlation,
             "environment": self.environment,
         })
+        if self.scores_csv is not None:  # left out where unknown, so older result.json files round-trip
+            out["scores_csv"] = self.scores_csv
         return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> CellResult:
+        """The result a result.json holds; a ValueError naming the field where it is not one (`check_shape`)."""
+        check_shape(raw)
+
         def section(kind: Any, key: str) -> Any:
             value = raw.get(key)
             return kind(**value) if value is not None else None
@@ -499,7 +570,7 @@ class CellResult:
             dataset=section(DatasetRecord, "dataset"), timing=section(Timing, "timing"),
             memory=section(Memory, "memory"), params=raw.get("params"), disk_bytes=raw.get("disk_bytes"),
             repeat_agreement=section(RepeatAgreement, "repeat_agreement"), correlation=raw.get("correlation"),
-            environment=raw.get("environment"),
+            environment=raw.get("environment"), scores_csv=raw.get("scores_csv"),
         )
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -516,13 +587,25 @@ class CellResult:
 
     @classmethod
     def read(cls, cell_dir: Path) -> CellResult:
-        return cls.from_json((cell_dir / RESULT_FILE).read_text(encoding="utf-8"))
+        """The cell folder's result.json; one UserError naming the file (and field) where it cannot be read."""
+        from nlgbench.errors import UserError
+
+        path = cell_dir / RESULT_FILE
+        text = utf8_text(path, read_bytes(path))
+        try:
+            return cls.from_json(text)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UserError(f"{path}: {exc if not isinstance(exc, KeyError) else f'no field {exc}'}") from None
 
 
 def measured_result(cell_id: str, label: str, config: CellConfig, *, metric: MetricRecord, scorer: dict[str, Any],
                     dataset: Dataset, timing: Timing, memory: Memory, agreement: RepeatAgreement,
-                    environment: dict[str, Any], scores: Sequence[float]) -> CellResult:
-    """The result of a measured cell; its correlation is computed here from `scores`."""
+                    environment: dict[str, Any], scores: Sequence[float],
+                    scores_csv: dict[str, Any] | None = None) -> CellResult:
+    """The result of a measured cell; its correlation is computed here from `scores`; `scores_csv` is
+    what `write_scores` returned for them."""
     return CellResult(
         cell_id=cell_id, label=label, status=OK, error=None, config=config,
         metric=metric, scorer=scorer, n_segments=len(dataset.items),
@@ -530,5 +613,41 @@ def measured_result(cell_id: str, label: str, config: CellConfig, *, metric: Met
         timing=timing, memory=memory, params=scorer["params"], disk_bytes=scorer["disk_bytes"],
         repeat_agreement=agreement,
         correlation=correlate_scores(scores, dataset, metric.higher_is_better),
-        environment=environment,
+        environment=environment, scores_csv=scores_csv,
     )
+
+
+CORRELATION_FIGURES = ("pearson", "kendall", "pearson_pooled", "kendall_pooled")  # what results.csv reads of a section
+
+
+def check_shape(raw: Any) -> None:
+    """A ValueError naming the first field of a result.json that is not what its readers take it to be
+    (an edited or foreign file): so `report`, `repair` and the store stop at one line, not at a
+    TypeError deep inside. A finished cell needs its sections; a measured one its timing and memory."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"not a result (a JSON object), got {type(raw).__name__}")
+
+    def need(ok: bool, field: str, what: str) -> None:
+        if not ok:
+            raise ValueError(f"field {field!r} must be {what}, got {json.dumps(raw.get(field))[:80]}")
+
+    for key in ("cell_id", "label", "status"):
+        need(isinstance(raw.get(key), str), key, "a text")
+    need(raw["status"] in (OK, FAILED, OOM), "status", f"one of {OK}, {FAILED}, {OOM}")
+    need(isinstance(raw.get("config"), Mapping), "config", "an object")
+    if raw["status"] != OK:
+        return
+    n = raw.get("n_segments")
+    need(isinstance(n, int) and not isinstance(n, bool) and n >= 0, "n_segments", "a count")
+    measured = [] if raw.get("imported") else ["timing", "memory", "repeat_agreement", "scorer"]
+    for key in ["metric", "dataset", "correlation", *measured]:
+        need(isinstance(raw.get(key), Mapping), key, "an object")
+    record = raw.get("scores_csv")
+    need(record is None or (isinstance(record, Mapping) and isinstance(record.get("rows"), int)
+                            and isinstance(record.get("sha256"), str)), "scores_csv", "an object with rows and sha256")
+    dims = raw["correlation"].get("dimensions")
+    sections = list(dims.values()) if isinstance(dims, Mapping) and dims else [raw["correlation"]]
+    need(all(isinstance(section, Mapping) and all(
+        k in section and (section[k] is None or (isinstance(section[k], (int, float)) and not isinstance(section[k], bool)))
+        for k in CORRELATION_FIGURES) for section in sections), "correlation",
+        f"an object with the numbers {', '.join(CORRELATION_FIGURES)}")

@@ -8,16 +8,19 @@ further columns (human, doc_id, the metric's other outputs) are ignored."""
 from __future__ import annotations
 
 import csv
+import io
 import hashlib
 import math
+import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from nlgbench.cell import (
-    IMPORTED_DEVICE, OK, SCORES_FILE, CellConfig, CellResult, DatasetRecord, DatasetRef, MetricRecord, correlate_scores,
-    short_hash, write_scores,
+    IMPORTED_DEVICE, OK, RESULT_FILE, SCORES_FILE, CellConfig, CellResult, DatasetRecord, DatasetRef, MetricRecord,
+    correlate_scores, read_scores as read_cell_scores, short_hash, write_scores,
 )
-from nlgbench.data import load_dataset, seg_id_value
+from nlgbench.data import load_dataset, names_a_file
 from nlgbench.encoders import EncoderRef
 from nlgbench.errors import UserError
 from nlgbench.labels import imported_label
@@ -41,10 +44,12 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # records end at \n / \r\n only, not at U+2028
     fields = [f.strip() for f in reader.fieldnames or []]
     missing = [c for c in COLUMNS if c not in fields]
     own = fields[: len(OWN_SCORES_HEAD)] == list(OWN_SCORES_HEAD)  # a cell's scores.csv: its further columns are outputs
+    if own and (path.parent / RESULT_FILE).is_file():  # in its cell folder: whole and unchanged, or refused
+        read_cell_scores(path, CellResult.read(path.parent))
     unknown = [] if own else [f for f in fields if f not in COLUMNS]
     if missing or unknown:
         raise UserError(f"{path}: " + "; ".join(
@@ -53,7 +58,7 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
     out: dict[tuple[str, str, str], float] = {}
     for line, raw in enumerate(reader, start=2):
         row = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
-        seg_id = row["seg_id"]  # text: matched to the dataset's ids as text (integer or string ids)
+        seg_id = row["seg_id"]  # text as written: matched to the dataset's ids as text ("007" is not 7)
         if not seg_id:
             raise UserError(f"{path}:{line}: empty seg_id")
         try:
@@ -62,7 +67,7 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
             raise UserError(f"{path}:{line}: score {row['score']!r} is not a number") from None
         if not math.isfinite(score):
             raise UserError(f"{path}:{line}: score {row['score']!r} is not finite")
-        key = (row["lp"], str(seg_id_value(seg_id)), row["system"])
+        key = (row["lp"], seg_id, row["system"])
         if key in out:
             raise UserError(f"{path}:{line}: duplicate key {_examples([key])}")
         out[key] = score
@@ -82,11 +87,14 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
 
     if lower_is_better is None:
         lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False
-    ref = DatasetRef(path=dataset, max_segments=max_segments) if Path(dataset).suffix in {".jsonl", ".tsv", ".csv"} \
-        else DatasetRef(name=dataset, max_segments=max_segments)
-    ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments, human=ref.human, sample=ref.sample, columns=ref.columns)
+    is_file = names_a_file(dataset)
+    ds = load_dataset(None if is_file else dataset, path=dataset if is_file else None, max_segments=max_segments)
+    # A data file is recorded by its path from the run folder, so the run (and its committed report)
+    # reads on any clone and from any directory, with no path of this machine in it.
+    ref = DatasetRef(path=Path(os.path.relpath(Path(dataset).resolve(), out.resolve())).as_posix(),
+                     max_segments=max_segments) if is_file else DatasetRef(name=dataset, max_segments=max_segments)
     scores = read_scores(path)
-    wanted = [(it.lp, str(it.seg_id), it.system) for it in ds.items]
+    wanted = [(it.lp, str(it.seg_id), it.system) for it in ds.items]  # str(): integer ids as plainly written
     unknown = [k for k in scores if k not in set(wanted)]
     absent = [k for k in wanted if k not in scores]
     if unknown or absent:
@@ -109,14 +117,15 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
         cell_id=cell_id, label=imported_label(metric, encoder, ref.label), status=OK, error=None, config=config,
         imported=True, metric=MetricRecord(name=metric, higher_is_better=not lower_is_better, primary="score"),
         scorer={}, n_segments=len(items),
-        dataset=DatasetRecord(name=ds.name, files=ds.files, has_systems=ds.has_systems),
+        dataset=DatasetRecord(name=ds.name, files={ref.path: sha256 for sha256 in ds.files.values()} if ref.path
+                              else ds.files, has_systems=ds.has_systems),  # keyed as the config names the file
         correlation=correlate_scores(values, ds, higher_is_better=not lower_is_better),
-        environment={"imported_from": str(path.resolve()), "sha256": sha, "imported_at": time.time()},
+        environment={"imported_from": Path(os.path.relpath(path.resolve(), out.resolve())).as_posix(), "sha256": sha, "imported_at": time.time()},
     )
     cell_dir = out / "cells" / cell_id
     with locked(out), open_store(out) as store:  # one writer per run folder (nlgbench.runfolder)
         cell_dir.mkdir(parents=True, exist_ok=True)
-        write_scores(cell_dir / SCORES_FILE, items, values)
+        result = replace(result, scores_csv=write_scores(cell_dir / SCORES_FILE, items, values))
         result.write(cell_dir)
         run_id = store.start_run(f"import-scores {path.name}", {"import": str(path), **config.to_dict()},
                                  result.environment or {})

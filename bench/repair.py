@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from nlgbench.cell import RESULT_FILE, SCORES_FILE, CellResult
+from nlgbench.cell import RESULT_FILE, SCORES_FILE, CellResult, read_scores
 from nlgbench.errors import UserError
 from nlgbench.runfolder import locked
-from nlgbench.store import STORE_FILE, Store, StoreCorrupt, has_store
+from nlgbench.store import CSV_FILE, STORE_FILE, Store, StoreCorrupt, has_store
 
 CELLS = "cells"
 
@@ -32,19 +32,29 @@ class Repair:
     added: list[CellResult]
 
 
-def finished_cells(folder: Path) -> list[CellResult]:
-    """The results in `cells/*/result.json` that can be recorded: readable, written for the cell
-    of their folder, with scores.csv when ok; in the order they were written."""
+def scan_cells(folder: Path) -> tuple[list[CellResult], list[str]]:
+    """The results in `cells/*/result.json` that can be recorded (readable, written for the cell of
+    their folder, when ok with a whole scores.csv: `read_scores`), in the order they were written;
+    and a line per cell folder left out, naming it and why (half a file cannot be the cause: both
+    are written atomically, so the file was cut or changed since)."""
     found: list[tuple[float, str, CellResult]] = []
-    for path in (folder / CELLS).glob(f"*/{RESULT_FILE}"):
+    skipped: list[str] = []
+    for path in sorted((folder / CELLS).glob(f"*/{RESULT_FILE}")):
         try:
             result = CellResult.read(path.parent)
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # half a file cannot exist (written atomically); anything else is not ours
-        if result.cell_id != path.parent.name or (result.ok and not (path.parent / SCORES_FILE).is_file()):
-            continue
-        found.append((path.stat().st_mtime, result.cell_id, result))
-    return [result for _, _, result in sorted(found, key=lambda t: (t[0], t[1]))]
+            if result.cell_id != path.parent.name:
+                raise UserError(f"{path} is the result of cell {result.cell_id}, not of its folder's")
+            if result.ok:
+                read_scores(path.parent / SCORES_FILE, result)
+            found.append((path.stat().st_mtime, result.cell_id, result))
+        except (UserError, OSError) as exc:
+            skipped.append(str(exc))
+    return [result for _, _, result in sorted(found, key=lambda t: (t[0], t[1]))], skipped
+
+
+def finished_cells(folder: Path) -> list[CellResult]:
+    """The results of `scan_cells` that can be recorded (the others left out)."""
+    return scan_cells(folder)[0]
 
 
 def check_store(folder: Path) -> None:
@@ -82,6 +92,8 @@ def repair(folder: Path, *, log: Callable[[str], None] = print) -> Repair:
     """Rebuild (corrupt) or complete (readable) the folder's store from `cells/`, holding its lock."""
     if not folder.is_dir():
         raise UserError(f"{folder}: no such run folder")
+    if not any((folder / name).exists() for name in (CELLS, CSV_FILE, STORE_FILE)):
+        raise UserError(f"{folder} is not a run folder (no {CELLS}/, {CSV_FILE} or {STORE_FILE}); nothing to repair")
     with locked(folder, log=log):
         moved_to = None
         try:
@@ -90,7 +102,10 @@ def repair(folder: Path, *, log: Callable[[str], None] = print) -> Repair:
             moved_to = move_aside(folder)
         with Store(folder) as store:
             stored = {r.cell_id: r.status for r in store.results()}
-            todo = [r for r in finished_cells(folder) if stored.get(r.cell_id) != r.status]
+            cells, skipped = scan_cells(folder)
+            for reason in skipped:
+                log(f"skipped: {reason}")
+            todo = [r for r in cells if stored.get(r.cell_id) != r.status]
             if todo or moved_to is not None:
                 run_id = store.start_run("repair", {"repair": str(folder)}, {})
                 for result in todo:

@@ -26,6 +26,7 @@ with the reason and is left out of the plots.
 from __future__ import annotations
 
 import html
+import io
 import math
 import re
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from nlgbench import fmt
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.labels import NO_ENCODER
 from nlgbench.quality import QualityOptions  # noqa: F401  (re-exported: report's and compare's quality)
+from nlgbench.runfolder import check_links, own_folder, write_atomic
 from nlgbench.rundata import RunData, load_run, memory_columns, write_published
 from nlgbench.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, GROUPING, LEVEL_ALIASES, LEVELS, METHODS, Segments,
                             canonical_level, has_docs, has_systems, left_out_note, percentile_interval, quality,
@@ -624,7 +626,9 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
     with plt.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "nlgbench"}):
         for ext in FIGURE_FORMATS:
             path = stem.with_name(f"{stem.name}.{ext}")
-            fig.savefig(path, dpi=DPI, metadata=metadata[ext])
+            image = io.BytesIO()
+            fig.savefig(image, format=ext, dpi=DPI, metadata=metadata[ext])
+            write_atomic(path, image.getvalue())
             paths.append(path)
     plt.close(fig)
     return paths
@@ -815,35 +819,35 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
     options.check()
     cells = run.cells if picked is None else run.cells[run.cells["metric"].isin(picked)]
     df = with_quality(run, options, cells)
-    out = folder / "report"
-    out.mkdir(exist_ok=True)
+    check_links(folder)
+    out = own_folder(folder / "report")
     baselines = choose_baselines(df, baseline)
     intervals = QualityIntervals(run, options, n_resamples, seed)
     figures = write_figures(df[~df["imported"]], out, options, baselines, intervals)
 
     trade = tradeoff_table(run, df, baselines, options, n_resamples, seed)
-    trade.to_csv(out / "tradeoff.csv", index=False)
+    write_atomic(out / "tradeoff.csv", trade.to_csv(index=False))
     theader, trows = tradeoff_rows(trade, n_resamples)
     tnote = (f"quality = {options.label}; retained = quality / baseline quality, 95% paired-bootstrap interval; "
              f"p = two-sided paired bootstrap test of equal quality ({n_resamples} resamples of segments, seed {seed}; "
              "as `nlgbench compare`); speed-up = median baseline ms/segment / median ms/segment, range over every pair "
              "of repeats (nlgbench.stats.speedup)")
-    (out / "tradeoff.md").write_text(markdown(theader, trows) + f"\n{tnote}\n", encoding="utf-8")
-    (out / "tradeoff.tex").write_text(latex(theader, trows, comments=[tnote]), encoding="utf-8")
+    write_atomic(out / "tradeoff.md", markdown(theader, trows) + f"\n{tnote}\n")
+    write_atomic(out / "tradeoff.tex", latex(theader, trows, comments=[tnote]))
 
     rel = relative_table(df, baselines)
-    rel.to_csv(out / "relative.csv", index=False)
+    write_atomic(out / "relative.csv", rel.to_csv(index=False))
     header, rows = relative_rows(rel)
-    (out / "relative.md").write_text(markdown(header, rows), encoding="utf-8")
-    (out / "relative.tex").write_text(latex(header, rows), encoding="utf-8")
+    write_atomic(out / "relative.md", markdown(header, rows))
+    write_atomic(out / "relative.tex", latex(header, rows))
 
     matrix = quantity_correlations(df)
-    matrix.r.to_csv(out / "quantities.csv")
-    matrix.n.to_csv(out / "quantities_n.csv")
+    write_atomic(out / "quantities.csv", matrix.r.to_csv())
+    write_atomic(out / "quantities_n.csv", matrix.n.to_csv())
     qnote = quantity_note(matrix)
     cheader, crows = quantity_rows(matrix)
-    (out / "quantities.md").write_text(markdown(cheader, crows) + f"\n{qnote}\n", encoding="utf-8")
-    (out / "quantities.tex").write_text(latex(cheader, crows, text_columns=1, comments=[qnote]), encoding="utf-8")
+    write_atomic(out / "quantities.md", markdown(cheader, crows) + f"\n{qnote}\n")
+    write_atomic(out / "quantities.tex", latex(cheader, crows, text_columns=1, comments=[qnote]))
     write_published(run, out)
 
     enc = per_encoder(df)
@@ -900,5 +904,5 @@ def write_report(folder: Path, baseline: str | None = None, options: QualityOpti
         "</body></html>",
     ]
     index = out / "index.html"
-    index.write_text("\n".join(parts), encoding="utf-8")
+    write_atomic(index, "\n".join(parts))
     return index

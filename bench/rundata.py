@@ -29,8 +29,11 @@ from typing import Any, Callable, Hashable, Protocol
 import numpy as np
 import pandas as pd
 
-from nlgbench.cell import OK, RESULT_FILE, SCORES_FILE, CellResult, human_columns, write_atomic
-from nlgbench.data import HUMAN, seg_id_value
+from nlgbench.cell import (
+    HUMAN_COLUMN_PREFIX, OK, RESULT_FILE, SCORES_FILE, CellResult, DatasetRef, human_columns, read_bytes, read_scores,
+    utf8_text, write_atomic,
+)
+from nlgbench.data import HUMAN, Dataset
 from nlgbench.errors import UserError, unknown_name
 from nlgbench.labels import distinct_dataset_labels
 from nlgbench.stats import Segments, bootstrap_distribution
@@ -68,20 +71,14 @@ class CellFolderSource:
     name: str = "cells/"
 
     def rows(self, result: CellResult) -> tuple[list[SegmentRow], SegmentMeta]:
-        """scores.csv read as the store reads it when it records the cell (nlgbench.store.Store.record)."""
-        path = self.folder / "cells" / result.cell_id / SCORES_FILE
-        rows: list[SegmentRow] = []
-        meta: list[tuple[str, dict[str, float]]] = []
-        with path.open(encoding="utf-8", newline="") as fh:
-            reader = csv.DictReader(fh)
-            columns = reader.fieldnames or []
-            has_meta = "doc_id" in columns or any(c.startswith("human.") for c in columns)
-            for r in reader:
-                rows.append((r["lp"], seg_id_value(r["seg_id"]), r["system"], float(r["score"]), float(r["human"])))
-                if has_meta:
-                    meta.append((r.get("doc_id", ""), {k[len("human."):]: float(v) for k, v in r.items()
-                                                      if k.startswith("human.") and v != ""}))
-        return rows, (meta if has_meta else None)
+        """scores.csv read (and checked against the result) as the store reads it when it records the
+        cell (nlgbench.store.Store.record)."""
+        columns, parsed = read_scores(self.folder / "cells" / result.cell_id / SCORES_FILE, result)
+        rows: list[SegmentRow] = [(r["lp"], r["seg_id"], r["system"], r["score"], r["human"]) for r in parsed]
+        if not ("doc_id" in columns or any(c.startswith(HUMAN_COLUMN_PREFIX) for c in columns)):
+            return rows, None
+        return rows, [(r.get("doc_id", ""), {k[len(HUMAN_COLUMN_PREFIX):]: v for k, v in r.items()
+                                             if k.startswith(HUMAN_COLUMN_PREFIX) and not np.isnan(v)}) for r in parsed]
 
 
 @dataclass
@@ -106,7 +103,7 @@ class PublishedSource:
         key = json.dumps(ref.to_dict(), sort_keys=True)
         if key not in self._datasets:
             try:
-                self._datasets[key] = ref.load()
+                self._datasets[key] = load_from(self.folder, ref)
             except (UserError, OSError) as exc:
                 raise UserError(f"{self.folder}: the human scores of {ref.label} come from the dataset itself, which "
                                 f"cannot be read here ({exc})") from None
@@ -127,6 +124,18 @@ class PublishedSource:
         if not (dataset.has_docs or dims):
             return rows, None
         return rows, [(it.doc_id, {d: it.humans[d] for d in dims if d in it.humans}) for it in items]
+
+
+def load_from(folder: Path, ref: DatasetRef) -> Dataset:
+    """The dataset a cell of the run folder names: a relative data file path is relative to the folder
+    (`import-scores` records it so, so a committed run reads on any clone, from any directory); one
+    that is not there is read as given (cells imported before, relative to where that ran)."""
+    if ref.path is None or Path(ref.path).is_absolute() or not (folder / ref.path).is_file():
+        return ref.load()
+    from dataclasses import replace
+
+    dataset = replace(ref, path=str(folder / ref.path)).load()
+    return replace(dataset, files={ref.path if f == str(folder / ref.path) else f: sha for f, sha in dataset.files.items()})
 
 
 @dataclass
@@ -212,26 +221,38 @@ def _results_in_csv_order(folder: Path, results: list[CellResult]) -> list[CellR
     path = folder / "results.csv"
     if not path.is_file():
         return results
-    with path.open(encoding="utf-8", newline="") as fh:
-        order = {cid: i for i, cid in enumerate(dict.fromkeys(r["cell_id"] for r in csv.DictReader(fh)))}
+    reader = csv.DictReader(io.StringIO(utf8_text(path, read_bytes(path)), newline=""))
+    if "cell_id" not in (reader.fieldnames or []):
+        raise UserError(f"{path}: no cell_id column (not nlgbench's results.csv)")
+    order = {cid: i for i, cid in enumerate(dict.fromkeys(r["cell_id"] for r in reader))}
     return sorted(results, key=lambda r: order.get(r.cell_id, len(order)))
 
 
 def _published_results(folder: Path) -> list[CellResult]:
     path = folder / "report" / PUBLISHED_CELLS
-    return [CellResult.from_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    results = []
+    for number, line in enumerate(utf8_text(path, read_bytes(path)).split("\n"), start=1):
+        if line.strip():
+            try:
+                results.append(CellResult.from_json(line))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise UserError(f"{path} line {number}: not a cell result ({exc})") from None
+    return results
 
 
 def find_results(folder: Path) -> tuple[list[CellResult], SegmentSource]:
     """Every recorded cell result of a run folder and where its segment scores are (see the module
     docstring): the store, else the cell folders, else the published report data."""
-    from nlgbench.repair import finished_cells
+    from nlgbench.repair import scan_cells
     from nlgbench.store import Store, has_store
 
     if has_store(folder):
         with Store(folder) as store:
             return store.results(), StoreSource(folder)
-    cells = finished_cells(folder)
+    cells, skipped = scan_cells(folder)
+    if skipped:  # a cell left out would change every figure it is part of, silently
+        raise UserError(f"{skipped[0]}" + (f" (and {len(skipped) - 1} more cell folder(s))" if len(skipped) > 1 else "")
+                        + f"; `nlgbench repair {folder}` lists them")
     if cells:
         return _results_in_csv_order(folder, cells), CellFolderSource(folder)
     if (folder / "report" / PUBLISHED_CELLS).is_file() and (folder / "report" / PUBLISHED_SCORES).is_file():

@@ -21,12 +21,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Iterator, TypeVar
 
-from nlgbench.cell import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, CellResult, write_atomic
-from nlgbench.data import seg_id_value
+from nlgbench.cell import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, CellResult, read_scores, write_atomic
 from nlgbench.labels import distinct_dataset_labels
 from nlgbench.errors import UserError
+from nlgbench.runfolder import refuse_link
 
 STORE_FILE = "results.sqlite"
+STORE_SIDE_FILES = ("-journal", "-wal", "-shm")  # SQLite's files beside the store (results.sqlite-journal, ...)
 SCORES_KEY_COLUMNS = {"lp", "seg_id", "system", "score", "human", "doc_id"}  # scores.csv columns that are not outputs
 CSV_FILE = "results.csv"
 
@@ -43,7 +44,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     cell_id TEXT, name TEXT, repeat INTEGER, value REAL
 );
 CREATE TABLE IF NOT EXISTS segment_scores (
-    cell_id TEXT, idx INTEGER, lp TEXT, seg_id INTEGER, system TEXT, score REAL, human REAL, extra_json TEXT,
+    cell_id TEXT, idx INTEGER, lp TEXT, seg_id, system TEXT, score REAL, human REAL, extra_json TEXT,
     PRIMARY KEY (cell_id, idx)
 );
 CREATE TABLE IF NOT EXISTS segment_meta (
@@ -87,6 +88,17 @@ def has_store(out_dir: Path) -> bool:
     return path.is_file() and path.stat().st_size > 0
 
 
+def check_store_files(path: Path) -> None:
+    """Refuse (one line) a store whose file or journal files (`-journal`, `-wal`, `-shm`) are
+    symbolic links, or hard links to another file: SQLite writes them in place, so it would change
+    a file outside the run folder."""
+    for side in (path, *(path.with_name(path.name + s) for s in STORE_SIDE_FILES)):
+        refuse_link(side)
+        if side.is_file() and side.stat().st_nlink > 1:
+            raise StoreFault(f"{side} is a hard link ({side.stat().st_nlink} names for one file); SQLite would change "
+                             "the other names too: copy it to a file of its own (cp, then mv over it)")
+
+
 @contextmanager
 def sqlite_faults(path: Path) -> Iterator[None]:
     """Turn SQLite's errors about the file itself into one line naming it; others propagate."""
@@ -126,6 +138,7 @@ class Store:
         self.out_dir = out_dir
         self.path = out_dir / STORE_FILE
         out_dir.mkdir(parents=True, exist_ok=True)
+        check_store_files(self.path)
         with sqlite_faults(self.path):
             self.db = sqlite3.connect(self.path)
             try:
@@ -185,17 +198,17 @@ class Store:
         cid = result.cell_id
         rows: list[tuple[Any, ...]] = []
         meta: list[tuple[Any, ...]] = []
-        if scores_csv is not None and scores_csv.exists():
-            with scores_csv.open(encoding="utf-8", newline="") as fh:
-                for idx, r in enumerate(csv.DictReader(fh)):
-                    dims = {k[len(HUMAN_COLUMN_PREFIX):]: float(v) for k, v in r.items()
-                            if k.startswith(HUMAN_COLUMN_PREFIX) and v != ""}
-                    extra = {k: float(v) for k, v in r.items()  # the metric's outputs; carried data columns stay in the csv
-                             if k not in SCORES_KEY_COLUMNS and not k.startswith((HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX))}
-                    rows.append((cid, idx, r["lp"], seg_id_value(r["seg_id"]), r["system"], float(r["score"]),
-                                 float(r["human"]), json.dumps(extra)))
-                    if "doc_id" in r or any(k.startswith(HUMAN_COLUMN_PREFIX) for k in r):
-                        meta.append((cid, idx, r.get("doc_id", ""), json.dumps(dims)))
+        if scores_csv is not None:  # checked against the result (truncated or edited: refused), ids as written
+            columns, parsed = read_scores(scores_csv, result)
+            has_meta = "doc_id" in columns or any(k.startswith(HUMAN_COLUMN_PREFIX) for k in columns)
+            for idx, r in enumerate(parsed):
+                dims = {k[len(HUMAN_COLUMN_PREFIX):]: v for k, v in r.items()
+                        if k.startswith(HUMAN_COLUMN_PREFIX) and not math.isnan(v)}
+                extra = {k: v for k, v in r.items()  # the metric's outputs; carried data columns stay in the csv
+                         if k not in SCORES_KEY_COLUMNS and not k.startswith((HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX))}
+                rows.append((cid, idx, r["lp"], r["seg_id"], r["system"], r["score"], r["human"], json.dumps(extra)))
+                if has_meta:
+                    meta.append((cid, idx, r.get("doc_id", ""), json.dumps(dims)))
         measurements: list[tuple[Any, ...]] = []
         if result.timing is not None:
             for i, value in enumerate(result.timing.repeat_s):
@@ -205,6 +218,7 @@ class Store:
         with self.db:
             for table in ("cells", "measurements", "segment_scores", "segment_meta"):
                 self.db.execute(f"DELETE FROM {table} WHERE cell_id = ?", (cid,))
+            self._untype_seg_ids()  # in this transaction: an old store changes with the cell or not at all
             self.db.execute(
                 "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (cid, run_id, seq, result.label, cfg.metric, cfg.encoder.label, cfg.aligner_label, cfg.dataset.label,
@@ -214,6 +228,20 @@ class Store:
             self.db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?)", measurements)
             self.db.executemany("INSERT INTO segment_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
             self.db.executemany("INSERT INTO segment_meta VALUES (?, ?, ?, ?)", meta)
+
+    def _untype_seg_ids(self) -> None:
+        """A store written before issue 25 declares `seg_id INTEGER`, whose affinity turns the text
+        "007" into 7: rebuild that table with the untyped column (rows kept as stored) before a cell
+        is recorded. Only writers do this; reading an old store changes nothing in it."""
+        declared = {name: kind for _, name, kind, *_ in self.db.execute("PRAGMA table_info(segment_scores)")}
+        if declared.get("seg_id", "").upper() != "INTEGER":
+            return
+        create = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS segment_scores"):]
+        create = create[: create.index(";")].replace("segment_scores", "segment_scores_new")
+        self.db.execute(create)
+        self.db.execute("INSERT INTO segment_scores_new SELECT * FROM segment_scores")
+        self.db.execute("DROP TABLE segment_scores")
+        self.db.execute("ALTER TABLE segment_scores_new RENAME TO segment_scores")
 
     @translated
     def result(self, cell_id: str) -> CellResult | None:
