@@ -32,12 +32,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         guard_spec(spec)  # as `run` does (nlgbench.sweep.run): no student evaluated on its training data
         from nlgbench.encoder_registry import resolve_source
         from nlgbench.hfcache import local_snapshot
-        from dataclasses import replace
-
         from nlgbench.runner import check_datasets
 
         # `run`'s checks before any cell, on the user's own data files (catalogue data is not downloaded here)
-        check_datasets(replace(spec, datasets=[d for d in spec.datasets if d.path is not None]))
+        spec, _ = check_datasets(spec, catalogue=False)
         cells = spec.cells()
         for cell in cells:
             print(f"{cell.cell_id}  {cell.label}")

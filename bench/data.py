@@ -100,6 +100,7 @@ class Dataset:
     files: dict[str, str] = field(default_factory=dict)  # relative path (or file path) -> sha256
     human_dims: list[str] = field(default_factory=lambda: [HUMAN])  # selected dimensions; the first is primary
     warnings: list[str] = field(default_factory=list)  # e.g. a head subset of a file sorted by human score
+    drawn_whole: bool = False  # `sample: {n}` drew every item (no language pair holds more than n units)
 
     @property
     def language_pairs(self) -> list[str]:
@@ -383,6 +384,7 @@ def load_dataset(
         dataset.items = _first_per_lp(dataset.items, max_segments)
         dataset.warnings = sorted_head_warnings(dataset)
     if sample is not None:
+        dataset.drawn_whole = all(len(units) <= sample[0] for units in _sample_units(dataset.items).values())
         dataset.warnings = sample_warnings(dataset, *sample)
         dataset.items = sample_items(dataset.items, *sample)
     return select_human(dataset, human)

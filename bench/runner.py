@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -64,10 +64,12 @@ def death_cause(code: int, oom_killed: bool) -> tuple[str, bool]:
     return f"worker exited with code {code} and wrote no result", False
 
 
-def check_datasets(spec: SweepSpec) -> dict[str, int]:
-    """Load every dataset of the spec once and check the fields its metrics read are non-blank, and
-    that a one-reference metric without a reference_policy meets no item with several references
-    (refused here, before any model loads, not inside its cells)."""
+def check_datasets(spec: SweepSpec, *, catalogue: bool = True) -> tuple[SweepSpec, dict[str, int]]:
+    """Load every dataset of the spec once (`catalogue=False`: own data files only, as --dry-run) and
+    check the fields its metrics read are non-blank, and that a one-reference metric without a
+    reference_policy meets no item with several references (refused here, before any model loads,
+    not inside its cells). Returns the spec to run, in which a `sample` that draws every item is
+    dropped (its cells are the whole dataset's, labelled so, not `[~n]`), and items per dataset."""
     from nlgbench.data import check_nonblank, load_dataset
     from nlgbench.metrics import get_metric
     from nlgbench.metrics.base import no_reference_policy
@@ -75,8 +77,11 @@ def check_datasets(spec: SweepSpec) -> dict[str, int]:
     fields = {"hypothesis"}
     for entry in spec.metrics:
         fields.update(get_metric(entry.metric).needs)
-    sizes = {}
+    sizes, refs = {}, []
     for ref in spec.datasets:
+        if not catalogue and ref.path is None:
+            refs.append(ref)
+            continue
         ds = load_dataset(ref.name, path=ref.path, max_segments=ref.max_segments, human=ref.human, sample=ref.sample, columns=ref.columns)
         check_nonblank(ds, sorted(fields))
         most = max((len(it.references) for it in ds.items), default=1)
@@ -85,8 +90,14 @@ def check_datasets(spec: SweepSpec) -> dict[str, int]:
                 raise UserError(f"dataset {ref.label}: {no_reference_policy(entry.metric, most)}")
         for warning in ds.warnings:  # e.g. a head subset of a file sorted by human score
             print(f"warning: {warning}", file=sys.stderr, flush=True)
+        if ref.sample is not None and ds.drawn_whole:
+            whole = replace(ref, sample=None)
+            print(f"warning: {ref.label} draws every item of the dataset: its cells are {whole.label}'s",
+                  file=sys.stderr, flush=True)
+            ref = whole
+        refs.append(ref)
         sizes[ref.label] = len(ds.items)
-    return sizes
+    return replace(spec, datasets=refs), sizes
 
 
 def _fmt_s(seconds: float) -> str:
@@ -182,7 +193,7 @@ def run_sweep(
     run's environment record holds, per device its finished cells ran on, the environment
     their worker measured (CPU, GPU name, threads, versions). Local execution; `nlgbench.sweep.run`
     chooses between this and the Slurm executor."""
-    sizes = check_datasets(spec)
+    spec, sizes = check_datasets(spec)
     cells = spec.cells()
     results: list[CellResult] = []
     environments: dict[str, dict[str, Any]] = {}

@@ -640,7 +640,7 @@ def run_on_slurm(spec: SweepSpec, out_dir: Path, options: ExecutorOptions, *, fo
     from nlgbench.runfolder import locked
     from nlgbench.runner import check_datasets, prepare_cell, summary
 
-    sizes = check_datasets(spec)
+    spec, sizes = check_datasets(spec)
     cells = spec.cells()
     seq_of = {c.cell_id: i for i, c in enumerate(cells)}
     ids = list(seq_of)

@@ -387,7 +387,7 @@ def test_blank_source_is_fine_for_bertscore(tmp_path: Path) -> None:
     from nlgbench.spec import load_spec
 
     spec = load_spec(write_spec(tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}])))
-    assert check_datasets(spec) == {"data": 3}
+    assert check_datasets(spec) == (spec, {"data": 3})
 
 
 # --------------------------------------------------------------------------- list

@@ -245,8 +245,32 @@ def test_upper_case_data_file_name_as_catalogue_name_says_use_path(tmp_path: Pat
 def test_sample_larger_than_the_data_warns_and_says_what_was_drawn(tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "seven.jsonl", [record(i) for i in range(1, 8)])
     ds = load_dataset(path=src, sample=(100000, 3))
-    assert len(ds.items) == 7
+    assert len(ds.items) == 7 and ds.drawn_whole
     assert any("100000" in w and "7" in w for w in ds.warnings), ds.warnings
+    assert not load_dataset(path=src, sample=(3, 3)).drawn_whole
+
+
+def test_a_sample_that_draws_everything_is_labelled_as_the_whole_dataset(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """`sample: {n: 100000}` on 7 items was labelled `seven[~100000,seed=3]`: a label of what was not
+    drawn. The cells are the whole dataset's (same items, same order), labelled and identified so,
+    in a dry run as in a run; a sample that draws fewer items keeps its `[~n]` label."""
+    import nlgbench
+
+    src = write_jsonl(tmp_path / "seven.jsonl", [record(i) for i in range(1, 8)])
+    metrics = [{"metric": "sentbleu", "encoders": ["none"]}]
+    for sample, label in (({"n": 100000, "seed": 3}, "seven"), ({"n": 3, "seed": 3}, "seven[~3,seed=3]")):
+        spec = {"name": "s", "datasets": [{"path": str(src), "sample": sample}], "metrics": metrics, "repeats": 1}
+        (tmp_path / "s.yaml").write_text(json.dumps(spec), encoding="utf-8")
+        assert main(["run", str(tmp_path / "s.yaml"), "--dry-run"]) == 0
+        (dry,) = [line for line in capsys.readouterr().out.splitlines() if " | " in line]
+        frame = nlgbench.run(spec, tmp_path / f"run{sample['n']}", quiet=True)
+        assert list(frame.dataset) == [label]
+        assert dry.split()[0] == frame.cell_id[0] and f" | {label} | " in dry  # the dry run shows the same cell
+        assert int(frame.n_segments[0]) == (7 if sample["n"] > 7 else 3)
+    whole = nlgbench.run({"name": "w", "datasets": [{"path": str(src)}], "metrics": metrics, "repeats": 1},
+                         tmp_path / "whole", quiet=True)
+    assert list(whole.cell_id) == list(nlgbench.load_run(tmp_path / "run100000").cell_id)
 
 
 def test_unknown_carried_column_is_refused_with_a_hint(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ one speed-up definition, dataset identity, extra columns carried through."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -141,7 +142,9 @@ def test_same_stem_different_files_are_told_apart(tmp_path: Path) -> None:
         table = list(csv.DictReader(fh))
     shas = [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
     assert [r["dataset"] for r in table] == [f"summeval@{sha[:8]}" for sha in shas]
-    assert [(r["dataset_path"], r["dataset_sha256"]) for r in table] == [(str(p), sha) for p, sha in zip(paths, shas)]
+    # imported cells store the data path relative to the run folder (issue 25: no machine path in a published run)
+    assert [(r["dataset_path"], r["dataset_sha256"]) for r in table] == [
+        (os.path.relpath(p, tmp_path / "run"), sha) for p, sha in zip(paths, shas)]
     assert sorted(load_run(tmp_path / "run").cells["dataset"]) == sorted(r["dataset"] for r in table)
     # one file only: the plain stem
     import_scores(scores, str(paths[0]), "m", "e", tmp_path / "one")
