@@ -97,24 +97,20 @@ def outside_file(tmp_path: Path, name: str) -> Path:
 # ----------------------------------------------------------------------------- 1: the sbatch script
 
 
-def dry_run_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    """`nlgbench run ... --dry-run` in this process: exit 2 and one error line, returned."""
-    from nlgbench.cli import main
-
-    capsys.readouterr()
-    assert main(["run", *args, "--dry-run"]) == 2
-    captured = capsys.readouterr()
-    lines = [line for line in captured.err.splitlines() if line.startswith("nlgbench: error:")]
-    assert len(lines) == 1 and "Traceback" not in captured.err, captured.err
-    assert "#SBATCH" not in captured.out and "PWNED" not in captured.out, captured.out
-    return lines[0]
+def dry_run_error(*args: str) -> str:
+    """`nlgbench run ... --dry-run` in a fresh process: exit 2 and one error line, returned. (Not in
+    this process: importing submitit binds its log handlers to the sys.stdout/sys.stderr of the
+    moment, here pytest's capture streams, which are closed after the test.)"""
+    proc = nlgbench("run", *args, "--dry-run")
+    line = assert_one_line(proc)
+    assert "#SBATCH" not in proc.stdout and "PWNED" not in proc.stdout, proc.stdout
+    return line
 
 
-def test_newline_in_a_spec_slurm_arg_is_refused_at_spec_time(tiny_model: Path, tmp_path: Path, monkeypatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_newline_in_a_spec_slurm_arg_is_refused_at_spec_time(tiny_model: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     spec = write_spec(tmp_path, tiny_model, extra='executor: {kind: slurm, slurm_args: {account: "nlp\\ntouch PWNED #"}}\n')
-    line = dry_run_error(capsys, str(spec), "--out", str(tmp_path / "run"))
+    line = dry_run_error(str(spec), "--out", str(tmp_path / "run"))
     assert "sec.yaml.executor.slurm_args.account" in line and "control character" in line, line
     assert not (tmp_path / "PWNED").exists() and not (tmp_path / "run").exists()
 
@@ -127,20 +123,18 @@ def test_newline_in_a_spec_slurm_arg_is_refused_at_spec_time(tiny_model: Path, t
     ("qos=high\\", "backslash"),  # Slurm's directive parser escapes with it, even inside quotes
     ("constr\nint=x", "not an sbatch option name"),
 ])
-def test_bad_characters_in_slurm_arg_are_refused_at_spec_time(arg: str, what: str, tiny_model: Path, tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_characters_in_slurm_arg_are_refused_at_spec_time(arg: str, what: str, tiny_model: Path, tmp_path: Path) -> None:
     spec = write_spec(tmp_path, tiny_model)
-    line = dry_run_error(capsys, str(spec), "--out", str(tmp_path / "run"), "--executor", "slurm", "--slurm-arg", arg)
+    line = dry_run_error(str(spec), "--out", str(tmp_path / "run"), "--executor", "slurm", "--slurm-arg", arg)
     assert what in line, line
     assert "\n" not in line and "\r" not in line
 
 
-def test_newline_in_partition_or_run_folder_never_reaches_the_script(tiny_model: Path, tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_newline_in_partition_or_run_folder_never_reaches_the_script(tiny_model: Path, tmp_path: Path) -> None:
     spec = write_spec(tmp_path, tiny_model)
-    line = dry_run_error(capsys, str(spec), "--executor", "slurm", "--partition", "gpu\n#SBATCH --uid=0")
+    line = dry_run_error(str(spec), "--executor", "slurm", "--partition", "gpu\n#SBATCH --uid=0")
     assert "--partition" in line, line
-    line = dry_run_error(capsys, str(spec), "--executor", "slurm", "--out", str(tmp_path / "run\ntouch PWNED3 #"))
+    line = dry_run_error(str(spec), "--executor", "slurm", "--out", str(tmp_path / "run\ntouch PWNED3 #"))
     assert "control character" in line and "sbatch" in line, line
 
 
