@@ -263,11 +263,16 @@ def labels_key(pairs: Sequence[Pair], teacher: Teacher) -> dict[str, Any]:
             "versions": {**score_versions(), **metric_versions(teacher.metric)}}
 
 
+def labels_cache_name(key: dict[str, Any]) -> str:
+    """The labels' cache file, relative to $NLGBENCH_CACHE (as distill.json records it: no machine path)."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
+    return f"distill/labels-{digest[:20]}.json"
+
+
 def labels_cache_file(key: dict[str, Any]) -> Path:
     from nlgbench.data import cache_dir
 
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
-    return cache_dir() / "distill" / f"labels-{digest[:20]}.json"
+    return cache_dir() / labels_cache_name(key)
 
 
 @dataclass
@@ -280,7 +285,7 @@ class Labels:
     device: str
     batch_size: int
     scorer: dict[str, Any]  # the scorer's own description (params, layer, ...)
-    cache_file: str
+    cache_file: str  # relative to $NLGBENCH_CACHE
 
 
 def teacher_labels(pairs: Sequence[Pair], teacher: Teacher, *, device: str, batch_size: int,
@@ -297,7 +302,7 @@ def teacher_labels(pairs: Sequence[Pair], teacher: Teacher, *, device: str, batc
     log(f"labels: {len(pairs)} pairs by {teacher.label} on {device}, batch {batch_size}")
     start = time.perf_counter()
     scores, scorer = _run_teacher(pairs, teacher, device, batch_size)
-    labels = Labels(scores, False, time.perf_counter() - start, device, batch_size, scorer, str(path))
+    labels = Labels(scores, False, time.perf_counter() - start, device, batch_size, scorer, labels_cache_name(key))
     _write_json(path, {"key": key, "labels": scores, "seconds": labels.seconds, "device": device,
                        "batch_size": batch_size, "scorer": scorer})
     log(f"labels: done in {labels.seconds:.0f} s ({len(pairs) / max(labels.seconds, 1e-9):.1f} pairs/s); cached in {path}")
@@ -313,7 +318,7 @@ def _read_labels(path: Path, key: dict[str, Any], n: int, log: Log) -> Labels | 
             raise ValueError("its key or length differs")
         scores = [math.nan if v is None else float(v) for v in raw["labels"]]
         return Labels(scores, True, float(raw["seconds"]), str(raw["device"]), int(raw["batch_size"]),
-                      dict(raw.get("scorer") or {}), str(path))
+                      dict(raw.get("scorer") or {}), labels_cache_name(key))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log(f"labels: ignoring the unreadable cache file {path} ({exc}); labelling again")
         return None
