@@ -368,22 +368,18 @@ def distill(sources: Sequence[str], teacher: Teacher, cfg: TrainConfig, out: str
     `threads`: CPU threads of torch (None: as torch chooses, all cores)."""
     import torch
 
-    from nlgbench.spec import DEVICE_RE
+    from nlgbench.api import check_device
     from nlgbench.variants import count_params
     from nlgbench.version import __version__
 
     cfg.check()
-    if not DEVICE_RE.match(device):
-        raise UserError(f"unknown device {device!r} (use cpu, cuda or cuda:N)")
+    check_device(device)  # cpu, or a CUDA device this machine has: before any model loads
     if augment < 0 or (max_pairs is not None and max_pairs < 1) or teacher_batch_size < 1:
         raise UserError("augment must be >= 0, max-pairs and teacher-batch-size >= 1")
     if threads is not None:
         if threads < 1:
             raise UserError(f"threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
-    if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise UserError(f"device {device!r} requested but CUDA is not available on this machine")
     out = Path(out).expanduser()
     _check_out(out)
     check_student(cfg)

@@ -363,3 +363,18 @@ def test_pairs_files_follow_the_data_loaders_reading_rules(tmp_path: Path) -> No
     jsonl.write_text('{"reference": "a", "candidate": "b", "candidate": "c"}\n', encoding="utf-8")
     with pytest.raises(UserError, match=r"pairs.jsonl line 1: duplicate key 'candidate'"):
         dist.gather_pairs([str(jsonl)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
+
+
+def test_distill_checks_the_device_as_score_does(tmp_path: Path, tiny_dir: Path) -> None:
+    """One device check (`nlgbench.api.check_device`) for score and distill: a bad or missing device
+    is one line before any pair is read or model loaded."""
+    import nlgbench.api as api
+
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", synthetic_rows(20, seed=3))
+    for device in ("gpu", "cuda:99" if torch.cuda.is_available() else "cuda"):
+        with pytest.raises(UserError) as info:
+            dist.distill([str(pairs)], CHRF, config(tiny_dir), tmp_path / "out", device=device, log=lambda _m: None)
+        with pytest.raises(UserError) as direct:
+            api.check_device(device)
+        assert str(info.value) == str(direct.value)
+    assert not (tmp_path / "out").exists()
