@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from types import ModuleType
 
 from nlgbench.metrics.base import MetricInfo
-from nlgbench.registry import Registry
+from nlgbench.foundations.registry import Registry
 
 ENTRY_POINT_GROUP = "nlgbench.metrics"
 

@@ -27,7 +27,7 @@ import torch
 from ot.lp.emd_wrap import check_result, emd_c
 
 from nlgbench.metrics.common import advance, length_sorted_batches
-from nlgbench.registry import Registry
+from nlgbench.foundations.registry import Registry
 
 
 def _normalise(w: np.ndarray) -> np.ndarray:

@@ -24,9 +24,9 @@ import numpy as np
 import ot
 import torch
 
-from nlgbench.data import Item
-from nlgbench.encoders import EncoderRef, Tokenized, load_encoder
-from nlgbench.errors import UserError
+from nlgbench.data.dataset import Item
+from nlgbench.encoders.runtime import EncoderRef, Tokenized, load_encoder
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import (network_simplex, pad_clouds, parallel, solver_marginals,
                                         squared_euclidean_cost_batch, wmd_batch)
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores

@@ -17,8 +17,8 @@ from typing import Any, Callable, Generic, Iterator, Protocol, Sequence, TypeVar
 
 import numpy as np
 
-from nlgbench.data import Item
-from nlgbench.errors import UserError
+from nlgbench.data.dataset import Item
+from nlgbench.foundations.errors import UserError
 
 O = TypeVar("O")
 
@@ -145,7 +145,7 @@ class MetricInfo:
     # the user sets the option `reference_policy: first|max|mean`).
     multi_reference: str | None = None
     # Distributions (besides torch and transformers) whose version changes the scores: their
-    # major.minor joins the ids of this metric's cells (`nlgbench.cell.metric_versions`).
+    # major.minor joins the ids of this metric's cells (`nlgbench.core.cell.metric_versions`).
     libraries: tuple[str, ...] = ()
     # When reading references depends on the options (SentSim's `against`); default: "reference" in `needs`.
     reads_references_if: Callable[[dict[str, Any]], bool] | None = None

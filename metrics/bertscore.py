@@ -17,9 +17,9 @@ from typing import Any, Sequence
 
 import torch
 
-from nlgbench.data import Item
-from nlgbench.encoder_registry import default_layer
-from nlgbench.encoders import EncoderRef, load_encoder
+from nlgbench.data.dataset import Item
+from nlgbench.encoders.registry import default_layer
+from nlgbench.encoders.runtime import EncoderRef, load_encoder
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import greedy_match, pad_tensors, token_weights
 from nlgbench.metrics.embedding import chunks, corpus_idf, embed_texts

@@ -49,7 +49,7 @@ def active_token_budget() -> int | None:
     return _TOKEN_BUDGET.get()
 
 
-# The harness's progress display (`nlgbench.progress`), set around a cell's scoring; None: no display.
+# The harness's progress display (`nlgbench.execution.progress`), set around a cell's scoring; None: no display.
 # A plain module variable, not a context variable: worker threads (`alignment.parallel`) see it too.
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 _PROGRESS: list[Progress] = []

@@ -19,8 +19,8 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Protocol, Sequenc
 
 import torch
 
-from nlgbench.data import Item
-from nlgbench.encoders import Encoder, EncoderRef, Tokenized, load_encoder
+from nlgbench.data.dataset import Item
+from nlgbench.encoders.runtime import Encoder, EncoderRef, Tokenized, load_encoder
 from nlgbench.metrics.alignment import get_aligner
 from nlgbench.metrics.base import PhaseTimer, ScorerBase
 from nlgbench.metrics.common import active_token_budget, advance, group_sorted, idf_table

@@ -12,10 +12,10 @@ from typing import Any, Sequence
 
 import torch
 
-from nlgbench.data import Item
-from nlgbench.encoders import EncoderRef
-from nlgbench.errors import UserError
-from nlgbench.models import load_model
+from nlgbench.data.dataset import Item
+from nlgbench.encoders.runtime import EncoderRef
+from nlgbench.foundations.errors import UserError
+from nlgbench.encoders.models import load_model
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
 

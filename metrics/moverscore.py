@@ -20,9 +20,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from nlgbench.data import Item
-from nlgbench.encoders import EncoderRef, Tokenized
-from nlgbench.errors import UserError
+from nlgbench.data.dataset import Item
+from nlgbench.encoders.runtime import EncoderRef, Tokenized
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import pad_pairs, transport_pairs
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
 from nlgbench.metrics.embedding import AlignerScorer, SidedIdf, embed_pairs

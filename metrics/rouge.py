@@ -1,6 +1,6 @@
 """Lexical baselines through rouge-score: ROUGE-1, ROUGE-2 and ROUGE-L (`rouge1`, `rouge2`, `rougeL`).
 
-They run no model (encoder `none` in a spec, `nlgbench.labels.NO_ENCODER`), and are the cheap
+They run no model (encoder `none` in a spec, `nlgbench.encoders.registry.NO_ENCODER`), and are the cheap
 anchor of a sweep. Each is `rouge_score.rouge_scorer.RougeScorer` of that one ROUGE type, so its
 scores are the library's exactly (0-1): precision, recall and F-measure (primary). Three metric
 names rather than one metric with a variant option, so that every plot, table and results.csv
@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 from rouge_score import rouge_scorer
 
-from nlgbench.data import Item
-from nlgbench.labels import NO_ENCODER
+from nlgbench.data.dataset import Item
+from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")

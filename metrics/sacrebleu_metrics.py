@@ -1,6 +1,6 @@
 """Lexical baselines through sacrebleu: sentence BLEU (`sentbleu`) and chrF (`chrf`).
 
-They run no model (encoder `none` in a spec, `nlgbench.labels.NO_ENCODER`), and are the cheap
+They run no model (encoder `none` in a spec, `nlgbench.encoders.registry.NO_ENCODER`), and are the cheap
 anchor of a sweep. Each is sacrebleu's own sentence-level metric, so its scores are
 `sacrebleu.sentence_bleu` / `sacrebleu.sentence_chrf` exactly, on sacrebleu's 0-100 scale. The
 options are those functions' keyword arguments with their defaults (BLEU: exponential smoothing,
@@ -31,9 +31,9 @@ from typing import Any, Sequence, TypeVar
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
 
-from nlgbench.data import Item
-from nlgbench.errors import UserError
-from nlgbench.labels import NO_ENCODER
+from nlgbench.data.dataset import Item
+from nlgbench.foundations.errors import UserError
+from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 
 O = TypeVar("O")

@@ -21,9 +21,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from nlgbench.data import Item
-from nlgbench.encoders import Encoder, EncoderRef, Tokenized, load_encoder
-from nlgbench.errors import UserError
+from nlgbench.data.dataset import Item
+from nlgbench.encoders.runtime import Encoder, EncoderRef, Tokenized, load_encoder
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import ALIGNERS, align
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores, with_second_model
 from nlgbench.metrics.common import greedy_match, pad_tensors, token_weights

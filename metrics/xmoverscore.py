@@ -19,10 +19,10 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from nlgbench.data import Item
-from nlgbench.encoders import EncoderRef, Tokenized
-from nlgbench.errors import UserError
-from nlgbench.models import load_model
+from nlgbench.data.dataset import Item
+from nlgbench.encoders.runtime import EncoderRef, Tokenized
+from nlgbench.foundations.errors import UserError
+from nlgbench.encoders.models import load_model
 from nlgbench.metrics.alignment import cost_matrix, transport
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores, with_second_model
 from nlgbench.metrics.common import length_sorted_map, pad_ids

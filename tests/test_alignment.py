@@ -8,7 +8,7 @@ import ot
 import pytest
 import torch
 
-from nlgbench.errors import UserError
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import (ALIGNERS, align, align_batch, euclidean_cost, exact_transport, get_aligner,
                                         parallel, rwmd, wcd, wmd)
 

@@ -15,8 +15,8 @@ import torch
 import nlgbench
 import nlgbench.api
 from nlgbench.cli import build_parser, main
-from nlgbench.compare import MIN_RESAMPLES
-from nlgbench.errors import UserError
+from nlgbench.reporting.compare import MIN_RESAMPLES
+from nlgbench.foundations.errors import UserError
 from test_cli import user_error
 from test_own_data import imported_run
 from tiny import make_tiny_bert
@@ -202,8 +202,8 @@ def test_compare_refuses_a_bootstrap_it_cannot_do(compare_run: Path, capsys: pyt
 ])
 def test_api_compare_refuses_no_bootstrap(compare_run: Path, n_resamples: int, seed: int, message: str) -> None:
     """The API's `compare` takes fewer resamples (tests, `write_report`), but not none, nor a negative seed."""
-    from nlgbench.compare import compare
-    from nlgbench.rundata import load_run
+    from nlgbench.reporting.compare import compare
+    from nlgbench.runs.rundata import load_run
 
     with pytest.raises(UserError, match=message):
         compare(load_run(compare_run), "poor", "good", n_resamples=n_resamples, seed=seed)
@@ -211,8 +211,8 @@ def test_api_compare_refuses_no_bootstrap(compare_run: Path, n_resamples: int, s
 
 def test_compare_at_the_fewest_resamples_brackets_the_estimate(compare_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """At the minimum the paired interval holds the estimate (with 1 resample it did not) and p is a probability."""
-    from nlgbench.compare import compare
-    from nlgbench.rundata import load_run
+    from nlgbench.reporting.compare import compare
+    from nlgbench.runs.rundata import load_run
 
     for seed in (0, 7):
         result = compare(load_run(compare_run), "poor", "good", n_resamples=MIN_RESAMPLES, seed=seed)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from nlgbench.data import Item
-from nlgbench.encoders import EncoderRef
-from nlgbench.errors import UserError
+from nlgbench.data.dataset import Item
+from nlgbench.encoders.runtime import EncoderRef
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.bartscore import BartScoreScorer
 from nlgbench.metrics.base import PhaseTimer
 from tiny import make_tiny_bart, make_tiny_bert
@@ -89,7 +89,7 @@ def test_fine_tuned_state_dict_is_loaded_on_top(bart_dir: Path, tmp_path: Path) 
 
 
 def test_an_encoder_only_model_is_refused_in_one_line(tmp_path: Path) -> None:
-    from nlgbench.spec import parse_spec
+    from nlgbench.core.spec import parse_spec
 
     bert = make_tiny_bert(tmp_path / "bert", ["a b c"])
     spec = {"name": "t", "datasets": ["wmt16"], "metrics": [{"metric": "bartscore", "encoders": [str(bert)]}]}

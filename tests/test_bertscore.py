@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from nlgbench.data import load_dataset
-from nlgbench.encoders import EncoderRef, load_encoder
-from nlgbench.hfcache import local_snapshot
+from nlgbench.data.dataset import load_dataset
+from nlgbench.encoders.runtime import EncoderRef, load_encoder
+from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.bertscore import BertScoreScorer
 from nlgbench.metrics.common import greedy_match, idf_table

@@ -1,4 +1,4 @@
-"""Typed cell config and result (nlgbench.cell), the measurement trackers and protocol (nlgbench.measure).
+"""Typed cell config and result (nlgbench.core.cell), the measurement trackers and protocol (nlgbench.measurement.protocol).
 
 tests/data/run_v0/ is a run folder written before CellResult existed (result.json of measured,
 failed and imported cells, and its results.csv): the typed path must reproduce both byte for byte.
@@ -14,13 +14,13 @@ from typing import Any, Sequence
 
 import pytest
 
-from nlgbench.cell import CellConfig, CellResult, DatasetRef, json_safe, write_scores
-from nlgbench.encoder_registry import EncoderRef
-from nlgbench.measure import (
+from nlgbench.core.cell import CellConfig, CellResult, DatasetRef, json_safe, write_scores
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.measurement.protocol import (
     AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS, LatencyTracker, MemoryTracker, measure_scoring, warmup_items,
 )
 from nlgbench.metrics.base import PhaseTimer, Scores
-from nlgbench.store import CSV_COLUMNS, EXTRA_COLUMNS, Store
+from nlgbench.runs.store import CSV_COLUMNS, EXTRA_COLUMNS, Store
 
 RUN_V0 = Path(__file__).parent / "data" / "run_v0"
 
@@ -90,7 +90,7 @@ def test_nan_becomes_null() -> None:
 
 
 def test_write_scores_columns(tmp_path: Path) -> None:
-    from nlgbench.data import Item
+    from nlgbench.data.dataset import Item
 
     items = [Item(lp="de-en", seg_id=1, system="", source="s", reference="r", hypothesis="h", human=0.5)]
     write_scores(tmp_path / "scores.csv", items, [0.1], {"f1": [0.1], "precision": [0.2]})

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 import yaml
 
-import nlgbench.encoder_registry
-import nlgbench.encoders
+import nlgbench.encoders.registry
+import nlgbench.encoders.runtime
 from nlgbench.metrics import get_metric, metric_names
-import nlgbench.runner
+import nlgbench.execution.local
 import nlgbench.metrics.bertscore
 from nlgbench.cli import main
-from nlgbench.hfcache import local_snapshot
+from nlgbench.encoders.hfcache import local_snapshot
 from helpers import fake_da, minimal_spec
 
 PREFIX = "nlgbench: error: "
@@ -44,9 +44,9 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
     for name in metric_names():  # import every metric module first: one imported while the patch is on
         get_metric(name)         # would keep the stub as its `load_encoder` for the rest of the session
-    monkeypatch.setattr(nlgbench.encoders, "load_encoder", forbidden)
+    monkeypatch.setattr(nlgbench.encoders.runtime, "load_encoder", forbidden)
     monkeypatch.setattr(nlgbench.metrics.bertscore, "load_encoder", forbidden)
-    monkeypatch.setattr(nlgbench.runner, "execute", forbidden)
+    monkeypatch.setattr(nlgbench.execution.local, "execute", forbidden)
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -332,7 +332,7 @@ def fake_catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: dic
     """A one-pair DA dataset 'fake' in a mirror under tmp_path; the packaged catalogue is replaced."""
     path = tmp_path / "catalogue.yaml"
     path.write_text(yaml.safe_dump(fake_da(tmp_path, monkeypatch, columns)), encoding="utf-8")
-    monkeypatch.setattr("nlgbench.data.catalogue_path", lambda: path)
+    monkeypatch.setattr("nlgbench.data.dataset.catalogue_path", lambda: path)
 
 
 DA_COLUMNS = {
@@ -383,8 +383,8 @@ def test_blank_source_is_fine_for_bertscore(tmp_path: Path) -> None:
     rows = [dict(r) for r in ROWS]
     rows[0]["source"] = " "
     write_jsonl(tmp_path / "data.jsonl", rows)
-    from nlgbench.runner import check_datasets
-    from nlgbench.spec import load_spec
+    from nlgbench.execution.local import check_datasets
+    from nlgbench.core.spec import load_spec
 
     spec = load_spec(write_spec(tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}])))
     assert check_datasets(spec) == (spec, {"data": 3})
@@ -450,7 +450,7 @@ def test_list_encoders(capsys: pytest.CaptureFixture[str]) -> None:
     header = lines[0].split()
     assert header == ["name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mb"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    assert set(rows) == set(nlgbench.encoder_registry.registry())
+    assert set(rows) == set(nlgbench.encoders.registry.registry())
     mini = rows["all-MiniLM-L6-v2"]
     assert mini[1] == "sentence-transformers/all-MiniLM-L6-v2" and mini[4] == "6"
     local = header.index("local")

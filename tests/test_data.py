@@ -1,4 +1,4 @@
-"""Dataset catalogue, fetch cache and loaders (nlgbench.data), on the shared copies via the mirror setting."""
+"""Dataset catalogue, fetch cache and loaders (nlgbench.data.dataset), on the shared copies via the mirror setting."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from nlgbench.data import (
+from nlgbench.data.dataset import (
     MIRROR_ENV,
     Dataset,
     Item,
@@ -30,7 +30,7 @@ from nlgbench.data import (
     load_dataset,
     sha256_file,
 )
-from nlgbench.errors import UserError
+from nlgbench.foundations.errors import UserError
 from helpers import fake_da
 
 PUBLIC_SOURCE = (
@@ -208,7 +208,7 @@ def test_load_rechecks_a_file_changed_after_fetch(private_cache: Path, monkeypat
         (folder / "newstest2020-zhen-src.zh.txt").write_text("changed\n", encoding="utf-8")
         return result
 
-    monkeypatch.setattr("nlgbench.data.fetch", fetch_then_corrupt)
+    monkeypatch.setattr("nlgbench.data.dataset.fetch", fetch_then_corrupt)
     with pytest.raises(UserError, match="checksum mismatch for .*newstest2020-zhen-src.zh.txt"):
         load_dataset("wmt20")
 

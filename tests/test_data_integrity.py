@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from nlgbench.cli import main
-from nlgbench.data import HUMAN, fetch, load_catalogue, load_dataset, sample_items, tsv_table
-from nlgbench.errors import UserError
-from nlgbench.importers import import_table, summeval_records
+from nlgbench.data.dataset import HUMAN, fetch, load_catalogue, load_dataset, sample_items, tsv_table
+from nlgbench.foundations.errors import UserError
+from nlgbench.data.importers import import_table, summeval_records
 
 # The reproduction of issue 25 item 5, byte for byte: a field that opens a quote it never closes.
 QUOTED_TSV = ('lp\tseg_id\tsystem\treference\thypothesis\thuman\n'
@@ -225,7 +225,7 @@ def test_table_with_two_same_named_columns_is_refused(tmp_path: Path, suffix: st
 
 
 def test_upper_case_data_file_name_is_a_path_for_import_scores(tmp_path: Path) -> None:
-    from nlgbench.importscores import import_scores
+    from nlgbench.runs.importscores import import_scores
 
     data = write_jsonl(tmp_path / "BASE.JSONL", [record(i, human=float(i)) for i in range(1, 5)])
     scores = tmp_path / "s.csv"
@@ -235,7 +235,7 @@ def test_upper_case_data_file_name_is_a_path_for_import_scores(tmp_path: Path) -
 
 
 def test_upper_case_data_file_name_as_catalogue_name_says_use_path(tmp_path: Path) -> None:
-    from nlgbench.spec import parse_spec
+    from nlgbench.core.spec import parse_spec
 
     with pytest.raises(UserError, match="path"):
         parse_spec({"name": "t", "datasets": [{"name": "BASE.JSONL"}],

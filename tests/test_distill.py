@@ -20,15 +20,15 @@ from typing import Any, Iterator
 import pytest
 import torch
 
-from nlgbench import distill as dist
-from nlgbench import leakage
-from nlgbench.augment import EDITS, synthetic_candidates
-from nlgbench.data import load_dataset
-from nlgbench.errors import UserError
+from nlgbench.distillation import distill as dist
+from nlgbench.core import leakage
+from nlgbench.distillation.augment import EDITS, synthetic_candidates
+from nlgbench.data.dataset import load_dataset
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.frugalscore import FrugalScoreScorer
-from nlgbench.encoder_registry import EncoderRef
-from nlgbench.data import Item
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.data.dataset import Item
 from tiny import make_tiny_bert
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
@@ -185,7 +185,7 @@ def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(trained: dist
     assert "--allow-overlap" in line and "\n" not in line
     assert leakage.check_leakage(trained.out, [disjoint]) == []
     # a spec naming the student and the training data is refused, line by line
-    from nlgbench.spec import parse_spec
+    from nlgbench.core.spec import parse_spec
 
     spec = parse_spec({"name": "t", "datasets": [{"path": str(train_file)}],
                        "metrics": [{"metric": "frugalscore", "encoders": [str(trained.out)]}]})
@@ -274,14 +274,14 @@ def test_a_folder_that_is_not_a_student_is_not_replaced(tmp_path: Path, tiny_dir
 
 
 def test_module_entry_point_exits_2_with_one_line(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "nlgbench.distill", "--teacher-metric", "nope", "--student", "x",
+    proc = subprocess.run([sys.executable, "-m", "nlgbench.distillation.distill", "--teacher-metric", "nope", "--student", "x",
                            "--pairs", "wmt16", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("nlgbench: error: unknown metric 'nope'")
 
 
 def test_length_batches_cover_each_pair_once_with_little_padding() -> None:
-    from nlgbench.student import length_batches
+    from nlgbench.distillation.student import length_batches
 
     lengths = [random.Random(i).randint(5, 120) for i in range(203)]
     batches = length_batches(lengths, 8, torch.Generator().manual_seed(0), pool=5)
@@ -307,7 +307,7 @@ def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
     folder of the encoder's name. Now the API, the CLI and an imported student (a Hub-style id whose
     snapshot holds the copied distill.json) are all refused, before any cell."""
     import nlgbench
-    from nlgbench.hfcache import import_model
+    from nlgbench.encoders.hfcache import import_model
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
@@ -336,8 +336,8 @@ def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
 def test_each_cell_checks_again_and_records_that_it_did(trained: dist.DistillResult, tmp_path: Path) -> None:
     """A cell folder prepared by hand (or a Slurm task whose spec checks were skipped) still refuses the
     leak: the worker checks the data it loaded; an ok cell records the check in result.json."""
-    from nlgbench.runner import execute
-    from nlgbench.spec import parse_spec
+    from nlgbench.execution.local import execute
+    from nlgbench.core.spec import parse_spec
 
     train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
     (leaking,) = parse_spec(leak_spec(train_file, str(trained.out))).cells()

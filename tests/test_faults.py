@@ -307,7 +307,7 @@ def test_hub_id_and_registry_name_are_one_cell(tmp_path: Path) -> None:
                     "    encoders: [sentence-transformers/all-MiniLM-L6-v2, all-MiniLM-L6-v2]\n", encoding="utf-8")
     proc = nlgbench("run", str(spec), "--dry-run")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    from nlgbench.spec import load_spec
+    from nlgbench.core.spec import load_spec
 
     quickstart = load_spec(Path(__file__).resolve().parents[1] / "examples" / "quickstart.yaml").cells()[1]
     assert quickstart.encoder.name == "all-MiniLM-L6-v2" and quickstart.batch_size == 64
@@ -502,7 +502,7 @@ def write_import_file(path: Path) -> Path:
 
 
 def test_run_wait_waits_for_the_holder(tmp_path: Path, tiny_model: Path) -> None:
-    from nlgbench.runfolder import locked
+    from nlgbench.runs.folder import locked
 
     spec = two_cell_spec(tmp_path, tiny_model)
     out = tmp_path / "out"
@@ -741,7 +741,7 @@ def test_worker_killed_by_a_signal_is_failed_not_oom(tmp_path: Path, tiny_model:
 
 
 def test_death_causes_and_memory_errors() -> None:
-    from nlgbench.runner import death_cause
+    from nlgbench.execution.local import death_cause
 
     assert death_cause(-9, oom_killed=True) == ("worker killed by the kernel's out-of-memory killer (signal 9, SIGKILL)", True)
     assert death_cause(-9, oom_killed=False) == ("worker killed by signal 9 (SIGKILL)", False)
@@ -756,9 +756,9 @@ def test_death_causes_and_memory_errors() -> None:
     (RuntimeError("mat1 and mat2 shapes cannot be multiplied"), "failed"),
 ])
 def test_worker_records_allocation_failures_as_oom(error: Exception, status: str, tmp_path: Path) -> None:
-    from nlgbench.cell import CellConfig, DatasetRef, write_config
-    from nlgbench.encoder_registry import EncoderRef
-    from nlgbench.worker import failure
+    from nlgbench.core.cell import CellConfig, DatasetRef, write_config
+    from nlgbench.encoders.registry import EncoderRef
+    from nlgbench.execution.worker import failure
 
     config = CellConfig(metric="bertscore", options={}, encoder=EncoderRef(name="x"), aligner=None,
                         dataset=DatasetRef(path="d.jsonl"), device="cpu", batch_size=4, repeats=1, warmup=0, threads=None)

@@ -1,4 +1,4 @@
-"""nlgbench.hfcache: importing local model folders into the HF hub cache, sizing checkpoints; encoders.yaml."""
+"""nlgbench.encoders.hfcache: importing local model folders into the HF hub cache, sizing checkpoints; encoders.yaml."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import torch
 import yaml
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, BertTokenizer
 
-from nlgbench import hfcache
-from nlgbench.errors import UserError
+from nlgbench.encoders import hfcache
+from nlgbench.foundations.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "##s", "##ed", "hello", "world", "."]

@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from nlgbench.errors import UserError
-from nlgbench.importers import (
+from nlgbench.foundations.errors import UserError
+from nlgbench.data.importers import (
     add_import_arguments,
     cmd_import,
     import_summeval,
@@ -329,8 +329,8 @@ def test_cli_bad_options_exit_2_with_one_line(argv: list[str], message: str, tmp
 
 
 def test_imported_files_load_as_own_data(tmp_path: Path) -> None:
-    """What the importers write is what nlgbench.data reads: references, dimensions, documents, ids."""
-    from nlgbench.data import load_dataset
+    """What the importers write is what nlgbench.data.dataset reads: references, dimensions, documents, ids."""
+    from nlgbench.data.dataset import load_dataset
 
     out = tmp_path / "summeval.jsonl"
     import_summeval(SUMMEVAL, out)

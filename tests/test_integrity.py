@@ -20,8 +20,8 @@ import pytest
 
 import nlgbench
 from nlgbench.cli import main
-from nlgbench.data import load_dataset
-from nlgbench.errors import UserError
+from nlgbench.data.dataset import load_dataset
+from nlgbench.foundations.errors import UserError
 
 # Integer-like texts that Python's int() reads as 7, 10, 5 or 7 ("1_0", "+5", "٧": an Arabic-Indic
 # digit), beside their plain forms, and one id that is no number at all. In one file they are ten
@@ -111,7 +111,7 @@ def test_integer_like_text_seg_ids_round_trip(capsys: pytest.CaptureFixture[str]
         db.close()
     assert stored == ids  # text, as given: not 7 for "007"
     assert list(nlgbench.load_scores(run, a)["seg_id"]) == ids
-    from nlgbench.rundata import load_run
+    from nlgbench.runs.rundata import load_run
 
     assert list(load_run(run).segments(a).seg_id) == ids
     assert cli(capsys, "report", run)[0] == 0
@@ -145,7 +145,7 @@ def test_old_store_with_integer_column_still_loads_and_records_text(capsys: pyte
     finally:
         db.close()
     before = (run / "results.sqlite").read_bytes()
-    from nlgbench.rundata import load_run
+    from nlgbench.runs.rundata import load_run
 
     assert list(load_run(run).segments(a).seg_id) == [1, 2, 3, 4, 5]
     assert (run / "results.sqlite").read_bytes() == before  # reading an old store leaves it as it is
@@ -174,8 +174,8 @@ def test_import_scores_matches_seg_ids_as_text(capsys: pytest.CaptureFixture[str
 
 
 def test_load_scores_keeps_ids_and_texts_as_text(tmp_path: Path) -> None:
-    from nlgbench.cell import write_scores
-    from nlgbench.data import Item
+    from nlgbench.core.cell import write_scores
+    from nlgbench.data.dataset import Item
 
     items = [Item("de-en", seg, "", "s", "r", "h", float(i), doc_id=doc, extra={"note": note})
              for i, (seg, doc, note) in enumerate([("007", "0012", "0042"), ("x9", "d2", "n/a"), ("7", "3", "1e5")])]

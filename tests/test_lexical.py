@@ -25,15 +25,15 @@ from scipy import stats
 
 from nlgbench.api import load_run
 from nlgbench.cli import main
-from nlgbench.data import Item, load_dataset
-from nlgbench.encoder_registry import EncoderRef
-from nlgbench.errors import UserError
-from nlgbench.labels import NO_ENCODER
+from nlgbench.data.dataset import Item, load_dataset
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.foundations.errors import UserError
+from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.metrics import get_metric
 from nlgbench.metrics.base import PhaseTimer, Scores
 from nlgbench.metrics.rouge import ROUGE_TYPES, RougeOptions
 from nlgbench.metrics.sacrebleu_metrics import ChrfOptions, SentBleuOptions
-from nlgbench.spec import parse_spec
+from nlgbench.core.spec import parse_spec
 
 from helpers import minimal_spec
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from nlgbench.errors import UserError
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.metrics.base import MetricInfo, option_table, with_second_model
 from nlgbench.metrics.common import length_sorted_batches, length_sorted_map, pad_ids, pad_tensors

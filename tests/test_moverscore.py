@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nlgbench.data import load_dataset
-from nlgbench.encoders import EncoderRef, load_encoder
-from nlgbench.hfcache import local_snapshot
-from nlgbench.errors import UserError
+from nlgbench.data.dataset import load_dataset
+from nlgbench.encoders.runtime import EncoderRef, load_encoder
+from nlgbench.encoders.hfcache import local_snapshot
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics import moverscore
 from nlgbench.metrics.moverscore import INFO, MoverScoreScorer, kept_tokens, ngram_cloud

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import nlgbench
-from nlgbench.data import Item, load_dataset
-from nlgbench.encoders import EncoderRef
-from nlgbench.errors import UserError
-from nlgbench.hfcache import local_snapshot
+from nlgbench.data.dataset import Item, load_dataset
+from nlgbench.encoders.runtime import EncoderRef
+from nlgbench.foundations.errors import UserError
+from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.metrics import get_metric
 from nlgbench.metrics.base import PhaseTimer, ReferencePolicy, Scores, aggregate_references
 from nlgbench.metrics.bertscore import BertScoreScorer

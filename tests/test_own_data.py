@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from nlgbench.data import HUMAN, load_dataset
-from nlgbench.errors import UserError
-from nlgbench.importscores import import_scores
-from nlgbench.rundata import load_run
-from nlgbench.spec import parse_spec
+from nlgbench.data.dataset import HUMAN, load_dataset
+from nlgbench.foundations.errors import UserError
+from nlgbench.runs.importscores import import_scores
+from nlgbench.runs.rundata import load_run
+from nlgbench.core.spec import parse_spec
 
 DATA = Path(__file__).parent / "data" / "summarisation.jsonl"
 DIMENSIONS = ["coherence", "consistency", "fluency", "relevance"]
@@ -146,8 +146,8 @@ def test_one_results_row_per_dimension_and_every_figure_named(tmp_path: Path) ->
 
 
 def test_human_option_picks_the_dimension_in_compare_and_report(tmp_path: Path) -> None:
-    from nlgbench.compare import compare
-    from nlgbench.report import QualityOptions, write_report
+    from nlgbench.reporting.compare import compare
+    from nlgbench.reporting.report import QualityOptions, write_report
 
     run, sets, raw = imported_run(tmp_path)
     fluency = load_run(run, "fluency")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nlgbench.hfcache import local_snapshot
+from nlgbench.encoders.hfcache import local_snapshot
 
 REPO = Path(__file__).resolve().parents[1]
 SHADOW = 'raise ImportError("the user\'s own {name} package was imported instead of nlgbench")\n'

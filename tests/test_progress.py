@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from nlgbench.cell import CellConfig, DatasetRef
-from nlgbench.encoder_registry import EncoderRef
-from nlgbench.eta import LEXICAL_PARAMS, CostModel, encoder_params, header_params
-from nlgbench.hfcache import checkpoint_params
+from nlgbench.core.cell import CellConfig, DatasetRef
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.execution.eta import LEXICAL_PARAMS, CostModel, encoder_params, header_params
+from nlgbench.encoders.hfcache import checkpoint_params
 from nlgbench.metrics.common import advance, length_sorted_map, progress_hook
-from nlgbench.progress import PROGRESS_ENV, CellProgress, live
+from nlgbench.execution.progress import PROGRESS_ENV, CellProgress, live
 from tiny import make_tiny_bert
 
 TEXTS = ["a small cat sat on the mat", "the dog ran far away from home", "it rained all day long"]
@@ -27,7 +27,7 @@ TEXTS = ["a small cat sat on the mat", "the dog ran far away from home", "it rai
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from nlgbench.data import load_dataset
+    from nlgbench.data.dataset import load_dataset
 
     texts = [t for it in load_dataset("wmt16", max_segments=6).items for t in (it.reference, it.hypothesis)]
     return make_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", texts, num_layers=3)

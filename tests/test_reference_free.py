@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from nlgbench.data import Item
-from nlgbench.encoders import EncoderRef
-from nlgbench.errors import UserError
+from nlgbench.data.dataset import Item
+from nlgbench.encoders.runtime import EncoderRef
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import align
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.frugalscore import FrugalScoreScorer
@@ -203,7 +203,7 @@ def test_frugalscore_equals_a_direct_forward_pass(tmp_path: Path, batch_size: in
 
 
 def test_frugalscore_refuses_models_of_another_kind(bert_dir: Path) -> None:
-    from nlgbench.spec import parse_spec
+    from nlgbench.core.spec import parse_spec
 
     spec = {"name": "t", "datasets": ["wmt16"], "metrics": [{"metric": "frugalscore", "encoders": [str(bert_dir)]}]}
     with pytest.raises(UserError, match="needs a cross-encoder model; .* is of kind encoder"):
@@ -216,7 +216,7 @@ def test_sentsim_runs_for_real_in_a_sweep_with_minilm(tmp_path: Path) -> None:
     import json
 
     from nlgbench.cli import main
-    from nlgbench.store import CSV_COLUMNS
+    from nlgbench.runs.store import CSV_COLUMNS
 
     spec = tmp_path / "spec.yaml"
     spec.write_text(json.dumps({

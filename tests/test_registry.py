@@ -1,4 +1,4 @@
-"""Registries (nlgbench.registry): lazy entries, type check, did-you-mean; the user's own encoder and
+"""Registries (nlgbench.foundations.registry): lazy entries, type check, did-you-mean; the user's own encoder and
 dataset files (environment and spec keys); a metric installed by entry point, found by `list` and a sweep."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import yaml
 
 from helpers import fake_da, minimal_spec
 from nlgbench.cli import main
-from nlgbench.data import USER_CATALOGUES, dataset_names, load_catalogue
-from nlgbench.encoder_registry import USER_ENCODERS, EncoderRef, check_layers, find_entry, registry, resolve_source
-from nlgbench.errors import UserError
+from nlgbench.data.dataset import USER_CATALOGUES, dataset_names, load_catalogue
+from nlgbench.encoders.registry import USER_ENCODERS, EncoderRef, check_layers, find_entry, registry, resolve_source
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric, metric_names, metric_registry
 from nlgbench.metrics.base import MetricInfo
-from nlgbench.registry import Registry, load_yaml, yaml_problem
+from nlgbench.foundations.registry import Registry, load_yaml, yaml_problem
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -188,7 +188,7 @@ def test_bad_spec_file_is_one_line_exit_2(key: str, content: str | None, message
 PLUGIN = '''"""A trivial metric installed as a plugin: the hypothesis length in characters."""
 from dataclasses import dataclass
 
-from nlgbench.encoder_registry import resolve_source
+from nlgbench.encoders.registry import resolve_source
 from nlgbench.metrics.base import MetricInfo, Scores
 
 
@@ -252,7 +252,7 @@ def test_entry_point_metric_module_or_info(install: Callable[[str], None]) -> No
 
 
 def test_entry_point_without_info_is_a_user_error(install: Callable[[str], None]) -> None:
-    install("broken = nlgbench.errors\n")
+    install("broken = nlgbench.foundations.errors\n")
     assert "broken" in metric_names()
     with pytest.raises(UserError, match="metric 'broken': registered entry is a module, not a MetricInfo"):
         get_metric("broken")
@@ -313,7 +313,7 @@ def test_uncached_registry_model_is_refused_at_spec_time_when_the_hub_is_off(
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "'roberta-large' (roberta-large) is not in the local Hugging Face cache" in err
     assert not (tmp_path / "run" / "cells").exists()
-    from nlgbench.encoder_registry import validate_encoder_name
+    from nlgbench.encoders.registry import validate_encoder_name
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     validate_encoder_name("roberta-large", "spec")  # online: accepted

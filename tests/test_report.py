@@ -16,9 +16,9 @@ import pytest
 from scipy import stats
 
 from nlgbench.cli import main
-from nlgbench.data import load_dataset
-from nlgbench.report import pareto_front, quantity_correlations, quantity_note, quantity_rows
-from nlgbench.stats import williams_test
+from nlgbench.data.dataset import load_dataset
+from nlgbench.reporting.report import pareto_front, quantity_correlations, quantity_note, quantity_rows
+from nlgbench.statistics.stats import williams_test
 from tiny import make_tiny_bert
 
 
@@ -261,7 +261,7 @@ def test_index_html_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
 
 
 def test_numbers_print_readably() -> None:
-    from nlgbench import fmt
+    from nlgbench.foundations import fmt
 
     assert fmt.p_value(0.0371) == "0.037"
     assert fmt.p_value(2.14e-5) == "2.1e-05"

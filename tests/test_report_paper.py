@@ -24,14 +24,14 @@ matplotlib.use("Agg")
 
 from nlgbench.cli import main
 from nlgbench.cli import build_parser
-from nlgbench.compare import compare, select_metrics
-from nlgbench.data import load_dataset
-from nlgbench.errors import UserError
-from nlgbench.report import (FRONT_COLOR, DatasetGroup, QualityIntervals, QualityOptions, build_figures, choose_baselines,
+from nlgbench.reporting.compare import compare, select_metrics
+from nlgbench.data.dataset import load_dataset
+from nlgbench.foundations.errors import UserError
+from nlgbench.reporting.report import (FRONT_COLOR, DatasetGroup, QualityIntervals, QualityOptions, build_figures, choose_baselines,
                              dataset_groups, encoder_styles, figure_points, log_ticks, relative_table, tradeoff_figure,
                              with_quality, write_report)
-from nlgbench.rundata import CellFolderSource, PublishedSource, StoreSource, load_run
-from nlgbench.stats import bootstrap_ci, quality
+from nlgbench.runs.rundata import CellFolderSource, PublishedSource, StoreSource, load_run
+from nlgbench.statistics.stats import bootstrap_ci, quality
 from tiny import make_tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
@@ -199,7 +199,7 @@ def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
     for _, p in points.iterrows():
         (cell_id,) = p["cell_ids"]
         seg = run.segments(cell_id)
-        want = bootstrap_ci(seg, lambda s: quality(s, "pearson", "global"))  # nlgbench.stats' resamples and seed
+        want = bootstrap_ci(seg, lambda s: quality(s, "pearson", "global"))  # nlgbench.statistics.stats' resamples and seed
         assert (p["ci_low"], p["ci_high"]) == want
         assert p["quality"] == pytest.approx(stats.pearsonr(seg.score, seg.human)[0], abs=1e-12)
         # the pooled Pearson interval the worker stored (same resamples, same seed) is the same interval

@@ -19,18 +19,18 @@ from typing import Any
 import pytest
 import yaml
 
-import nlgbench.encoders
+import nlgbench.encoders.runtime
 from nlgbench.metrics import get_metric, metric_names
-import nlgbench.runner
-import nlgbench.cell
+import nlgbench.execution.local
+import nlgbench.core.cell
 import nlgbench.metrics.bertscore
 from nlgbench.cli import main
-from nlgbench.errors import UserError
-from nlgbench.encoder_registry import EncoderRef, resolve_source
-from nlgbench.hfcache import local_snapshot
+from nlgbench.foundations.errors import UserError
+from nlgbench.encoders.registry import EncoderRef, resolve_source
+from nlgbench.encoders.hfcache import local_snapshot
 from helpers import minimal_spec
-from nlgbench.cell import CellConfig
-from nlgbench.spec import DatasetRef, load_spec, parse_spec
+from nlgbench.core.cell import CellConfig
+from nlgbench.core.spec import DatasetRef, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -62,9 +62,9 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for name in metric_names():  # import every metric module first: one imported while the patch is on
         get_metric(name)         # would keep the stub as its `load_encoder` for the rest of the session
-    monkeypatch.setattr(nlgbench.encoders, "load_encoder", forbidden)
+    monkeypatch.setattr(nlgbench.encoders.runtime, "load_encoder", forbidden)
     monkeypatch.setattr(nlgbench.metrics.bertscore, "load_encoder", forbidden)
-    monkeypatch.setattr(nlgbench.runner, "execute", forbidden)
+    monkeypatch.setattr(nlgbench.execution.local, "execute", forbidden)
 
 
 MY_ROWS = [{"lp": "de-en", "seg_id": i + 1, "source": "s", "reference": f"ref {i}", "hypothesis": f"hyp {i}",
@@ -210,7 +210,7 @@ def test_sweep_name_does_not_change_cell_ids() -> None:
 def test_cell_ids_stable_across_processes(tmp_path: Path) -> None:
     """Resuming needs the same ids in a new process (no hash randomisation, no dict-order effects)."""
     path = write_spec(tmp_path, QUICKSTART)
-    code = "import sys; from nlgbench.spec import load_spec; print(' '.join(c.cell_id for c in load_spec(sys.argv[1]).cells()))"
+    code = "import sys; from nlgbench.core.spec import load_spec; print(' '.join(c.cell_id for c in load_spec(sys.argv[1]).cells()))"
     env = dict(os.environ, PYTHONHASHSEED="12345")
     out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == [c.cell_id for c in load_spec(path).cells()]
@@ -276,7 +276,7 @@ def test_committed_example_cell_ids_unchanged() -> None:
     recorded = [json.loads(line) for line in (REPO / "reports" / "example" / "report" / "cells.jsonl").open()]
     cells = load_spec(REPO / "examples" / "quickstart.yaml").cells()
     assert [r["cell_id"] for r in recorded] == ["36b9a0ba53b2", "0fbc1befdac4", "f817189b6aae"]
-    then = [{**nlgbench.cell.recorded_score_versions(r["environment"]), **nlgbench.cell.metric_versions(c.metric)}
+    then = [{**nlgbench.core.cell.recorded_score_versions(r["environment"]), **nlgbench.core.cell.metric_versions(c.metric)}
             for c, r in zip(cells, recorded)]
     assert [c.id_under(versions) for c, versions in zip(cells, then)] == [r["cell_id"] for r in recorded]
     assert all(not c.inputs for c in cells)
@@ -336,9 +336,9 @@ def test_data_path_checked_at_parse(tmp_path: Path, kind: str) -> None:
 
 def test_cell_id_changes_with_score_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     before = BASE_CELL.cell_id
-    versions = nlgbench.cell.score_versions()
+    versions = nlgbench.core.cell.score_versions()
     assert set(versions) >= {"nlgbench", "torch", "transformers"}
-    monkeypatch.setattr(nlgbench.cell, "score_versions", lambda: dict(versions, torch="0.0"))
+    monkeypatch.setattr(nlgbench.core.cell, "score_versions", lambda: dict(versions, torch="0.0"))
     assert BASE_CELL.cell_id != before
 
 
@@ -388,13 +388,13 @@ def test_lexical_cell_id_changes_with_its_library_version(monkeypatch: pytest.Mo
     import importlib.metadata
 
     bleu = dataclasses.replace(BASE_CELL, metric="sentbleu", options={}, encoder=EncoderRef(name="none"))
-    assert nlgbench.cell.metric_versions("sentbleu") == {"sacrebleu": ".".join(importlib.metadata.version("sacrebleu").split(".")[:2])}
-    assert nlgbench.cell.metric_versions("bertscore") == {}
+    assert nlgbench.core.cell.metric_versions("sentbleu") == {"sacrebleu": ".".join(importlib.metadata.version("sacrebleu").split(".")[:2])}
+    assert nlgbench.core.cell.metric_versions("bertscore") == {}
     before, bert_before = bleu.cell_id, BASE_CELL.cell_id
     real = importlib.metadata.version
-    nlgbench.cell.metric_versions.cache_clear()
+    nlgbench.core.cell.metric_versions.cache_clear()
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.1.0" if name == "sacrebleu" else real(name))
     try:
         assert bleu.cell_id != before and BASE_CELL.cell_id == bert_before
     finally:
-        nlgbench.cell.metric_versions.cache_clear()
+        nlgbench.core.cell.metric_versions.cache_clear()

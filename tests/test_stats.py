@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from nlgbench.stats import (Segments, bootstrap_ci, correlate, correlation, kendall_like, paired_bootstrap, quality,
+from nlgbench.statistics.stats import (Segments, bootstrap_ci, correlate, correlation, kendall_like, paired_bootstrap, quality,
                             quality_note, too_small_lps, system_means, undefined_reason, williams_test)
 
 

@@ -1,5 +1,5 @@
-"""nlgbench.stats reproduces the two engines it replaced (the worker's nlgbench.correlation and the
-report's nlgbench.stats, commit 7052c2b) on seeded random data where every group has at least
+"""nlgbench.statistics.stats reproduces the two engines it replaced (the worker's nlgbench.correlation and the
+report's nlgbench.statistics.stats, commit 7052c2b) on seeded random data where every group has at least
 3 points: tests/stats_golden.json holds their outputs on tests/stats_cases.py's inputs."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nlgbench.stats import (LEVEL_ALIASES, ZERO_DELTA, Segments, bootstrap_ci, bootstrap_distribution, correlate,
+from nlgbench.statistics.stats import (LEVEL_ALIASES, ZERO_DELTA, Segments, bootstrap_ci, bootstrap_distribution, correlate,
                             correlation, paired_bootstrap, quality, williams_test)
 from stats_cases import N_CASES, random_case
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from nlgbench.errors import UserError
-from nlgbench.tables import by_dataset_table, cells_table, read_results
+from nlgbench.foundations.errors import UserError
+from nlgbench.reporting.tables import by_dataset_table, cells_table, read_results
 
 
 def row(metric: str, aligner: str, encoder: str, dataset: str, ms: str, r: str, status: str = "ok", exit_layer: str = "") -> dict[str, str]:
@@ -32,7 +32,7 @@ def test_missing_results_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_cells_that_differ_only_in_metric_options_get_their_own_rows() -> None:
-    from nlgbench.labels import options_label
+    from nlgbench.core.labels import options_label
 
     assert options_label("sentsim", {"against": "reference", "token_part": "wmd", "layer": None}) == "against=reference,token_part=wmd"
     assert options_label("bertscore", {"idf": False, "layer": None}) == ""  # all defaults

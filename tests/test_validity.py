@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from nlgbench.cell import DatasetRef
-from nlgbench.data import load_dataset, sample_items
-from nlgbench.errors import UserError
-from nlgbench.spec import parse_spec
+from nlgbench.core.cell import DatasetRef
+from nlgbench.data.dataset import load_dataset, sample_items
+from nlgbench.foundations.errors import UserError
+from nlgbench.core.spec import parse_spec
 
 METRICS = [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}]
 
@@ -83,7 +83,7 @@ def test_sorted_head_warns_unsorted_head_does_not(tmp_path: Path, capsys: pytest
     assert load_dataset(path=sorted_file, sample=(100, 0)).warnings == []
     assert load_dataset(path=sorted_file).warnings == []  # the whole file is no subset
 
-    from nlgbench.runner import check_datasets
+    from nlgbench.execution.local import check_datasets
 
     spec = parse_spec({"datasets": [{"path": str(sorted_file), "max_segments": 100}], "metrics": METRICS})
     check_datasets(spec)
@@ -99,8 +99,8 @@ def test_one_speedup_definition_in_compare_and_report() -> None:
     the medians; with an even number of repeats that differs from the median of pair ratios."""
     import pandas as pd
 
-    from nlgbench.report import relative_table
-    from nlgbench.stats import speedup
+    from nlgbench.reporting.report import relative_table
+    from nlgbench.statistics.stats import speedup
 
     base, cand = [10.0, 12.0, 30.0, 11.0], [2.0, 2.5, 1.0, 3.0]
     s = speedup(base, cand)
@@ -127,8 +127,8 @@ def test_same_stem_different_files_are_told_apart(tmp_path: Path) -> None:
     import csv
     import hashlib
 
-    from nlgbench.importscores import import_scores
-    from nlgbench.rundata import load_run
+    from nlgbench.runs.importscores import import_scores
+    from nlgbench.runs.rundata import load_run
 
     paths = []
     for k, folder in enumerate(("a", "b")):

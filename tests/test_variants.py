@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from nlgbench.cli import main
-from nlgbench.encoder_registry import EncoderRef, parse_encoder_ref
-from nlgbench.encoders import load_encoder
-from nlgbench.errors import UserError
-from nlgbench.variants import count_params
+from nlgbench.encoders.registry import EncoderRef, parse_encoder_ref
+from nlgbench.encoders.runtime import load_encoder
+from nlgbench.foundations.errors import UserError
+from nlgbench.encoders.variants import count_params
 from test_runner import read_csv
 from tiny import make_tiny_bert
 

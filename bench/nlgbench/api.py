@@ -1,0 +1,252 @@
+"""The Python API: score lists of strings, run a sweep, read a run folder.
+
+`score` builds the metric exactly as a sweep cell does (the spec's option and encoder checks,
+`MetricInfo.make`, corpus state prepared over all the given items, then one scoring pass), so
+its numbers equal the cell's `scores.csv` for the same items, batch size and device.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from nlgbench.foundations.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from nlgbench.core.spec import SweepSpec
+
+EncoderSpec = str | dict[str, Any]  # a registered name, a Hub id, a local folder, or {name: ..., num_layers: 3, ...}
+References = Iterable[str] | Iterable[Sequence[str]]  # one text per hypothesis, or a list of texts (several) per hypothesis
+
+
+def _as_list(name: str, values: Iterable[Any], what: str = "a list of strings") -> list[Any]:
+    """Any iterable (a list, a tuple, a generator) as a list; one clear error for one string or a non-iterable."""
+    if isinstance(values, str):
+        raise UserError(f"{name} must be {what}, not one string")
+    try:
+        return list(values)
+    except TypeError:
+        raise UserError(f"{name} must be {what}, got {type(values).__name__}") from None
+
+
+def _texts(name: str, values: Iterable[str] | None, n: int, required: bool = True) -> list[str]:
+    """A list of n non-blank strings (any strings when not required), or one clear error naming the
+    argument and the line (1-based, as the `line` column of `nlgbench score`'s output)."""
+    if values is None:
+        return [""] * n
+    out = _as_list(name, values)
+    if len(out) != n:
+        raise UserError(f"{name} has {len(out)} items but hypotheses has {n}")
+    bad = [i for i, v in enumerate(out) if not isinstance(v, str)]
+    if bad:
+        raise UserError(f"{name} line {bad[0] + 1} is {type(out[bad[0]]).__name__}, not a string")
+    blank = [i for i, v in enumerate(out) if required and not v.strip()]
+    if blank:
+        raise UserError(f"{name} line {blank[0] + 1} is blank ({len(blank)} blank in all): every text must be non-empty")
+    return out
+
+
+def _references(values: References | None, n: int, required: bool) -> list[tuple[str, ...]]:
+    """Each hypothesis's references, from texts (one each) or lists of texts (several each,
+    bert_score's format); non-blank where the metric reads them. One clear error otherwise, naming
+    the line (and the reference) 1-based."""
+    if values is None:
+        return [("",)] * n
+    out = _as_list("references", values, "a list of strings (or of lists of strings)")
+    if len(out) != n:
+        raise UserError(f"references has {len(out)} items but hypotheses has {n}")
+    refs: list[tuple[str, ...]] = []
+    for i, value in enumerate(out):
+        group = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) else None
+        if group is None or not all(isinstance(v, str) for v in group):
+            raise UserError(f"references line {i + 1} is {type(value).__name__}, not a string or a list of strings")
+        if not group:
+            raise UserError(f"references line {i + 1} is an empty list: give at least one reference")
+        blank = [k for k, v in enumerate(group) if required and not v.strip()]
+        if blank:
+            where = f"references line {i + 1}" + ("" if isinstance(value, str) else f", reference {blank[0] + 1}")
+            raise UserError(f"{where} is blank: every text must be non-empty")
+        refs.append(group)
+    return refs
+
+
+def check_device(device: str) -> None:
+    """`device` is cpu, or a CUDA device this machine has: one clear line before any model is loaded
+    (torch's own error on a CPU build is an AssertionError deep inside the first model move)."""
+    from nlgbench.core.spec import DEVICE_RE
+
+    if not isinstance(device, str) or not DEVICE_RE.match(device):
+        raise UserError(f"unknown device {device!r} (use cpu, cuda or cuda:N)")
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UserError(f"device {device!r}: CUDA is not available on this machine (torch {torch.__version__}); use cpu")
+    index, count = int(device.partition(":")[2] or 0), torch.cuda.device_count()
+    if index >= count:
+        raise UserError(f"device {device!r}: this machine has {count} CUDA device{'s' if count != 1 else ''} "
+                        f"(cuda:0 to cuda:{count - 1})")
+
+
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"  # the encoder when none is given, for metrics that run one
+
+
+def default_encoder(metric: str) -> str:
+    """The encoder of `score` when none is given: `none` for a metric that runs no model (sentbleu,
+    chrf, rouge1 ...), else DEFAULT_ENCODER."""
+    from nlgbench.encoders.registry import NO_ENCODER
+    from nlgbench.metrics import get_metric
+
+    return NO_ENCODER if NO_ENCODER in get_metric(metric).encoder_kinds else DEFAULT_ENCODER
+
+
+def score_outputs(
+    hypotheses: Iterable[str],
+    references: References | None = None,
+    metric: str = "bertscore",
+    encoder: EncoderSpec | None = None,
+    *,
+    sources: Iterable[str] | None = None,
+    aligner: str | None = None,
+    device: str = "cpu",
+    batch_size: int = 64,
+    **options: Any,
+) -> dict[str, list[float]]:
+    """Every output of the metric per hypothesis: `score` (the primary one, as in scores.csv)
+    first, then the metric's further columns (precision, recall, directions, distances).
+
+    `hypotheses`, `references` and `sources` may be any iterable (a list, a tuple, a generator).
+    `references` gives one text per hypothesis, or a list of texts (several references) per
+    hypothesis; the metric uses several as its reference code does, or as `reference_policy`
+    (first, max or mean) says."""
+    from nlgbench.data.dataset import Item
+    from nlgbench.metrics import get_metric
+    from nlgbench.metrics.base import REFERENCE_POLICY, PhaseTimer, ReferencePolicy
+    from nlgbench.core.spec import parse_metric_entry
+
+    hyps = _as_list("hypotheses", hypotheses)
+    hyps = _texts("hypotheses", hyps, len(hyps))
+    if not isinstance(metric, str) or not metric.strip():
+        raise UserError(f"metric must be a registered metric's name, got {metric!r} (nlgbench list metrics)")
+    if isinstance(encoder, str) and not encoder.strip():
+        raise UserError("encoder is empty: give a registered name, a Hub id or a local folder (or leave it out)")
+    check_device(device)
+    info = get_metric(metric)
+    encoder = encoder if encoder is not None else default_encoder(metric)
+    given = {"reference": references, "source": sources}
+    reads_references = info.reads_references(options)  # SentSim's `against: reference` too
+    for need in sorted({*info.needs, *(["reference"] if reads_references else [])}):
+        if given[need] is None:
+            raise UserError(f"metric {metric!r} needs {need}s: pass {need}s=[...]")
+    refs = _references(references, len(hyps), reads_references)
+    srcs = _texts("sources", sources, len(hyps), "source" in info.needs)
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise UserError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    # reference_policy is the harness's option, not the metric's: MetricInfo.make checks and applies it
+    harness = {key: options.pop(key) for key in [REFERENCE_POLICY] if key in options}
+    raw: dict[str, Any] = {"metric": metric, "options": options, "encoders": [encoder]}
+    if aligner is not None:
+        raw["aligners"] = [aligner]
+    entry = parse_metric_entry(raw, "score", Path.cwd())
+    items = [Item(lp="", seg_id=i + 1, system="", source=s, reference=r[0], hypothesis=h, human=float("nan"),
+                  references=r)
+             for i, (h, r, s) in enumerate(zip(hyps, refs, srcs))]
+    extra = {"aligner": entry.aligners[0]} if info.accepts_aligners else {}
+    scorer = info.make(entry.encoders[0], {**entry.options, **harness}, device, batch_size, **extra)
+    if isinstance(scorer, ReferencePolicy):
+        try:
+            scorer.policy(items)  # a metric that cannot use several references, and no reference_policy
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    scorer.prepare(items)
+    scores = scorer.score(items, PhaseTimer())
+    return {"score": list(scores.score), **{k: list(v) for k, v in scores.columns.items() if k != scores.primary}}
+
+
+def score(
+    hypotheses: Iterable[str],
+    references: References | None = None,
+    metric: str = "bertscore",
+    encoder: EncoderSpec | None = None,
+    *,
+    sources: Iterable[str] | None = None,
+    aligner: str | None = None,
+    device: str = "cpu",
+    batch_size: int = 64,
+    **options: Any,
+) -> list[float]:
+    """The metric's primary score per hypothesis (BERTScore F1, MoverScore, BaryScore distance, ...).
+
+    `options` are the metric's spec options (`nlgbench list metrics`), e.g. `idf=True, layer=4`.
+    """
+    return score_outputs(hypotheses, references, metric, encoder, sources=sources, aligner=aligner,
+                         device=device, batch_size=batch_size, **options)["score"]
+
+
+def _as_spec(spec: "str | Path | dict[str, Any] | SweepSpec") -> "SweepSpec":
+    from nlgbench.core.spec import SweepSpec, load_spec, parse_spec
+
+    if isinstance(spec, SweepSpec):
+        return spec
+    if isinstance(spec, dict):
+        return parse_spec(spec, "spec", Path.cwd())
+    if not isinstance(spec, (str, PathLike)):
+        raise UserError(f"spec must be a spec file's path, a dict or a SweepSpec, got {type(spec).__name__}")
+    return load_spec(spec)
+
+
+def _path(name: str, value: "str | PathLike[str]", what: str) -> Path:
+    """A str or path-like argument as a Path; one clear error naming the argument otherwise."""
+    if not isinstance(value, (str, PathLike)):
+        raise UserError(f"{name} must be {what}, got {type(value).__name__}")
+    return Path(value)
+
+
+def run(spec: "str | Path | dict[str, Any] | SweepSpec", out: str | Path | None = None, *,
+        force: bool = False, quiet: bool = False) -> "pd.DataFrame":
+    """Run a sweep (a spec file, a dict shaped like the YAML, or a SweepSpec) into `out`
+    (default reports/<name>), resuming finished cells; returns `load_run(out)`."""
+    from nlgbench.execution.sweep import run as run_sweep
+
+    folder = _path("out", out, "a folder's path") if out is not None else None
+    sweep = _as_spec(spec)
+    folder = folder if folder is not None else Path("reports") / sweep.name
+    run_sweep(sweep, folder, force=force, log=(lambda _msg: None) if quiet else print)
+    return load_run(folder)
+
+
+def load_run(path: str | Path) -> "pd.DataFrame":
+    """One row per cell of a run folder (the columns of results.csv)."""
+    import pandas as pd
+
+    csv_path = _path("path", path, "a run folder's path") / "results.csv"
+    if not csv_path.is_file():
+        raise UserError(f"{path}: no results.csv (not a run folder, or no cell has finished yet)")
+    import io
+
+    from nlgbench.core.cell import read_bytes, utf8_text
+
+    text_columns = ("cell_id", "metric", "metric_options", "encoder", "aligner", "dataset", "device", "status", "error")
+    text = utf8_text(csv_path, read_bytes(csv_path))  # not UTF-8: one line naming the file, not a guess
+    return pd.read_csv(io.StringIO(text), dtype={c: str for c in text_columns})
+
+
+def load_scores(path: str | Path, cell_id: str) -> "pd.DataFrame":
+    """A cell's segment scores (`cells/<cell_id>/scores.csv`): lp, seg_id, system, score, human, extras."""
+    import pandas as pd
+
+    folder = _path("path", path, "a run folder's path")
+    if not isinstance(cell_id, str) or Path(cell_id).name != cell_id or cell_id in ("", ".", ".."):
+        raise UserError(f"cell_id must be a cell's id (a folder name under cells/), got {cell_id!r}")
+    csv_path = folder / "cells" / cell_id / "scores.csv"
+    if not csv_path.is_file():
+        raise UserError(f"{csv_path}: no such file (is {cell_id!r} a finished cell of {path}?)")
+    from nlgbench.core.cell import RESULT_FILE, CellResult, read_scores
+
+    cell_dir = csv_path.parent  # ids and texts stay text, checked against result.json where there is one
+    columns, rows = read_scores(csv_path, CellResult.read(cell_dir) if (cell_dir / RESULT_FILE).is_file() else None)
+    return pd.DataFrame(rows, columns=columns)

@@ -1,0 +1,192 @@
+"""How a sweep's cells are executed: the `executor:` block of a spec and `nlgbench run`'s executor
+flags (`--executor local|slurm`, partition, GPUs, CPUs, memory, time ...), parsed into one
+`ExecutorOptions`. Kept apart from `nlgbench.execution.slurm` (which runs them) so that the spec and the
+runner can read the options without importing the Slurm executor."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+from nlgbench.foundations.errors import UserError, closest
+
+LOCAL, SLURM = "local", "slurm"
+EXECUTORS = (LOCAL, SLURM)
+DEFAULT_TIME_MIN = 60  # a task's time limit when none is given (submitit's own default is 5 minutes)
+DEFAULT_POLL_S = 5.0  # how often the watching parent asks Slurm about its tasks
+EXECUTOR_KEYS = {"kind", "partition", "gpus_per_cell", "cpus_per_cell", "mem", "time", "max_parallel", "slurm_args",
+                 "poll_seconds"}
+MEM_RE = re.compile(r"^[1-9][0-9]*[KMGTkmgt]?$")  # sbatch --mem: an integer, MiB unless a K/M/G/T suffix
+# sbatch options nlgbench sets itself (the array, its logs, the signal submitit asks for, the job
+# name it finds its jobs by) or that have an option of their own; --slurm-arg cannot set them.
+OWN_OPTIONS = {"partition": "partition", "time": "time", "mem": "mem", "cpus-per-task": "cpus_per_cell",
+               "gpus-per-node": "gpus_per_cell"}
+MANAGED = {"array", "output", "error", "open-mode", "signal", "wrap", "parsable", "job-name"}
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """How cells are run: `local` (one after another, in worker processes on this machine) or
+    `slurm` (a job array, one task per cell). The Slurm settings apply per task: `gpus_per_cell`
+    to CUDA cells only (default 1; CPU cells ask for no GPU), `time` in minutes, `mem` as sbatch's
+    --mem (`16G`), `max_parallel` the array's `%K` throttle, `slurm_args` further sbatch options
+    (`account`, `qos`, `constraint`, ...; a value True is a bare flag). `kind` None: local unless
+    `--executor slurm` is given (a spec may carry its cluster settings and still run locally)."""
+
+    kind: str | None = None
+    partition: str | None = None
+    gpus_per_cell: int | None = None
+    cpus_per_cell: int | None = None
+    mem: str | None = None
+    time: int = DEFAULT_TIME_MIN
+    max_parallel: int | None = None
+    slurm_args: dict[str, str | bool] = field(default_factory=dict)
+    poll_seconds: float = DEFAULT_POLL_S
+
+    @property
+    def on_slurm(self) -> bool:
+        return self.kind == SLURM
+
+
+def _kind(raw: Any, where: str) -> str:
+    if raw not in EXECUTORS:
+        hits = closest(str(raw), EXECUTORS)
+        raise UserError(f"{where}: unknown executor {raw!r}" + (f"; did you mean {hits[0]!r}?" if hits else "")
+                        + f" (valid: {', '.join(EXECUTORS)})")
+    return str(raw)
+
+
+def _count(raw: Any, where: str, minimum: int) -> int:
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < minimum:
+        raise UserError(f"{where} must be an integer >= {minimum}, got {raw!r}")
+    return raw
+
+
+def _mem(raw: Any, where: str) -> str:
+    text = str(raw).strip()
+    if isinstance(raw, bool) or not MEM_RE.match(text):
+        raise UserError(f"{where} must be sbatch's --mem: an integer with an optional K, M, G or T suffix "
+                        f"(16G, 8000M), got {raw!r}")
+    return text
+
+
+def script_safe(text: str, where: str) -> str:
+    """`text` unchanged if it can go into one line of an sbatch script as one value; else one line
+    naming the character. A control character (newline, carriage return, tab, NUL, escape, ...)
+    would end the `#SBATCH` line and start a line of shell; a backslash is an escape to Slurm's
+    directive parser, even inside the quotes around the value."""
+    bad = next((c for c in text if not c.isprintable() or c == "\\"), None)
+    if bad is not None:
+        what = "a backslash" if bad == "\\" else f"a control character ({bad!r})"
+        raise UserError(f"{where}: {text!r} holds {what}, which cannot go into the sbatch script (a value there "
+                        "must be one plain line)")
+    return text
+
+
+def shown(text: str) -> str:
+    """`text` as an error message shows it: as written, or quoted when it holds a character (a
+    newline, ...) that would break the message's one line."""
+    return text if text.isprintable() else repr(text)
+
+
+def _partition(raw: Any, where: str) -> str:
+    if not isinstance(raw, str) or not raw.strip() or any(c.isspace() or not c.isprintable() for c in raw.strip()):
+        raise UserError(f"{where} must be a partition name (or a comma-separated list), got {raw!r}")
+    return script_safe(raw.strip(), where)
+
+
+def _poll(raw: Any, where: str) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0.1 <= raw <= 3600:
+        raise UserError(f"{where} must be a number of seconds between 0.1 and 3600, got {raw!r}")
+    return float(raw)
+
+
+def slurm_arg(key: Any, value: Any, where: str) -> tuple[str, str | bool]:
+    """One further sbatch option: `key` as sbatch spells it (`--` and `_` accepted), its value a
+    string, or True for a bare flag (`exclusive`). Options nlgbench sets are refused, and so is any
+    character that would not stay inside its `#SBATCH` line (`script_safe`)."""
+    name = str(key).strip().lstrip("-").replace("_", "-")
+    if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
+        raise UserError(f"{where}: {str(key)!r} is not an sbatch option name (e.g. account, qos, constraint)")
+    if name in OWN_OPTIONS:
+        raise UserError(f"{where}: set {name} with the executor's {OWN_OPTIONS[name]!r} "
+                        f"(--{OWN_OPTIONS[name].replace('_', '-')}), not as a further sbatch option")
+    if name in MANAGED:
+        raise UserError(f"{where}: nlgbench sets sbatch's --{name} itself (one job array task per cell, logs in "
+                        "DIR/slurm/); leave it out")
+    if value is True or value is None:
+        return name, True
+    if isinstance(value, bool) or isinstance(value, (dict, list)) or not str(value).strip():
+        raise UserError(f"{where}: --{name} needs a value (a string or number), or true for a bare flag, got {value!r}")
+    return name, script_safe(str(value), where).strip()
+
+
+def parse_slurm_args(raw: Any, where: str) -> dict[str, str | bool]:
+    """The spec's `slurm_args:` mapping (sbatch option -> value)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise UserError(f"{where} must be a mapping of sbatch options to values (account: abc), got {raw!r}")
+    return dict(slurm_arg(k, v, f"{where}.{shown(str(k))}") for k, v in raw.items())
+
+
+def cli_slurm_args(items: Sequence[str]) -> dict[str, str | bool]:
+    """`--slurm-arg KEY=VALUE` (or a bare `KEY` for a flag), repeated."""
+    out: dict[str, str | bool] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        name, parsed = slurm_arg(key, value if sep else True, f"--slurm-arg {shown(item)}")
+        out[name] = parsed
+    return out
+
+
+def parse_executor(raw: Any, where: str) -> ExecutorOptions:
+    """The spec's `executor:` block: `local`/`slurm`, or a mapping with `kind` and Slurm settings."""
+    if isinstance(raw, str):
+        return ExecutorOptions(kind=_kind(raw, where))
+    if not isinstance(raw, Mapping):
+        raise UserError(f"{where} must be 'local', 'slurm' or a mapping (kind, partition, time, ...), got {raw!r}")
+    for key in raw:
+        if key not in EXECUTOR_KEYS:
+            hits = closest(str(key), EXECUTOR_KEYS)
+            raise UserError(f"{where}: unknown key {key!r}" + (f"; did you mean {hits[0]!r}?" if hits else "")
+                            + f" (valid: {', '.join(sorted(EXECUTOR_KEYS))})")
+    out = ExecutorOptions()
+    checks = {
+        "kind": _kind, "partition": _partition, "mem": _mem, "poll_seconds": _poll, "slurm_args": parse_slurm_args,
+        "gpus_per_cell": lambda v, w: _count(v, w, 0), "cpus_per_cell": lambda v, w: _count(v, w, 1),
+        "time": lambda v, w: _count(v, w, 1), "max_parallel": lambda v, w: _count(v, w, 1),
+    }
+    for key, check in checks.items():
+        if raw.get(key) is not None:
+            out = replace(out, **{key: check(raw[key], f"{where}.{key}")})
+    return out
+
+
+def with_cli(base: ExecutorOptions | None, *, kind: str | None = None, partition: str | None = None,
+             gpus_per_cell: int | None = None, cpus_per_cell: int | None = None, mem: str | None = None,
+             time: int | None = None, max_parallel: int | None = None, slurm_args: Sequence[str] = (),
+             poll_seconds: float | None = None) -> ExecutorOptions:
+    """The spec's executor options (or the defaults) with the command line's over them. Slurm
+    settings on the command line of a local run are refused (they would be silently unused)."""
+    out = base or ExecutorOptions()
+    given = {"partition": partition, "gpus_per_cell": gpus_per_cell, "cpus_per_cell": cpus_per_cell, "mem": mem,
+             "time": time, "max_parallel": max_parallel, "poll_seconds": poll_seconds}
+    if kind is not None:
+        out = replace(out, kind=_kind(kind, "--executor"))
+    flags = [k for k, v in given.items() if v is not None] + (["slurm_arg"] if slurm_args else [])
+    if flags and not out.on_slurm:
+        raise UserError(f"--{flags[0].replace('_', '-')} is a Slurm setting; add --executor slurm "
+                        "(or kind: slurm in the spec's executor block)")
+    checks = {
+        "partition": _partition, "mem": _mem, "poll_seconds": _poll,
+        "gpus_per_cell": lambda v, w: _count(v, w, 0), "cpus_per_cell": lambda v, w: _count(v, w, 1),
+        "time": lambda v, w: _count(v, w, 1), "max_parallel": lambda v, w: _count(v, w, 1),
+    }
+    for key, value in given.items():
+        if value is not None:
+            out = replace(out, **{key: checks[key](value, f"--{key.replace('_', '-')}")})
+    if slurm_args:
+        out = replace(out, slurm_args={**out.slurm_args, **cli_slurm_args(slurm_args)})
+    return out

@@ -1,0 +1,79 @@
+"""Every label a person reads for a cell: dataset, metric (with its aligner and non-default
+options), the one-line cell label of progress lines and the results.csv columns.
+
+One owner, so that the sweep's progress lines, results.csv, reports, compare and tables name a
+cell the same way. Encoder labels are `EncoderRef.label` (nlgbench.encoders.runtime). Functions take
+plain values, so this module imports no other part of nlgbench at module level.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
+
+
+def dataset_label(name: str | None, path: str | None, max_segments: int | None,
+                  sample: tuple[int, int] | None = None) -> str:
+    """A catalogue name or the file's stem, with the cut or the sample: `wmt16`, `my[:10]`, `wmt17[~100,seed=0]`."""
+    base = name if name else Path(path or "").stem
+    if sample:
+        return base + f"[~{sample[0]},seed={sample[1]}]"
+    return base + (f"[:{max_segments}]" if max_segments else "")
+
+
+def aligner_label(aligner: str | None) -> str:
+    """The aligner column: the aligner's name, or `none`."""
+    return aligner or NO_ALIGNER
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, list):
+        return f"[{len(value)} items]" if len(value) > 3 else "[" + ";".join(map(str, value)) + "]"
+    return str(value)
+
+
+def options_label(metric: str, options: Mapping[str, Any] | None) -> str:
+    """The metric options that differ from the metric's defaults, `key=value,...` ('' if none):
+    cells that differ only in options (SentSim's token_part, ...) must not share a label."""
+    from nlgbench.metrics import get_metric, metric_names
+
+    if metric not in metric_names() or not options:
+        return ""
+    info = get_metric(metric)
+    defaults = {k: d for k, (_, d) in {**info.options, **info.harness_options}.items()}
+    return ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items()) if k in defaults and v != defaults[k])
+
+
+def metric_label(metric: str, aligner: str | None, options: str = "") -> str:
+    """`moverscore (rwmd)` for metrics run with an aligner, else the metric name; non-default
+    options (`options_label`) in brackets: `sentsim[token_part=wmd]`."""
+    name = f"{metric}[{options}]" if options else metric
+    return name if aligner in ("", NO_ALIGNER, None) else f"{name} ({aligner})"
+
+
+def cell_label(metric: str, options: Mapping[str, Any], encoder: str, aligner: str | None, dataset: str,
+               device: str, batch_size: int) -> str:
+    """The sweep's one-line name of a cell: `bertscore | all-MiniLM-L6-v2 | wmt16 | cpu | bs64`
+    (the aligner, when there is one, after the encoder)."""
+    parts = [metric_label(metric, None, options_label(metric, options)), encoder]
+    if aligner:
+        parts.append(aligner)
+    return " | ".join(parts + [dataset, device, f"bs{batch_size}"])
+
+
+def imported_label(metric: str, encoder: str, dataset: str) -> str:
+    """The name of a cell whose scores came from another tool (import-scores)."""
+    return f"{metric} | {encoder} | {dataset} | imported"
+
+
+def distinct_dataset_labels(labels: Sequence[str], identities: Sequence[str]) -> list[str]:
+    """Dataset labels made distinct: where one label (a file's stem, e.g. `summeval`) stands for
+    different contents (`identities`: a file's sha256, '' for catalogue data), each gets its short
+    hash, `summeval@3fa2c1d0`; labels of a single content stay as they are."""
+    contents: dict[str, set[str]] = {}
+    for label, identity in zip(labels, identities):
+        contents.setdefault(label, set()).add(identity)
+    return [f"{label}@{identity.removeprefix('sha256:')[:8]}" if len(contents[label]) > 1 and identity else label
+            for label, identity in zip(labels, identities)]

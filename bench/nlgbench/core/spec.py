@@ -1,0 +1,378 @@
+"""Sweep specs: YAML -> validated dataclasses -> cells with deterministic ids.
+
+Every check here raises `UserError` naming the bad key or value, so a wrong spec stops
+before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from nlgbench.encoders.registry import (
+    EncoderRef, add_encoders_file, check_layers, encoder_kind, find_entry, local_fingerprint, parse_encoder_ref,
+    registered_name, validate_encoder_name,
+)
+from nlgbench.core.cell import CellConfig, DatasetRef
+from nlgbench.data.dataset import ALL_DIMENSIONS
+from nlgbench.foundations.errors import UserError, closest
+from nlgbench.encoders.registry import NO_ENCODER
+from nlgbench.foundations.registry import load_yaml, yaml_problem
+
+if TYPE_CHECKING:
+    from nlgbench.metrics.base import MetricInfo
+    from nlgbench.core.executor_options import ExecutorOptions
+
+TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "batch_tokens", "repeats", "warmup", "threads", "metrics",
+            "encoders_file", "catalogue_file", "human", "executor"}
+METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
+DATASET_KEYS = {"name", "path", "max_segments", "human", "sample", "columns"}
+DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
+MAX_NAME_CHARS = 100  # a sweep's name (it names the folder reports/<name>)
+
+
+@dataclass
+class MetricEntry:
+    metric: str
+    options: dict[str, Any]
+    encoders: list[EncoderRef]
+    aligners: list[str | None]
+
+
+@dataclass
+class SweepSpec:
+    name: str
+    datasets: list[DatasetRef]
+    metrics: list[MetricEntry]
+    devices: list[str] = field(default_factory=lambda: ["cpu"])
+    batch_sizes: list[int] = field(default_factory=lambda: [64])
+    repeats: int = 3
+    # Untimed warm-up passes before the repeats, at least this many (0: none): on CUDA over the
+    # whole data and on until two consecutive passes agree within 2% (at most max(warmup, 5)); on
+    # CPU over a prefix of two batches (nlgbench.measurement.protocol.warmup_policy).
+    warmup: int = 1
+    threads: int | None = None
+    # Per-batch token budgets of model inputs (`batch_tokens: N` or a list, null in it meaning none:
+    # an alternative to batch_size for the model's batches; cells are crossed with batch_size);
+    # [None]: not set, batch_size texts.
+    batch_tokens: list[int | None] = field(default_factory=lambda: [None])
+    description: str = ""
+    executor: ExecutorOptions | None = None  # how cells are run (nlgbench.execution.slurm); not part of any cell
+
+    def model_names(self) -> list[str]:
+        """Every model the sweep loads: encoders, and models named by metric options (e.g. XMoverScore's `lm`)."""
+        from nlgbench.metrics import get_metric
+
+        names = [e.name for m in self.metrics for e in m.encoders if e.name != NO_ENCODER]
+        for m in self.metrics:
+            names += [m.options[k] for k in get_metric(m.metric).model_options if m.options.get(k)]
+        return list(dict.fromkeys(names))
+
+    def input_fingerprints(self) -> dict[str, str]:
+        """Path -> fingerprint of every local file the sweep reads: user data files (`sha256:...`)
+        and local model folders (`weights:...`); read once, when the cells are made."""
+        from nlgbench.data.dataset import sha256_file
+
+        out = {ds.path: "sha256:" + sha256_file(Path(ds.path)) for ds in self.datasets if ds.path is not None}
+        for name in self.model_names():
+            fingerprint = local_fingerprint(name)
+            if fingerprint is not None:
+                out[name] = "weights:" + fingerprint
+        return out
+
+    def cells(self) -> list[CellConfig]:
+        """All cells in a stable order: metric entry, encoder, aligner, dataset, device, batch size, token budget."""
+        from nlgbench.metrics import get_metric
+
+        fingerprints = self.input_fingerprints()
+        out: list[CellConfig] = []
+        for entry in self.metrics:
+            models = [entry.options[k] for k in get_metric(entry.metric).model_options if entry.options.get(k)]
+            for enc in entry.encoders:
+                for aligner in entry.aligners:
+                    for ds in self.datasets:
+                        read = [ds.path, enc.name, *models]
+                        inputs = {path: fingerprints[path] for path in read if path in fingerprints}
+                        for device in self.devices:
+                            for bs in self.batch_sizes:
+                                for tokens in self.batch_tokens:
+                                    out.append(CellConfig(
+                                        metric=entry.metric, options=dict(sorted(entry.options.items())),
+                                        encoder=enc, aligner=aligner, dataset=ds, device=device,
+                                        batch_size=bs, repeats=self.repeats, warmup=self.warmup,
+                                        threads=self.threads, inputs=inputs, batch_tokens=tokens,
+                                    ))
+        seen: set[str] = set()
+        unique = []
+        for c in out:
+            if c.cell_id not in seen:
+                seen.add(c.cell_id)
+                unique.append(c)
+        return unique
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def _check_keys(raw: dict[str, Any], valid: set[str], where: str) -> None:
+    for key in raw:
+        if key not in valid:
+            hits = closest(str(key), valid)
+            hint = f"; did you mean {hits[0]!r}?" if hits else ""
+            raise UserError(f"{where}: unknown key {key!r}{hint} (valid: {', '.join(sorted(valid))})")
+
+
+def _int(raw: Any, where: str, minimum: int) -> int:
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < minimum:
+        raise UserError(f"{where} must be an integer >= {minimum}, got {raw!r}")
+    return raw
+
+
+def _list(raw: Any, where: str) -> list[Any]:
+    if isinstance(raw, list):
+        if not raw:
+            raise UserError(f"{where} must not be empty")
+        return raw
+    return [raw]
+
+
+def _human(raw: Any, where: str) -> str | None:
+    """A `human:` selection: a dimension's name or `all` (None: not given, i.e. all)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        raise UserError(f"{where} must be a human dimension's name or 'all', got {raw!r}")
+    return None if raw.strip() == ALL_DIMENSIONS else raw.strip()
+
+
+def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> DatasetRef:
+    """One `datasets:` entry; `human` is the spec-level selection, which the entry's own `human` overrides."""
+    from nlgbench.data.dataset import check_user_file, dataset_names, unknown_dataset
+
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: a dataset must be a name or a mapping, got {raw!r}")
+    _check_keys(raw, DATASET_KEYS, where)
+    name, path = raw.get("name"), raw.get("path")
+    if (name is None) == (path is None):
+        raise UserError(f"{where}: give exactly one of 'name' or 'path'")
+    if name is not None:
+        if not isinstance(name, str) or name not in dataset_names():
+            raise unknown_dataset(str(name))
+    else:
+        if not isinstance(path, str):
+            raise UserError(f"{where}.path must be a string, got {path!r}")
+        p = Path(path).expanduser()
+        p = p if p.is_absolute() else (base / p).resolve()
+        check_user_file(p)
+        path = str(p)
+    max_seg = raw.get("max_segments")
+    if max_seg is not None:
+        max_seg = _int(max_seg, f"{where}.max_segments", 1)
+    selected = _human(raw.get("human"), f"{where}.human") or human
+    sample = _sample(raw.get("sample"), f"{where}.sample")
+    if sample is not None and max_seg is not None:
+        raise UserError(f"{where}: give max_segments (the first N per language pair) or sample (a random N), not both")
+    columns = raw.get("columns") or []
+    if not isinstance(columns, list) or not all(isinstance(c, str) and c.strip() for c in columns):
+        raise UserError(f"{where}.columns must be a list of column names to carry into scores.csv, got {columns!r}")
+    if columns and name is not None:
+        raise UserError(f"{where}.columns: further columns are carried from own data files (path:) only")
+    return DatasetRef(name=name, path=path, max_segments=max_seg, human=selected, sample=sample,
+                      columns=tuple(dict.fromkeys(c.strip() for c in columns)))
+
+
+def _sample(raw: Any, where: str) -> tuple[int, int] | None:
+    """`sample: {n: N, seed: S}` (seed default 0): a seeded random N per language pair."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} must be a mapping {{n: N, seed: S}}, got {raw!r}")
+    _check_keys(raw, {"n", "seed"}, where)
+    if "n" not in raw:
+        raise UserError(f"{where} needs n (items, or documents where the data names them, per language pair)")
+    return _int(raw["n"], f"{where}.n", 1), _int(raw.get("seed", 0), f"{where}.seed", 0)
+
+
+def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
+    from nlgbench.metrics import get_metric
+
+    info = get_metric(metric)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} must be a mapping, got {raw!r}")
+    _check_keys(raw, set(info.options) | set(info.harness_options), where)
+    return info.cell_options(raw, where)
+
+
+def _check_depths(options: dict[str, Any], encoders: list[EncoderRef], where: str) -> None:
+    """`layer` and `num_layers` against each encoder's registered depth (before any model is loaded)."""
+    for i, enc in enumerate(encoders):
+        entry = find_entry(enc.name)
+        check_layers(enc, entry.layers if entry else None, options.get("layer"), f"{where}.encoders[{i}]")
+
+
+def _local_folder(enc: EncoderRef, base: Path) -> EncoderRef:
+    """A relative encoder path that names a folder beside the spec file becomes absolute."""
+    candidate = base / enc.name
+    if not Path(enc.name).is_absolute() and not Path(enc.name).is_dir() and candidate.is_dir():
+        return EncoderRef(**{**enc.to_dict(), "name": str(candidate.resolve())})
+    return enc
+
+
+def _registered(enc: EncoderRef) -> EncoderRef:
+    """A registered model named by its Hub id is named by its registry name (one cell, one label)."""
+    name = registered_name(enc.name)
+    return enc if name == enc.name else EncoderRef(**{**enc.to_dict(), "name": name})
+
+
+def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> EncoderRef:
+    """One `encoders:` entry, checked against the kinds of model the metric runs. `none` (no
+    model) is the one entry of a metric that runs none (`encoder_kinds` holds NO_ENCODER: the
+    lexical baselines), and only of such a metric."""
+    enc = parse_encoder_ref(raw, where)
+    models = [kind for kind in info.encoder_kinds if kind != NO_ENCODER]
+    if enc.name == NO_ENCODER:
+        if NO_ENCODER not in info.encoder_kinds:
+            raise UserError(f"{where}: metric {info.name!r} needs a {' or '.join(models)} model; "
+                            f"{NO_ENCODER!r} is for metrics that run no model")
+        if enc.variant():
+            raise UserError(f"{where}: {NO_ENCODER!r} (no model) takes no encoder options, got {', '.join(enc.variant())}")
+        return enc
+    if not models:
+        raise UserError(f"{where}: metric {info.name!r} runs no model; write 'encoders: [{NO_ENCODER}]' or leave "
+                        f"the key out, got {enc.label!r}")
+    enc = _registered(_local_folder(enc, base))
+    validate_encoder_name(enc.name, where)
+    kind = encoder_kind(enc.name)
+    if kind is not None and kind not in models:
+        raise UserError(f"{where}: metric {info.name!r} needs a {' or '.join(models)} model; {enc.name} is of kind {kind}")
+    return enc
+
+
+def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
+    from nlgbench.metrics import get_metric, metric_names
+
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: must be a mapping with 'metric', got {raw!r}")
+    _check_keys(raw, METRIC_KEYS, where)
+    name = raw.get("metric")
+    if not isinstance(name, str):
+        raise UserError(f"{where}.metric is required (one of: {', '.join(metric_names())})")
+    info = get_metric(name)
+    options = _options(name, raw.get("options"), f"{where}.options")
+    if "encoders" not in raw and NO_ENCODER not in info.encoder_kinds:
+        raise UserError(f"{where}.encoders is required")
+    encoders = [_encoder(e, f"{where}.encoders[{i}]", info, base)
+                for i, e in enumerate(_list(raw.get("encoders", [NO_ENCODER]), f"{where}.encoders"))]
+    for key, kind in info.model_options.items():
+        if options.get(key) is not None:
+            validate_encoder_name(options[key], f"{where}.options.{key}")
+            found = encoder_kind(options[key])
+            if found is not None and found != kind:
+                raise UserError(f"{where}.options.{key}: needs a {kind} model; {options[key]} is of kind {found}")
+    _check_depths(options, encoders, where)
+    aligners: list[str | None] = ["wmd"] if info.accepts_aligners else [None]
+    if "aligners" in raw:
+        if not info.accepts_aligners:
+            raise UserError(f"{where}.aligners: metric {name!r} takes no aligner")
+        from nlgbench.metrics.alignment import get_aligner
+
+        aligners = [get_aligner(str(a)).name for a in _list(raw["aligners"], f"{where}.aligners")]
+    return MetricEntry(metric=name, options=options, encoders=encoders, aligners=aligners)
+
+
+def _user_registries(raw: dict[str, Any], source: str, base: Path) -> None:
+    """Merge the spec's own encoder registry / dataset catalogue files (paths relative to the spec) over the packaged ones."""
+    from nlgbench.data.dataset import add_catalogue_file
+
+    for key, add in (("encoders_file", add_encoders_file), ("catalogue_file", add_catalogue_file)):
+        if key in raw:
+            if not isinstance(raw[key], str):
+                raise UserError(f"{source}.{key} must be a file path, got {raw[key]!r}")
+            path = Path(raw[key]).expanduser()
+            try:
+                add(path if path.is_absolute() else base / path)
+            except UserError as exc:
+                raise UserError(f"{source}.{key}: {exc}") from None
+
+
+def _run_name(name: Any, where: str) -> str:
+    """The sweep's name, which also names its default run folder `reports/<name>`: refused (not
+    rewritten) unless it is one plain folder name of at most MAX_NAME_CHARS characters."""
+    if not isinstance(name, str) or not name.strip():
+        raise UserError(f"{where} must be a non-empty string, got {name!r}")
+    shown = name if len(name) <= 40 else name[:40] + "..."
+    if len(name) > MAX_NAME_CHARS:
+        raise UserError(f"{where} {shown!r} is {len(name)} characters; use at most {MAX_NAME_CHARS} "
+                        "(it names the run folder reports/<name>)")
+    if name.strip() in (".", "..") or any(c in name for c in "/\\") or not name.isprintable():
+        raise UserError(f"{where} {shown!r} is not a plain folder name (no '/' or '\\', not '.' or '..', no "
+                        "control characters): it names the run folder reports/<name>")
+    return name
+
+
+def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> SweepSpec:
+    """Validate a loaded YAML document and build the SweepSpec."""
+    base = base or Path.cwd()
+    if raw is None:
+        raise UserError(f"{source}: the spec is empty")
+    if not isinstance(raw, dict):
+        raise UserError(f"{source}: the spec must be a YAML mapping, got {type(raw).__name__}")
+    _check_keys(raw, TOP_KEYS, source)
+    _user_registries(raw, source, base)
+    for key in ("datasets", "metrics"):
+        if key not in raw:
+            raise UserError(f"{source}: missing required key {key!r}")
+    name = _run_name(raw.get("name", Path(source).stem), f"{source}.name")
+    human = _human(raw.get("human"), f"{source}.human")
+    datasets = [_dataset(d, f"{source}.datasets[{i}]", base, human)
+                for i, d in enumerate(_list(raw["datasets"], f"{source}.datasets"))]
+    devices = [str(d) for d in _list(raw.get("devices", ["cpu"]), f"{source}.devices")]
+    for d in devices:
+        if not DEVICE_RE.match(d):
+            raise UserError(f"{source}.devices: unknown device {d!r} (use cpu, cuda or cuda:N)")
+    batch_sizes = [_int(b, f"{source}.batch_size", 1) for b in _list(raw.get("batch_size", 64), f"{source}.batch_size")]
+    batch_tokens: list[int | None] = [None]
+    if raw.get("batch_tokens") is not None:
+        # null in a list: a cell batched by batch_size alone, beside the budgets
+        batch_tokens = [None if b is None else _int(b, f"{source}.batch_tokens", 1)
+                        for b in _list(raw["batch_tokens"], f"{source}.batch_tokens")]
+    repeats = _int(raw.get("repeats", 3), f"{source}.repeats", 1)
+    warmup = _int(raw.get("warmup", 1), f"{source}.warmup", 0)
+    threads = raw.get("threads")
+    if threads is not None:
+        threads = _int(threads, f"{source}.threads", 1)
+    metrics = [parse_metric_entry(m, f"{source}.metrics[{i}]", base) for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))]
+    executor = None
+    if raw.get("executor") is not None:
+        from nlgbench.core.executor_options import parse_executor
+
+        executor = parse_executor(raw["executor"], f"{source}.executor")
+    return SweepSpec(
+        name=name, datasets=datasets, metrics=metrics, devices=devices, batch_sizes=batch_sizes,
+        repeats=repeats, warmup=warmup, threads=threads, batch_tokens=batch_tokens, description=str(raw.get("description", "")),
+        executor=executor,
+    )
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep spec file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"spec file not found: {p}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read spec file {p}: {exc}") from None
+    try:
+        raw = load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"malformed YAML in {p}{yaml_problem(exc)}") from None
+    return parse_spec(raw, source=p.name, base=p.resolve().parent)

@@ -1,0 +1,271 @@
+"""Encoders as a spec names them: the registry (`encoders.yaml` plus the user's files) and `EncoderRef`.
+
+Everything here works without loading a model: which encoders are registered, what a name
+resolves to, what kind of model it is, the variant options a spec may give, and the one
+check of layer numbers. The runtime encoder (tokenizer + model) is `nlgbench.encoders.runtime`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from nlgbench.foundations.package import package_file
+from nlgbench.foundations.errors import UserError, closest, unknown_name
+from nlgbench.foundations.registry import Registry, UserFiles, read_registry_file
+
+ENCODERS_FILE = package_file("encoders.yaml")  # the repository's encoders.yaml, shipped in the package
+USER_ENCODERS = UserFiles("NLGBENCH_ENCODERS")  # the user's encoder files, merged over the packaged one
+NO_ENCODER = "none"  # the encoder of a metric that runs none (lexical baselines: sentbleu, chrf, rouge)
+KINDS = ("encoder", "seq2seq", "causal-lm", "cross-encoder")
+
+# Variant options an encoder may carry in a spec, with their types (see nlgbench.encoders.variants).
+VARIANT_OPTIONS: dict[str, type] = {"num_layers": int, "early_exit": float, "quantize": str, "dtype": str}
+
+
+@dataclass(frozen=True)
+class EncoderEntry:
+    """One registered encoder (a row of encoders.yaml)."""
+
+    name: str
+    hub_id: str
+    family: str
+    kind: str
+    layers: int | None
+    default_layers: dict[str, int]
+    multilingual: bool
+    notes: str
+
+
+def registry() -> Registry[EncoderEntry]:
+    """All registered encoders: the packaged encoders.yaml, then the user's files over it."""
+    return _registry((ENCODERS_FILE, *USER_ENCODERS.paths()))
+
+
+@lru_cache(maxsize=8)
+def _registry(paths: tuple[Path, ...]) -> Registry[EncoderEntry]:
+    reg: Registry[EncoderEntry] = Registry("encoder", EncoderEntry)
+    for path in paths:
+        for name, raw in read_registry_file(path, "encoders", "encoder registry").items():
+            reg.register(str(name), _entry(str(name), raw, path))
+    return reg
+
+
+def add_encoders_file(path: Path) -> None:
+    """Merge a user's encoder file (a sweep spec's `encoders_file`) over the registry from now on; checked first."""
+    _registry((path.expanduser().resolve(),))
+    USER_ENCODERS.add(path)
+
+
+def _entry(name: str, raw: Any, path: Path) -> EncoderEntry:
+    """An EncoderEntry from one YAML entry; one-line UserError naming the file and entry if malformed."""
+    where = f"encoder registry {path}: entry {name!r}"
+    if not isinstance(raw, dict) or not isinstance(raw.get("hub_id"), str):
+        raise UserError(f"{where} needs a 'hub_id' string")
+    layers = raw.get("layers")
+    if layers is not None and (not isinstance(layers, int) or isinstance(layers, bool) or layers < 1):
+        raise UserError(f"{where}: layers must be an integer >= 1, got {layers!r}")
+    kind = str(raw.get("kind", "encoder"))
+    if kind not in KINDS:
+        raise UserError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    default_layers = raw.get("default_layers") or {}
+    if not isinstance(default_layers, dict) or not all(isinstance(v, int) for v in default_layers.values()):
+        raise UserError(f"{where}: default_layers must map metric names to layer numbers, got {default_layers!r}")
+    return EncoderEntry(
+        name=name,
+        hub_id=raw["hub_id"],
+        family=str(raw.get("family", "")),
+        kind=kind,
+        layers=layers,
+        default_layers=dict(default_layers),
+        multilingual=bool(raw.get("multilingual", False)),
+        notes=str(raw.get("notes", "")),
+    )
+
+
+def find_entry(name: str) -> EncoderEntry | None:
+    """The registry entry for a registry name or a registered Hub id, else None."""
+    reg = registry()
+    if name in reg:
+        return reg.get(name)
+    for _, entry in reg.items():
+        if entry.hub_id == name:
+            return entry
+    return None
+
+
+def resolve_source(name: str) -> str:
+    """What `from_pretrained` gets: a local folder, or the Hub id of a registry name / Hub id."""
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser().resolve())
+    entry = find_entry(name)
+    return entry.hub_id if entry else name
+
+
+def registered_name(name: str) -> str:
+    """The registry name of a registered Hub id (`sentence-transformers/all-MiniLM-L6-v2` ->
+    `all-MiniLM-L6-v2`), so both spellings of one model are one cell; any other name unchanged."""
+    if name in registry() or Path(name).expanduser().is_dir():
+        return name
+    entry = find_entry(name)
+    return entry.name if entry else name
+
+
+def validate_encoder_name(name: str, where: str) -> None:
+    """Reject names that are neither a local folder, cached, nor (online) a registered name or Hub id, and
+    model folders that cannot load (`nlgbench.encoders.hfcache.check_model_folder`): a local folder must be
+    complete; a cached snapshot must have a valid config.json and intact weight files."""
+    from nlgbench.encoders.hfcache import check_model_folder, local_snapshot
+
+    if not name.strip():  # Path("") is the current folder: an empty name must not load it as a model
+        raise UserError(f"{where}: the model name is empty")
+    try:
+        if Path(name).expanduser().is_dir():
+            check_model_folder(Path(name).expanduser())
+            return
+        snapshot = local_snapshot(resolve_source(name))
+        if snapshot is not None:
+            check_model_folder(snapshot, need_weights=False)
+            return
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}
+    entry = find_entry(name)
+    if entry and offline:  # it would only fail later, inside the cell, with transformers' OSError
+        raise UserError(f"{where}: encoder {name!r} ({entry.hub_id}) is not in the local Hugging Face cache and the "
+                        "Hub is off (HF_HUB_OFFLINE=1): download it where the Hub is reachable, or "
+                        "`nlgbench models import FOLDER --as " + entry.hub_id + "`")
+    if entry:
+        return
+    looks_like_hub_id = name.count("/") == 1 and all(name.split("/"))
+    if offline or not looks_like_hub_id:
+        err = unknown_name("encoder", name, registry().names())
+        reason = "not a registered name, a local folder, or a model in the local Hugging Face cache"
+        raise UserError(f"{where}: {err} — {reason}")
+
+
+def local_fingerprint(name: str) -> str | None:
+    """The weights fingerprint of a local model folder (`nlgbench.encoders.hfcache.weights_fingerprint`);
+    None for a registered name or Hub id (their name and revision identify them)."""
+    from nlgbench.encoders.hfcache import weights_fingerprint
+
+    path = Path(name).expanduser()
+    return weights_fingerprint(path) if path.is_dir() else None
+
+
+def encoder_kind(name: str) -> str | None:
+    """What a model is: the registry's kind, else read from a local/cached config.json; None if unknown.
+
+    Kinds: "encoder", "seq2seq" (encoder-decoder), "causal-lm", "cross-encoder" (one-output
+    sequence classifier).
+    """
+    entry = find_entry(name)
+    if entry is not None:
+        return entry.kind
+    from nlgbench.encoders.hfcache import local_snapshot
+
+    folder = local_snapshot(resolve_source(name))
+    if folder is None:
+        return None
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    archs = " ".join(config.get("architectures") or [])
+    if config.get("is_encoder_decoder"):
+        return "seq2seq"
+    if "CausalLM" in archs or "LMHeadModel" in archs:
+        return "causal-lm"
+    if "ForSequenceClassification" in archs:
+        return "cross-encoder"
+    return "encoder"
+
+
+# ----------------------------------------------------------------------------- references in specs
+
+
+@dataclass(frozen=True)
+class EncoderRef:
+    """An encoder as a spec names it: registry name, Hub id or local folder, plus variant options."""
+
+    name: str
+    num_layers: int | None = None  # keep only the first N layers
+    early_exit: float | None = None  # DeeBERT-style exit threshold (entropy, or relative change)
+    quantize: str | None = None  # "int8": dynamic quantisation of linear layers (CPU)
+    dtype: str | None = None  # "fp32", "fp16", "bf16"
+
+    @property
+    def label(self) -> str:
+        """Short human-readable name used in tables, e.g. `all-MiniLM-L6-v2[num_layers=3]`."""
+        opts = self.variant()
+        return self.name + (f"[{','.join(f'{k}={v}' for k, v in opts.items())}]" if opts else "")
+
+    def variant(self) -> dict[str, Any]:
+        """The variant options that are set."""
+        return {k: getattr(self, k) for k in VARIANT_OPTIONS if getattr(self, k) is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.variant()}
+
+
+def parse_encoder_ref(raw: Any, where: str) -> EncoderRef:
+    """Build an EncoderRef from a spec value: a string or `{name: ..., num_layers: ...}`."""
+    if isinstance(raw, str):
+        return EncoderRef(name=raw)
+    if not isinstance(raw, dict) or "name" not in raw or not isinstance(raw["name"], str):
+        raise UserError(f"{where}: an encoder must be a name or a mapping with 'name', got {raw!r}")
+    opts: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key == "name":
+            continue
+        if key not in VARIANT_OPTIONS:
+            hits = closest(key, VARIANT_OPTIONS)
+            hint = f"; did you mean {hits[0]!r}?" if hits else ""
+            raise UserError(f"{where}: unknown encoder option {key!r}{hint} (valid: {', '.join(VARIANT_OPTIONS)})")
+        want = VARIANT_OPTIONS[key]
+        accepted = (int, float) if want is float else want
+        if not isinstance(value, accepted) or isinstance(value, bool):
+            raise UserError(f"{where}: encoder option {key!r} must be {want.__name__}, got {value!r}")
+        opts[key] = float(value) if want is float else value
+    _check_variant(opts, where)
+    return EncoderRef(name=raw["name"], **opts)
+
+
+def _check_variant(opts: dict[str, Any], where: str) -> None:
+    from nlgbench.encoders.variants import DTYPES, QUANTIZE
+
+    if opts.get("num_layers") is not None and opts["num_layers"] < 1:
+        raise UserError(f"{where}: num_layers must be >= 1, got {opts['num_layers']}")
+    if opts.get("early_exit") is not None and not opts["early_exit"] > 0:
+        raise UserError(f"{where}: early_exit is a threshold > 0, got {opts['early_exit']}")
+    if opts.get("quantize") is not None and opts["quantize"] not in QUANTIZE:
+        raise UserError(f"{where}: quantize must be one of {', '.join(QUANTIZE)}, got {opts['quantize']!r}")
+    if opts.get("dtype") is not None and opts["dtype"] not in DTYPES:
+        raise UserError(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {opts['dtype']!r}")
+    if opts.get("quantize") and opts.get("dtype") not in (None, "fp32"):
+        raise UserError(f"{where}: quantize int8 runs float32 activations; drop dtype {opts['dtype']!r}")
+
+
+def check_layers(ref: EncoderRef, depth: int | None, layer: int | None, where: str) -> None:
+    """The one check of layer numbers: `layer` >= 0, and neither `num_layers` nor `layer` deeper than kept.
+
+    `depth` is the model's number of layers where known (the registry's `layers` before
+    loading, the counted stack after), else None; `layer` is the deepest layer a metric reads.
+    """
+    if layer is not None and layer < 0:
+        raise UserError(f"{where}: layer must be >= 0, got {layer}")
+    if depth is not None and ref.num_layers is not None and ref.num_layers > depth:
+        raise UserError(f"{where}: num_layers={ref.num_layers} but {ref.name} has only {depth} layers")
+    keep = ref.num_layers if ref.num_layers is not None else depth
+    if layer is not None and keep is not None and layer > keep:
+        raise UserError(f"{where}: layer={layer} but encoder {ref.label} has only {keep} layers")
+
+
+def default_layer(ref: EncoderRef, metric: str) -> int | None:
+    """The registry's tuned layer of `metric` for this encoder, within the layers it keeps; None if none."""
+    entry = find_entry(ref.name)
+    layer = entry.default_layers.get(metric) if entry else None
+    if layer is not None and ref.num_layers is not None:
+        layer = min(layer, ref.num_layers)
+    return layer

@@ -1,0 +1,291 @@
+"""The runtime encoder metrics use: tokenizer + model (possibly truncated or a variant) on one device.
+
+Metrics never look at token strings or architectures; they use what `Encoder` exposes:
+tokenisation with offsets, special-token ids, a word-start test, hidden states of chosen
+layers, the number of layers run, parameters actually run, bytes on disk, and the device.
+How a spec names an encoder (`EncoderRef`, the registry) is `nlgbench.encoders.registry`;
+`EncoderRef` is re-exported here as the type of `Encoder.ref`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from nlgbench.encoders.registry import EncoderRef, check_layers, resolve_source
+from nlgbench.foundations.errors import UserError
+
+if TYPE_CHECKING:
+    from nlgbench.encoders.variants import ExitState
+
+__all__ = ["EncoderRef", "Encoder", "Tokenized", "count_layers", "load_encoder", "truncated_texts"]
+
+# Texts that an encoder of this process cut to its model's maximum length. A worker measures one
+# cell, so in a worker this is the cell's record (`truncated_texts`).
+_TRUNCATED: set[str] = set()
+
+
+def truncated_texts() -> frozenset[str]:
+    """The (stripped) texts that encoders of this process cut to their model's maximum length."""
+    return frozenset(_TRUNCATED)
+
+
+@dataclass
+class Tokenized:
+    """Token ids of one text with what metrics need to filter them."""
+
+    ids: list[int]
+    offsets: list[tuple[int, int]]
+    word_start: list[bool]  # True where a token begins a new word (subword continuation -> False)
+    special: list[bool]  # True for special tokens ([CLS], <s>, </s>, ...)
+    text: str = ""  # the (stripped) text the offsets point into
+
+    def surface(self, j: int) -> str:
+        """The characters of the text that token j covers ("" for special tokens)."""
+        start, end = self.offsets[j]
+        return self.text[start:end]
+
+
+# Attribute paths of the layer stack in common architectures (bert/roberta/mpnet, distilbert,
+# bart encoder, gpt2, xlnet).
+_LAYER_PATHS = ("encoder.layer", "transformer.layer", "layers", "h", "layer")
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _set_path(obj: Any, path: str, value: Any) -> None:
+    *head, last = path.split(".")
+    for part in head:
+        obj = getattr(obj, part)
+    setattr(obj, last, value)
+
+
+@dataclass
+class Encoder:
+    """A loaded encoder: tokenizer + model (possibly truncated), on one device."""
+
+    ref: EncoderRef
+    source: str
+    tokenizer: Any
+    model: Any
+    device: str
+    total_layers: int
+    layers_run: int
+    disk_bytes: int
+    special_ids: frozenset[int] = field(default_factory=frozenset)
+    exit_state: ExitState | None = None  # set for early-exit variants
+    exit_layers: dict[tuple[int, ...], int] = field(default_factory=dict)  # exit layer per input run
+
+    @property
+    def params_run(self) -> int:
+        """Parameters of the modules the metric actually runs (truncated stack, no pooler; int8 weights count)."""
+        from nlgbench.encoders.variants import count_params
+
+        return count_params(self.model)
+
+    def describe(self) -> dict[str, Any]:
+        """What runs: parameters, disk, layers, variant, and (early exit) the mean exit layer over inputs run."""
+        from nlgbench.encoders.variants import weight_bytes
+
+        out: dict[str, Any] = {
+            "params": self.params_run, "disk_bytes": self.disk_bytes, "total_layers": self.total_layers,
+            "source": self.source, "variant": self.ref.variant(), "weight_bytes": weight_bytes(self.model),
+        }
+        if self.exit_state is not None:
+            exits = list(self.exit_layers.values())
+            out["exit_criterion"] = self.exit_state.criterion
+            out["mean_exit_layer"] = sum(exits) / len(exits) if exits else None
+        return out
+
+    @property
+    def max_length(self) -> int:
+        """Longest input the model accepts (tokens, specials included)."""
+        limit = getattr(self.tokenizer, "model_max_length", 512) or 512
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        if positions:
+            # RoBERTa-style models reserve padding_idx + 1 positions.
+            reserve = 2 if getattr(self.model.config, "model_type", "") in {"roberta", "mpnet", "xlm-roberta", "camembert"} else 0
+            limit = min(limit, positions - reserve)
+        return int(min(limit, 100_000))
+
+    def tokenize(self, texts: Sequence[str]) -> list[Tokenized]:
+        """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length
+        (texts that were cut are recorded: `truncated_texts`).
+
+        Ids, offsets and word ids are read from the fast tokenizer's encodings; asking it for no
+        attention mask or token type ids spares building lists nobody reads (the ids are the same)."""
+        stripped = [t.strip() for t in texts]
+        enc = self.tokenizer(
+            stripped,
+            add_special_tokens=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
+        _TRUNCATED.update(text for text, e in zip(stripped, enc.encodings) if e.overflowing)
+        out = []
+        for text, e in zip(stripped, enc.encodings):
+            word_ids = e.word_ids
+            special = [wid is None for wid in word_ids]
+            starts = [
+                (not special[j]) and (j == 0 or word_ids[j] != word_ids[j - 1])
+                for j in range(len(word_ids))
+            ]
+            out.append(Tokenized(list(e.ids), [tuple(o) for o in e.offsets], starts, special, text))
+        return out
+
+    def pad(self, batch: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+        """Token id lists right-padded into ids [B, T] and attention mask [B, T] on the CPU; in
+        pinned (page-locked) memory when the encoder runs on CUDA, so that `hidden_states` copies
+        them to the device without blocking. Cheap to run ahead, off the main thread."""
+        from nlgbench.metrics.common import pad_ids
+
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids, mask = pad_ids(batch, pad_id)
+        if self.device.startswith("cuda"):
+            ids, mask = ids.pin_memory(), mask.pin_memory()
+        return ids, mask
+
+    def hidden_states(self, batch: Sequence[Sequence[int]], layers: Sequence[int],
+                      padded: tuple[Any, Any] | None = None) -> tuple[list[Any], Any]:
+        """Run the model on a padded batch; returns ([B, T, D] per requested layer on the device, mask [B, T]).
+
+        `padded`: the batch's (ids, mask) from `pad`, when prepared ahead (`nlgbench.metrics.embedding`);
+        otherwise padded here. The copy to the device is non-blocking (from pinned memory on CUDA:
+        it queues behind the previous batch's kernels instead of waiting for them)."""
+        import torch
+
+        for layer in layers:
+            if not 0 <= layer <= self.layers_run:
+                raise ValueError(f"layer {layer} out of range 0..{self.layers_run} for {self.ref.label}")
+        input_ids, mask = padded if padded is not None else self.pad(batch)
+        input_ids = input_ids.to(self.device, non_blocking=True)
+        mask = mask.to(self.device, non_blocking=True)
+        if self.exit_state is not None:
+            return self._hidden_states_early_exit(batch, input_ids, mask, layers), mask
+        only_last = list(layers) == [self.layers_run]
+        with torch.inference_mode():
+            out = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=not only_last)
+        if only_last:
+            return [out.last_hidden_state], mask
+        return [out.hidden_states[layer] for layer in layers], mask
+
+    def _hidden_states_early_exit(self, batch: Sequence[Sequence[int]], input_ids: Any, mask: Any,
+                                  layers: Sequence[int]) -> list[Any]:
+        """Hidden states where each input's layers past its exit repeat the exit layer's state."""
+        import torch
+
+        st = self.exit_state
+        assert st is not None
+        st.start(mask, self.layers_run)
+        with torch.inference_mode():
+            self.model(input_ids=input_ids, attention_mask=mask)
+        for ids, layer in zip(batch, st.exit_layer.tolist()):
+            self.exit_layers[tuple(ids)] = layer
+        return [st.states[layer] for layer in layers]
+
+
+def _layer_stack(model: Any) -> tuple[str, Any] | None:
+    """(attribute path, ModuleList) of the model's transformer layers, or None."""
+    import torch
+
+    for path in _LAYER_PATHS:
+        stack = _get_path(model, path)
+        if isinstance(stack, torch.nn.ModuleList) and len(stack) > 0:
+            return path, stack
+    return None
+
+
+def _truncate(model: Any, num_layers: int) -> int:
+    """Keep only the first `num_layers` (<= the total, checked by the caller) transformer layers, as bert_score does; returns the total before."""
+    import torch
+
+    found = _layer_stack(model)
+    if found is None:
+        raise UserError(f"cannot truncate {type(model).__name__}: no known layer stack")
+    path, stack = found
+    total = len(stack)
+    _set_path(model, path, torch.nn.ModuleList(list(stack)[:num_layers]))
+    for attr in ("num_hidden_layers", "n_layer", "n_layers", "encoder_layers"):
+        if hasattr(model.config, attr):
+            setattr(model.config, attr, num_layers)
+    return total
+
+
+def count_layers(model: Any) -> int:
+    found = _layer_stack(model)
+    if found is None:
+        raise UserError(f"cannot find the layer stack of {type(model).__name__}")
+    return len(found[1])
+
+
+def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) -> Encoder:
+    """Load tokenizer and model, keep the encoder half of seq2seq models, drop unused layers and pooler.
+
+    `needed_layer`: the deepest layer the metric reads; layers above it are never run, so they
+    are dropped (this is what makes "layer 9 of BERT-base" cheaper than the full model).
+    """
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from nlgbench.encoders.hfcache import disk_bytes, local_snapshot
+
+    hf_logging.disable_progress_bar()
+    source = resolve_source(ref.name)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    if not getattr(tokenizer, "is_fast", False):
+        raise UserError(f"encoder {ref.label}: a fast tokenizer is needed (offsets and word ids)")
+    model = AutoModel.from_pretrained(source)
+    if hasattr(model, "get_encoder") and getattr(model.config, "is_encoder_decoder", False):
+        model = model.get_encoder()
+    if getattr(model, "pooler", None) is not None:
+        model.pooler = None  # unused by token-level metrics; not counted, not run
+    total = count_layers(model)
+    check_layers(ref, total, needed_layer, f"encoder {ref.label}")
+    keep = ref.num_layers if ref.num_layers is not None else total
+    if needed_layer is not None:
+        keep = needed_layer  # layers above the deepest one the metric reads are never run
+    if keep < total:
+        _truncate(model, keep)
+    model.eval()
+    folder = local_snapshot(source)
+    model, exit_state = _apply_variants(model, ref, device, folder)
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    return Encoder(
+        ref=ref,
+        source=source,
+        tokenizer=tokenizer,
+        model=model,
+        device=device,
+        total_layers=total,
+        layers_run=keep,
+        disk_bytes=disk_bytes(folder) if folder else 0,
+        special_ids=frozenset(special),
+        exit_state=exit_state,
+    )
+
+
+def _apply_variants(model: Any, ref: EncoderRef, device: str, folder: Path | None) -> tuple[Any, ExitState | None]:
+    """Quantise / cast, move to the device, and wrap the layers for early exit, as the ref asks."""
+    from nlgbench.encoders import variants
+
+    if ref.quantize == "int8":
+        model = variants.quantize_int8(model, device)
+    elif ref.dtype is not None:
+        model = model.to(variants.check_dtype(ref.dtype, device))
+    model = model.to(device)
+    if ref.early_exit is None:
+        return model, None
+    found = _layer_stack(model)
+    if found is None:
+        raise UserError(f"encoder {ref.label}: early exit needs a known layer stack")
+    heads = variants.exit_heads(Path(folder) if folder else None)
+    return model, variants.install_early_exit(found[1], ref.early_exit, heads)

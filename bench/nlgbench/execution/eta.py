@@ -1,0 +1,125 @@
+"""The sweep's ETA from a cost model: a cell costs (encoder parameters) x items x passes units,
+and seconds per unit are learnt from the cells finished so far.
+
+An average over finished cells misleads as soon as cells differ in size (after a 110M-parameter
+MPNet cell it predicts every remaining MiniLM cell at MPNet's time). Here each pending cell is
+predicted as rate x its units, the rate fitted on the finished cells of the same metric (so
+MoverScore's transport and BERTScore's matching each get theirs) or, before one has finished, on
+all finished cells. Parameters are read from the checkpoint's safetensors headers (no weights
+loaded; a `num_layers` cut counts its first layers only); a metric without an encoder counts as
+`LEXICAL_PARAMS`, an encoder whose weights are not local as the sweep's median.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from nlgbench.core.cell import CellConfig
+from nlgbench.encoders.registry import EncoderRef, resolve_source
+from nlgbench.foundations.errors import UserError
+from nlgbench.encoders.hfcache import SAFETENSORS_DTYPE_BYTES, local_snapshot, safetensors_header, weight_files
+from nlgbench.encoders.registry import NO_ENCODER
+
+# The stand-in parameter count of a metric that runs no model (sentBLEU, chrF, ROUGE): string
+# matching per item costs about what a 1M-parameter encoder does; learnt properly once one finishes.
+LEXICAL_PARAMS = 1_000_000
+DEFAULT_PARAMS = 100_000_000  # an encoder of unknown size in a sweep where no size is known
+
+# A transformer layer's tensors: `encoder.layer.3.`, `layers.3.`, `h.3.`, `block.3.`.
+_LAYER = re.compile(r"(?:^|\.)(?:layer|layers|h|block)\.(\d+)\.")
+_FLOAT_DTYPES = tuple(d for d in SAFETENSORS_DTYPE_BYTES if d.startswith(("F", "BF")))
+
+
+def header_params(folder: Path, num_layers: int | None = None) -> int | None:
+    """Floating-point parameters in the safetensors files of `folder`, read from their headers; with
+    `num_layers`, tensors of transformer layers numbered >= num_layers are left out (a cut model).
+    None when the folder has no safetensors weights or a header cannot be read."""
+    files = [p for p in weight_files(folder) if p.suffix == ".safetensors"]
+    if not files:
+        return None
+    total = 0
+    for path in files:
+        try:
+            header = json.loads(safetensors_header(path))
+        except (OSError, ValueError, UserError):  # unreadable or not JSON: size unknown
+            return None
+        for name, entry in header.items():
+            if name == "__metadata__" or not isinstance(entry, dict) or entry.get("dtype") not in _FLOAT_DTYPES:
+                continue
+            layer = _LAYER.search(name)
+            if num_layers is not None and layer is not None and int(layer.group(1)) >= num_layers:
+                continue
+            count = 1
+            for dim in entry.get("shape", []):
+                count *= int(dim)
+            total += count
+    return total
+
+
+def encoder_params(ref: EncoderRef) -> int | None:
+    """The parameters a cell with this encoder runs (`header_params` of its local folder or cached
+    Hub snapshot); 0 for no encoder; None when unknown here."""
+    if ref.name == NO_ENCODER:
+        return 0
+    try:
+        folder = local_snapshot(resolve_source(ref.name))
+    except (OSError, UserError):  # an unknown name fails the sweep elsewhere, with its own message
+        return None
+    return header_params(folder, ref.num_layers) if folder is not None else None
+
+
+@dataclass
+class CostModel:
+    """Cost units per cell and the seconds the finished cells took; `eta` predicts the rest."""
+
+    units: dict[str, float]
+    metric: dict[str, str]
+    done: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, cells: Sequence[CellConfig], items: dict[str, int]) -> CostModel:
+        """Units of each cell: parameters x items (`items` by dataset label) x passes (repeats,
+        plus one when it warms up)."""
+        params: dict[EncoderRef, int | None] = {}
+        for cell in cells:
+            if cell.encoder not in params:
+                params[cell.encoder] = encoder_params(cell.encoder)
+        known = [p for p in params.values() if p]
+        fallback = statistics.median(known) if known else DEFAULT_PARAMS
+        units, metric = {}, {}
+        for cell in cells:
+            p = params[cell.encoder]
+            size = LEXICAL_PARAMS if p == 0 else (p if p is not None else fallback)
+            passes = cell.repeats + (1 if cell.warmup else 0)
+            units[cell.cell_id] = float(size) * items.get(cell.dataset.label, 1) * passes
+            metric[cell.cell_id] = cell.metric
+        return cls(units, metric)
+
+    def finished(self, cell_id: str, seconds: float) -> None:
+        """A cell ended after `seconds` (ok or not: its time is spent either way)."""
+        self.done[cell_id] = seconds
+
+    def rate(self, metric: str) -> float | None:
+        """Seconds per unit: over finished cells of `metric`, else over all finished cells; None before any."""
+        for pick in ([c for c in self.done if self.metric[c] == metric], list(self.done)):
+            units = sum(self.units[c] for c in pick)
+            if pick and units > 0:
+                return sum(self.done[c] for c in pick) / units
+        return None
+
+    def eta(self, pending: Sequence[str]) -> float | None:
+        """Predicted seconds for the `pending` cells; None before any cell has finished."""
+        if not self.done:
+            return None
+        total = 0.0
+        for cell_id in pending:
+            rate = self.rate(self.metric[cell_id])
+            if rate is None:
+                return None
+            total += rate * self.units[cell_id]
+        return total

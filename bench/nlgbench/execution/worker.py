@@ -1,0 +1,137 @@
+"""Run one cell in this (fresh) process, following the measurement protocol of DESIGN.md.
+
+Started by the runner (`runner.worker_command`) with CELL_DIR; reads `CELL_DIR/config.json`
+(nlgbench.core.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
+Phases: data, load, prepare (corpus state), then the protocol of `measure.measure_scoring`:
+warm-up (not counted; until stable on CUDA) and R timed repeats over the whole dataset, with the
+cell's per-batch token budget (`batch_tokens`) in force where it has one. On a terminal
+(`progress.live`) it prints its phase lines and a live bar of each pass; elsewhere nothing. Exit code 0 when the cell
+is ok, 1 when it failed (the result says why). Ctrl-C ends it quietly, without a traceback: its
+SIGINT is left at the default action (`runner.worker_command`) and the parent prints one line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from nlgbench.foundations.package import PACKAGE_DIR
+from nlgbench.core.cell import (
+    SCORES_FILE, TRACEBACK_FILE, CellResult, MetricRecord, Memory, RepeatAgreement, Timing, measured_result, read_config,
+    write_atomic, write_scores,
+)
+from nlgbench.encoders.registry import NO_ENCODER
+from nlgbench.measurement.protocol import LatencyTracker, MemoryTracker, environment, measure_scoring, synchroniser
+from nlgbench.metrics.common import progress_hook, token_budget
+from nlgbench.execution.progress import CellProgress, live
+
+if TYPE_CHECKING:
+    from nlgbench.data.dataset import Item
+
+# What torch's CPU allocator says when an allocation fails (a RuntimeError, not a MemoryError).
+CPU_ALLOCATION_FAILED = "can't allocate memory"
+
+
+def _log(msg: str) -> None:
+    """A phase line of the cell, on a terminal only (`progress.live`: elsewhere one line per cell)."""
+    if live(sys.stderr):
+        print(f"    {msg}", file=sys.stderr, flush=True)
+
+
+def truncated_segments(items: Sequence[Item], fields: Sequence[str]) -> int:
+    """Items with a text in one of `fields` (those the metric reads) that an encoder cut to its
+    model's maximum length in this process (`nlgbench.encoders.runtime.truncated_texts`)."""
+    from nlgbench.encoders.runtime import truncated_texts
+
+    cut = truncated_texts()
+
+    def texts(it: Item, field: str) -> Sequence[str]:
+        return it.references if field == "reference" else (getattr(it, field),)
+
+    return sum(1 for it in items if any(text.strip() in cut for field in fields for text in texts(it, field)))
+
+
+def run_cell(cell_dir: Path) -> CellResult:
+    """Measure one cell: data, load, prepare, then the protocol (`measure_scoring`); writes
+    scores.csv and returns the result."""
+    import torch
+    import transformers  # noqa: F401  (library import is not part of the measured load time)
+
+    from nlgbench.data.dataset import load_dataset
+    from nlgbench.core.leakage import guard_cell
+    from nlgbench.metrics import get_metric
+
+    cell_id, label, cfg = read_config(cell_dir)
+    device = cfg.device
+    torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} requested but CUDA is not available on this machine")
+
+    sync = synchroniser(device)
+    with MemoryTracker(device) as memory:
+        info = get_metric(cfg.metric)
+        with LatencyTracker() as data:
+            ds = cfg.dataset
+            dataset = load_dataset(ds.name, path=ds.path, max_segments=ds.max_segments, human=ds.human, sample=ds.sample, columns=ds.columns)
+        items = dataset.items
+        _log(f"data: {len(items)} items from {dataset.name} ({data.seconds:.1f} s)")
+        models = [*([cfg.encoder.name] if cfg.encoder.name != NO_ENCODER else []), *(str(cfg.options[k]) for k in info.model_options if cfg.options.get(k))]
+        leakage = guard_cell(models, dataset)  # not timed: a distilled student on its own training data fails here
+
+        with LatencyTracker(sync) as load:
+            extra = {"aligner": cfg.aligner} if info.accepts_aligners else {}
+            scorer = info.make(cfg.encoder, cfg.options, device, cfg.batch_size, **extra)
+        _log(f"load: {load.seconds:.1f} s")
+
+        with token_budget(cfg.batch_tokens), CellProgress(live(sys.stderr)) as bar, progress_hook(bar):
+            bar.stage("prepare")
+            with LatencyTracker(sync) as prepare:
+                scorer.prepare(items)
+            _log(f"prepare {prepare.seconds:.1f} s")
+
+            run = measure_scoring(scorer, items, warmup=cfg.warmup, repeats=cfg.repeats, batch_size=cfg.batch_size,
+                                  device=device, sync=sync, log=_log, on_pass=bar.stage)
+
+    written = write_scores(cell_dir / SCORES_FILE, items, run.scores.score, run.scores.columns)
+    return measured_result(
+        cell_id, label, cfg,
+        metric=MetricRecord(name=info.name, higher_is_better=info.higher_is_better, primary=run.scores.primary),
+        scorer={**scorer.describe(), "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs)),
+                "leakage_guard": leakage}, dataset=dataset,
+        timing=Timing.of_protocol(data.seconds, load.seconds, prepare.seconds, run, len(items)),
+        memory=Memory.of_tracker(memory),
+        agreement=RepeatAgreement(max_abs_diff=run.max_abs_diff, agree=run.agree),
+        environment=environment(device), scores=run.scores.score, scores_csv=written,
+    )
+
+
+def failure(cell_dir: Path, exc: BaseException) -> CellResult:
+    """The result of a cell that raised: status failed, or oom when the error says memory ran out
+    (MemoryError, torch's OutOfMemoryError, torch's CPU allocator failing); traceback saved."""
+    cell_id, label, cfg = read_config(cell_dir)
+    oom = (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+           or (isinstance(exc, RuntimeError) and CPU_ALLOCATION_FAILED in str(exc)))
+    write_atomic(cell_dir / TRACEBACK_FILE, "".join(traceback.format_exception(exc)))
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return CellResult.not_finished(cell_id, label, cfg, f"{type(exc).__name__}: {message}", oom=oom)
+
+
+def main() -> int:
+    cell_dir = Path(sys.argv[1])
+    here = PACKAGE_DIR  # the package this worker was imported from
+    if len(sys.argv) > 2 and here != Path(sys.argv[2]):
+        print(f"worker imported nlgbench from {here}, not the parent's {sys.argv[2]}", file=sys.stderr)
+        return 3
+    try:
+        result = run_cell(cell_dir)
+    except BaseException as exc:  # recorded, never lost: the sweep goes on
+        result = failure(cell_dir, exc)
+    result.write(cell_dir)
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

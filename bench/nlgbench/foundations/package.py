@@ -1,0 +1,14 @@
+"""Where the installed package lies: its data files (encoders.yaml, catalogue.yaml) and, in a
+checkout, the repository around it (for the git commit a result records)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # .../nlgbench, the folder of the import name
+REPOSITORY_DIR = PACKAGE_DIR.parents[1]  # bench/nlgbench -> the checkout (meaningless in a wheel install)
+
+
+def package_file(name: str) -> Path:
+    """A data file shipped inside the package (a link to the repository's file in a checkout)."""
+    return PACKAGE_DIR / name

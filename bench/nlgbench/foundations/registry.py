@@ -1,0 +1,173 @@
+"""Named registries of metrics, aligners, encoders and datasets: one lazy pattern for all four.
+
+Modelled on lm-evaluation-harness's `Registry`: an entry is registered as an object, or
+lazily as a dotted import path (`package.module:attribute`) or a loader function, and is
+resolved on first `get`; every resolved entry is type-checked; an unknown name is a
+one-line `UserError` naming the closest registered ones ("did you mean").
+
+Users extend the encoder registry and the dataset catalogue with their own YAML files
+(`UserFiles`): named by an environment variable (several paths joined by `os.pathsep`)
+or by a sweep spec; entries in later files replace same-named earlier ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import yaml
+
+from nlgbench.foundations.errors import UserError, unknown_name
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Entries of one kind by name; lazy entries are imported or loaded on first `get`."""
+
+    def __init__(self, kind: str, entry_type: type[T]) -> None:
+        self.kind = kind  # "metric", "aligner", "encoder", "dataset": used in error messages
+        self.entry_type = entry_type
+        self._loaders: dict[str, Callable[[], object]] = {}
+        self._resolved: dict[str, T] = {}
+
+    def register(self, name: str, entry: T) -> None:
+        """Register a ready entry (replacing any entry of that name)."""
+        self._resolved[name] = self._checked(name, entry)
+        self._loaders.pop(name, None)
+
+    def register_lazy(self, name: str, target: str | Callable[[], object]) -> None:
+        """Register an entry resolved on first `get`: a dotted path `module:attribute`, or a loader."""
+        self._loaders[name] = (lambda: import_object(target)) if isinstance(target, str) else target
+        self._resolved.pop(name, None)
+
+    def get(self, name: str) -> T:
+        """The entry `name`, resolved and type-checked; UserError with the closest names if unknown."""
+        if name in self._resolved:
+            return self._resolved[name]
+        if name not in self._loaders:
+            raise unknown_name(self.kind, name, self.names())
+        entry = self._checked(name, self._loaders[name]())
+        del self._loaders[name]
+        self._resolved[name] = entry
+        return entry
+
+    def names(self) -> list[str]:
+        """All registered names, sorted."""
+        return sorted({*self._resolved, *self._loaders})
+
+    def items(self) -> list[tuple[str, T]]:
+        """(name, entry) for every name, sorted; resolves lazy entries."""
+        return [(name, self.get(name)) for name in self.names()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._resolved or name in self._loaders
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def _checked(self, name: str, entry: object) -> T:
+        if not isinstance(entry, self.entry_type):
+            raise UserError(f"{self.kind} {name!r}: registered entry is a {type(entry).__name__}, "
+                            f"not a {self.entry_type.__name__}")
+        return entry
+
+
+def import_object(path: str) -> object:
+    """The object a dotted path names: `package.module:attribute`, or the module for `package.module`."""
+    module_name, _, attribute = path.partition(":")
+    module = importlib.import_module(module_name)
+    obj: object = module
+    for part in attribute.split(".") if attribute else []:
+        obj = getattr(obj, part)
+    return obj
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """`yaml.SafeLoader` that refuses a mapping with a repeated key (PyYAML would keep the last
+    value silently, so a spec's second `repeats:` would quietly win). Merge keys (`<<`) may still
+    be overridden."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                seen = key in first_line
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"repeated key {key!r} (first at line {first_line[key] + 1})", key_node.start_mark)
+            first_line[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    """A YAML document read safely (plain data only), a repeated mapping key being an error."""
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error as one line's tail: ` at line L, column C: problem (context started at ...)`."""
+    mark = getattr(exc, "problem_mark", None)
+    at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    context, cmark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and cmark:
+        problem += f" ({context} started at line {cmark.line + 1}, column {cmark.column + 1})"
+    return f"{at}: {problem}"
+
+
+def read_registry_file(path: Path, key: str, what: str) -> dict[str, Any]:
+    """The `key` mapping (name -> entry) of a YAML registry file; one-line UserError naming the file otherwise.
+
+    `what` names the file's kind in messages, e.g. "encoder registry", "dataset catalogue".
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
+    try:
+        doc = load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"{what} {path} is not valid YAML{yaml_problem(exc)}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), dict):
+        raise UserError(f"{what} {path} has no {key!r} mapping (name -> entry)")
+    return doc[key]
+
+
+_ALL_USER_FILES: list[UserFiles] = []
+
+
+@dataclass
+class UserFiles:
+    """A user's own registry files for one kind: those in `$env_var`, then those added by specs."""
+
+    env_var: str  # e.g. NLGBENCH_ENCODERS
+    added: list[Path] = field(default_factory=list)  # files named by sweep specs in this process
+
+    def __post_init__(self) -> None:
+        _ALL_USER_FILES.append(self)
+
+    def paths(self) -> list[Path]:
+        """The files in merge order (environment first, then specs), each once."""
+        from_env = [Path(p).expanduser().resolve() for p in os.environ.get(self.env_var, "").split(os.pathsep) if p.strip()]
+        return list(dict.fromkeys(from_env + self.added))
+
+    def add(self, path: Path) -> None:
+        """Merge `path` over the registry from now on (a spec's file, already checked by the caller)."""
+        path = path.expanduser().resolve()
+        if path not in self.added:
+            self.added.append(path)
+
+
+def user_files_environment() -> dict[str, str]:
+    """Environment variables that hand every user registry file of this process to a worker process."""
+    return {files.env_var: os.pathsep.join(str(p) for p in files.paths()) for files in _ALL_USER_FILES if files.paths()}

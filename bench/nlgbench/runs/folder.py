@@ -1,0 +1,166 @@
+"""A run folder opened for writing: created if needed, writable, and held by one process at a time.
+
+`nlgbench run`, `import-scores` and `repair` write a run folder; each holds an exclusive advisory
+lock on `DIR/.lock` (`fcntl.flock`) while it does, with its pid written into the file. The kernel
+drops the lock when the process ends, however it ends (kill -9 included), so a dead sweep never
+leaves a stale lock behind. A second writer exits with one line naming the holder's pid, or waits
+(`wait=True`). Readers (report, compare) take no lock: the store's transactions keep what they
+read consistent. File-system faults (no permission, read-only, disk full) become one line.
+
+Nothing nlgbench writes into a run folder follows a link out of it: the lock is opened with
+O_NOFOLLOW (and refused when it is a hard link to another file), files are written to a fresh
+temporary in their own folder and renamed over the target (`write_atomic`: a link in the target's
+place is replaced, never written through), and the folders written into (`cells/<id>/`, `report/`,
+`slurm/`) are refused when they are symbolic links (`check_links`, `own_folder`), so `--force`
+never deletes files somewhere else. The store checks its own files (`nlgbench.runs.store`).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from nlgbench.foundations.errors import UserError
+
+LOCK_FILE = ".lock"
+# Folders of a run folder that nlgbench writes into (`cells/<id>/` too): never symbolic links.
+WRITTEN_FOLDERS = ("cells", "report", "slurm", "slurm/submitit")
+
+# errno values that say "the file system refuses this write", not "the program is wrong".
+NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
+NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def write_fault(exc: OSError) -> UserError | None:
+    """The one-line error for a write the file system refused (disk full, read-only, no
+    permission); None for any other OSError (a bug or an unexpected fault: keep its traceback)."""
+    where = exc.filename or "a file"
+    if exc.errno in NO_SPACE:
+        return UserError(f"no space left on the device while writing {where}; free some space and run the same "
+                         "command again (finished cells are kept)")
+    if exc.errno in NOT_WRITABLE:
+        return UserError(f"cannot write {where}: {exc.strerror}")
+    return None
+
+
+def refuse_link(path: Path) -> None:
+    """One line when `path` is a symbolic link: writing (or deleting) through it would change
+    files outside the run folder."""
+    if path.is_symlink():
+        raise UserError(f"{path} is a symbolic link; nlgbench does not write through links in a run folder (it "
+                        "could change files elsewhere): replace it with the file or folder itself, or remove it")
+
+
+def own_folder(path: Path) -> Path:
+    """`path` as a folder of the run folder to write into: created if missing, refused when it is a
+    symbolic link (or a file)."""
+    refuse_link(path)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{path} is a file, not a folder; move it aside")
+    path.mkdir(parents=True, exist_ok=True)
+    refuse_link(path)  # a link put in its place meanwhile
+    return path
+
+
+def check_links(folder: Path) -> None:
+    """Refuse a run folder whose written-into folders (`cells/`, every `cells/<id>/`, `report/`,
+    `slurm/`) are symbolic links, before anything is written or deleted."""
+    for name in WRITTEN_FOLDERS:
+        refuse_link(folder / name)
+    if (folder / "cells").is_dir():
+        for cell_dir in sorted((folder / "cells").iterdir()):
+            refuse_link(cell_dir)
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write `data` (text as UTF-8, newlines as given) to `path` so that readers never see half a
+    file and no link is followed: a fresh temporary (O_EXCL, in the same folder) renamed over
+    `path`. A link at `path` is replaced by the file, its target left as it was. An OSError names
+    `path` (not the temporary), for `write_fault`'s one line."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        exc.filename = str(path)
+        raise
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide results from the rest of a group
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            exc.filename = str(path)
+        raise
+
+
+def make_folder(folder: Path) -> None:
+    """Create the run folder (and parents) and check it can be written; one line when not."""
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{folder} is a file, not a run folder; give a folder path")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the run folder {folder}: {exc.strerror}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write to the run folder {folder}: permission denied or read-only")
+
+
+def lock_holder(folder: Path) -> str:
+    """The pid written into the folder's lock file ('unknown' when it cannot be read)."""
+    try:
+        pid = (folder / LOCK_FILE).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return "unknown"
+    return pid if pid.isdigit() else "unknown"
+
+
+def open_lock(path: Path) -> int:
+    """The lock file, opened for writing without following a link; refused (one line) when it is a
+    symbolic link, not a regular file, or a hard link to another file (its pid is written into it)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            refuse_link(path)
+        raise UserError(f"cannot write to the run folder {path.parent}: {exc.strerror}") from None
+    info = os.fstat(fd)
+    why = ("is not a regular file" if not stat.S_ISREG(info.st_mode) else
+           f"is a hard link ({info.st_nlink} names for one file)" if info.st_nlink > 1 else None)
+    if why is not None:
+        os.close(fd)
+        raise UserError(f"{path} {why}; nlgbench writes its pid into it: remove it (a new one is created)")
+    return fd
+
+
+@contextmanager
+def locked(folder: Path, *, wait: bool = False, log: Callable[[str], None] = print) -> Iterator[None]:
+    """Hold the run folder's exclusive lock for the block (creating the folder first).
+
+    When another process holds it: a one-line UserError naming its pid, or with `wait` one
+    log line and a blocking wait until it is released."""
+    make_folder(folder)
+    fd = open_lock(folder / LOCK_FILE)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = lock_holder(folder)
+            if not wait:
+                raise UserError(f"{folder} is in use by another nlgbench process (pid {holder}); run again when it "
+                                "has finished (`nlgbench run --wait` waits for it)") from None
+            log(f"waiting for pid {holder} to finish with {folder} ...")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        check_links(folder)
+        yield
+    finally:
+        os.close(fd)  # releases the lock; the file stays (removing it would race with a waiting process)

@@ -1,0 +1,135 @@
+"""`nlgbench import-scores FILE --dataset D --metric M --encoder E --out DIR`: segment scores computed
+by any other tool join a run folder as a cell without timing, correlated, reported and compared
+like a measured one. The file is a CSV with the columns `lp, seg_id, system, score` (system empty
+for DA data; seg_id an integer or a text id); its keys must be exactly the dataset's (lp, seg_id,
+system) keys. An nlgbench cell's own `scores.csv` is accepted as it is: `score` is taken, its
+further columns (human, doc_id, the metric's other outputs) are ignored."""
+
+from __future__ import annotations
+
+import csv
+import io
+import hashlib
+import math
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from nlgbench.core.cell import (
+    IMPORTED_DEVICE, OK, RESULT_FILE, SCORES_FILE, CellConfig, CellResult, DatasetRecord, DatasetRef, MetricRecord,
+    correlate_scores, read_scores as read_cell_scores, short_hash, write_scores,
+)
+from nlgbench.data.dataset import load_dataset, names_a_file
+from nlgbench.encoders.runtime import EncoderRef
+from nlgbench.foundations.errors import UserError
+from nlgbench.core.labels import imported_label
+from nlgbench.runs.repair import open_store
+from nlgbench.runs.folder import locked
+
+COLUMNS = ("lp", "seg_id", "system", "score")
+OWN_SCORES_HEAD = ("lp", "seg_id", "system", "score", "human")  # how nlgbench's own cells/<id>/scores.csv starts
+
+
+def _examples(keys: list[tuple[str, str, str]], n: int = 3) -> str:
+    shown = ", ".join(f"({lp}, {seg}, {sys or '-'})" for lp, seg, sys in keys[:n])
+    return shown + (f" and {len(keys) - n} more" if len(keys) > n else "")
+
+
+def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
+    """The file's scores by (lp, seg_id, system); every problem is one UserError line."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # records end at \n / \r\n only, not at U+2028
+    fields = [f.strip() for f in reader.fieldnames or []]
+    missing = [c for c in COLUMNS if c not in fields]
+    own = fields[: len(OWN_SCORES_HEAD)] == list(OWN_SCORES_HEAD)  # a cell's scores.csv: its further columns are outputs
+    if own and (path.parent / RESULT_FILE).is_file():  # in its cell folder: whole and unchanged, or refused
+        read_cell_scores(path, CellResult.read(path.parent))
+    unknown = [] if own else [f for f in fields if f not in COLUMNS]
+    if missing or unknown:
+        raise UserError(f"{path}: " + "; ".join(
+            ([f"missing column(s) {', '.join(missing)}"] if missing else [])
+            + ([f"unknown column(s) {', '.join(unknown)}"] if unknown else [])) + f" (expected: {', '.join(COLUMNS)})")
+    out: dict[tuple[str, str, str], float] = {}
+    for line, raw in enumerate(reader, start=2):
+        row = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+        seg_id = row["seg_id"]  # text as written: matched to the dataset's ids as text ("007" is not 7)
+        if not seg_id:
+            raise UserError(f"{path}:{line}: empty seg_id")
+        try:
+            score = float(row["score"])
+        except ValueError:
+            raise UserError(f"{path}:{line}: score {row['score']!r} is not a number") from None
+        if not math.isfinite(score):
+            raise UserError(f"{path}:{line}: score {row['score']!r} is not finite")
+        key = (row["lp"], seg_id, row["system"])
+        if key in out:
+            raise UserError(f"{path}:{line}: duplicate key {_examples([key])}")
+        out[key] = score
+    if not out:
+        raise UserError(f"{path}: no score rows")
+    return out
+
+
+def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path, *,
+                  max_segments: int | None = None, lower_is_better: bool | None = None) -> CellResult:
+    """Join the file to the dataset's items, correlate, and record the cell; returns its result.
+    `lower_is_better` None takes the registered metric's direction (higher is better for a name
+    not registered); True or False overrides it, e.g. for distances already stored negated. The
+    direction is not part of the cell id: importing the same file again with another direction
+    replaces the cell."""
+    from nlgbench.metrics import metric_names, get_metric
+
+    if lower_is_better is None:
+        lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False
+    is_file = names_a_file(dataset)
+    ds = load_dataset(None if is_file else dataset, path=dataset if is_file else None, max_segments=max_segments)
+    # A data file is recorded by its path from the run folder, so the run (and its committed report)
+    # reads on any clone and from any directory, with no path of this machine in it.
+    ref = DatasetRef(path=Path(os.path.relpath(Path(dataset).resolve(), out.resolve())).as_posix(),
+                     max_segments=max_segments) if is_file else DatasetRef(name=dataset, max_segments=max_segments)
+    scores = read_scores(path)
+    wanted = [(it.lp, str(it.seg_id), it.system) for it in ds.items]  # str(): integer ids as plainly written
+    unknown = [k for k in scores if k not in set(wanted)]
+    absent = [k for k in wanted if k not in scores]
+    if unknown or absent:
+        parts = []
+        if unknown:
+            parts.append(f"{len(unknown)} key(s) not in {ref.label}: {_examples(unknown)}")
+        if absent:
+            parts.append(f"{len(absent)} item(s) of {ref.label} missing from the file: {_examples(absent)}"
+                         + ("" if max_segments else " (a subset? give --max-segments N)"))
+        raise UserError(f"{path}: keys (lp, seg_id, system) do not match the dataset: " + "; ".join(parts))
+
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    config = CellConfig(metric=metric, options={}, encoder=EncoderRef(name=encoder), aligner=None, dataset=ref,
+                        device=IMPORTED_DEVICE, batch_size=0, repeats=0, warmup=0, threads=None)
+    payload = {"imported": sha, **config.to_dict()}
+    cell_id = short_hash(payload)
+    items = ds.items
+    values = [scores[key] for key in wanted]
+    result = CellResult(
+        cell_id=cell_id, label=imported_label(metric, encoder, ref.label), status=OK, error=None, config=config,
+        imported=True, metric=MetricRecord(name=metric, higher_is_better=not lower_is_better, primary="score"),
+        scorer={}, n_segments=len(items),
+        dataset=DatasetRecord(name=ds.name, files={ref.path: sha256 for sha256 in ds.files.values()} if ref.path
+                              else ds.files, has_systems=ds.has_systems),  # keyed as the config names the file
+        correlation=correlate_scores(values, ds, higher_is_better=not lower_is_better),
+        environment={"imported_from": Path(os.path.relpath(path.resolve(), out.resolve())).as_posix(), "sha256": sha, "imported_at": time.time()},
+    )
+    cell_dir = out / "cells" / cell_id
+    with locked(out), open_store(out) as store:  # one writer per run folder (nlgbench.runs.folder)
+        cell_dir.mkdir(parents=True, exist_ok=True)
+        result = replace(result, scores_csv=write_scores(cell_dir / SCORES_FILE, items, values))
+        result.write(cell_dir)
+        run_id = store.start_run(f"import-scores {path.name}", {"import": str(path), **config.to_dict()},
+                                 result.environment or {})
+        store.record(run_id, store.next_seq(), result, cell_dir / SCORES_FILE)
+        store.write_csv()
+        store.finish_run(run_id)
+    return result
