@@ -1,35 +1,72 @@
-"""Structure rules of the package, read from the source (AST): no import loop between nlgbench
-modules (function-level imports count), no private name imported across modules, no SQL outside
-the store."""
+"""Structure rules of the package, read from the source (AST), as docs/architecture.md states them:
+every sub-package is one layer and imports only its own or lower layers; no import loop between
+modules; nlgbench modules and the standard library are imported at module level (function-level
+imports only of the libraries `nlgbench.foundations.deferred` names); no private name imported
+across modules; no SQL outside the store."""
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
+from nlgbench.foundations.deferred import DEFERRED_LIBRARIES
+
 REPO = Path(__file__).resolve().parents[1]
-ROOTS = {"nlgbench": REPO / "bench" / "nlgbench"}
+PACKAGE = REPO / "bench" / "nlgbench"
+
+# Lowest first. `nlgbench` (the package's __init__) sits above them all.
+LAYERS = ("foundations", "statistics", "data", "encoders", "metrics", "measurement", "core", "runs",
+          "execution", "reporting", "distillation", "api", "cli")
 
 
-def modules() -> dict[str, Path]:
-    """Installed module name -> source file, as pyproject's package-dir maps them."""
-    out: dict[str, Path] = {}
-    for package, folder in ROOTS.items():
-        for path in sorted(folder.glob("*.py")):
-            out[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+def python_files(folder: Path) -> list[Path]:
+    """Every .py under the package, following the folder link nlgbench/metrics -> metrics/."""
+    out: list[Path] = []
+    for path in sorted(folder.iterdir()):
+        if path.is_dir() and (path / "__init__.py").exists():
+            out += python_files(path)
+        elif path.suffix == ".py":
+            out.append(path)
     return out
 
 
-def imports(name: str, path: Path, known: set[str]) -> list[tuple[str, list[str]]]:
-    """(imported nlgbench module, names taken from it) for every import statement at any depth."""
+def modules() -> dict[str, Path]:
+    """Module name -> source file: the import name is the folder name."""
+    out: dict[str, Path] = {}
+    for path in python_files(PACKAGE):
+        parts = ["nlgbench", *path.relative_to(PACKAGE).with_suffix("").parts]
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def layer(module: str) -> str:
+    """A module's layer: its sub-package (or the module itself for nlgbench.api / nlgbench.cli)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "nlgbench"
+
+
+def rank(module: str) -> int:
+    name = layer(module)
+    return len(LAYERS) if name == "nlgbench" else LAYERS.index(name)
+
+
+def imports(name: str, path: Path, known: set[str]) -> list[tuple[str, list[str], bool]]:
+    """(imported nlgbench module, names taken from it, inside a function?) for every import
+    statement at any depth, plus module names written as strings (`importlib.import_module`
+    tables, `runpy.run_module`): deferred imports are edges too."""
     package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
-    found: list[tuple[str, list[str]]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for n in ast.walk(f)}
+    found: list[tuple[str, list[str], bool]] = []
+    for node in ast.walk(tree):
+        deferred = id(node) in in_function
         if isinstance(node, ast.Import):
-            found += [(a.name, []) for a in node.names if a.name in known]
+            found += [(a.name, [], deferred) for a in node.names if a.name in known]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -38,25 +75,41 @@ def imports(name: str, path: Path, known: set[str]) -> list[tuple[str, list[str]
                 continue
             names = [a.name for a in node.names]
             submodules = [n for n in names if f"{base}.{n}" in known]
-            found += [(f"{base}.{n}", []) for n in submodules]
+            found += [(f"{base}.{n}", [], deferred) for n in submodules]
             rest = [n for n in names if n not in submodules]
             if rest:
-                found.append((base, rest))
+                found.append((base, rest, deferred))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            target = node.value.split(":")[0]
+            if target in known and target != "nlgbench":
+                found.append((target, [], True))
     return found
 
 
 def graph() -> dict[str, set[str]]:
-    """Module -> modules it imports explicitly. A package's __init__ runs whenever a submodule is
-    imported, so only explicit imports of the package count as edges to it."""
+    """Module -> modules it imports. A package's __init__ runs whenever a submodule is imported,
+    so only explicit imports of the package count as edges to it."""
     mods = modules()
-    return {name: {target for target, _ in imports(name, path, set(mods)) if target != name} for name, path in mods.items()}
+    return {name: {t for t, _, _ in imports(name, path, set(mods)) if t != name} for name, path in mods.items()}
 
 
-def test_the_walker_sees_function_level_and_package_imports() -> None:
+def test_every_module_belongs_to_a_layer() -> None:
+    stray = [m for m in modules() if layer(m) not in (*LAYERS, "nlgbench")]
+    assert not stray, f"modules outside the layers {LAYERS}: {stray}"
+    assert {layer(m) for m in modules()} >= set(LAYERS) - {"api", "cli"}
+
+
+def test_the_walker_sees_deferred_and_package_imports() -> None:
     edges = graph()
-    assert "nlgbench.api" in edges["nlgbench"]  # nlgbench/__init__ re-exports the API
-    assert "nlgbench.execution.sweep" in edges["nlgbench.api"]  # imported inside `run`, not at module level
-    assert "nlgbench.metrics" in edges["nlgbench.core.spec"] or "nlgbench.metrics" in edges["nlgbench.api"]
+    assert "nlgbench.api" in edges["nlgbench"]  # nlgbench/__init__ exports the API
+    assert "nlgbench.metrics.base" in edges["nlgbench.metrics.bertscore"]
+    assert any(t.startswith("nlgbench.execution.worker") for m, ts in edges.items() if m.startswith("nlgbench.execution.")
+               for t in ts)  # the worker is started by name (runpy)
+
+
+def test_layers_import_only_downward() -> None:
+    up = sorted(f"{m} ({layer(m)}) imports {t} ({layer(t)})" for m, ts in graph().items() for t in ts if rank(t) > rank(m))
+    assert not up, "imports from a higher layer:\n" + "\n".join(up)
 
 
 def test_no_import_loop() -> None:
@@ -79,9 +132,35 @@ def test_no_import_loop() -> None:
     assert not loops, "import loops: " + "; ".join(" -> ".join(loop) for loop in loops)
 
 
+def function_level_imports(path: Path) -> list[str]:
+    """Top-level names of every import statement inside a function."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: list[str] = []
+    for f in ast.walk(tree):
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(f):
+                if isinstance(node, ast.Import):
+                    out += [a.name.split(".")[0] for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    out.append("." if node.level else (node.module or "").split(".")[0])
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_imports_at_module_level(name: str) -> None:
+    """nlgbench's own modules and the standard library at the top: the dependency graph is visible."""
+    inner = function_level_imports(modules()[name])
+    bad = sorted({m for m in inner if m not in DEFERRED_LIBRARIES})
+    assert not bad, f"{name} imports {bad} inside a function; only {sorted(DEFERRED_LIBRARIES)} may be deferred"
+
+
+def test_deferred_libraries_are_third_party() -> None:
+    assert not DEFERRED_LIBRARIES & (set(sys.stdlib_module_names) | {"nlgbench"})
+
+
 def test_no_private_name_imported_across_modules() -> None:
     mods = modules()
-    bad = [f"{name} imports {target}.{n}" for name, path in mods.items() for target, names in imports(name, path, set(mods))
+    bad = [f"{name} imports {target}.{n}" for name, path in mods.items() for target, names, _ in imports(name, path, set(mods))
            for n in names if n.startswith("_") and not n.startswith("__")]
     assert not bad, bad
 
@@ -93,3 +172,10 @@ SQL = re.compile(r"\bsqlite3\b|\b(SELECT|INSERT INTO|CREATE TABLE|DELETE FROM|UP
 def test_no_sql_outside_the_store(name: str) -> None:
     text = modules()[name].read_text(encoding="utf-8")
     assert not SQL.search(text), f"{name}: SQL or sqlite3 outside nlgbench.runs.store"
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_no_grab_bag_module(name: str) -> None:
+    """No module over 500 lines: a longer one holds several jobs (split it by job)."""
+    lines = len(modules()[name].read_text(encoding="utf-8").splitlines())
+    assert lines <= 500, f"{name}: {lines} lines"

@@ -427,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except OSError as exc:  # the file system refused a write (disk full, read-only): one line too
-        from nlgbench.runs.folder import write_fault
+        from nlgbench.foundations.files import write_fault
 
         fault = write_fault(exc)
         if fault is None:

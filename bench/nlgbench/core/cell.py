@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.version import __version__
 from nlgbench.core.labels import aligner_label, cell_label, dataset_label, metric_label, options_label
-from nlgbench.runs.folder import write_atomic  # noqa: F401  every file of a run folder is written by it (re-exported)
+from nlgbench.foundations.files import write_atomic
 
 if TYPE_CHECKING:
     from nlgbench.data.dataset import Dataset, Item

@@ -37,7 +37,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, CellResult, read_config, write_atomic
+from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, CellResult, read_config
+from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.errors import UserError, closest
 
 if TYPE_CHECKING:

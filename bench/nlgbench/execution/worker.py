@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Sequence
 from nlgbench.foundations.package import PACKAGE_DIR
 from nlgbench.core.cell import (
     SCORES_FILE, TRACEBACK_FILE, CellResult, MetricRecord, Memory, RepeatAgreement, Timing, measured_result, read_config,
-    write_atomic, write_scores,
+    write_scores,
 )
+from nlgbench.foundations.files import write_atomic
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.measurement.protocol import LatencyTracker, MemoryTracker, environment, measure_scoring, synchroniser
 from nlgbench.metrics.common import progress_hook, token_budget

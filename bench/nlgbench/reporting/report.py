@@ -40,7 +40,8 @@ from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.reporting.quality import QualityOptions  # noqa: F401  (re-exported: report's and compare's quality)
-from nlgbench.runs.folder import check_links, own_folder, write_atomic
+from nlgbench.foundations.files import write_atomic
+from nlgbench.runs.folder import check_links, own_folder
 from nlgbench.runs.rundata import RunData, load_run, memory_columns, write_published
 from nlgbench.statistics.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, GROUPING, LEVEL_ALIASES, LEVELS, METHODS, Segments,
                             canonical_level, has_docs, has_systems, left_out_note, percentile_interval, quality,

@@ -21,33 +21,16 @@ import errno
 import fcntl
 import os
 import stat
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.files import write_atomic
 
 LOCK_FILE = ".lock"
 # Folders of a run folder that nlgbench writes into (`cells/<id>/` too): never symbolic links.
 WRITTEN_FOLDERS = ("cells", "report", "slurm", "slurm/submitit")
-
-# errno values that say "the file system refuses this write", not "the program is wrong".
-NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
-NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
-
-
-def write_fault(exc: OSError) -> UserError | None:
-    """The one-line error for a write the file system refused (disk full, read-only, no
-    permission); None for any other OSError (a bug or an unexpected fault: keep its traceback)."""
-    where = exc.filename or "a file"
-    if exc.errno in NO_SPACE:
-        return UserError(f"no space left on the device while writing {where}; free some space and run the same "
-                         "command again (finished cells are kept)")
-    if exc.errno in NOT_WRITABLE:
-        return UserError(f"cannot write {where}: {exc.strerror}")
-    return None
-
 
 def refuse_link(path: Path) -> None:
     """One line when `path` is a symbolic link: writing (or deleting) through it would change
@@ -76,29 +59,6 @@ def check_links(folder: Path) -> None:
     if (folder / "cells").is_dir():
         for cell_dir in sorted((folder / "cells").iterdir()):
             refuse_link(cell_dir)
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write `data` (text as UTF-8, newlines as given) to `path` so that readers never see half a
-    file and no link is followed: a fresh temporary (O_EXCL, in the same folder) renamed over
-    `path`. A link at `path` is replaced by the file, its target left as it was. An OSError names
-    `path` (not the temporary), for `write_fault`'s one line."""
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        exc.filename = str(path)
-        raise
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide results from the rest of a group
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            exc.filename = str(path)
-        raise
 
 
 def make_folder(folder: Path) -> None:

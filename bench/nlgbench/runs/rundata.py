@@ -31,8 +31,9 @@ import pandas as pd
 
 from nlgbench.core.cell import (
     HUMAN_COLUMN_PREFIX, OK, RESULT_FILE, SCORES_FILE, CellResult, DatasetRef, human_columns, read_bytes, read_scores,
-    utf8_text, write_atomic,
+    utf8_text,
 )
+from nlgbench.foundations.files import write_atomic
 from nlgbench.data.dataset import HUMAN, Dataset
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.core.labels import distinct_dataset_labels

@@ -21,7 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Iterator, TypeVar
 
-from nlgbench.core.cell import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, CellResult, read_scores, write_atomic
+from nlgbench.core.cell import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, CellResult, read_scores
+from nlgbench.foundations.files import write_atomic
 from nlgbench.core.labels import distinct_dataset_labels
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.folder import refuse_link

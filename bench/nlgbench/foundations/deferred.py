@@ -1,0 +1,25 @@
+"""The one list of imports nlgbench defers to first use: heavy or optional third-party libraries.
+
+Every import of nlgbench's own modules, and of the standard library, sits at the top of its
+module, so a module's first lines show what it depends on. The libraries below may instead be
+imported inside the function that needs them, so that `nlgbench --help`, `nlgbench list` and
+`import nlgbench` do not pay for torch, transformers or matplotlib, and so that an optional
+extra (submitit, pyarrow, pynvml) is needed only by the command that uses it.
+tests/test_structure.py holds every function-level import to this list.
+"""
+
+from __future__ import annotations
+
+DEFERRED_LIBRARIES = frozenset({
+    "torch",  # ~1 s to import; the metrics and encoders import it at their top
+    "transformers",  # ~1-2 s; models load through it
+    "safetensors",
+    "ot",  # POT
+    "scipy",  # ~0.5 s (scipy.stats)
+    "pandas",
+    "matplotlib",  # figures of `report` only
+    "tqdm",
+    "submitit",  # --executor slurm only
+    "pynvml",  # CUDA memory, on a GPU machine only
+    "pyarrow",  # parquet tables only
+})
