@@ -31,8 +31,8 @@ def spread(values: list[float]) -> str:
 def measure(model: str, dataset: str, max_segments: int | None, batch_size: int, rounds: int,
             sinkhorn_regs: list[float], pot: bool = False) -> dict[str, Any]:
     """Timings of BaryScore (idf, last 5 layers) and BERTScore (last layer, no idf) on the same items, alternated."""
-    from nlgbench.data.dataset import load_dataset
-    from nlgbench.encoders.runtime import EncoderRef
+    from nlgbench.data.loaders import load_dataset
+    from nlgbench.encoders.registry import EncoderRef
     from nlgbench.metrics.baryscore import BaryScoreScorer
     from nlgbench.metrics.base import PhaseTimer
     from nlgbench.metrics.bertscore import BertScoreScorer

@@ -59,8 +59,8 @@ def main() -> None:
 
     from bert_score import BERTScorer
 
-    from nlgbench.data.dataset import load_dataset
-    from nlgbench.encoders.runtime import EncoderRef
+    from nlgbench.data.loaders import load_dataset
+    from nlgbench.encoders.registry import EncoderRef
     from nlgbench.metrics.base import PhaseTimer
     from nlgbench.metrics.bertscore import BertScoreScorer
 

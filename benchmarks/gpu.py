@@ -170,9 +170,10 @@ def reference_comparison(device: str, max_segments: int | None, rounds: int, bat
     import torch
     from bert_score import BERTScorer
 
-    from nlgbench.data.dataset import load_dataset
-    from nlgbench.encoders.runtime import EncoderRef
-    from nlgbench.measurement.protocol import WARMUP_MAX_PASSES, is_stable, synchroniser, warm_up
+    from nlgbench.data.loaders import load_dataset
+    from nlgbench.encoders.registry import EncoderRef
+    from nlgbench.measurement.protocol import WARMUP_MAX_PASSES, is_stable, warm_up
+    from nlgbench.measurement.trackers import synchroniser
     from nlgbench.metrics.base import PhaseTimer
     from nlgbench.metrics.bertscore import BertScoreScorer
 
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         device = "cpu"
         print("--allow-cpu: running the parts on the CPU (no GPU figures).")
 
-    from nlgbench.measurement.protocol import environment
+    from nlgbench.measurement.environment import environment
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)

@@ -35,9 +35,8 @@ def spread(values: list[float]) -> str:
 def measure(model: str, max_segments: int | None, batch_size: int, rounds: int) -> dict[str, Any]:
     """Timings and scores of nlgbench's MoverScore (exact WMD) and moverscore_v2, alternated."""
     from moverscore_reference import load_moverscore_v2
-
-    from nlgbench.data.dataset import load_dataset
-    from nlgbench.encoders.runtime import EncoderRef
+    from nlgbench.data.loaders import load_dataset
+    from nlgbench.encoders.registry import EncoderRef
     from nlgbench.metrics.base import PhaseTimer
     from nlgbench.metrics.moverscore import MoverScoreScorer
 

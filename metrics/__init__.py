@@ -12,6 +12,7 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from types import ModuleType
 
+from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.metrics.base import MetricInfo
 from nlgbench.foundations.registry import Registry
 
@@ -58,3 +59,12 @@ def metric_names() -> list[str]:
 def get_metric(name: str) -> MetricInfo:
     """The MetricInfo of a registered metric; UserError with the closest names otherwise."""
     return metric_registry().get(name)
+
+
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"  # the encoder when none is given, for metrics that run one
+
+
+def default_encoder(metric: str) -> str:
+    """The encoder of `score` and `distill` when none is given: `none` for a metric that runs no
+    model (sentbleu, chrf, rouge1 ...), else DEFAULT_ENCODER."""
+    return NO_ENCODER if NO_ENCODER in get_metric(metric).encoder_kinds else DEFAULT_ENCODER

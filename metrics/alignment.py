@@ -16,18 +16,18 @@ wrapper: same solver, same inputs, same plan and cost.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import ot
 import torch
 from ot.lp.emd_wrap import check_result, emd_c
 
-from nlgbench.metrics.common import advance, length_sorted_batches
 from nlgbench.foundations.registry import Registry
+from nlgbench.metrics.common import advance, length_sorted_batches
 
 
 def _normalise(w: np.ndarray) -> np.ndarray:
@@ -270,7 +270,7 @@ def pad_pairs(aligner: AlignerInfo, x: Sequence[torch.Tensor], a: Sequence[torch
     """The pairs (x[i], a[i]), (y[i], b[i]) in batches of `batch_pairs` of similar size (sorted by
     n_i + m_i: little padding), padded, `points` (e.g. a normalisation) applied to the padded points,
     with the cost matrices `aligner` needs. Batches are made on `threads` threads (`parallel`)."""
-    batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(a, b)], batch_pairs))
+    batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(a, b, strict=False)], batch_pairs))
     out: list[PairBatch | None] = [None] * len(batches)
 
     def make(j: int) -> None:

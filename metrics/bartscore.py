@@ -12,18 +12,20 @@ batches sorted by length; `state_dict` loads fine-tuned weights (e.g. BARTScore'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.runtime import EncoderRef
-from nlgbench.foundations.errors import UserError
+from nlgbench.data.model import Item
 from nlgbench.encoders.models import load_model
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.runtime import pad_ids
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
-from nlgbench.metrics.common import length_sorted_map, pad_ids
+from nlgbench.metrics.common import length_sorted_map
 
 
 def target_log_likelihood(model: Any, src: torch.Tensor, src_mask: torch.Tensor,
@@ -82,13 +84,13 @@ class BartScoreScorer(ScorerBase[BartScoreOptions]):
             return target_log_likelihood(self.lm.model, src.to(dev), src_mask.to(dev), tgt.to(dev), tgt_mask.to(dev)).tolist()
 
         with timer.phase(name):
-            return length_sorted_map(batch_scores, [len(s) + len(t) for s, t in zip(s_ids, t_ids)], self.batch_size)
+            return length_sorted_map(batch_scores, [len(s) + len(t) for s, t in zip(s_ids, t_ids, strict=False)], self.batch_size)
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         refs, hyps = [it.reference for it in items], [it.hypothesis for it in items]
         precision = self.direction(refs, hyps, timer, "precision")
         recall = self.direction(hyps, refs, timer, "recall")
-        cols = {"precision": precision, "recall": recall, "f": [(p + r) / 2 for p, r in zip(precision, recall)]}
+        cols = {"precision": precision, "recall": recall, "f": [(p + r) / 2 for p, r in zip(precision, recall, strict=False)]}
         if self.options.faithfulness:
             sources = [it.source for it in items]
             if any(not s.strip() for s in sources):

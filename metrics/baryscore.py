@@ -16,19 +16,27 @@ a text whose idf mass is zero falls back to uniform weights.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import ot
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.runtime import EncoderRef, Tokenized, load_encoder
+from nlgbench.data.model import Item
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.runtime import Tokenized, load_encoder
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.alignment import (network_simplex, pad_clouds, parallel, solver_marginals,
-                                        squared_euclidean_cost_batch, wmd_batch)
+from nlgbench.metrics.alignment import (
+    network_simplex,
+    pad_clouds,
+    parallel,
+    solver_marginals,
+    squared_euclidean_cost_batch,
+    wmd_batch,
+)
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.metrics.embedding import Embedded, SidedIdf, embed_pairs
@@ -82,72 +90,136 @@ def free_support_barycentres(layers: Sequence[torch.Tensor], weights: Sequence[n
     first iteration (X = 0) every plan is optimal (C_rj = |L_ij|^2 does not depend on r): the solver
     returns its starting plan, as it does inside POT.
     """
-    count = len(layers)
-    if count == 0:
+    if not layers:
         return []
-    k, _, dim = layers[0].shape
-    device = layers[0].device
-    sizes = [int(layer.shape[1]) for layer in layers]  # n_t: one support point per token
-    marginals = [solver_marginals(np.full(n_t, 1.0 / n_t), w) for n_t, w in zip(sizes, weights)]
-    held = [np.flatnonzero(b) for _, b in marginals]  # tokens with mass: the solver leaves the others out
-    marginals = [(a, b[h]) for (a, b), h in zip(marginals, held)]
-    heights = [len(h) for h in held]  # m_t
-    # L: [B, k m, D], layer i of text t in rows i m .. i m + m_t (tokens with mass only), zero-padded
-    padded = torch.nn.utils.rnn.pad_sequence(
-        [layer[:, torch.from_numpy(h).to(device)].transpose(0, 1).double() for layer, h in zip(layers, held)],
-        batch_first=True)
-    n, m = max(sizes), padded.shape[1]
-    points = padded.transpose(1, 2).reshape(count, k * m, dim)
-    # POT's update coefficient weight_i / b_r = (1 / k) / (1 / n_t), per support point (0 on padding)
-    scale = torch.zeros(count, n, 1, dtype=torch.float64)
-    for t, (a, _) in enumerate(marginals):
-        scale[t, : sizes[t], 0] = torch.from_numpy(1.0 / k * 1.0 / a)
-    scale = scale.to(device)
-    final = torch.zeros(count, n, k * m, dtype=torch.float64, device=device)  # each text's last plans
-
-    use_gram = k * m <= dim if use_gram is None else use_gram
-    # the state of the active texts: plans P, |X_r|^2, X itself (without G only), and their constants
-    active, coef, pts = torch.arange(count, device=device), scale, points
-    pts_sq = pts.pow(2).sum(-1)  # |L_ij|^2
-    gram = torch.bmm(pts, pts.transpose(1, 2)) if use_gram else None
-    plans = torch.zeros_like(final)
-    x_sq = torch.zeros(count, n, dtype=torch.float64, device=device)
-    x = torch.zeros(count, n, 0 if use_gram else dim, dtype=torch.float64, device=device)
-    cost = pts_sq[:, None, :].expand(count, n, k * m)  # X = 0
+    supports = _stack_supports(layers, weights)
+    count, n, km = len(layers), max(supports.sizes), supports.points.shape[1]
+    final = torch.zeros(count, n, km, dtype=torch.float64, device=supports.points.device)  # each text's last plans
+    state = _first_iterate(supports, km <= supports.points.shape[2] if use_gram is None else use_gram)
     for _ in range(max_iter):
-        ids = active.tolist()
-        cost_np = cost.to("cpu").numpy()
-        new_np = np.zeros(cost_np.shape)
-        for row, t in enumerate(ids):
-            for i in range(k):
-                cols = slice(i * m, i * m + heights[t])
-                new_np[row, : sizes[t], cols] = network_simplex(*marginals[t], cost_np[row, : sizes[t], cols])[0]
-        new = torch.from_numpy(new_np).to(device)
-        if gram is not None:
-            moved = torch.bmm(new, gram)  # X_new L^T / c
-            new_sq = coef[..., 0] ** 2 * (moved * new).sum(-1)  # |X_new_r|^2
-            cross = coef[..., 0] ** 2 * (moved * plans).sum(-1)  # X_new_r . X_r
-            shift = (new_sq - 2 * cross + x_sq).sum(-1)
-            cost = -2 * (coef * moved)
-            x_sq = new_sq
-        else:
-            new_x = coef * torch.bmm(new, pts)
-            shift = (new_x - x).pow(2).sum(dim=(1, 2))
-            cost = -2 * torch.bmm(new_x, pts.transpose(1, 2))
-            x, x_sq = new_x, new_x.pow(2).sum(-1)
-        cost += x_sq[:, :, None]
-        cost += pts_sq[:, None, :]
-        cost.clamp_min_(0)
-        final[active] = plans = new
+        new = _exact_plans(supports, state)
+        shift = _move_support(state, new)
+        final[state.active] = state.plans = new
         going = shift > stop_thr
         if not bool(going.any()):
             break
         if not bool(going.all()):
-            active, coef, pts, pts_sq, plans, x_sq, x, cost = (
-                v[going] for v in (active, coef, pts, pts_sq, plans, x_sq, x, cost))
-            gram = gram[going] if gram is not None else None
-    bary = scale * torch.bmm(final, points)
-    return [bary[t, :n_t] for t, n_t in enumerate(sizes)]
+            state.keep(going)
+    bary = supports.scale * torch.bmm(final, supports.points)
+    return [bary[t, :n_t] for t, n_t in enumerate(supports.sizes)]
+
+
+@dataclass
+class _Supports:
+    """The B texts' layer measures stacked for `free_support_barycentres` (tokens with mass only)."""
+
+    k: int  # layers: measures per text
+    m: int  # rows per layer in `points`: the most tokens with mass of any text
+    sizes: list[int]  # n_t: one support point per token
+    heights: list[int]  # m_t: tokens with mass
+    marginals: list[tuple[np.ndarray, np.ndarray]]  # (barycentre masses, token masses with mass) per text
+    points: torch.Tensor  # L: [B, k m, D], layer i of text t in rows i m .. i m + m_t, zero-padded
+    scale: torch.Tensor  # [B, n, 1]: POT's update coefficient (1 / k) / (1 / n_t), 0 on padding
+
+
+def _stack_supports(layers: Sequence[torch.Tensor], weights: Sequence[np.ndarray]) -> _Supports:
+    """The texts' measures as the iteration runs on them: the solver's marginals, and the layers'
+    points with mass stacked and zero-padded into one batch on the layers' device."""
+    count = len(layers)
+    k, _, dim = layers[0].shape
+    device = layers[0].device
+    sizes = [int(layer.shape[1]) for layer in layers]  # n_t: one support point per token
+    marginals = [solver_marginals(np.full(n_t, 1.0 / n_t), w) for n_t, w in zip(sizes, weights, strict=False)]
+    held = [np.flatnonzero(b) for _, b in marginals]  # tokens with mass: the solver leaves the others out
+    marginals = [(a, b[h]) for (a, b), h in zip(marginals, held, strict=False)]
+    padded = torch.nn.utils.rnn.pad_sequence(
+        [layer[:, torch.from_numpy(h).to(device)].transpose(0, 1).double() for layer, h in zip(layers, held, strict=False)],
+        batch_first=True)
+    n, m = max(sizes), padded.shape[1]
+    points = padded.transpose(1, 2).reshape(count, k * m, dim)
+    scale = torch.zeros(count, n, 1, dtype=torch.float64)
+    for t, (a, _) in enumerate(marginals):
+        scale[t, : sizes[t], 0] = torch.from_numpy(1.0 / k * 1.0 / a)
+    return _Supports(k=k, m=m, sizes=sizes, heights=[len(h) for h in held], marginals=marginals,
+                     points=points, scale=scale.to(device))
+
+
+@dataclass
+class _Iterate:
+    """The fixed-point iteration's state of the texts still moving (`active`): their plans P, |X_r|^2,
+    X itself (without the Gram matrix only), the costs of the next plans, and their constants
+    (update coefficients, points L, |L_ij|^2, the Gram matrix G = L L^T where used)."""
+
+    active: torch.Tensor
+    coef: torch.Tensor
+    pts: torch.Tensor
+    pts_sq: torch.Tensor
+    gram: torch.Tensor | None
+    plans: torch.Tensor
+    x_sq: torch.Tensor
+    x: torch.Tensor
+    cost: torch.Tensor
+
+    def keep(self, going: torch.Tensor) -> None:
+        """Drop the texts whose barycentre has settled (`going` False)."""
+        self.active, self.coef, self.pts, self.pts_sq, self.plans, self.x_sq, self.x, self.cost = (
+            v[going] for v in (self.active, self.coef, self.pts, self.pts_sq, self.plans, self.x_sq, self.x, self.cost))
+        self.gram = self.gram[going] if self.gram is not None else None
+
+
+def _first_iterate(supports: _Supports, use_gram: bool) -> _Iterate:
+    """Every text active, X = 0: the first costs are C_rj = |L_ij|^2."""
+    points = supports.points
+    count, km, dim = points.shape
+    n = max(supports.sizes)
+    device = points.device
+    pts_sq = points.pow(2).sum(-1)  # |L_ij|^2
+    return _Iterate(
+        active=torch.arange(count, device=device), coef=supports.scale, pts=points, pts_sq=pts_sq,
+        gram=torch.bmm(points, points.transpose(1, 2)) if use_gram else None,
+        plans=torch.zeros(count, n, km, dtype=torch.float64, device=device),
+        x_sq=torch.zeros(count, n, dtype=torch.float64, device=device),
+        x=torch.zeros(count, n, 0 if use_gram else dim, dtype=torch.float64, device=device),
+        cost=pts_sq[:, None, :].expand(count, n, km),  # X = 0
+    )
+
+
+def _exact_plans(supports: _Supports, state: _Iterate) -> torch.Tensor:
+    """The k optimal plans T_i of every active text under its current costs (POT's network simplex,
+    on the CPU), side by side: [B_active, n, k m] on the layers' device."""
+    k, m = supports.k, supports.m
+    cost_np = state.cost.to("cpu").numpy()
+    new_np = np.zeros(cost_np.shape)
+    for row, t in enumerate(state.active.tolist()):
+        n_t = supports.sizes[t]
+        for i in range(k):
+            cols = slice(i * m, i * m + supports.heights[t])
+            new_np[row, :n_t, cols] = network_simplex(*supports.marginals[t], cost_np[row, :n_t, cols])[0]
+    return torch.from_numpy(new_np).to(supports.points.device)
+
+
+def _move_support(state: _Iterate, new: torch.Tensor) -> torch.Tensor:
+    """X <- (n_t / k) P_new L for the active texts: their next costs |X|^2 + |L|^2 - 2 X L^T (through the
+    Gram matrix where there is one, else through X) and squared |X|^2; returns each text's shift
+    sum_r |X_new - X|^2. `state.plans` are still the previous ones here."""
+    coef, plans = state.coef, state.plans
+    if state.gram is not None:
+        moved = torch.bmm(new, state.gram)  # X_new L^T / c
+        new_sq = coef[..., 0] ** 2 * (moved * new).sum(-1)  # |X_new_r|^2
+        cross = coef[..., 0] ** 2 * (moved * plans).sum(-1)  # X_new_r . X_r
+        shift = (new_sq - 2 * cross + state.x_sq).sum(-1)
+        cost = -2 * (coef * moved)
+        state.x_sq = new_sq
+    else:
+        new_x = coef * torch.bmm(new, state.pts)
+        shift = (new_x - state.x).pow(2).sum(dim=(1, 2))
+        cost = -2 * torch.bmm(new_x, state.pts.transpose(1, 2))
+        state.x, state.x_sq = new_x, new_x.pow(2).sum(-1)
+    cost += state.x_sq[:, :, None]
+    cost += state.pts_sq[:, None, :]
+    cost.clamp_min_(0)
+    state.cost = cost
+    return shift
 
 
 def wasserstein_batch(x: Sequence[torch.Tensor], y: Sequence[torch.Tensor], threads: int = 1,
@@ -160,7 +232,7 @@ def wasserstein_batch(x: Sequence[torch.Tensor], y: Sequence[torch.Tensor], thre
     (`wmd_batch`); the batches run on `threads` threads (`parallel`).
     """
     out = torch.zeros(len(x), dtype=torch.float64)
-    batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(x, y)], batch_pairs))
+    batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(x, y, strict=False)], batch_pairs))
 
     def solve(j: int) -> None:
         idx = batches[j]
@@ -237,7 +309,7 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
 
         with parallel(threads, "barycentre batches solved") as run:
             run(solve, len(batches))
-        return {key: bary for batch, bars in zip(batches, found) for key, bary in zip(batch, bars)}
+        return {key: bary for batch, bars in zip(batches, found, strict=False) for key, bary in zip(batch, bars, strict=False)}
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         """Barycentres of each distinct (text, side) once (a reference shared by several items is reused,
@@ -253,15 +325,15 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
             group = list(islice(stream, GROUP_PAIRS))  # encodes when needed, timed as encode
             group_keys = keys[start : start + len(group)]
             with timer.phase("barycentre"):
-                todo = {key: emb for pair_keys, embs in zip(group_keys, group)
-                        for key, emb in zip(pair_keys, embs) if key not in known}
+                todo = {key: emb for pair_keys, embs in zip(group_keys, group, strict=False)
+                        for key, emb in zip(pair_keys, embs, strict=False) if key not in known}
                 known.update(self.barycentres(todo, threads))
             with timer.phase("transport"):
                 refs, hyps = [known[ref] for ref, _ in group_keys], [known[hyp] for _, hyp in group_keys]
                 cols["w"].extend(wasserstein_batch(refs, hyps, threads).tolist())
                 for reg in self.options.sinkhorn_regs:
                     cols[f"sd_{reg:g}"].extend(sinkhorn_divergence(x.cpu().numpy(), y.cpu().numpy(), reg)
-                                               for x, y in zip(refs, hyps))
+                                               for x, y in zip(refs, hyps, strict=False))
             for key in (key for pair_keys in group_keys for key in pair_keys):
                 uses[key] -= 1
                 if not uses[key]:

@@ -11,16 +11,17 @@ import dataclasses
 import time
 import types
 import typing
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Generic, Iterator, Protocol, Sequence, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from nlgbench.data.dataset import Item
+from nlgbench.data.model import Item
 from nlgbench.foundations.errors import UserError
 
-O = TypeVar("O")
+OptionsT = TypeVar("OptionsT")
 
 #: The harness's option for metrics that read references: how to use several references per item.
 REFERENCE_POLICY = "reference_policy"
@@ -78,17 +79,17 @@ class Scorer(Protocol):
         """What this scorer actually runs: layer, parameters, disk bytes, options."""
 
 
-class ScorerBase(Generic[O]):
+class ScorerBase(Generic[OptionsT]):
     """What every scorer holds: its typed options (an instance of `options_class`), device and batch size.
 
     Subclasses load their models in `__init__` (after calling this one), implement `score` and
     `describe`, and override `prepare` when the metric has corpus state.
     """
 
-    options_class: type[O]
+    options_class: type[OptionsT]
 
     def __init__(self, options: dict[str, Any], device: str, batch_size: int) -> None:
-        self.options: O = self.options_class(**options)
+        self.options: OptionsT = self.options_class(**options)
         self.device = device
         self.batch_size = batch_size
 

@@ -12,17 +12,19 @@ over the M references, unseen tokens log(M + 1).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.registry import default_layer
-from nlgbench.encoders.runtime import EncoderRef, load_encoder
+from nlgbench.data.model import Item
+from nlgbench.encoders.registry import EncoderRef, default_layer
+from nlgbench.encoders.runtime import load_encoder
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import greedy_match, pad_tensors, token_weights
 from nlgbench.metrics.embedding import chunks, corpus_idf, embed_texts
+
 
 @dataclass
 class BertScoreOptions:

@@ -3,7 +3,7 @@
 Pure functions, no model state. Metrics import these from here and never from each other.
 - `idf_table`, `token_weights`, `greedy_match`: BERTScore's core (Zhang et al., 2020, Eqs. 1-4),
   also used by MoverScore / BaryScore (idf) and SentSim (its BERTScore token part);
-- `pad_ids`, `pad_tensors`: right-padding of token ids or per-token tensors into a batch;
+- `pad_tensors`: right-padding of per-token tensors into a batch (token ids: `nlgbench.encoders.runtime.pad_ids`);
 - `length_sorted_map`: run a function over batches of indices sorted by length (least padding),
   results returned in the input order;
 - `group_sorted`, `token_budget`: how sorted inputs are cut into batches: at most `batch_size` items
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import TypeVar
 
 import torch
 
@@ -119,15 +120,6 @@ def _real(emb: torch.Tensor) -> torch.Tensor:
 def pad_tensors(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     """Per-token tensors [L_i, ...] right-padded with zeros into one batch [B, max L_i, ...]."""
     return torch.nn.utils.rnn.pad_sequence(list(tensors), batch_first=True)
-
-
-def pad_ids(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token id lists right-padded with `pad_id`: ids [B, T] and attention mask [B, T] (one tensor
-    built from Python lists each, not one per row: this runs once per model batch)."""
-    longest = max(len(r) for r in rows)
-    ids = torch.tensor([[*r, *[pad_id] * (longest - len(r))] for r in rows], dtype=torch.long)
-    mask = torch.tensor([[1] * len(r) + [0] * (longest - len(r)) for r in rows], dtype=torch.long)
-    return ids, mask
 
 
 def group_sorted(lengths: Sequence[int], batch_size: int, tokens: int | None = None) -> Iterator[list[int]]:

@@ -13,14 +13,16 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Callable, Generic, Iterable, Iterator, Protocol, Sequence, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.runtime import Encoder, EncoderRef, Tokenized, load_encoder
+from nlgbench.data.model import Item
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
 from nlgbench.metrics.alignment import get_aligner
 from nlgbench.metrics.base import PhaseTimer, ScorerBase
 from nlgbench.metrics.common import active_token_budget, advance, group_sorted, idf_table
@@ -113,7 +115,7 @@ def prepared_batches(encoder: Encoder, texts: Sequence[str], batch_size: int, to
     pending: list[tuple[int, Tokenized]] = []
     for start in range(0, len(order), step):
         index = order[start : start + step]
-        pending += zip(index, encoder.tokenize([texts[i] for i in index]))
+        pending += zip(index, encoder.tokenize([texts[i] for i in index]), strict=False)
         pending.sort(key=lambda pair: len(pair[1].ids), reverse=True)  # stable: ties keep their order
         groups = list(group_sorted([len(tok.ids) for _, tok in pending], batch_size, tokens))
         last = start + step >= len(order)
@@ -260,7 +262,7 @@ def embed_texts(
             states, _ = encoder.hidden_states([t.ids for t in batch.tokens], layers, padded=(batch.ids, batch.mask))
             # half-precision variants: metrics work in float32
             hidden = states[0].float() if isinstance(layer, int) else torch.stack(states, dim=1).float()
-            for row, (i, tok) in enumerate(zip(batch.index, batch.tokens)):
+            for row, (i, tok) in enumerate(zip(batch.index, batch.tokens, strict=False)):
                 out[i] = (tok, hidden[row, ..., : len(tok.ids), :])
             advance("texts encoded", len(out), len(unique))
     timer.seconds["encode"] -= stream.wait_s

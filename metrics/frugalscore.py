@@ -7,15 +7,16 @@ over "hypothesis [SEP] reference" (the order of the published scorer), truncated
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.runtime import EncoderRef
-from nlgbench.foundations.errors import UserError
+from nlgbench.data.model import Item
 from nlgbench.encoders.models import load_model
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
 

@@ -13,15 +13,17 @@ code, which the efficiency study ran, uses this one); `score_form: inverse` give
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.runtime import EncoderRef, Tokenized
+from nlgbench.data.model import Item
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.runtime import Tokenized
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import pad_pairs, transport_pairs
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
@@ -118,7 +120,7 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
                         for ref, _ in group]
                 hyps = [cloud(*hyp, idf.hypothesis, idf.unseen_hypothesis, self.stop_words, self.options.n_gram)
                         for _, hyp in group]
-                for it, (_, a), (_, b) in zip(items[start:], refs, hyps):
+                for it, (_, a), (_, b) in zip(items[start:], refs, hyps, strict=False):
                     if not len(a) or not len(b) or a.sum() <= 0 or b.sum() <= 0:
                         raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
                                          "after removing subwords, punctuation and stop words")

@@ -18,13 +18,14 @@ outside the cell's load time, as the worker does for torch and transformers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Any, Sequence
+from typing import Any
 
 from rouge_score import rouge_scorer
 
-from nlgbench.data.dataset import Item
+from nlgbench.data.model import Item
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 

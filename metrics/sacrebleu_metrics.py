@@ -24,19 +24,20 @@ number of references per item (`var` when it varies, sacrebleu's own convention)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Any, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
 
-from nlgbench.data.dataset import Item
-from nlgbench.foundations.errors import UserError
+from nlgbench.data.model import Item
 from nlgbench.encoders.registry import NO_ENCODER
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 
-O = TypeVar("O")
+OptionsT = TypeVar("OptionsT")
 
 NO_MODEL = {"params": 0, "disk_bytes": 0, "weight_bytes": 0, "runs_on": "cpu"}  # describe()'s sizes: nothing loaded
 
@@ -73,7 +74,7 @@ def signature(metric: Metric, items: Sequence[Item]) -> str:
     return str(metric.get_signature())
 
 
-class SacrebleuScorer(ScorerBase[O]):
+class SacrebleuScorer(ScorerBase[OptionsT]):
     """One sacrebleu sentence metric, built once by `library_metric`; `column` names its one output."""
 
     column: str

@@ -15,14 +15,16 @@ The encoder is the sentence encoder; `word_encoder` names another model for the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.runtime import Encoder, EncoderRef, Tokenized, load_encoder
+from nlgbench.data.model import Item
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import ALIGNERS, align
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores, with_second_model

@@ -12,20 +12,22 @@ log-likelihood of the hypothesis under a causal LM (GPT-2 ...), combined as
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.runtime import EncoderRef, Tokenized
-from nlgbench.foundations.errors import UserError
+from nlgbench.data.model import Item
 from nlgbench.encoders.models import load_model
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.runtime import Tokenized, pad_ids
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import cost_matrix, transport
 from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores, with_second_model
-from nlgbench.metrics.common import length_sorted_map, pad_ids
+from nlgbench.metrics.common import length_sorted_map
 from nlgbench.metrics.embedding import AlignerScorer, embed_pairs
 
 
@@ -121,7 +123,7 @@ class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):
             raise ValueError("xmoverscore needs a source text for every item; this dataset has blank sources")
         xmover: list[float] = []
         pairs = [(it.source, it.hypothesis) for it in items]
-        for it, (src, hyp) in zip(items, embed_pairs(self.encoder, pairs, self.layer, self.batch_size, timer)):
+        for it, (src, hyp) in zip(items, embed_pairs(self.encoder, pairs, self.layer, self.batch_size, timer), strict=False):
             with timer.phase("distance"):
                 x, a = self._cloud(*src, it.lp if self.options.mapping else None)
                 y, b = self._cloud(*hyp, None)
@@ -133,7 +135,7 @@ class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):
         if self.lm is not None:
             lm = self.lm_scores([it.hypothesis for it in items], timer)
             cols["lm"] = lm
-            cols["combined"] = [s + self.options.lm_weight * v for s, v in zip(xmover, lm)]
+            cols["combined"] = [s + self.options.lm_weight * v for s, v in zip(xmover, lm, strict=False)]
         return Scores(primary="combined" if self.lm is not None else "xmoverscore", columns=cols)
 
     def describe(self) -> dict[str, Any]:

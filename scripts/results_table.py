@@ -1,25 +1,30 @@
 """Print Markdown tables of a run folder: one row per metric x encoder across datasets, then every cell.
 
-    python scripts/results_table.py reports/similarity [--quality pearson_pooled]
+python scripts/results_table.py reports/similarity [--quality pearson_pooled]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import sys
 from pathlib import Path
 
 from nlgbench.foundations.errors import UserError
-from nlgbench.reporting.tables import by_dataset_table, cells_table, read_results
+from nlgbench.reporting.tables import by_dataset_table, cells_table
+from nlgbench.runs.rundata import RunData
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
-    parser.add_argument("--quality", default="pearson_pooled", choices=["pearson", "kendall", "pearson_pooled", "kendall_pooled"])
+    parser.add_argument(
+        "--quality", default="pearson_pooled", choices=["pearson", "kendall", "pearson_pooled", "kendall_pooled"]
+    )
     args = parser.parse_args()
     try:
-        rows = read_results(args.folder)
+        rows = list(csv.DictReader(io.StringIO(RunData.results_csv(args.folder), newline="")))
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

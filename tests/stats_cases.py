@@ -1,5 +1,5 @@
 """Seeded random correlation inputs, every group with at least 3 points (segments per language
-pair, systems per language pair), shared by the golden-value test of nlgbench.statistics.stats and the
+pair, systems per language pair), shared by the golden-value test of nlgbench.statistics and the
 script that wrote the golden values with the two engines it replaced (tests/stats_golden.json)."""
 
 from __future__ import annotations

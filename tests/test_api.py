@@ -12,9 +12,9 @@ import pytest
 
 import nlgbench
 from nlgbench.cli import main
-from nlgbench.data.dataset import load_dataset
-from nlgbench.foundations.errors import UserError
+from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
+from nlgbench.foundations.errors import UserError
 from tiny import make_tiny_bert
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

@@ -13,10 +13,11 @@ import pytest
 import torch
 
 import nlgbench
-import nlgbench.api
-from nlgbench.cli import build_parser, main
-from nlgbench.reporting.compare import MIN_RESAMPLES
+import nlgbench.cli.score
+from nlgbench.cli import main
+from nlgbench.cli.parser import build_parser
 from nlgbench.foundations.errors import UserError
+from nlgbench.reporting.compare import MIN_RESAMPLES
 from test_cli import user_error
 from test_own_data import imported_run
 from tiny import make_tiny_bert
@@ -92,7 +93,7 @@ def no_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("scored before the arguments were checked")
 
-    monkeypatch.setattr(nlgbench.api, "score_outputs", forbidden)
+    monkeypatch.setattr(nlgbench.cli.score, "score_outputs", forbidden)
 
 
 @pytest.mark.parametrize("out", ["folder", "missing/x.csv"])
@@ -203,19 +204,19 @@ def test_compare_refuses_a_bootstrap_it_cannot_do(compare_run: Path, capsys: pyt
 def test_api_compare_refuses_no_bootstrap(compare_run: Path, n_resamples: int, seed: int, message: str) -> None:
     """The API's `compare` takes fewer resamples (tests, `write_report`), but not none, nor a negative seed."""
     from nlgbench.reporting.compare import compare
-    from nlgbench.runs.rundata import load_run
+    from nlgbench.runs.rundata import RunData
 
     with pytest.raises(UserError, match=message):
-        compare(load_run(compare_run), "poor", "good", n_resamples=n_resamples, seed=seed)
+        compare(RunData.open(compare_run), "poor", "good", n_resamples=n_resamples, seed=seed)
 
 
 def test_compare_at_the_fewest_resamples_brackets_the_estimate(compare_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """At the minimum the paired interval holds the estimate (with 1 resample it did not) and p is a probability."""
     from nlgbench.reporting.compare import compare
-    from nlgbench.runs.rundata import load_run
+    from nlgbench.runs.rundata import RunData
 
     for seed in (0, 7):
-        result = compare(load_run(compare_run), "poor", "good", n_resamples=MIN_RESAMPLES, seed=seed)
+        result = compare(RunData.open(compare_run), "poor", "good", n_resamples=MIN_RESAMPLES, seed=seed)
         row = result["rows"][0]
         assert row["delta_ci"][0] <= row["delta"] <= row["delta_ci"][1]
         assert 0 <= row["p_bootstrap"] <= 1
@@ -247,7 +248,7 @@ def test_exit_statuses_are_the_documented_ones(tmp_path: Path, capsys: pytest.Ca
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(nlgbench.api, "score_outputs", interrupted)
+    monkeypatch.setattr(nlgbench.cli.score, "score_outputs", interrupted)
     path = write_lines(tmp_path / "h.txt", HYPS)
     assert main(["score", "--metric", "chrf", "-c", str(path), "-r", str(path)]) == 130
     assert capsys.readouterr().err.strip().endswith("interrupted; run the same command again to resume")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.runtime import EncoderRef
+from nlgbench.data.model import Item
+from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.bartscore import BartScoreScorer
 from nlgbench.metrics.base import PhaseTimer

@@ -11,13 +11,12 @@ import ot
 import pytest
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.runtime import EncoderRef
-from nlgbench.foundations.errors import UserError
 from nlgbench.core.spec import parse_spec
+from nlgbench.data.model import Item
 from nlgbench.encoders.hfcache import local_snapshot
-from nlgbench.metrics.baryscore import (BaryScoreScorer, free_support_barycentres, sinkhorn_divergence,
-                                        wasserstein_batch)
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.foundations.errors import UserError
+from nlgbench.metrics.baryscore import BaryScoreScorer, free_support_barycentres, sinkhorn_divergence, wasserstein_batch
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.common import idf_table
 from nlgbench.metrics.embedding import embed_texts
@@ -189,7 +188,7 @@ def test_options_are_checked_when_the_spec_is_read(tiny_dir: Path) -> None:
 def test_scores_equal_pot_per_text_on_wmt16() -> None:
     """The scorer (batched barycentres, references shared by items computed once, batched transport)
     against the published code's POT calls per text, on real MiniLM-L6 states of WMT16 segments."""
-    from nlgbench.data.dataset import load_dataset
+    from nlgbench.data.loaders import load_dataset
 
     items = load_dataset("wmt16", max_segments=5).items
     scorer = BaryScoreScorer(EncoderRef("all-MiniLM-L6-v2"), {"idf": True}, "cpu", 16)

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from nlgbench.data.dataset import load_dataset
-from nlgbench.encoders.runtime import EncoderRef, load_encoder
+from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.runtime import load_encoder
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.bertscore import BertScoreScorer
 from nlgbench.metrics.common import greedy_match, idf_table

@@ -14,13 +14,15 @@ from typing import Any, Sequence
 
 import pytest
 
-from nlgbench.core.cell import CellConfig, CellResult, DatasetRef, json_safe, write_scores
+from nlgbench.core.cell import CellConfig, DatasetRef
+from nlgbench.core.result import CellResult, json_safe
+from nlgbench.core.scores import write_scores
 from nlgbench.encoders.registry import EncoderRef
-from nlgbench.measurement.protocol import (
-    AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS, LatencyTracker, MemoryTracker, measure_scoring, warmup_items,
-)
+from nlgbench.measurement.protocol import AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS, measure_scoring, warmup_items
+from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker
 from nlgbench.metrics.base import PhaseTimer, Scores
-from nlgbench.runs.store import CSV_COLUMNS, EXTRA_COLUMNS, Store
+from nlgbench.runs.store import Store
+from nlgbench.runs.views import CSV_COLUMNS, EXTRA_COLUMNS
 
 RUN_V0 = Path(__file__).parent / "data" / "run_v0"
 
@@ -90,7 +92,7 @@ def test_nan_becomes_null() -> None:
 
 
 def test_write_scores_columns(tmp_path: Path) -> None:
-    from nlgbench.data.dataset import Item
+    from nlgbench.data.model import Item
 
     items = [Item(lp="de-en", seg_id=1, system="", source="s", reference="r", hypothesis="h", human=0.5)]
     write_scores(tmp_path / "scores.csv", items, [0.1], {"f1": [0.1], "precision": [0.2]})

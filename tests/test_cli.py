@@ -332,7 +332,7 @@ def fake_catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: dic
     """A one-pair DA dataset 'fake' in a mirror under tmp_path; the packaged catalogue is replaced."""
     path = tmp_path / "catalogue.yaml"
     path.write_text(yaml.safe_dump(fake_da(tmp_path, monkeypatch, columns)), encoding="utf-8")
-    monkeypatch.setattr("nlgbench.data.dataset.catalogue_path", lambda: path)
+    monkeypatch.setattr("nlgbench.data.catalogue.catalogue_path", lambda: path)
 
 
 DA_COLUMNS = {
@@ -383,7 +383,7 @@ def test_blank_source_is_fine_for_bertscore(tmp_path: Path) -> None:
     rows = [dict(r) for r in ROWS]
     rows[0]["source"] = " "
     write_jsonl(tmp_path / "data.jsonl", rows)
-    from nlgbench.execution.local import check_datasets
+    from nlgbench.execution.base import check_datasets
     from nlgbench.core.spec import load_spec
 
     spec = load_spec(write_spec(tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}])))

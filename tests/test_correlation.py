@@ -1,4 +1,4 @@
-"""Tests for a cell's correlations (nlgbench.statistics.stats.correlate, what result.json and results.csv hold):
+"""Tests for a cell's correlations (nlgbench.statistics.summary.correlate, what result.json and results.csv hold):
 values recomputed with scipy, hand-made system level, NaN, the 3-point minimum, bootstrap and
 input errors."""
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from nlgbench.statistics.stats import MIN_POINTS, correlate
+from nlgbench.statistics.correlation import MIN_POINTS
+from nlgbench.statistics.summary import correlate
 
 
 def _sample(seed: int = 1) -> tuple[list[float], list[float], list[str]]:

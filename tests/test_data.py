@@ -1,4 +1,4 @@
-"""Dataset catalogue, fetch cache and loaders (nlgbench.data.dataset), on the shared copies via the mirror setting."""
+"""Dataset catalogue, fetch cache and loaders (nlgbench.data), on the shared copies via the mirror setting."""
 
 from __future__ import annotations
 
@@ -17,21 +17,12 @@ from typing import Any
 
 import pytest
 
-from nlgbench.data.dataset import (
-    MIRROR_ENV,
-    Dataset,
-    Item,
-    cache_dir,
-    check_nonblank,
-    check_user_file,
-    dataset_names,
-    fetch,
-    load_catalogue,
-    load_dataset,
-    sha256_file,
-)
-from nlgbench.foundations.errors import UserError
 from helpers import fake_da
+from nlgbench.data.catalogue import MIRROR_ENV, cache_dir, dataset_names, fetch, load_catalogue, sha256_file
+from nlgbench.data.loaders import load_dataset
+from nlgbench.data.model import Dataset, Item, check_nonblank
+from nlgbench.data.userfile import check_user_file
+from nlgbench.foundations.errors import UserError
 
 PUBLIC_SOURCE = (
     "https://raw.githubusercontent.com/jbgruenwald/efficient-nlg-metrics/"
@@ -208,7 +199,7 @@ def test_load_rechecks_a_file_changed_after_fetch(private_cache: Path, monkeypat
         (folder / "newstest2020-zhen-src.zh.txt").write_text("changed\n", encoding="utf-8")
         return result
 
-    monkeypatch.setattr("nlgbench.data.dataset.fetch", fetch_then_corrupt)
+    monkeypatch.setattr("nlgbench.data.loaders.fetch", fetch_then_corrupt)
     with pytest.raises(UserError, match="checksum mismatch for .*newstest2020-zhen-src.zh.txt"):
         load_dataset("wmt20")
 

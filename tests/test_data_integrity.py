@@ -15,9 +15,13 @@ from typing import Any
 import pytest
 
 from nlgbench.cli import main
-from nlgbench.data.dataset import HUMAN, fetch, load_catalogue, load_dataset, sample_items, tsv_table
+from nlgbench.data.catalogue import fetch, load_catalogue
+from nlgbench.data.importers.summeval import summeval_records
+from nlgbench.data.importers.table import import_table
+from nlgbench.data.loaders import load_dataset
+from nlgbench.data.model import HUMAN, sample_items
+from nlgbench.data.text import tsv_table
 from nlgbench.foundations.errors import UserError
-from nlgbench.data.importers import import_table, summeval_records
 
 # The reproduction of issue 25 item 5, byte for byte: a field that opens a quote it never closes.
 QUOTED_TSV = ('lp\tseg_id\tsystem\treference\thypothesis\thuman\n'

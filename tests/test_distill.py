@@ -20,15 +20,21 @@ from typing import Any, Iterator
 import pytest
 import torch
 
-from nlgbench.distillation import distill as dist
+from nlgbench.cli.distill import cmd_distill
+from nlgbench.cli.parser import add_distill_arguments
 from nlgbench.core import leakage
+from nlgbench.data.loaders import load_dataset
+from nlgbench.data.model import Item
+from nlgbench.distillation import teacher
 from nlgbench.distillation.augment import EDITS, synthetic_candidates
-from nlgbench.data.dataset import load_dataset
+from nlgbench.distillation.config import TrainConfig
+from nlgbench.distillation.pairs import gather_pairs
+from nlgbench.distillation.pipeline import DistillResult, distill
+from nlgbench.distillation.teacher import Teacher
+from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.frugalscore import FrugalScoreScorer
-from nlgbench.encoders.registry import EncoderRef
-from nlgbench.data.dataset import Item
 from tiny import make_tiny_bert
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
@@ -70,25 +76,25 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_bert(tmp_path_factory.mktemp("tiny"), WORDS, num_layers=2)
 
 
-def config(student: Path, **changes: Any) -> dist.TrainConfig:
+def config(student: Path, **changes: Any) -> TrainConfig:
     base = {"student": str(student), "epochs": 8, "lr": 1e-3, "batch_size": 16, "max_length": MAX_LENGTH,
             "evals_per_epoch": 2, "patience": 20}
-    return dist.TrainConfig(**{**base, **changes})
+    return TrainConfig(**{**base, **changes})
 
 
-CHRF = dist.Teacher.parse("chrf", None, {})
+CHRF = Teacher.parse("chrf", None, {})
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory, tiny_dir: Path) -> dist.DistillResult:
+def trained(tmp_path_factory: pytest.TempPathFactory, tiny_dir: Path) -> DistillResult:
     """One student distilled from chrF on 400 synthetic pairs, given as an own-data file."""
     tmp = tmp_path_factory.mktemp("distilled")
     data = own_data(tmp / "train.jsonl", synthetic_rows(400, seed=1))
     torch.set_num_threads(1)
-    return dist.distill([str(data)], CHRF, config(tiny_dir, student_layers=1), tmp / "student", log=lambda _m: None)
+    return distill([str(data)], CHRF, config(tiny_dir, student_layers=1), tmp / "student", log=lambda _m: None)
 
 
-def test_distillation_lowers_the_validation_loss_on_a_learnable_target(trained: dist.DistillResult) -> None:
+def test_distillation_lowers_the_validation_loss_on_a_learnable_target(trained: DistillResult) -> None:
     record = trained.record
     before, after = record["history"][0]["val_mse"], record["validation"]["mse"]
     assert after < before
@@ -98,23 +104,23 @@ def test_distillation_lowers_the_validation_loss_on_a_learnable_target(trained: 
     assert record["validation"]["n"] + record["data"]["train_pairs"] == record["data"]["pairs"] == 400
 
 
-def test_the_folder_is_a_cut_student_with_its_record(trained: dist.DistillResult, tiny_dir: Path) -> None:
+def test_the_folder_is_a_cut_student_with_its_record(trained: DistillResult, tiny_dir: Path) -> None:
     out = trained.out
     config_json = json.loads((out / "config.json").read_text())
     assert config_json["num_hidden_layers"] == 1 and len(config_json["id2label"]) == 1  # one output
     assert config_json["architectures"] == ["BertForSequenceClassification"]
     assert list(out.glob("*.safetensors")) and (out / "tokenizer.json").is_file()
-    record = json.loads((out / dist.DISTILL_FILE).read_text())
+    record = json.loads((out / leakage.DISTILL_FILE).read_text())
     assert record["teacher"]["metric"] == "chrf" and record["input_order"] == "candidate [SEP] reference"
     assert record["student"] == {**record["student"], "base": str(tiny_dir), "layers": 1, "base_layers": 2}
     assert record["hyperparameters"]["max_length"] == MAX_LENGTH and record["allow_overlap"] is False
-    texts = (out / dist.TEXTS_FILE).read_text().split()
+    texts = (out / leakage.TEXTS_FILE).read_text().split()
     assert len(texts) == record["data"]["texts"] == len(set(texts))
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
     assert {oct(p.stat().st_mode & 0o777) for p in out.iterdir()} == {"0o644"}  # readable by whoever runs the sweep
 
 
-def test_the_saved_student_scores_the_held_out_pairs_as_validated(trained: dist.DistillResult) -> None:
+def test_the_saved_student_scores_the_held_out_pairs_as_validated(trained: DistillResult) -> None:
     """The frugalscore metric, loading the folder, reproduces the validation predictions: same input
     order (candidate first), head in the teacher's scale."""
     items = [Item("", i + 1, "", "", p.reference, p.candidate, 0.0) for i, p in enumerate(trained.val_pairs)]
@@ -129,7 +135,7 @@ def test_the_saved_student_scores_the_held_out_pairs_as_validated(trained: dist.
     assert scorer.score(swapped, PhaseTimer()).score != pytest.approx(got, abs=1e-3)
 
 
-def test_the_student_scores_through_a_sweep_by_path(trained: dist.DistillResult, tmp_path: Path) -> None:
+def test_the_student_scores_through_a_sweep_by_path(trained: DistillResult, tmp_path: Path) -> None:
     rows = synthetic_rows(12, seed=99)  # other texts than the training pairs
     data = own_data(tmp_path / "eval.jsonl", rows)
     spec = tmp_path / "spec.yaml"
@@ -155,27 +161,27 @@ def test_labels_are_read_from_the_cache_on_a_rerun(tmp_path: Path, tiny_dir: Pat
     pairs = write_jsonl(tmp_path / "pairs.jsonl", synthetic_rows(40, seed=2))
     cfg = config(tiny_dir, epochs=1)
     calls: list[int] = []
-    real = dist._run_teacher
+    real = teacher._run_teacher
 
     def counting(pairs: Any, *args: Any) -> Any:
         calls.append(len(pairs))
         return real(pairs, *args)
 
-    monkeypatch.setattr(dist, "_run_teacher", counting)
-    first = dist.distill([str(pairs)], CHRF, cfg, tmp_path / "a", log=lambda _m: None)
+    monkeypatch.setattr(teacher, "_run_teacher", counting)
+    first = distill([str(pairs)], CHRF, cfg, tmp_path / "a", log=lambda _m: None)
     assert calls == [40] and first.record["labels"]["cached"] is False
     assert list((tmp_path / "cache" / "distill").glob("labels-*.json"))
-    second = dist.distill([str(pairs)], CHRF, cfg, tmp_path / "b", log=lambda _m: None)
+    second = distill([str(pairs)], CHRF, cfg, tmp_path / "b", log=lambda _m: None)
     assert calls == [40] and second.record["labels"]["cached"] is True  # the teacher did not run again
     assert second.record["data"]["pairs_sha256"] == first.record["data"]["pairs_sha256"]
     # another teacher config (chrF++), or other pairs, is labelled afresh
-    dist.distill([str(pairs)], dist.Teacher.parse("chrf", None, {"word_order": 2}), cfg, tmp_path / "c", log=lambda _m: None)
+    distill([str(pairs)], Teacher.parse("chrf", None, {"word_order": 2}), cfg, tmp_path / "c", log=lambda _m: None)
     assert calls == [40, 40]
-    dist.distill([str(pairs)], CHRF, cfg, tmp_path / "d", augment=1, log=lambda _m: None)
+    distill([str(pairs)], CHRF, cfg, tmp_path / "d", augment=1, log=lambda _m: None)
     assert len(calls) == 3 and calls[2] > 40
 
 
-def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(trained: dist.DistillResult, tmp_path: Path,
+def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(trained: DistillResult, tmp_path: Path,
                                                                    tiny_dir: Path) -> None:
     train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
     overlapping = load_dataset(path=train_file)
@@ -192,12 +198,12 @@ def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(trained: dist
     assert leakage.check_spec_leakage(spec) == [line]
     # --allow-overlap is recorded and lifts the guard (the overlap itself is still reported by `overlaps`)
     parser = argparse.ArgumentParser()
-    dist.add_distill_arguments(parser)
+    add_distill_arguments(parser)
     args = parser.parse_args(["--teacher-metric", "chrf", "--student", str(tiny_dir), "--pairs", str(train_file),
                               "--max-pairs", "60", "--epochs", "1", "--max-length", str(MAX_LENGTH),
                               "--out", str(tmp_path / "allowed"), "--allow-overlap"])
-    assert dist.cmd_distill(args) == 0
-    assert json.loads((tmp_path / "allowed" / dist.DISTILL_FILE).read_text())["allow_overlap"] is True
+    assert cmd_distill(args) == 0
+    assert json.loads((tmp_path / "allowed" / leakage.DISTILL_FILE).read_text())["allow_overlap"] is True
     assert leakage.check_leakage(tmp_path / "allowed", [overlapping]) == []
     assert len(leakage.overlaps(tmp_path / "allowed", [overlapping])) == 1
 
@@ -207,14 +213,14 @@ def test_pairs_from_files_and_datasets(tmp_path: Path) -> None:
     tsv.write_text("reference\tcandidate\tnote\nthe cat sat\ta cat sat\tx\nthe cat sat\ta cat sat\ty\n"
                    "a dog ran\t \tz\n", encoding="utf-8")
     data = own_data(tmp_path / "data.jsonl", [{"reference": "one two three", "candidate": "one two"}])
-    pairs, sources, counts = dist.gather_pairs([str(tsv), str(data)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
+    pairs, sources, counts = gather_pairs([str(tsv), str(data)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
     assert [(p.reference, p.candidate, p.origin) for p in pairs] == [
         ("the cat sat", "a cat sat", "pairs"), ("one two three", "one two", "data")]
     assert counts == {"read": 4, "blank": 1, "duplicate": 1, "kept": 2}
     assert [(s.kind, s.pairs) for s in sources] == [("pairs file", 3), ("own data file", 1)]
-    wmt, _, _ = dist.gather_pairs(["wmt16"], max_pairs=50, augment=0, seed=0, log=lambda _m: None)
-    again, _, _ = dist.gather_pairs(["wmt16"], max_pairs=50, augment=0, seed=0, log=lambda _m: None)
-    other, _, _ = dist.gather_pairs(["wmt16"], max_pairs=50, augment=0, seed=1, log=lambda _m: None)
+    wmt, _, _ = gather_pairs(["wmt16"], max_pairs=50, augment=0, seed=0, log=lambda _m: None)
+    again, _, _ = gather_pairs(["wmt16"], max_pairs=50, augment=0, seed=0, log=lambda _m: None)
+    other, _, _ = gather_pairs(["wmt16"], max_pairs=50, augment=0, seed=1, log=lambda _m: None)
     assert len(wmt) == 50 and wmt == again and wmt != other
 
 
@@ -253,13 +259,13 @@ def test_augmentation_is_seeded_and_edits_each_reference() -> None:
 ])
 def test_bad_input_is_one_line_before_any_labelling(argv: list[str], message: str, tiny_dir: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dist, "_run_teacher", lambda *a: pytest.fail("the teacher ran before the input was checked"))
+    monkeypatch.setattr(teacher, "_run_teacher", lambda *a: pytest.fail("the teacher ran before the input was checked"))
     parser = argparse.ArgumentParser()
-    dist.add_distill_arguments(parser)
+    add_distill_arguments(parser)
     pairs = write_jsonl(tmp_path / "p.jsonl", synthetic_rows(10, seed=3))
     base = ["--student", str(tiny_dir), "--pairs", str(pairs), "--out", str(tmp_path / "out"), "--epochs", "1"]
     with pytest.raises(UserError, match=message) as err:
-        dist.cmd_distill(parser.parse_args(base + argv))
+        cmd_distill(parser.parse_args(base + argv))
     assert "\n" not in str(err.value)
     assert not (tmp_path / "out").exists()
 
@@ -269,12 +275,12 @@ def test_a_folder_that_is_not_a_student_is_not_replaced(tmp_path: Path, tiny_dir
     (tmp_path / "out" / "notes.txt").write_text("mine")
     pairs = write_jsonl(tmp_path / "p.jsonl", synthetic_rows(10, seed=4))
     with pytest.raises(UserError, match="non-empty folder without distill.json"):
-        dist.distill([str(pairs)], CHRF, config(tiny_dir), tmp_path / "out", log=lambda _m: None)
+        distill([str(pairs)], CHRF, config(tiny_dir), tmp_path / "out", log=lambda _m: None)
     assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
 
 
 def test_module_entry_point_exits_2_with_one_line(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "nlgbench.distillation.distill", "--teacher-metric", "nope", "--student", "x",
+    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "distill", "--teacher-metric", "nope", "--student", "x",
                            "--pairs", "wmt16", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("nlgbench: error: unknown metric 'nope'")
@@ -302,7 +308,7 @@ def leak_spec(train_file: Path, encoder: str, name: str = "leak") -> dict[str, A
 
 
 def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
-        trained: dist.DistillResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        trained: DistillResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 25.4: the guard was only in the CLI's `run` and only looked for distill.json in a local
     folder of the encoder's name. Now the API, the CLI and an imported student (a Hub-style id whose
     snapshot holds the copied distill.json) are all refused, before any cell."""
@@ -317,7 +323,7 @@ def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
     assert not (tmp_path / "api-run" / "cells").exists()  # refused before any cell
     # imported under a Hub-style id: the snapshot is a copy, found through the cache
     snapshot = import_model(trained.out, "me/student")
-    assert (snapshot / dist.DISTILL_FILE).is_file()
+    assert (snapshot / leakage.DISTILL_FILE).is_file()
     assert leakage.student_folder("me/student") == snapshot
     with pytest.raises(UserError, match=r"student me/student \(.*\) was distilled"):
         nlgbench.run(leak_spec(train_file, "me/student"), tmp_path / "api-import", quiet=True)
@@ -333,11 +339,11 @@ def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
     assert not (tmp_path / "cli" / "cells").exists()
 
 
-def test_each_cell_checks_again_and_records_that_it_did(trained: dist.DistillResult, tmp_path: Path) -> None:
+def test_each_cell_checks_again_and_records_that_it_did(trained: DistillResult, tmp_path: Path) -> None:
     """A cell folder prepared by hand (or a Slurm task whose spec checks were skipped) still refuses the
     leak: the worker checks the data it loaded; an ok cell records the check in result.json."""
-    from nlgbench.execution.local import execute
     from nlgbench.core.spec import parse_spec
+    from nlgbench.execution.local import execute
 
     train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
     (leaking,) = parse_spec(leak_spec(train_file, str(trained.out))).cells()
@@ -357,24 +363,24 @@ def test_pairs_files_follow_the_data_loaders_reading_rules(tmp_path: Path) -> No
     key given twice is refused, not silently the last."""
     tsv = tmp_path / "pairs.tsv"
     tsv.write_text('reference\tcandidate\n"quoted start\tend" here\nsecond\u2028line\tc2\n', encoding="utf-8")
-    pairs, _, _ = dist.gather_pairs([str(tsv)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
+    pairs, _, _ = gather_pairs([str(tsv)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
     assert [(p.reference, p.candidate) for p in pairs] == [('"quoted start', 'end" here'), ("second\u2028line", "c2")]
     jsonl = tmp_path / "pairs.jsonl"
     jsonl.write_text('{"reference": "a", "candidate": "b", "candidate": "c"}\n', encoding="utf-8")
     with pytest.raises(UserError, match=r"pairs.jsonl line 1: duplicate key 'candidate'"):
-        dist.gather_pairs([str(jsonl)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
+        gather_pairs([str(jsonl)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
 
 
 def test_distill_checks_the_device_as_score_does(tmp_path: Path, tiny_dir: Path) -> None:
-    """One device check (`nlgbench.api.check_device`) for score and distill: a bad or missing device
-    is one line before any pair is read or model loaded."""
-    import nlgbench.api as api
+    """One device check (`nlgbench.measurement.devices.check_device`) for score and distill: a bad or missing
+    device is one line before any pair is read or model loaded."""
+    from nlgbench.measurement.devices import check_device
 
     pairs = write_jsonl(tmp_path / "pairs.jsonl", synthetic_rows(20, seed=3))
     for device in ("gpu", "cuda:99" if torch.cuda.is_available() else "cuda"):
         with pytest.raises(UserError) as info:
-            dist.distill([str(pairs)], CHRF, config(tiny_dir), tmp_path / "out", device=device, log=lambda _m: None)
+            distill([str(pairs)], CHRF, config(tiny_dir), tmp_path / "out", device=device, log=lambda _m: None)
         with pytest.raises(UserError) as direct:
-            api.check_device(device)
+            check_device(device)
         assert str(info.value) == str(direct.value)
     assert not (tmp_path / "out").exists()

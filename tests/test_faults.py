@@ -741,7 +741,7 @@ def test_worker_killed_by_a_signal_is_failed_not_oom(tmp_path: Path, tiny_model:
 
 
 def test_death_causes_and_memory_errors() -> None:
-    from nlgbench.execution.local import death_cause
+    from nlgbench.execution.base import death_cause
 
     assert death_cause(-9, oom_killed=True) == ("worker killed by the kernel's out-of-memory killer (signal 9, SIGKILL)", True)
     assert death_cause(-9, oom_killed=False) == ("worker killed by signal 9 (SIGKILL)", False)

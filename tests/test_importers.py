@@ -14,14 +14,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from nlgbench.data.importers.command import add_import_arguments, cmd_import
+from nlgbench.data.importers.summeval import import_summeval
+from nlgbench.data.importers.table import import_table
+from nlgbench.data.importers.wmt_da import import_wmt_da
 from nlgbench.foundations.errors import UserError
-from nlgbench.data.importers import (
-    add_import_arguments,
-    cmd_import,
-    import_summeval,
-    import_table,
-    import_wmt_da,
-)
 
 DATA = Path(__file__).resolve().parent / "data" / "importers"
 SUMMEVAL = DATA / "summeval" / "model_annotations.aligned.paired.jsonl"
@@ -329,8 +326,8 @@ def test_cli_bad_options_exit_2_with_one_line(argv: list[str], message: str, tmp
 
 
 def test_imported_files_load_as_own_data(tmp_path: Path) -> None:
-    """What the importers write is what nlgbench.data.dataset reads: references, dimensions, documents, ids."""
-    from nlgbench.data.dataset import load_dataset
+    """What the importers write is what nlgbench.data.loaders reads: references, dimensions, documents, ids."""
+    from nlgbench.data.loaders import load_dataset
 
     out = tmp_path / "summeval.jsonl"
     import_summeval(SUMMEVAL, out)

@@ -20,7 +20,7 @@ import pytest
 
 import nlgbench
 from nlgbench.cli import main
-from nlgbench.data.dataset import load_dataset
+from nlgbench.data.loaders import load_dataset
 from nlgbench.foundations.errors import UserError
 
 # Integer-like texts that Python's int() reads as 7, 10, 5 or 7 ("1_0", "+5", "٧": an Arabic-Indic
@@ -111,9 +111,9 @@ def test_integer_like_text_seg_ids_round_trip(capsys: pytest.CaptureFixture[str]
         db.close()
     assert stored == ids  # text, as given: not 7 for "007"
     assert list(nlgbench.load_scores(run, a)["seg_id"]) == ids
-    from nlgbench.runs.rundata import load_run
+    from nlgbench.runs.rundata import RunData
 
-    assert list(load_run(run).segments(a).seg_id) == ids
+    assert list(RunData.open(run).segments(a).seg_id) == ids
     assert cli(capsys, "report", run)[0] == 0
     published = read_csv(run / "report" / "metric_scores.csv")
     assert [r["seg_id"] for r in published if r["cell_id"] == a] == ids
@@ -145,19 +145,19 @@ def test_old_store_with_integer_column_still_loads_and_records_text(capsys: pyte
     finally:
         db.close()
     before = (run / "results.sqlite").read_bytes()
-    from nlgbench.runs.rundata import load_run
+    from nlgbench.runs.rundata import RunData
 
-    assert list(load_run(run).segments(a).seg_id) == [1, 2, 3, 4, 5]
+    assert list(RunData.open(run).segments(a).seg_id) == [1, 2, 3, 4, 5]
     assert (run / "results.sqlite").read_bytes() == before  # reading an old store leaves it as it is
 
-    assert list(load_run(run).segments(a).seg_id) == [1, 2, 3, 4, 5]
+    assert list(RunData.open(run).segments(a).seg_id) == [1, 2, 3, 4, 5]
     text = write_jsonl(tmp_path / "text.jsonl", ["007", "7", "x9"])
     scores = write_import(tmp_path / "t.csv", [("de-en", s) for s in ("007", "7", "x9")])
     code, _, err = cli(capsys, "import-scores", scores, "--dataset", text, "--metric", "m", "--encoder", "t", "--out", run)
     assert code == 0, err
     cell = next(r["cell_id"] for r in read_csv(run / "results.csv") if r["encoder"] == "t")
-    assert sorted(load_run(run).segments(cell).seg_id) == ["007", "7", "x9"]
-    assert list(load_run(run).segments(a).seg_id) == [1, 2, 3, 4, 5]
+    assert sorted(RunData.open(run).segments(cell).seg_id) == ["007", "7", "x9"]
+    assert list(RunData.open(run).segments(a).seg_id) == [1, 2, 3, 4, 5]
 
 
 def test_import_scores_matches_seg_ids_as_text(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -174,8 +174,8 @@ def test_import_scores_matches_seg_ids_as_text(capsys: pytest.CaptureFixture[str
 
 
 def test_load_scores_keeps_ids_and_texts_as_text(tmp_path: Path) -> None:
-    from nlgbench.core.cell import write_scores
-    from nlgbench.data.dataset import Item
+    from nlgbench.core.scores import write_scores
+    from nlgbench.data.model import Item
 
     items = [Item("de-en", seg, "", "s", "r", "h", float(i), doc_id=doc, extra={"note": note})
              for i, (seg, doc, note) in enumerate([("007", "0012", "0042"), ("x9", "d2", "n/a"), ("7", "3", "1e5")])]

@@ -23,19 +23,18 @@ from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU, CHRF
 from scipy import stats
 
+from helpers import minimal_spec
 from nlgbench.api import load_run
 from nlgbench.cli import main
-from nlgbench.data.dataset import Item, load_dataset
-from nlgbench.encoders.registry import EncoderRef
+from nlgbench.core.spec import parse_spec
+from nlgbench.data.loaders import load_dataset
+from nlgbench.data.model import Item
+from nlgbench.encoders.registry import NO_ENCODER, EncoderRef
 from nlgbench.foundations.errors import UserError
-from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.metrics import get_metric
 from nlgbench.metrics.base import PhaseTimer, Scores
 from nlgbench.metrics.rouge import ROUGE_TYPES, RougeOptions
 from nlgbench.metrics.sacrebleu_metrics import ChrfOptions, SentBleuOptions
-from nlgbench.core.spec import parse_spec
-
-from helpers import minimal_spec
 
 LEXICAL = ("sentbleu", "chrf", *ROUGE_TYPES)
 NONE = EncoderRef(NO_ENCODER)

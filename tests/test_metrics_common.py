@@ -11,7 +11,8 @@ import torch
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.metrics.base import MetricInfo, option_table, with_second_model
-from nlgbench.metrics.common import length_sorted_batches, length_sorted_map, pad_ids, pad_tensors
+from nlgbench.metrics.common import length_sorted_batches, length_sorted_map, pad_tensors
+from nlgbench.encoders.runtime import pad_ids
 
 
 def test_length_sorted_batches_put_the_longest_first_and_keep_ties_in_input_order() -> None:

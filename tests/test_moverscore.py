@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nlgbench.data.dataset import load_dataset
-from nlgbench.encoders.runtime import EncoderRef, load_encoder
+from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.runtime import load_encoder
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics import moverscore
+from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.moverscore import INFO, MoverScoreScorer, kept_tokens, ngram_cloud
 from tiny import make_tiny_bert
 

@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 
 import nlgbench
-from nlgbench.data.dataset import Item, load_dataset
-from nlgbench.encoders.runtime import EncoderRef
-from nlgbench.foundations.errors import UserError
+from nlgbench.data.loaders import load_dataset
+from nlgbench.data.model import Item
 from nlgbench.encoders.hfcache import local_snapshot
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric
 from nlgbench.metrics.base import PhaseTimer, ReferencePolicy, Scores, aggregate_references
 from nlgbench.metrics.bertscore import BertScoreScorer

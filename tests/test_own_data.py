@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from nlgbench.data.dataset import HUMAN, load_dataset
+from nlgbench.core.spec import parse_spec
+from nlgbench.data.loaders import load_dataset
+from nlgbench.data.model import HUMAN
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.importscores import import_scores
-from nlgbench.runs.rundata import load_run
-from nlgbench.core.spec import parse_spec
+from nlgbench.runs.rundata import RunData
 
 DATA = Path(__file__).parent / "data" / "summarisation.jsonl"
 DIMENSIONS = ["coherence", "consistency", "fluency", "relevance"]
@@ -147,10 +148,11 @@ def test_one_results_row_per_dimension_and_every_figure_named(tmp_path: Path) ->
 
 def test_human_option_picks_the_dimension_in_compare_and_report(tmp_path: Path) -> None:
     from nlgbench.reporting.compare import compare
-    from nlgbench.reporting.report import QualityOptions, write_report
+    from nlgbench.reporting.quality import QualityOptions
+    from nlgbench.reporting.report import write_report
 
     run, sets, raw = imported_run(tmp_path)
-    fluency = load_run(run, "fluency")
+    fluency = RunData.open(run, "fluency")
     seg = fluency.segments(fluency.cells["cell_id"].iloc[0])
     assert len(seg) == len(raw) - 1 and set(fluency.cells["human_dim"]) == {"fluency"}
     keys = [k for k in sets["good"] if raw[k]["human"]["fluency"] is not None]
@@ -161,7 +163,7 @@ def test_human_option_picks_the_dimension_in_compare_and_report(tmp_path: Path) 
     assert row["quality_candidate"] == pytest.approx(stats.pearsonr(x, h)[0], abs=1e-12)
     assert result["human_dims"] == ["fluency"]
     with pytest.raises(UserError, match="unknown human dimension 'fluent'; did you mean 'fluency'"):
-        load_run(run, "fluent")
+        RunData.open(run, "fluent")
     index = write_report(run, options=QualityOptions("pearson", "pooled"), human="relevance")
     assert "(relevance)" in index.read_text(encoding="utf-8")
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from nlgbench.core.cell import CellConfig, DatasetRef
+from nlgbench.encoders.hfcache import checkpoint_params
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.execution.eta import LEXICAL_PARAMS, CostModel, encoder_params, header_params
-from nlgbench.encoders.hfcache import checkpoint_params
-from nlgbench.metrics.common import advance, length_sorted_map, progress_hook
 from nlgbench.execution.progress import PROGRESS_ENV, CellProgress, live
+from nlgbench.metrics.common import advance, length_sorted_map, progress_hook
 from tiny import make_tiny_bert
 
 TEXTS = ["a small cat sat on the mat", "the dog ran far away from home", "it rained all day long"]
@@ -27,7 +27,7 @@ TEXTS = ["a small cat sat on the mat", "the dog ran far away from home", "it rai
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from nlgbench.data.dataset import load_dataset
+    from nlgbench.data.loaders import load_dataset
 
     texts = [t for it in load_dataset("wmt16", max_segments=6).items for t in (it.reference, it.hypothesis)]
     return make_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", texts, num_layers=3)

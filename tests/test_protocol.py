@@ -18,20 +18,34 @@ from typing import Any, Iterator, Sequence
 import pytest
 import torch
 
-from nlgbench.core.cell import CellConfig, CellResult, DatasetRef, Timing
+from nlgbench.core.cell import CellConfig, DatasetRef
+from nlgbench.core.result import CellResult, Timing
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, load_encoder
+from nlgbench.measurement.environment import environment, job_record, parse_nvidia_smi
 from nlgbench.measurement.protocol import (
-    OTHER_PHASE, WARMUP_MAX_PASSES, CudaEventTracker, ScoringRun, WarmupPolicy, coefficient_of_variation, environment,
-    is_stable, job_record, measure_scoring, parse_nvidia_smi, warm_up, warmup_policy,
+    OTHER_PHASE,
+    WARMUP_MAX_PASSES,
+    ScoringRun,
+    WarmupPolicy,
+    coefficient_of_variation,
+    is_stable,
+    measure_scoring,
+    warm_up,
+    warmup_policy,
 )
+from nlgbench.measurement.trackers import CudaEventTracker
 from nlgbench.metrics import embedding
 from nlgbench.metrics.base import PhaseTimer, Scores
 from nlgbench.metrics.common import (
-    active_token_budget, group_sorted, length_sorted_batches, length_sorted_map, token_budget,
+    active_token_budget,
+    group_sorted,
+    length_sorted_batches,
+    length_sorted_map,
+    token_budget,
 )
 from nlgbench.metrics.embedding import Prefetcher, embed_texts, prepared_batches
-from nlgbench.runs.store import CSV_COLUMNS, EXTRA_COLUMNS, csv_row
+from nlgbench.runs.views import CSV_COLUMNS, EXTRA_COLUMNS, csv_row
 from tiny import make_tiny_bert
 
 CUDA = torch.cuda.is_available()
@@ -406,7 +420,7 @@ def test_tokenize_equals_the_tokenizer_call(tiny: Encoder) -> None:
 
 @pytest.mark.slow
 def test_tokenize_equals_the_tokenizer_call_on_minilm_and_wmt16() -> None:
-    from nlgbench.data.dataset import load_dataset
+    from nlgbench.data.loaders import load_dataset
 
     encoder = load_encoder(EncoderRef("all-MiniLM-L6-v2"), "cpu")
     texts = [t for it in load_dataset("wmt16", max_segments=30).items for t in (it.reference, it.hypothesis)]
@@ -452,7 +466,7 @@ def test_cuda_trackers_record_nothing_on_cpu() -> None:
 def test_cuda_scores_equal_cpu_scores(idf: bool) -> None:
     """fp32 BERTScore on CUDA equals CPU to 1e-5 (issue 15 measured 5.7e-7 on an H100)."""
     from nlgbench.api import score_outputs
-    from nlgbench.data.dataset import load_dataset
+    from nlgbench.data.loaders import load_dataset
 
     items = load_dataset("wmt16", max_segments=50).items
     hyps, refs = [it.hypothesis for it in items], [it.reference for it in items]
@@ -505,8 +519,8 @@ def test_inputs_are_pinned_and_embeddings_equal_cpu(tmp_path: Path) -> None:
 
 def test_spec_batch_tokens_is_crossed_into_cells_and_keeps_other_ids() -> None:
     from helpers import minimal_spec
-    from nlgbench.foundations.errors import UserError
     from nlgbench.core.spec import parse_spec
+    from nlgbench.foundations.errors import UserError
 
     plain = parse_spec(minimal_spec()).cells()
     assert [c.batch_tokens for c in plain] == [None] and "batch_tokens" not in plain[0].to_dict()

@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 import torch
 
-from nlgbench.data.dataset import Item
-from nlgbench.encoders.runtime import EncoderRef
+from helpers import min_max_exp_error
+from nlgbench.data.model import Item
+from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import align
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.frugalscore import FrugalScoreScorer
 from nlgbench.metrics.sentsim import SentSimScorer, combine, min_max
 from nlgbench.metrics.xmoverscore import XMoverScoreScorer, lm_log_likelihood, ngrams, remap
-from helpers import min_max_exp_error
 from tiny import make_tiny_bert, make_tiny_gpt2
 
 ITEMS = [
@@ -216,7 +216,7 @@ def test_sentsim_runs_for_real_in_a_sweep_with_minilm(tmp_path: Path) -> None:
     import json
 
     from nlgbench.cli import main
-    from nlgbench.runs.store import CSV_COLUMNS
+    from nlgbench.runs.views import CSV_COLUMNS
 
     spec = tmp_path / "spec.yaml"
     spec.write_text(json.dumps({

@@ -14,12 +14,12 @@ import yaml
 
 from helpers import fake_da, minimal_spec
 from nlgbench.cli import main
-from nlgbench.data.dataset import USER_CATALOGUES, dataset_names, load_catalogue
+from nlgbench.data.catalogue import USER_CATALOGUES, dataset_names, load_catalogue
 from nlgbench.encoders.registry import USER_ENCODERS, EncoderRef, check_layers, find_entry, registry, resolve_source
 from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.registry import Registry, load_yaml, yaml_problem
 from nlgbench.metrics import get_metric, metric_names, metric_registry
 from nlgbench.metrics.base import MetricInfo
-from nlgbench.foundations.registry import Registry, load_yaml, yaml_problem
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -313,10 +313,10 @@ def test_uncached_registry_model_is_refused_at_spec_time_when_the_hub_is_off(
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "'roberta-large' (roberta-large) is not in the local Hugging Face cache" in err
     assert not (tmp_path / "run" / "cells").exists()
-    from nlgbench.encoders.registry import validate_encoder_name
+    from nlgbench.encoders.registry import resolve_encoder
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    validate_encoder_name("roberta-large", "spec")  # online: accepted
+    resolve_encoder("roberta-large").check("spec")  # online: accepted
 
 
 @pytest.mark.parametrize("metric", [

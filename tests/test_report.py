@@ -16,9 +16,9 @@ import pytest
 from scipy import stats
 
 from nlgbench.cli import main
-from nlgbench.data.dataset import load_dataset
-from nlgbench.reporting.report import pareto_front, quantity_correlations, quantity_note, quantity_rows
-from nlgbench.statistics.stats import williams_test
+from nlgbench.data.loaders import load_dataset
+from nlgbench.reporting.numbers import pareto_front, quantity_correlations, quantity_note, quantity_rows
+from nlgbench.statistics.significance import williams_test
 from tiny import make_tiny_bert
 
 

@@ -23,15 +23,26 @@ from scipy import stats
 matplotlib.use("Agg")
 
 from nlgbench.cli import main
-from nlgbench.cli import build_parser
-from nlgbench.reporting.compare import compare, select_metrics
-from nlgbench.data.dataset import load_dataset
+from nlgbench.cli.parser import build_parser
+from nlgbench.data.loaders import load_dataset
 from nlgbench.foundations.errors import UserError
-from nlgbench.reporting.report import (FRONT_COLOR, DatasetGroup, QualityIntervals, QualityOptions, build_figures, choose_baselines,
-                             dataset_groups, encoder_styles, figure_points, log_ticks, relative_table, tradeoff_figure,
-                             with_quality, write_report)
-from nlgbench.runs.rundata import CellFolderSource, PublishedSource, StoreSource, load_run
-from nlgbench.statistics.stats import bootstrap_ci, quality
+from nlgbench.reporting.compare import compare, select_metrics
+from nlgbench.reporting.figures import (
+    FRONT_COLOR,
+    DatasetGroup,
+    build_figures,
+    dataset_groups,
+    encoder_styles,
+    figure_points,
+    log_ticks,
+    tradeoff_figure,
+)
+from nlgbench.reporting.numbers import QualityIntervals, choose_baselines, relative_table, with_quality
+from nlgbench.reporting.quality import QualityOptions
+from nlgbench.reporting.report import write_report
+from nlgbench.runs.rundata import CellFolderSource, PublishedSource, RunData, StoreSource
+from nlgbench.statistics.bootstrap import bootstrap_ci
+from nlgbench.statistics.levels import quality
 from tiny import make_tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,7 +77,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def figures(run_dir: Path) -> list[tuple[str, object]]:
     """Every figure the report draws for the run, not saved."""
-    run = load_run(run_dir)
+    run = RunData.open(run_dir)
     df = with_quality(run, PEARSON)
     baselines = choose_baselines(df, None)
     return [(name, fig) for name, _, _, _, fig in build_figures(df[~df["imported"]], PEARSON, baselines,
@@ -190,7 +201,7 @@ def test_tick_labels_present_when_the_data_fit_one_decade() -> None:
 
 
 def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
-    run = load_run(run_dir)
+    run = RunData.open(run_dir)
     df = with_quality(run, PEARSON)
     intervals = QualityIntervals(run, PEARSON)
     group = next(g for g in dataset_groups(df) if g.name == "wmt16[:5]")
@@ -199,7 +210,7 @@ def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
     for _, p in points.iterrows():
         (cell_id,) = p["cell_ids"]
         seg = run.segments(cell_id)
-        want = bootstrap_ci(seg, lambda s: quality(s, "pearson", "global"))  # nlgbench.statistics.stats' resamples and seed
+        want = bootstrap_ci(seg, lambda s: quality(s, "pearson", "global"))  # nlgbench.statistics.bootstrap's resamples and seed
         assert (p["ci_low"], p["ci_high"]) == want
         assert p["quality"] == pytest.approx(stats.pearsonr(seg.score, seg.human)[0], abs=1e-12)
         # the pooled Pearson interval the worker stored (same resamples, same seed) is the same interval
@@ -231,7 +242,7 @@ def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(run_dir: Pa
     fig = dict(figures)["memory_cpu_wmt16_5"]
     xlabels = [ax.get_xlabel() for ax in fig.axes if ax.get_visible()]  # type: ignore[attr-defined]
     assert xlabels == ["model memory: RSS growth over the post-import baseline (MiB, log)", "process peak RSS (MiB, log)"]
-    run = load_run(run_dir)
+    run = RunData.open(run_dir)
     df = with_quality(run, PEARSON)
     group = DatasetGroup("wmt16[:5]", ("wmt16[:5]",), "DA")
     points = figure_points(df, group, ["rss_growth_mb", "peak_rss_mb"], QualityIntervals(run, PEARSON))
@@ -323,7 +334,7 @@ def test_metric_name_alone_when_unambiguous_and_aligner() -> None:
 
 
 def test_compare_and_report_take_the_metric_name(run_dir: Path, tmp_path: Path) -> None:
-    run = load_run(run_dir)
+    run = RunData.open(run_dir)
     encoders = list(dict.fromkeys(run.cells[run.cells["metric"] == "bertscore"]["encoder"]))
     result = compare(run, encoders[1], encoders[0], "bertscore", n_resamples=20)
     assert {r["metric"] for r in result["rows"]} == {"bertscore"}
@@ -340,7 +351,7 @@ def test_compare_across_metrics_pairs_each_dataset_cell_of_the_two_metrics(run_d
     """Issue 17: a student's metric against its teacher's. Here BERTScore with the 1-layer cut vs
     sentBLEU: one row per dataset named "bertscore vs sentbleu", each side's quality SciPy's Pearson
     of that cell's own scores.csv, speed-up the ratio of the two cells' median times."""
-    run = load_run(run_dir)
+    run = RunData.open(run_dir)
     cells = run.cells
     cut = list(dict.fromkeys(cells[cells["metric"] == "bertscore"]["encoder"]))[1]
     result = compare(run, cut, "none", candidate_metric="bertscore", baseline_metric="sentbleu", n_resamples=50)
@@ -396,8 +407,8 @@ def test_report_and_compare_from_what_git_keeps(run_dir: Path, tmp_path: Path, c
     assert "results.sqlite" not in kept and not any(k.startswith("cells/") for k in kept)
     assert {"results.csv", "report/cells.jsonl", "report/metric_scores.csv"} <= set(kept)
     assert "human" not in (fresh / "report" / "metric_scores.csv").read_text(encoding="utf-8").splitlines()[0]
-    assert isinstance(load_run(fresh).source, PublishedSource)
-    store, published = load_run(run_dir), load_run(fresh)
+    assert isinstance(RunData.open(fresh).source, PublishedSource)
+    store, published = RunData.open(run_dir), RunData.open(fresh)
     for cell_id in store.cells["cell_id"]:
         a, b = store.segments(cell_id), published.segments(cell_id)
         assert np.array_equal(a.score, b.score) and np.array_equal(a.human, b.human) and list(a.seg_id) == list(b.seg_id)
@@ -418,9 +429,9 @@ def test_report_and_compare_from_what_git_keeps(run_dir: Path, tmp_path: Path, c
 def test_report_and_compare_from_cell_folders_without_the_store(run_dir: Path, tmp_path: Path) -> None:
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("results.sqlite", "report"))
-    run = load_run(copy)
-    assert isinstance(run.source, CellFolderSource) and isinstance(load_run(run_dir).source, StoreSource)
-    store = load_run(run_dir)
+    run = RunData.open(copy)
+    assert isinstance(run.source, CellFolderSource) and isinstance(RunData.open(run_dir).source, StoreSource)
+    store = RunData.open(run_dir)
     assert list(run.cells["cell_id"]) == list(store.cells["cell_id"])  # results.csv's order
     for cell_id in store.cells["cell_id"]:
         a, b = store.segments(cell_id), run.segments(cell_id)

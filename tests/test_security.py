@@ -141,7 +141,7 @@ def test_newline_in_partition_or_run_folder_never_reaches_the_script(tiny_model:
 def test_assembled_script_holds_only_the_lines_nlgbench_meant(tmp_path: Path) -> None:
     from nlgbench.foundations.errors import UserError
     from nlgbench.core.executor_options import ExecutorOptions
-    from nlgbench.execution.slurm import check_script, sbatch_parameters, sbatch_script
+    from nlgbench.execution.slurm.submit import check_script, sbatch_parameters, sbatch_script
 
     options = ExecutorOptions(kind="slurm", partition="gpu", mem="8G", slurm_args={"account": "nlp", "exclusive": True})
     params = sbatch_parameters(options, "cuda", 2, "nlgbench-abc")

@@ -365,9 +365,11 @@ def test_collect_records_slurm_states_of_tasks_without_a_result(models: tuple[Pa
     """Tasks Slurm ended without a result.json: failed with the state first (oom for OUT_OF_MEMORY),
     written to result.json and slurm.json too; a live task, and one ended too recently for its result
     to be visible over NFS, wait; a failed result of the worker keeps its own error when Slurm says COMPLETED."""
-    from nlgbench.core.cell import CellResult
-    from nlgbench.execution.local import prepare_cell
-    from nlgbench.execution.slurm import Book, Submission, Task, TaskState, collect
+    from nlgbench.core.result import CellResult
+    from nlgbench.execution.base import prepare_cell
+    from nlgbench.execution.slurm.book import Book, Submission, Task
+    from nlgbench.execution.slurm.queue import TaskState
+    from nlgbench.execution.slurm.watch import collect
     from nlgbench.core.spec import load_spec
     from nlgbench.runs.store import Store
 

@@ -1,4 +1,5 @@
-"""Sweep specs: parsing the DESIGN.md shape, cell expansion, deterministic cell ids, `run --dry-run`.
+"""Sweep specs: parsing the shape docs/architecture.md gives (Sweep spec), cell expansion, deterministic
+cell ids, `run --dry-run`.
 
 No model is loaded: registry names and registered Hub ids pass validation without touching
 the model, and an autouse fixture fails any test that tries.

@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from nlgbench.statistics.stats import (Segments, bootstrap_ci, correlate, correlation, kendall_like, paired_bootstrap, quality,
-                            quality_note, too_small_lps, system_means, undefined_reason, williams_test)
+from nlgbench.statistics.bootstrap import bootstrap_ci
+from nlgbench.statistics.correlation import correlation, kendall_like, undefined_reason
+from nlgbench.statistics.levels import Segments, quality, quality_note, system_means, too_small_groups
+from nlgbench.statistics.significance import paired_bootstrap, williams_test
+from nlgbench.statistics.summary import correlate
 
 
 def segments(score, human, lp=None, system=None) -> Segments:
@@ -180,7 +183,7 @@ def test_unknown_method_or_level_is_named_whatever_the_size() -> None:
 def test_too_small_lps_per_level() -> None:
     seg = segments([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1.0, 3.0, 2.0, 4.0, 6.0, 5.0], lp=["a"] * 4 + ["b"] * 2,
                    system=["A", "B", "C", "A", "A", "B"])
-    assert too_small_lps(seg, "pooled") == []
-    assert too_small_lps(seg, "lp_mean") == ["b"]
-    assert too_small_lps(seg, "system") == ["b"]  # b has 2 systems, a has 3
+    assert too_small_groups(seg, "pooled") == []
+    assert too_small_groups(seg, "lp_mean") == ["b"]
+    assert too_small_groups(seg, "system") == ["b"]  # b has 2 systems, a has 3
     assert quality(seg, "pearson", "lp_mean") == pytest.approx(stats.pearsonr([1, 2, 3, 4], [1, 3, 2, 4])[0])

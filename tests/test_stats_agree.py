@@ -20,7 +20,7 @@ import pytest
 from scipy import stats
 
 from nlgbench.cli import main
-from nlgbench.statistics.stats import canonical_level
+from nlgbench.statistics.levels import canonical_level
 from tiny import make_tiny_bert
 
 # lp -> systems of its segments: two normal pairs, one of 2 segments (2 systems), one of 1 segment

@@ -1,4 +1,4 @@
-"""nlgbench.statistics.stats reproduces the two engines it replaced (the worker's nlgbench.correlation and the
+"""nlgbench.statistics reproduces the two engines it replaced (the worker's nlgbench.correlation and the
 report's nlgbench.statistics.stats, commit 7052c2b) on seeded random data where every group has at least
 3 points: tests/stats_golden.json holds their outputs on tests/stats_cases.py's inputs."""
 
@@ -12,8 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nlgbench.statistics.stats import (LEVEL_ALIASES, ZERO_DELTA, Segments, bootstrap_ci, bootstrap_distribution, correlate,
-                            correlation, paired_bootstrap, quality, williams_test)
+from nlgbench.statistics.bootstrap import bootstrap_ci, bootstrap_distribution
+from nlgbench.statistics.correlation import correlation
+from nlgbench.statistics.levels import LEVEL_ALIASES, Segments, quality
+from nlgbench.statistics.significance import ZERO_DELTA, paired_bootstrap, williams_test
+from nlgbench.statistics.summary import correlate
 from stats_cases import N_CASES, random_case
 
 GOLDEN = json.loads((Path(__file__).parent / "stats_golden.json").read_text(encoding="utf-8"))["cases"]

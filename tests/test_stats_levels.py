@@ -1,4 +1,4 @@
-"""Correlation levels and methods of nlgbench.statistics.stats (issue 14 item 3, issue 19 items 1, 7, 8),
+"""Correlation levels and methods of nlgbench.statistics (issue 14 item 3, issue 19 items 1, 7, 8),
 checked against independent computations: groups formed by hand with plain Python loops, each
 group's coefficient from SciPy (pearsonr, spearmanr, kendalltau variant b and c) or from a
 hand-written pair count (WMT's Kendall-like), means over groups by hand, system means as exact
@@ -15,9 +15,20 @@ import pytest
 from scipy import stats
 
 from nlgbench.foundations.errors import UserError
-from nlgbench.reporting.report import QualityOptions
-from nlgbench.statistics.stats import (GROUPING, LEVELS, METHODS, MIN_POINTS, Segments, canonical_level, correlate, figure_table,
-                            kendall_like, left_out_note, quality, quality_note, too_small_groups)
+from nlgbench.reporting.quality import QualityOptions
+from nlgbench.statistics.correlation import METHODS, MIN_POINTS, kendall_like
+from nlgbench.statistics.levels import (
+    GROUPING,
+    LEVELS,
+    Segments,
+    canonical_level,
+    figure_table,
+    left_out_note,
+    quality,
+    quality_note,
+    too_small_groups,
+)
+from nlgbench.statistics.summary import correlate
 
 # ----------------------------------------------------------------------------- the constructed data
 
@@ -350,7 +361,7 @@ def test_quality_options_labels_and_threshold() -> None:
 def test_kendall_like_blocks_equal_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """kendall_like compares PAIR_BLOCK pairs at a time: blocks of 1 row, uneven splits and one
     block give the loop's count."""
-    import nlgbench.statistics.stats as nlg_stats
+    import nlgbench.statistics.correlation as nlg_stats
 
     rng = np.random.default_rng(4)
     x, h = np.round(rng.normal(size=41), 1), np.round(rng.normal(size=41) * 2) / 2  # ties on both sides
@@ -362,7 +373,7 @@ def test_kendall_like_blocks_equal_the_loop(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_means_are_one_order_free_function() -> None:
-    from nlgbench.statistics.stats import finite_mean, mean
+    from nlgbench.statistics.levels import finite_mean, mean
 
     values = [0.1] * 10 + [1e16, -1e16]
     assert mean(values) == mean(values[::-1]) == pytest.approx(1 / 12, abs=1e-17)

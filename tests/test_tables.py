@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from nlgbench.foundations.errors import UserError
-from nlgbench.reporting.tables import by_dataset_table, cells_table, read_results
+from nlgbench.reporting.tables import by_dataset_table, cells_table
+from nlgbench.runs.rundata import RunData
 
 
 def row(metric: str, aligner: str, encoder: str, dataset: str, ms: str, r: str, status: str = "ok", exit_layer: str = "") -> dict[str, str]:
@@ -28,7 +29,7 @@ def test_by_dataset_table_pivots_datasets_and_marks_failures() -> None:
 
 def test_missing_results_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no results.csv"):
-        read_results(tmp_path)
+        RunData.results_csv(tmp_path)
 
 
 def test_cells_that_differ_only_in_metric_options_get_their_own_rows() -> None:

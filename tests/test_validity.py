@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from nlgbench.core.cell import DatasetRef
-from nlgbench.data.dataset import load_dataset, sample_items
-from nlgbench.foundations.errors import UserError
 from nlgbench.core.spec import parse_spec
+from nlgbench.data.loaders import load_dataset
+from nlgbench.data.model import sample_items
+from nlgbench.foundations.errors import UserError
 
 METRICS = [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}]
 
@@ -83,7 +84,7 @@ def test_sorted_head_warns_unsorted_head_does_not(tmp_path: Path, capsys: pytest
     assert load_dataset(path=sorted_file, sample=(100, 0)).warnings == []
     assert load_dataset(path=sorted_file).warnings == []  # the whole file is no subset
 
-    from nlgbench.execution.local import check_datasets
+    from nlgbench.execution.base import check_datasets
 
     spec = parse_spec({"datasets": [{"path": str(sorted_file), "max_segments": 100}], "metrics": METRICS})
     check_datasets(spec)
@@ -99,8 +100,8 @@ def test_one_speedup_definition_in_compare_and_report() -> None:
     the medians; with an even number of repeats that differs from the median of pair ratios."""
     import pandas as pd
 
-    from nlgbench.reporting.report import relative_table
-    from nlgbench.statistics.stats import speedup
+    from nlgbench.reporting.numbers import relative_table
+    from nlgbench.statistics.speedup import speedup
 
     base, cand = [10.0, 12.0, 30.0, 11.0], [2.0, 2.5, 1.0, 3.0]
     s = speedup(base, cand)
@@ -128,7 +129,7 @@ def test_same_stem_different_files_are_told_apart(tmp_path: Path) -> None:
     import hashlib
 
     from nlgbench.runs.importscores import import_scores
-    from nlgbench.runs.rundata import load_run
+    from nlgbench.runs.rundata import RunData
 
     paths = []
     for k, folder in enumerate(("a", "b")):
@@ -145,7 +146,7 @@ def test_same_stem_different_files_are_told_apart(tmp_path: Path) -> None:
     # imported cells store the data path relative to the run folder (issue 25: no machine path in a published run)
     assert [(r["dataset_path"], r["dataset_sha256"]) for r in table] == [
         (os.path.relpath(p, tmp_path / "run"), sha) for p, sha in zip(paths, shas)]
-    assert sorted(load_run(tmp_path / "run").cells["dataset"]) == sorted(r["dataset"] for r in table)
+    assert sorted(RunData.open(tmp_path / "run").cells["dataset"]) == sorted(r["dataset"] for r in table)
     # one file only: the plain stem
     import_scores(scores, str(paths[0]), "m", "e", tmp_path / "one")
     with (tmp_path / "one" / "results.csv").open(encoding="utf-8", newline="") as fh:

@@ -7,19 +7,32 @@ its numbers equal the cell's `scores.csv` for the same items, batch size and dev
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
+from nlgbench.core.cell import RESULT_FILE
+from nlgbench.core.result import CellResult
+from nlgbench.core.scores import read_scores
+from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
+from nlgbench.data.model import Item
+from nlgbench.execution.sweep import run as run_sweep
 from nlgbench.foundations.errors import UserError
+from nlgbench.measurement.devices import check_device
+from nlgbench.metrics import default_encoder, get_metric
+from nlgbench.metrics.base import REFERENCE_POLICY, PhaseTimer, ReferencePolicy
+from nlgbench.runs.folder import CELLS
+from nlgbench.runs.rundata import RunData
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from nlgbench.core.spec import SweepSpec
-
 EncoderSpec = str | dict[str, Any]  # a registered name, a Hub id, a local folder, or {name: ..., num_layers: 3, ...}
-References = Iterable[str] | Iterable[Sequence[str]]  # one text per hypothesis, or a list of texts (several) per hypothesis
+References = (
+    Iterable[str] | Iterable[Sequence[str]]
+)  # one text per hypothesis, or a list of texts (several) per hypothesis
 
 
 def _as_list(name: str, values: Iterable[Any], what: str = "a list of strings") -> list[Any]:
@@ -45,7 +58,9 @@ def _texts(name: str, values: Iterable[str] | None, n: int, required: bool = Tru
         raise UserError(f"{name} line {bad[0] + 1} is {type(out[bad[0]]).__name__}, not a string")
     blank = [i for i, v in enumerate(out) if required and not v.strip()]
     if blank:
-        raise UserError(f"{name} line {blank[0] + 1} is blank ({len(blank)} blank in all): every text must be non-empty")
+        raise UserError(
+            f"{name} line {blank[0] + 1} is blank ({len(blank)} blank in all): every text must be non-empty"
+        )
     return out
 
 
@@ -73,37 +88,6 @@ def _references(values: References | None, n: int, required: bool) -> list[tuple
     return refs
 
 
-def check_device(device: str) -> None:
-    """`device` is cpu, or a CUDA device this machine has: one clear line before any model is loaded
-    (torch's own error on a CPU build is an AssertionError deep inside the first model move)."""
-    from nlgbench.core.spec import DEVICE_RE
-
-    if not isinstance(device, str) or not DEVICE_RE.match(device):
-        raise UserError(f"unknown device {device!r} (use cpu, cuda or cuda:N)")
-    if not device.startswith("cuda"):
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        raise UserError(f"device {device!r}: CUDA is not available on this machine (torch {torch.__version__}); use cpu")
-    index, count = int(device.partition(":")[2] or 0), torch.cuda.device_count()
-    if index >= count:
-        raise UserError(f"device {device!r}: this machine has {count} CUDA device{'s' if count != 1 else ''} "
-                        f"(cuda:0 to cuda:{count - 1})")
-
-
-DEFAULT_ENCODER = "all-MiniLM-L6-v2"  # the encoder when none is given, for metrics that run one
-
-
-def default_encoder(metric: str) -> str:
-    """The encoder of `score` when none is given: `none` for a metric that runs no model (sentbleu,
-    chrf, rouge1 ...), else DEFAULT_ENCODER."""
-    from nlgbench.encoders.registry import NO_ENCODER
-    from nlgbench.metrics import get_metric
-
-    return NO_ENCODER if NO_ENCODER in get_metric(metric).encoder_kinds else DEFAULT_ENCODER
-
-
 def score_outputs(
     hypotheses: Iterable[str],
     references: References | None = None,
@@ -123,11 +107,6 @@ def score_outputs(
     `references` gives one text per hypothesis, or a list of texts (several references) per
     hypothesis; the metric uses several as its reference code does, or as `reference_policy`
     (first, max or mean) says."""
-    from nlgbench.data.dataset import Item
-    from nlgbench.metrics import get_metric
-    from nlgbench.metrics.base import REFERENCE_POLICY, PhaseTimer, ReferencePolicy
-    from nlgbench.core.spec import parse_metric_entry
-
     hyps = _as_list("hypotheses", hypotheses)
     hyps = _texts("hypotheses", hyps, len(hyps))
     if not isinstance(metric, str) or not metric.strip():
@@ -152,9 +131,10 @@ def score_outputs(
     if aligner is not None:
         raw["aligners"] = [aligner]
     entry = parse_metric_entry(raw, "score", Path.cwd())
-    items = [Item(lp="", seg_id=i + 1, system="", source=s, reference=r[0], hypothesis=h, human=float("nan"),
-                  references=r)
-             for i, (h, r, s) in enumerate(zip(hyps, refs, srcs))]
+    items = [
+        Item(lp="", seg_id=i + 1, system="", source=s, reference=r[0], hypothesis=h, human=float("nan"), references=r)
+        for i, (h, r, s) in enumerate(zip(hyps, refs, srcs, strict=True))
+    ]
     extra = {"aligner": entry.aligners[0]} if info.accepts_aligners else {}
     scorer = info.make(entry.encoders[0], {**entry.options, **harness}, device, batch_size, **extra)
     if isinstance(scorer, ReferencePolicy):
@@ -183,13 +163,20 @@ def score(
 
     `options` are the metric's spec options (`nlgbench list metrics`), e.g. `idf=True, layer=4`.
     """
-    return score_outputs(hypotheses, references, metric, encoder, sources=sources, aligner=aligner,
-                         device=device, batch_size=batch_size, **options)["score"]
+    return score_outputs(
+        hypotheses,
+        references,
+        metric,
+        encoder,
+        sources=sources,
+        aligner=aligner,
+        device=device,
+        batch_size=batch_size,
+        **options,
+    )["score"]
 
 
-def _as_spec(spec: "str | Path | dict[str, Any] | SweepSpec") -> "SweepSpec":
-    from nlgbench.core.spec import SweepSpec, load_spec, parse_spec
-
+def _as_spec(spec: str | Path | dict[str, Any] | SweepSpec) -> SweepSpec:
     if isinstance(spec, SweepSpec):
         return spec
     if isinstance(spec, dict):
@@ -199,19 +186,22 @@ def _as_spec(spec: "str | Path | dict[str, Any] | SweepSpec") -> "SweepSpec":
     return load_spec(spec)
 
 
-def _path(name: str, value: "str | PathLike[str]", what: str) -> Path:
+def _path(name: str, value: str | PathLike[str], what: str) -> Path:
     """A str or path-like argument as a Path; one clear error naming the argument otherwise."""
     if not isinstance(value, (str, PathLike)):
         raise UserError(f"{name} must be {what}, got {type(value).__name__}")
     return Path(value)
 
 
-def run(spec: "str | Path | dict[str, Any] | SweepSpec", out: str | Path | None = None, *,
-        force: bool = False, quiet: bool = False) -> "pd.DataFrame":
+def run(
+    spec: str | Path | dict[str, Any] | SweepSpec,
+    out: str | Path | None = None,
+    *,
+    force: bool = False,
+    quiet: bool = False,
+) -> pd.DataFrame:
     """Run a sweep (a spec file, a dict shaped like the YAML, or a SweepSpec) into `out`
     (default reports/<name>), resuming finished cells; returns `load_run(out)`."""
-    from nlgbench.execution.sweep import run as run_sweep
-
     folder = _path("out", out, "a folder's path") if out is not None else None
     sweep = _as_spec(spec)
     folder = folder if folder is not None else Path("reports") / sweep.name
@@ -219,33 +209,27 @@ def run(spec: "str | Path | dict[str, Any] | SweepSpec", out: str | Path | None 
     return load_run(folder)
 
 
-def load_run(path: str | Path) -> "pd.DataFrame":
-    """One row per cell of a run folder (the columns of results.csv)."""
+def load_run(path: str | Path) -> pd.DataFrame:
+    """One row per cell of a run folder, failed cells too (the columns of results.csv), ids and
+    labels kept as text. A thin wrapper: the folder is read by `nlgbench.runs.rundata.RunData`
+    (`RunData.open` for the finished cells with their segment scores, as report and compare read them)."""
     import pandas as pd
 
-    csv_path = _path("path", path, "a run folder's path") / "results.csv"
-    if not csv_path.is_file():
-        raise UserError(f"{path}: no results.csv (not a run folder, or no cell has finished yet)")
-    import io
-
-    from nlgbench.core.cell import read_bytes, utf8_text
-
+    text = RunData.results_csv(_path("path", path, "a run folder's path"))
     text_columns = ("cell_id", "metric", "metric_options", "encoder", "aligner", "dataset", "device", "status", "error")
-    text = utf8_text(csv_path, read_bytes(csv_path))  # not UTF-8: one line naming the file, not a guess
     return pd.read_csv(io.StringIO(text), dtype={c: str for c in text_columns})
 
 
-def load_scores(path: str | Path, cell_id: str) -> "pd.DataFrame":
+def load_scores(path: str | Path, cell_id: str) -> pd.DataFrame:
     """A cell's segment scores (`cells/<cell_id>/scores.csv`): lp, seg_id, system, score, human, extras."""
     import pandas as pd
 
     folder = _path("path", path, "a run folder's path")
     if not isinstance(cell_id, str) or Path(cell_id).name != cell_id or cell_id in ("", ".", ".."):
         raise UserError(f"cell_id must be a cell's id (a folder name under cells/), got {cell_id!r}")
-    csv_path = folder / "cells" / cell_id / "scores.csv"
+    csv_path = folder / CELLS / cell_id / "scores.csv"
     if not csv_path.is_file():
         raise UserError(f"{csv_path}: no such file (is {cell_id!r} a finished cell of {path}?)")
-    from nlgbench.core.cell import RESULT_FILE, CellResult, read_scores
 
     cell_dir = csv_path.parent  # ids and texts stay text, checked against result.json where there is one
     columns, rows = read_scores(csv_path, CellResult.read(cell_dir) if (cell_dir / RESULT_FILE).is_file() else None)

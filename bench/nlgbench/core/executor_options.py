@@ -1,13 +1,14 @@
 """How a sweep's cells are executed: the `executor:` block of a spec and `nlgbench run`'s executor
 flags (`--executor local|slurm`, partition, GPUs, CPUs, memory, time ...), parsed into one
-`ExecutorOptions`. Kept apart from `nlgbench.execution.slurm` (which runs them) so that the spec and the
-runner can read the options without importing the Slurm executor."""
+`ExecutorOptions`. Kept in core, below the launchers that use them (`nlgbench.execution.sweep` picks
+the local or the Slurm launcher by them), so that a spec can carry them."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from nlgbench.foundations.errors import UserError, closest
 
@@ -153,7 +154,7 @@ def parse_executor(raw: Any, where: str) -> ExecutorOptions:
             raise UserError(f"{where}: unknown key {key!r}" + (f"; did you mean {hits[0]!r}?" if hits else "")
                             + f" (valid: {', '.join(sorted(EXECUTOR_KEYS))})")
     out = ExecutorOptions()
-    checks = {
+    checks: dict[str, Callable[[Any, str], Any]] = {
         "kind": _kind, "partition": _partition, "mem": _mem, "poll_seconds": _poll, "slurm_args": parse_slurm_args,
         "gpus_per_cell": lambda v, w: _count(v, w, 0), "cpus_per_cell": lambda v, w: _count(v, w, 1),
         "time": lambda v, w: _count(v, w, 1), "max_parallel": lambda v, w: _count(v, w, 1),
@@ -179,7 +180,7 @@ def with_cli(base: ExecutorOptions | None, *, kind: str | None = None, partition
     if flags and not out.on_slurm:
         raise UserError(f"--{flags[0].replace('_', '-')} is a Slurm setting; add --executor slurm "
                         "(or kind: slurm in the spec's executor block)")
-    checks = {
+    checks: dict[str, Callable[[Any, str], Any]] = {
         "partition": _partition, "mem": _mem, "poll_seconds": _poll,
         "gpus_per_cell": lambda v, w: _count(v, w, 0), "cpus_per_cell": lambda v, w: _count(v, w, 1),
         "time": lambda v, w: _count(v, w, 1), "max_parallel": lambda v, w: _count(v, w, 1),

@@ -2,14 +2,17 @@
 options), the one-line cell label of progress lines and the results.csv columns.
 
 One owner, so that the sweep's progress lines, results.csv, reports, compare and tables name a
-cell the same way. Encoder labels are `EncoderRef.label` (nlgbench.encoders.runtime). Functions take
-plain values, so this module imports no other part of nlgbench at module level.
+cell the same way. Encoder labels are `EncoderRef.label` (nlgbench.encoders.registry). Functions take
+plain values; the metric registry says which options are defaults.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
+
+from nlgbench.metrics import get_metric, metric_names
 
 NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
 
@@ -37,8 +40,6 @@ def _short(value: Any) -> str:
 def options_label(metric: str, options: Mapping[str, Any] | None) -> str:
     """The metric options that differ from the metric's defaults, `key=value,...` ('' if none):
     cells that differ only in options (SentSim's token_part, ...) must not share a label."""
-    from nlgbench.metrics import get_metric, metric_names
-
     if metric not in metric_names() or not options:
         return ""
     info = get_metric(metric)
@@ -73,7 +74,7 @@ def distinct_dataset_labels(labels: Sequence[str], identities: Sequence[str]) ->
     different contents (`identities`: a file's sha256, '' for catalogue data), each gets its short
     hash, `summeval@3fa2c1d0`; labels of a single content stay as they are."""
     contents: dict[str, set[str]] = {}
-    for label, identity in zip(labels, identities):
+    for label, identity in zip(labels, identities, strict=False):
         contents.setdefault(label, set()).add(identity)
     return [f"{label}@{identity.removeprefix('sha256:')[:8]}" if len(contents[label]) > 1 and identity else label
-            for label, identity in zip(labels, identities)]
+            for label, identity in zip(labels, identities, strict=False)]

@@ -11,11 +11,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nlgbench.encoders.registry import ResolvedEncoder, resolve_encoder
 from nlgbench.foundations.errors import UserError
 
 if TYPE_CHECKING:
-    from nlgbench.data.dataset import Dataset
     from nlgbench.core.spec import SweepSpec
+    from nlgbench.data.model import Dataset
 
 DISTILL_FILE = "distill.json"
 TEXTS_FILE = "training_texts.sha256"  # one hash per line: every reference and (reference, candidate) pair seen
@@ -91,17 +92,19 @@ def student_folder(name: str) -> Path | None:
     """The real folder of a model name when it is a distilled student (has distill.json): a local
     folder, or the cached snapshot of a registry name / Hub id (`models import` copies distill.json
     there), so a student is recognised under any name it is run by."""
-    from nlgbench.encoders.registry import resolve_source
-    from nlgbench.encoders.hfcache import local_snapshot
+    return distilled_folder(resolve_encoder(name))
 
-    folder = local_snapshot(resolve_source(name))
+
+def distilled_folder(model: ResolvedEncoder) -> Path | None:
+    """`student_folder` of a model already resolved: its local snapshot where that holds distill.json."""
+    folder = model.snapshot
     return folder if folder is not None and (folder / DISTILL_FILE).is_file() else None
 
 
 def check_spec_leakage(spec: SweepSpec) -> list[str]:
     """`check_leakage` for every model a spec loads that is a distilled student (under whatever
     name), against every dataset of the spec (loaded as the cells load them)."""
-    students = {name: folder for name in spec.model_names() if (folder := student_folder(name)) is not None}
+    students = {name: folder for name, model in spec.models.items() if (folder := distilled_folder(model)) is not None}
     if not students:
         return []
     datasets = [ref.load() for ref in spec.datasets]

@@ -6,32 +6,41 @@ before any model is loaded.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from nlgbench.encoders.registry import (
-    EncoderRef, add_encoders_file, check_layers, encoder_kind, find_entry, local_fingerprint, parse_encoder_ref,
-    registered_name, validate_encoder_name,
-)
 from nlgbench.core.cell import CellConfig, DatasetRef
-from nlgbench.data.dataset import ALL_DIMENSIONS
+from nlgbench.core.executor_options import ExecutorOptions, parse_executor
+from nlgbench.data.catalogue import add_catalogue_file, dataset_names, sha256_file, unknown_dataset
+from nlgbench.data.model import ALL_DIMENSIONS
+from nlgbench.data.userfile import check_user_file
+from nlgbench.encoders.registry import (
+    NO_ENCODER,
+    EncoderRef,
+    ResolvedEncoder,
+    add_encoders_file,
+    check_layers,
+    parse_encoder_ref,
+    registered_name,
+    resolve_encoder,
+)
 from nlgbench.foundations.errors import UserError, closest
-from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.registry import load_yaml, yaml_problem
+from nlgbench.measurement.devices import DEVICE_RE
+from nlgbench.metrics import get_metric, metric_names
+from nlgbench.metrics.alignment import get_aligner
 
 if TYPE_CHECKING:
     from nlgbench.metrics.base import MetricInfo
-    from nlgbench.core.executor_options import ExecutorOptions
 
 TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "batch_tokens", "repeats", "warmup", "threads", "metrics",
             "encoders_file", "catalogue_file", "human", "executor"}
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
 DATASET_KEYS = {"name", "path", "max_segments", "human", "sample", "columns"}
-DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 MAX_NAME_CHARS = 100  # a sweep's name (it names the folder reports/<name>)
 
 
@@ -65,29 +74,30 @@ class SweepSpec:
 
     def model_names(self) -> list[str]:
         """Every model the sweep loads: encoders, and models named by metric options (e.g. XMoverScore's `lm`)."""
-        from nlgbench.metrics import get_metric
-
         names = [e.name for m in self.metrics for e in m.encoders if e.name != NO_ENCODER]
         for m in self.metrics:
             names += [m.options[k] for k in get_metric(m.metric).model_options if m.options.get(k)]
         return list(dict.fromkeys(names))
 
+    @cached_property
+    def models(self) -> dict[str, ResolvedEncoder]:
+        """`model_names`, each resolved once (`nlgbench.encoders.registry.resolve_encoder`) on first use and
+        kept with the spec (not a field: not part of the spec's record), for the weights fingerprints,
+        the leakage guard and `run --dry-run`."""
+        return {name: resolve_encoder(name) for name in self.model_names()}
+
     def input_fingerprints(self) -> dict[str, str]:
         """Path -> fingerprint of every local file the sweep reads: user data files (`sha256:...`)
         and local model folders (`weights:...`); read once, when the cells are made."""
-        from nlgbench.data.dataset import sha256_file
-
         out = {ds.path: "sha256:" + sha256_file(Path(ds.path)) for ds in self.datasets if ds.path is not None}
-        for name in self.model_names():
-            fingerprint = local_fingerprint(name)
+        for name, model in self.models.items():
+            fingerprint = model.fingerprint()
             if fingerprint is not None:
                 out[name] = "weights:" + fingerprint
         return out
 
     def cells(self) -> list[CellConfig]:
         """All cells in a stable order: metric entry, encoder, aligner, dataset, device, batch size, token budget."""
-        from nlgbench.metrics import get_metric
-
         fingerprints = self.input_fingerprints()
         out: list[CellConfig] = []
         for entry in self.metrics:
@@ -151,8 +161,6 @@ def _human(raw: Any, where: str) -> str | None:
 
 def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> DatasetRef:
     """One `datasets:` entry; `human` is the spec-level selection, which the entry's own `human` overrides."""
-    from nlgbench.data.dataset import check_user_file, dataset_names, unknown_dataset
-
     if isinstance(raw, str):
         raw = {"name": raw}
     if not isinstance(raw, dict):
@@ -200,8 +208,6 @@ def _sample(raw: Any, where: str) -> tuple[int, int] | None:
 
 
 def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
-    from nlgbench.metrics import get_metric
-
     info = get_metric(metric)
     if raw is None:
         raw = {}
@@ -211,10 +217,12 @@ def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
     return info.cell_options(raw, where)
 
 
-def _check_depths(options: dict[str, Any], encoders: list[EncoderRef], where: str) -> None:
+def _check_depths(options: dict[str, Any], encoders: list[EncoderRef], models: dict[str, ResolvedEncoder],
+                  where: str) -> None:
     """`layer` and `num_layers` against each encoder's registered depth (before any model is loaded)."""
     for i, enc in enumerate(encoders):
-        entry = find_entry(enc.name)
+        model = models.get(enc.name)
+        entry = model.entry if model is not None else None
         check_layers(enc, entry.layers if entry else None, options.get("layer"), f"{where}.encoders[{i}]")
 
 
@@ -232,10 +240,10 @@ def _registered(enc: EncoderRef) -> EncoderRef:
     return enc if name == enc.name else EncoderRef(**{**enc.to_dict(), "name": name})
 
 
-def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> EncoderRef:
-    """One `encoders:` entry, checked against the kinds of model the metric runs. `none` (no
-    model) is the one entry of a metric that runs none (`encoder_kinds` holds NO_ENCODER: the
-    lexical baselines), and only of such a metric."""
+def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> tuple[EncoderRef, ResolvedEncoder | None]:
+    """One `encoders:` entry, checked against the kinds of model the metric runs, and its model as
+    resolved (None for `none`). `none` (no model) is the one entry of a metric that runs none
+    (`encoder_kinds` holds NO_ENCODER: the lexical baselines), and only of such a metric."""
     enc = parse_encoder_ref(raw, where)
     models = [kind for kind in info.encoder_kinds if kind != NO_ENCODER]
     if enc.name == NO_ENCODER:
@@ -244,21 +252,20 @@ def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> EncoderRef:
                             f"{NO_ENCODER!r} is for metrics that run no model")
         if enc.variant():
             raise UserError(f"{where}: {NO_ENCODER!r} (no model) takes no encoder options, got {', '.join(enc.variant())}")
-        return enc
+        return enc, None
     if not models:
         raise UserError(f"{where}: metric {info.name!r} runs no model; write 'encoders: [{NO_ENCODER}]' or leave "
                         f"the key out, got {enc.label!r}")
     enc = _registered(_local_folder(enc, base))
-    validate_encoder_name(enc.name, where)
-    kind = encoder_kind(enc.name)
+    model = resolve_encoder(enc.name)
+    model.check(where)
+    kind = model.kind
     if kind is not None and kind not in models:
         raise UserError(f"{where}: metric {info.name!r} needs a {' or '.join(models)} model; {enc.name} is of kind {kind}")
-    return enc
+    return enc, model
 
 
 def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
-    from nlgbench.metrics import get_metric, metric_names
-
     if not isinstance(raw, dict):
         raise UserError(f"{where}: must be a mapping with 'metric', got {raw!r}")
     _check_keys(raw, METRIC_KEYS, where)
@@ -269,29 +276,28 @@ def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     options = _options(name, raw.get("options"), f"{where}.options")
     if "encoders" not in raw and NO_ENCODER not in info.encoder_kinds:
         raise UserError(f"{where}.encoders is required")
-    encoders = [_encoder(e, f"{where}.encoders[{i}]", info, base)
-                for i, e in enumerate(_list(raw.get("encoders", [NO_ENCODER]), f"{where}.encoders"))]
+    parsed = [_encoder(e, f"{where}.encoders[{i}]", info, base)
+              for i, e in enumerate(_list(raw.get("encoders", [NO_ENCODER]), f"{where}.encoders"))]
+    encoders = [enc for enc, _ in parsed]
+    models = {enc.name: model for enc, model in parsed if model is not None}
     for key, kind in info.model_options.items():
         if options.get(key) is not None:
-            validate_encoder_name(options[key], f"{where}.options.{key}")
-            found = encoder_kind(options[key])
+            model = resolve_encoder(options[key])
+            model.check(f"{where}.options.{key}")
+            found = model.kind
             if found is not None and found != kind:
                 raise UserError(f"{where}.options.{key}: needs a {kind} model; {options[key]} is of kind {found}")
-    _check_depths(options, encoders, where)
+    _check_depths(options, encoders, models, where)
     aligners: list[str | None] = ["wmd"] if info.accepts_aligners else [None]
     if "aligners" in raw:
         if not info.accepts_aligners:
             raise UserError(f"{where}.aligners: metric {name!r} takes no aligner")
-        from nlgbench.metrics.alignment import get_aligner
-
         aligners = [get_aligner(str(a)).name for a in _list(raw["aligners"], f"{where}.aligners")]
     return MetricEntry(metric=name, options=options, encoders=encoders, aligners=aligners)
 
 
 def _user_registries(raw: dict[str, Any], source: str, base: Path) -> None:
     """Merge the spec's own encoder registry / dataset catalogue files (paths relative to the spec) over the packaged ones."""
-    from nlgbench.data.dataset import add_catalogue_file
-
     for key, add in (("encoders_file", add_encoders_file), ("catalogue_file", add_catalogue_file)):
         if key in raw:
             if not isinstance(raw[key], str):
@@ -352,8 +358,6 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     metrics = [parse_metric_entry(m, f"{source}.metrics[{i}]", base) for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))]
     executor = None
     if raw.get("executor") is not None:
-        from nlgbench.core.executor_options import parse_executor
-
         executor = parse_executor(raw["executor"], f"{source}.executor")
     return SweepSpec(
         name=name, datasets=datasets, metrics=metrics, devices=devices, batch_sizes=batch_sizes,

@@ -29,7 +29,9 @@ class Synthetic:
     strength: float  # the fraction of words the edit touched (asked for)
 
 
-def edit_words(words: list[str], edit: str, strength: float, rng: random.Random, vocabulary: Sequence[str]) -> list[str]:
+def edit_words(
+    words: list[str], edit: str, strength: float, rng: random.Random, vocabulary: Sequence[str]
+) -> list[str]:
     """`words` changed by one edit touching about `strength` of them (at least one word); never empty."""
     n = len(words)
     k = max(1, round(strength * n))

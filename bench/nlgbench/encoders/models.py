@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlgbench.encoders.registry import EncoderRef, encoder_kind, resolve_source
+from nlgbench.encoders.hfcache import disk_bytes, local_snapshot
+from nlgbench.encoders.registry import EncoderRef, resolve_encoder
+from nlgbench.encoders.variants import check_dtype, count_params, quantize_int8, weight_bytes
 from nlgbench.foundations.errors import UserError
 
 AUTO_CLASSES = {
@@ -33,8 +35,6 @@ class LoadedModel:
     disk_bytes: int
 
     def describe(self) -> dict[str, Any]:
-        from nlgbench.encoders.variants import count_params, weight_bytes
-
         return {"params": count_params(self.model), "disk_bytes": self.disk_bytes, "source": self.source,
                 "variant": self.ref.variant(), "weight_bytes": weight_bytes(self.model)}
 
@@ -45,16 +45,14 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
     import transformers
     from transformers.utils import logging as hf_logging
 
-    from nlgbench.encoders import variants
-    from nlgbench.encoders.hfcache import disk_bytes, local_snapshot
-
     if ref.num_layers is not None or ref.early_exit is not None:
         raise UserError(f"{ref.label}: num_layers and early_exit apply to encoders, not to a whole {kind} model")
-    found = encoder_kind(ref.name)
+    resolved = resolve_encoder(ref.name)
+    found = resolved.kind
     if found is not None and found != kind:
         raise UserError(f"{ref.label} is of kind {found}; this metric needs a {kind} model")
     hf_logging.disable_progress_bar()
-    source = resolve_source(ref.name)
+    source = resolved.source
     tokenizer = transformers.AutoTokenizer.from_pretrained(source)
     model = getattr(transformers, AUTO_CLASSES[kind]).from_pretrained(source)
     if kind == "seq2seq" and not getattr(model.config, "is_encoder_decoder", False):
@@ -68,11 +66,11 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
             raise UserError(f"state_dict {path}: cannot load onto {ref.label}: {' '.join(str(exc).split())[:300]}") from None
     model.eval()
     if ref.quantize == "int8":
-        model = variants.quantize_int8(model, device)
+        model = quantize_int8(model, device)
     elif ref.dtype is not None:
-        model = model.to(variants.check_dtype(ref.dtype, device))
+        model = model.to(check_dtype(ref.dtype, device))
     model = model.to(device)
-    folder = local_snapshot(source)
+    folder = local_snapshot(source)  # looked up after `from_pretrained`, which may have just downloaded it
     size = disk_bytes(folder) if folder else 0
     if state_dict is not None:
         size += Path(state_dict).expanduser().stat().st_size

@@ -14,8 +14,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from nlgbench.foundations.package import package_file
+from nlgbench.encoders.hfcache import check_model_folder, local_snapshot, weights_fingerprint
 from nlgbench.foundations.errors import UserError, closest, unknown_name
+from nlgbench.foundations.package import package_file
 from nlgbench.foundations.registry import Registry, UserFiles, read_registry_file
 
 ENCODERS_FILE = package_file("encoders.yaml")  # the repository's encoders.yaml, shipped in the package
@@ -25,6 +26,8 @@ KINDS = ("encoder", "seq2seq", "causal-lm", "cross-encoder")
 
 # Variant options an encoder may carry in a spec, with their types (see nlgbench.encoders.variants).
 VARIANT_OPTIONS: dict[str, type] = {"num_layers": int, "early_exit": float, "quantize": str, "dtype": str}
+DTYPE_NAMES = ("fp32", "fp16", "bf16")  # a variant's `dtype` (nlgbench.encoders.variants.DTYPES: the torch dtypes)
+QUANTIZE = ("int8",)  # a variant's `quantize`
 
 
 @dataclass(frozen=True)
@@ -115,71 +118,82 @@ def registered_name(name: str) -> str:
     return entry.name if entry else name
 
 
-def validate_encoder_name(name: str, where: str) -> None:
-    """Reject names that are neither a local folder, cached, nor (online) a registered name or Hub id, and
-    model folders that cannot load (`nlgbench.encoders.hfcache.check_model_folder`): a local folder must be
-    complete; a cached snapshot must have a valid config.json and intact weight files."""
-    from nlgbench.encoders.hfcache import check_model_folder, local_snapshot
+@dataclass(frozen=True)
+class ResolvedEncoder:
+    """A model name (an encoder, or a model a metric option names) resolved once, by `resolve_encoder`,
+    against the registry, the local disk and the Hugging Face cache; it travels from the spec to
+    the checks that need it (kind, validity, weights fingerprint, leakage guard, ETA, `--dry-run`).
+    A snapshot of the disk when resolved: a model downloaded afterwards is not in it."""
 
-    if not name.strip():  # Path("") is the current folder: an empty name must not load it as a model
-        raise UserError(f"{where}: the model name is empty")
-    try:
-        if Path(name).expanduser().is_dir():
-            check_model_folder(Path(name).expanduser())
+    name: str  # as given
+    source: str  # what `from_pretrained` gets (`resolve_source`)
+    entry: EncoderEntry | None  # the registry entry of a registry name or registered Hub id
+    folder: Path | None  # the local folder the name is, if it is one (as given, `~` expanded)
+    snapshot: Path | None  # the local folder with a config.json, or the cached `refs/main` snapshot; None: not local
+
+    @property
+    def kind(self) -> str | None:
+        """What the model is: the registry's kind, else read from the local/cached config.json; None if unknown.
+
+        Kinds: "encoder", "seq2seq" (encoder-decoder), "causal-lm", "cross-encoder" (one-output
+        sequence classifier).
+        """
+        if self.entry is not None:
+            return self.entry.kind
+        if self.snapshot is None:
+            return None
+        config = json.loads((self.snapshot / "config.json").read_text(encoding="utf-8"))
+        archs = " ".join(config.get("architectures") or [])
+        if config.get("is_encoder_decoder"):
+            return "seq2seq"
+        if "CausalLM" in archs or "LMHeadModel" in archs:
+            return "causal-lm"
+        if "ForSequenceClassification" in archs:
+            return "cross-encoder"
+        return "encoder"
+
+    def fingerprint(self) -> str | None:
+        """The weights fingerprint of a local model folder (`nlgbench.encoders.hfcache.weights_fingerprint`);
+        None for a registered name or Hub id (their name and revision identify them)."""
+        return weights_fingerprint(self.folder) if self.folder is not None else None
+
+    def check(self, where: str) -> None:
+        """Reject names that are neither a local folder, cached, nor (online) a registered name or Hub id, and
+        model folders that cannot load (`nlgbench.encoders.hfcache.check_model_folder`): a local folder must be
+        complete; a cached snapshot must have a valid config.json and intact weight files."""
+        name = self.name
+        if not name.strip():  # Path("") is the current folder: an empty name must not load it as a model
+            raise UserError(f"{where}: the model name is empty")
+        try:
+            if self.folder is not None:
+                check_model_folder(self.folder)
+                return
+            if self.snapshot is not None:
+                check_model_folder(self.snapshot, need_weights=False)
+                return
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
+        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}
+        entry = self.entry
+        if entry and offline:  # it would only fail later, inside the cell, with transformers' OSError
+            raise UserError(f"{where}: encoder {name!r} ({entry.hub_id}) is not in the local Hugging Face cache and "
+                            "the Hub is off (HF_HUB_OFFLINE=1): download it where the Hub is reachable, or "
+                            "`nlgbench models import FOLDER --as " + entry.hub_id + "`")
+        if entry:
             return
-        snapshot = local_snapshot(resolve_source(name))
-        if snapshot is not None:
-            check_model_folder(snapshot, need_weights=False)
-            return
-    except UserError as exc:
-        raise UserError(f"{where}: {exc}") from None
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}
-    entry = find_entry(name)
-    if entry and offline:  # it would only fail later, inside the cell, with transformers' OSError
-        raise UserError(f"{where}: encoder {name!r} ({entry.hub_id}) is not in the local Hugging Face cache and the "
-                        "Hub is off (HF_HUB_OFFLINE=1): download it where the Hub is reachable, or "
-                        "`nlgbench models import FOLDER --as " + entry.hub_id + "`")
-    if entry:
-        return
-    looks_like_hub_id = name.count("/") == 1 and all(name.split("/"))
-    if offline or not looks_like_hub_id:
-        err = unknown_name("encoder", name, registry().names())
-        reason = "not a registered name, a local folder, or a model in the local Hugging Face cache"
-        raise UserError(f"{where}: {err} — {reason}")
+        looks_like_hub_id = name.count("/") == 1 and all(name.split("/"))
+        if offline or not looks_like_hub_id:
+            err = unknown_name("encoder", name, registry().names())
+            reason = "not a registered name, a local folder, or a model in the local Hugging Face cache"
+            raise UserError(f"{where}: {err} — {reason}")
 
 
-def local_fingerprint(name: str) -> str | None:
-    """The weights fingerprint of a local model folder (`nlgbench.encoders.hfcache.weights_fingerprint`);
-    None for a registered name or Hub id (their name and revision identify them)."""
-    from nlgbench.encoders.hfcache import weights_fingerprint
-
+def resolve_encoder(name: str) -> ResolvedEncoder:
+    """`name` resolved once: its source, registry entry, local folder and local snapshot."""
     path = Path(name).expanduser()
-    return weights_fingerprint(path) if path.is_dir() else None
-
-
-def encoder_kind(name: str) -> str | None:
-    """What a model is: the registry's kind, else read from a local/cached config.json; None if unknown.
-
-    Kinds: "encoder", "seq2seq" (encoder-decoder), "causal-lm", "cross-encoder" (one-output
-    sequence classifier).
-    """
-    entry = find_entry(name)
-    if entry is not None:
-        return entry.kind
-    from nlgbench.encoders.hfcache import local_snapshot
-
-    folder = local_snapshot(resolve_source(name))
-    if folder is None:
-        return None
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    archs = " ".join(config.get("architectures") or [])
-    if config.get("is_encoder_decoder"):
-        return "seq2seq"
-    if "CausalLM" in archs or "LMHeadModel" in archs:
-        return "causal-lm"
-    if "ForSequenceClassification" in archs:
-        return "cross-encoder"
-    return "encoder"
+    source = resolve_source(name)
+    return ResolvedEncoder(name=name, source=source, entry=find_entry(name), folder=path if path.is_dir() else None,
+                           snapshot=local_snapshot(source))
 
 
 # ----------------------------------------------------------------------------- references in specs
@@ -233,16 +247,14 @@ def parse_encoder_ref(raw: Any, where: str) -> EncoderRef:
 
 
 def _check_variant(opts: dict[str, Any], where: str) -> None:
-    from nlgbench.encoders.variants import DTYPES, QUANTIZE
-
     if opts.get("num_layers") is not None and opts["num_layers"] < 1:
         raise UserError(f"{where}: num_layers must be >= 1, got {opts['num_layers']}")
     if opts.get("early_exit") is not None and not opts["early_exit"] > 0:
         raise UserError(f"{where}: early_exit is a threshold > 0, got {opts['early_exit']}")
     if opts.get("quantize") is not None and opts["quantize"] not in QUANTIZE:
         raise UserError(f"{where}: quantize must be one of {', '.join(QUANTIZE)}, got {opts['quantize']!r}")
-    if opts.get("dtype") is not None and opts["dtype"] not in DTYPES:
-        raise UserError(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {opts['dtype']!r}")
+    if opts.get("dtype") is not None and opts["dtype"] not in DTYPE_NAMES:
+        raise UserError(f"{where}: dtype must be one of {', '.join(DTYPE_NAMES)}, got {opts['dtype']!r}")
     if opts.get("quantize") and opts.get("dtype") not in (None, "fp32"):
         raise UserError(f"{where}: quantize int8 runs float32 activations; drop dtype {opts['dtype']!r}")
 

@@ -3,23 +3,31 @@
 Metrics never look at token strings or architectures; they use what `Encoder` exposes:
 tokenisation with offsets, special-token ids, a word-start test, hidden states of chosen
 layers, the number of layers run, parameters actually run, bytes on disk, and the device.
-How a spec names an encoder (`EncoderRef`, the registry) is `nlgbench.encoders.registry`;
-`EncoderRef` is re-exported here as the type of `Encoder.ref`.
+How a spec names an encoder (`EncoderRef`, the registry) is `nlgbench.encoders.registry`.
+`pad_ids` (token ids right-padded into a batch) is here too: the metrics that run whole models use it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any
 
+import torch
+
+from nlgbench.encoders.hfcache import disk_bytes, local_snapshot
 from nlgbench.encoders.registry import EncoderRef, check_layers, resolve_source
+from nlgbench.encoders.variants import (
+    ExitState,
+    check_dtype,
+    count_params,
+    exit_heads,
+    install_early_exit,
+    quantize_int8,
+    weight_bytes,
+)
 from nlgbench.foundations.errors import UserError
-
-if TYPE_CHECKING:
-    from nlgbench.encoders.variants import ExitState
-
-__all__ = ["EncoderRef", "Encoder", "Tokenized", "count_layers", "load_encoder", "truncated_texts"]
 
 # Texts that an encoder of this process cut to its model's maximum length. A worker measures one
 # cell, so in a worker this is the cell's record (`truncated_texts`).
@@ -86,14 +94,10 @@ class Encoder:
     @property
     def params_run(self) -> int:
         """Parameters of the modules the metric actually runs (truncated stack, no pooler; int8 weights count)."""
-        from nlgbench.encoders.variants import count_params
-
         return count_params(self.model)
 
     def describe(self) -> dict[str, Any]:
         """What runs: parameters, disk, layers, variant, and (early exit) the mean exit layer over inputs run."""
-        from nlgbench.encoders.variants import weight_bytes
-
         out: dict[str, Any] = {
             "params": self.params_run, "disk_bytes": self.disk_bytes, "total_layers": self.total_layers,
             "source": self.source, "variant": self.ref.variant(), "weight_bytes": weight_bytes(self.model),
@@ -130,9 +134,9 @@ class Encoder:
             return_attention_mask=False,
             return_token_type_ids=False,
         )
-        _TRUNCATED.update(text for text, e in zip(stripped, enc.encodings) if e.overflowing)
+        _TRUNCATED.update(text for text, e in zip(stripped, enc.encodings, strict=False) if e.overflowing)
         out = []
-        for text, e in zip(stripped, enc.encodings):
+        for text, e in zip(stripped, enc.encodings, strict=False):
             word_ids = e.word_ids
             special = [wid is None for wid in word_ids]
             starts = [
@@ -146,8 +150,6 @@ class Encoder:
         """Token id lists right-padded into ids [B, T] and attention mask [B, T] on the CPU; in
         pinned (page-locked) memory when the encoder runs on CUDA, so that `hidden_states` copies
         them to the device without blocking. Cheap to run ahead, off the main thread."""
-        from nlgbench.metrics.common import pad_ids
-
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         ids, mask = pad_ids(batch, pad_id)
         if self.device.startswith("cuda"):
@@ -161,8 +163,6 @@ class Encoder:
         `padded`: the batch's (ids, mask) from `pad`, when prepared ahead (`nlgbench.metrics.embedding`);
         otherwise padded here. The copy to the device is non-blocking (from pinned memory on CUDA:
         it queues behind the previous batch's kernels instead of waiting for them)."""
-        import torch
-
         for layer in layers:
             if not 0 <= layer <= self.layers_run:
                 raise ValueError(f"layer {layer} out of range 0..{self.layers_run} for {self.ref.label}")
@@ -181,22 +181,27 @@ class Encoder:
     def _hidden_states_early_exit(self, batch: Sequence[Sequence[int]], input_ids: Any, mask: Any,
                                   layers: Sequence[int]) -> list[Any]:
         """Hidden states where each input's layers past its exit repeat the exit layer's state."""
-        import torch
-
         st = self.exit_state
         assert st is not None
         st.start(mask, self.layers_run)
         with torch.inference_mode():
             self.model(input_ids=input_ids, attention_mask=mask)
-        for ids, layer in zip(batch, st.exit_layer.tolist()):
+        for ids, layer in zip(batch, st.exit_layer.tolist(), strict=False):
             self.exit_layers[tuple(ids)] = layer
         return [st.states[layer] for layer in layers]
 
 
+def pad_ids(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token id lists right-padded with `pad_id`: ids [B, T] and attention mask [B, T] (one tensor
+    built from Python lists each, not one per row: this runs once per model batch)."""
+    longest = max(len(r) for r in rows)
+    ids = torch.tensor([[*r, *[pad_id] * (longest - len(r))] for r in rows], dtype=torch.long)
+    mask = torch.tensor([[1] * len(r) + [0] * (longest - len(r)) for r in rows], dtype=torch.long)
+    return ids, mask
+
+
 def _layer_stack(model: Any) -> tuple[str, Any] | None:
     """(attribute path, ModuleList) of the model's transformer layers, or None."""
-    import torch
-
     for path in _LAYER_PATHS:
         stack = _get_path(model, path)
         if isinstance(stack, torch.nn.ModuleList) and len(stack) > 0:
@@ -206,8 +211,6 @@ def _layer_stack(model: Any) -> tuple[str, Any] | None:
 
 def _truncate(model: Any, num_layers: int) -> int:
     """Keep only the first `num_layers` (<= the total, checked by the caller) transformer layers, as bert_score does; returns the total before."""
-    import torch
-
     found = _layer_stack(model)
     if found is None:
         raise UserError(f"cannot truncate {type(model).__name__}: no known layer stack")
@@ -236,8 +239,6 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from nlgbench.encoders.hfcache import disk_bytes, local_snapshot
-
     hf_logging.disable_progress_bar()
     source = resolve_source(ref.name)
     tokenizer = AutoTokenizer.from_pretrained(source)
@@ -256,7 +257,7 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     if keep < total:
         _truncate(model, keep)
     model.eval()
-    folder = local_snapshot(source)
+    folder = local_snapshot(source)  # looked up after `from_pretrained`, which may have just downloaded it
     model, exit_state = _apply_variants(model, ref, device, folder)
     special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
     return Encoder(
@@ -275,17 +276,15 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
 
 def _apply_variants(model: Any, ref: EncoderRef, device: str, folder: Path | None) -> tuple[Any, ExitState | None]:
     """Quantise / cast, move to the device, and wrap the layers for early exit, as the ref asks."""
-    from nlgbench.encoders import variants
-
     if ref.quantize == "int8":
-        model = variants.quantize_int8(model, device)
+        model = quantize_int8(model, device)
     elif ref.dtype is not None:
-        model = model.to(variants.check_dtype(ref.dtype, device))
+        model = model.to(check_dtype(ref.dtype, device))
     model = model.to(device)
     if ref.early_exit is None:
         return model, None
     found = _layer_stack(model)
     if found is None:
         raise UserError(f"encoder {ref.label}: early exit needs a known layer stack")
-    heads = variants.exit_heads(Path(folder) if folder else None)
-    return model, variants.install_early_exit(found[1], ref.early_exit, heads)
+    heads = exit_heads(Path(folder) if folder else None)
+    return model, install_early_exit(found[1], ref.early_exit, heads)

@@ -12,16 +12,17 @@ inputs are dropped from the batch for the remaining layers, which is where time 
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from nlgbench.encoders.registry import DTYPE_NAMES
 from nlgbench.foundations.errors import UserError
 
-DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-QUANTIZE = ("int8",)
+DTYPES: dict[str, torch.dtype] = dict(zip(DTYPE_NAMES, (torch.float32, torch.float16, torch.bfloat16), strict=True))
 
 # ----------------------------------------------------------------------------- exit heads
 
@@ -166,8 +167,6 @@ def quantize_int8(model: torch.nn.Module, device: str) -> torch.nn.Module:
     """Dynamic int8 quantisation of every nn.Linear (weights int8, activations quantised on the fly); CPU only."""
     if device != "cpu":
         raise UserError(f"quantize: int8 is dynamic CPU quantisation; device {device!r} is not supported")
-    import warnings
-
     with warnings.catch_warnings():  # torch.ao is deprecated in favour of torchao, but still the CPU path in 2.13
         warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
         return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)

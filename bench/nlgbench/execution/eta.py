@@ -15,15 +15,14 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from nlgbench.core.cell import CellConfig
-from nlgbench.encoders.registry import EncoderRef, resolve_source
+from nlgbench.encoders.hfcache import SAFETENSORS_DTYPE_BYTES, safetensors_header, weight_files
+from nlgbench.encoders.registry import NO_ENCODER, EncoderRef, resolve_encoder
 from nlgbench.foundations.errors import UserError
-from nlgbench.encoders.hfcache import SAFETENSORS_DTYPE_BYTES, local_snapshot, safetensors_header, weight_files
-from nlgbench.encoders.registry import NO_ENCODER
 
 # The stand-in parameter count of a metric that runs no model (sentBLEU, chrF, ROUGE): string
 # matching per item costs about what a 1M-parameter encoder does; learnt properly once one finishes.
@@ -67,7 +66,7 @@ def encoder_params(ref: EncoderRef) -> int | None:
     if ref.name == NO_ENCODER:
         return 0
     try:
-        folder = local_snapshot(resolve_source(ref.name))
+        folder = resolve_encoder(ref.name).snapshot
     except (OSError, UserError):  # an unknown name fails the sweep elsewhere, with its own message
         return None
     return header_params(folder, ref.num_layers) if folder is not None else None

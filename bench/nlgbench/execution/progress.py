@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import sys
 from types import TracebackType
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 PROGRESS_ENV = "NLGBENCH_PROGRESS"
 
@@ -56,6 +57,8 @@ class CellProgress:
         if not self.enabled:
             return
         if self._bar is None or self._key != (what, total):
+            from tqdm import tqdm  # ~45 ms to import: only once a bar is drawn
+
             self._close()
             self._key = (what, total)
             unit = what.split(" ")[0]
@@ -71,5 +74,6 @@ class CellProgress:
     def __enter__(self) -> CellProgress:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self._close()

@@ -1,15 +1,28 @@
-"""Run a sweep with the executor its spec or the command line asks for: locally, one worker
-process per cell (`nlgbench.execution.local`), or as Slurm job array tasks (`nlgbench.execution.slurm`)."""
+"""The one entry of every sweep (CLI and API): run it with the launcher its spec or the command line
+asks for: locally, one worker process per cell (`nlgbench.execution.local`), or as Slurm job array
+tasks (`nlgbench.execution.slurm`). Both are `nlgbench.execution.base.Launcher`s."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+
+from nlgbench.core.executor_options import ExecutorOptions
+from nlgbench.core.result import CellResult
+from nlgbench.execution.base import Launcher
+from nlgbench.execution.local import LocalLauncher
+from nlgbench.execution.slurm.launcher import SlurmLauncher
 
 if TYPE_CHECKING:
-    from nlgbench.core.cell import CellResult
-    from nlgbench.core.executor_options import ExecutorOptions
     from nlgbench.core.spec import SweepSpec
+
+
+def launcher(options: ExecutorOptions | None, *, cancel_on_exit: bool = False) -> Launcher:
+    """The launcher of these executor options (None: local)."""
+    if options is not None and options.on_slurm:
+        return SlurmLauncher(options, cancel_on_exit=cancel_on_exit)
+    return LocalLauncher()
 
 
 def run(spec: SweepSpec, out_dir: Path, *, force: bool = False, wait: bool = False, log: Callable[[str], None] = print,
@@ -18,14 +31,5 @@ def run(spec: SweepSpec, out_dir: Path, *, force: bool = False, wait: bool = Fal
     Slurm the cells run as job array tasks (`cancel_on_exit`: Ctrl-C cancels the submitted jobs
     instead of leaving them running). A distilled student evaluated on its own training data is
     refused before any cell (the leakage guard; each cell checks again on the data it loads)."""
-    from nlgbench.core.leakage import guard_spec
-
-    guard_spec(spec)  # a distilled student evaluated on data it was trained on: refused at every entry point
-    options = executor or spec.executor
-    if options is not None and options.on_slurm:
-        from nlgbench.execution.slurm import run_on_slurm
-
-        return run_on_slurm(spec, out_dir, options, force=force, wait=wait, cancel_on_exit=cancel_on_exit, log=log)
-    from nlgbench.execution.local import run_sweep
-
-    return run_sweep(spec, out_dir, force=force, wait=wait, log=log)
+    chosen = launcher(executor or spec.executor, cancel_on_exit=cancel_on_exit)
+    return chosen.run(spec, out_dir, force=force, wait=wait, log=log)

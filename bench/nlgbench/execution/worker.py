@@ -1,13 +1,13 @@
-"""Run one cell in this (fresh) process, following the measurement protocol of DESIGN.md.
+"""Run one cell in this (fresh) process, following the measurement protocol of docs/architecture.md.
 
-Started by the runner (`runner.worker_command`) with CELL_DIR; reads `CELL_DIR/config.json`
+Started by a launcher (`nlgbench.execution.base.worker_command`) with CELL_DIR; reads `CELL_DIR/config.json`
 (nlgbench.core.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
 Phases: data, load, prepare (corpus state), then the protocol of `measure.measure_scoring`:
 warm-up (not counted; until stable on CUDA) and R timed repeats over the whole dataset, with the
 cell's per-batch token budget (`batch_tokens`) in force where it has one. On a terminal
 (`progress.live`) it prints its phase lines and a live bar of each pass; elsewhere nothing. Exit code 0 when the cell
 is ok, 1 when it failed (the result says why). Ctrl-C ends it quietly, without a traceback: its
-SIGINT is left at the default action (`runner.worker_command`) and the parent prints one line.
+SIGINT is left at the default action (`base.worker_command`) and the parent prints one line.
 """
 
 from __future__ import annotations
@@ -15,22 +15,27 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
-from nlgbench.foundations.package import PACKAGE_DIR
-from nlgbench.core.cell import (
-    SCORES_FILE, TRACEBACK_FILE, CellResult, MetricRecord, Memory, RepeatAgreement, Timing, measured_result, read_config,
-    write_scores,
-)
-from nlgbench.foundations.files import write_atomic
+from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, read_config
+from nlgbench.core.leakage import guard_cell
+from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
+from nlgbench.core.scores import write_scores
 from nlgbench.encoders.registry import NO_ENCODER
-from nlgbench.measurement.protocol import LatencyTracker, MemoryTracker, environment, measure_scoring, synchroniser
-from nlgbench.metrics.common import progress_hook, token_budget
+from nlgbench.encoders.runtime import truncated_texts
 from nlgbench.execution.progress import CellProgress, live
+from nlgbench.foundations.files import write_atomic
+from nlgbench.foundations.package import PACKAGE_DIR
+from nlgbench.measurement.environment import environment
+from nlgbench.measurement.protocol import measure_scoring
+from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker, synchroniser
+from nlgbench.metrics import get_metric
+from nlgbench.metrics.common import progress_hook, token_budget
 
 if TYPE_CHECKING:
-    from nlgbench.data.dataset import Item
+    from nlgbench.data.model import Item
 
 # What torch's CPU allocator says when an allocation fails (a RuntimeError, not a MemoryError).
 CPU_ALLOCATION_FAILED = "can't allocate memory"
@@ -45,8 +50,6 @@ def _log(msg: str) -> None:
 def truncated_segments(items: Sequence[Item], fields: Sequence[str]) -> int:
     """Items with a text in one of `fields` (those the metric reads) that an encoder cut to its
     model's maximum length in this process (`nlgbench.encoders.runtime.truncated_texts`)."""
-    from nlgbench.encoders.runtime import truncated_texts
-
     cut = truncated_texts()
 
     def texts(it: Item, field: str) -> Sequence[str]:
@@ -61,10 +64,6 @@ def run_cell(cell_dir: Path) -> CellResult:
     import torch
     import transformers  # noqa: F401  (library import is not part of the measured load time)
 
-    from nlgbench.data.dataset import load_dataset
-    from nlgbench.core.leakage import guard_cell
-    from nlgbench.metrics import get_metric
-
     cell_id, label, cfg = read_config(cell_dir)
     device = cfg.device
     torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
@@ -75,11 +74,11 @@ def run_cell(cell_dir: Path) -> CellResult:
     with MemoryTracker(device) as memory:
         info = get_metric(cfg.metric)
         with LatencyTracker() as data:
-            ds = cfg.dataset
-            dataset = load_dataset(ds.name, path=ds.path, max_segments=ds.max_segments, human=ds.human, sample=ds.sample, columns=ds.columns)
+            dataset = cfg.dataset.load()
         items = dataset.items
         _log(f"data: {len(items)} items from {dataset.name} ({data.seconds:.1f} s)")
-        models = [*([cfg.encoder.name] if cfg.encoder.name != NO_ENCODER else []), *(str(cfg.options[k]) for k in info.model_options if cfg.options.get(k))]
+        models = [*([cfg.encoder.name] if cfg.encoder.name != NO_ENCODER else []),
+                  *(str(cfg.options[k]) for k in info.model_options if cfg.options.get(k))]
         leakage = guard_cell(models, dataset)  # not timed: a distilled student on its own training data fails here
 
         with LatencyTracker(sync) as load:

@@ -1,1 +1,5 @@
-"""TODO"""
+"""Foundations: what every layer may use and nothing nlgbench-specific depends on — one-line user
+errors with did-you-mean (`errors`), the lazy name registry (`registry`), atomic file writing and
+the one text-file reader (`files`), number formatting (`fmt`), the package's own paths (`package`),
+the version, and the list of deferred third-party imports (`deferred`). Imports no other layer.
+"""

@@ -1,5 +1,6 @@
-"""Files written whole or not at all: `write_atomic` (no half-written file, no link followed) and
-`write_fault`, the one line for a write the file system refused."""
+"""Files read and written by every layer. Reading: `read_bytes`, `utf8_text`, `read_text`,
+`read_lines` (a file that cannot be read is one UserError naming it). Writing: `write_atomic` (whole or
+not at all, no link followed) and `write_fault`, the one line for a write the file system refused."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from nlgbench.foundations.errors import UserError
 
+BOM = "\ufeff"  # a UTF-8 byte-order mark, removed from the start of a text file's text
 # errno values that say "the file system refuses this write", not "the program is wrong".
 NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
 NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
@@ -20,8 +22,10 @@ def write_fault(exc: OSError) -> UserError | None:
     permission); None for any other OSError (a bug or an unexpected fault: keep its traceback)."""
     where = exc.filename or "a file"
     if exc.errno in NO_SPACE:
-        return UserError(f"no space left on the device while writing {where}; free some space and run the same "
-                         "command again (finished cells are kept)")
+        return UserError(
+            f"no space left on the device while writing {where}; free some space and run the same "
+            "command again (finished cells are kept)"
+        )
     if exc.errno in NOT_WRITABLE:
         return UserError(f"cannot write {where}: {exc.strerror}")
     return None
@@ -48,3 +52,51 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         if isinstance(exc, OSError):
             exc.filename = str(path)
         raise
+
+
+def read_bytes(path: Path) -> bytes:
+    """A file's bytes; one UserError naming it where it is missing, a folder or unreadable."""
+    if path.is_dir():
+        raise UserError(f"cannot read {path}: it is a directory")
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"missing file {path}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def utf8_text(path: Path, data: bytes, *, data_file: bool = False) -> str:
+    """`data` (read from `path`) as UTF-8 text, as it is (a byte-order mark kept); one UserError naming the
+    file and the bad byte where it is not UTF-8: "PATH: not UTF-8 text (REASON at byte N)" for the files
+    nlgbench writes (results, scores), "PATH is not UTF-8 text (bad byte at offset N)" with `data_file`
+    (data and imported files)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if data_file:
+            raise UserError(f"{path} is not UTF-8 text (bad byte at offset {exc.start})") from None
+        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def read_text(path: Path) -> str:
+    """A UTF-8 data file's text, a leading byte-order mark removed; one UserError naming the file where it is
+    missing, a folder, unreadable or not UTF-8 (`read_bytes`, `utf8_text`)."""
+    return utf8_text(path, read_bytes(path), data_file=True).removeprefix(BOM)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines split on '\\n' only (not on U+0085, U+2028 or a form feed, which str.splitlines splits on), a
+    '\\r' at line ends removed; no line after a final '\\n'."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def read_lines(path: Path) -> list[str]:
+    """A UTF-8 data file's lines (`read_text`, then `split_lines`): a text holding U+0085, U+2028 or a
+    form feed stays one line, so line files stay aligned."""
+    return split_lines(read_text(path))

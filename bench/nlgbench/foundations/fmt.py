@@ -5,6 +5,7 @@ differently: UNKNOWN ('-') for what was not measured (an imported cell's timing)
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 import numpy as np
 
@@ -12,7 +13,8 @@ UNKNOWN = "-"
 UNDEFINED = "n/a"
 
 
-def _finite(value: object) -> bool:
+def _finite(value: object) -> TypeGuard[float]:
+    """Whether `value` is a finite number (a float, an int, or numpy's)."""
     return isinstance(value, (float, int, np.floating, np.integer)) and math.isfinite(value)
 
 
@@ -40,6 +42,12 @@ def times(value: float | None, missing: str = UNKNOWN) -> str:
     return f"{value:.2f}x" if _finite(value) else missing
 
 
+def duration(seconds: float) -> str:
+    """Elapsed time rounded to the second: 5 -> '5s', 65 -> '1m05s', 3725 -> '62m05s'."""
+    whole = int(round(seconds))
+    return f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{whole}s"
+
+
 def p_value(p: float | None, resamples: int | None = None, missing: str = UNKNOWN) -> str:
     """A p-value readable at any size: 0.037, 2.1e-05; a bootstrap p of 0 is `< 2/resamples`
     (no resample crossed 0, so the test cannot say more)."""
@@ -54,7 +62,7 @@ def percent_ci(value: float | None, low: float | None, high: float | None, missi
     """A ratio as a percentage with its interval: '96.0% [91.7, 100.3]' (the interval left out when unknown)."""
     if not _finite(value):
         return missing
-    interval = f" [{100 * low:.1f}, {100 * high:.1f}]" if _finite(low) and _finite(high) else ""  # type: ignore[operator]
+    interval = f" [{100 * low:.1f}, {100 * high:.1f}]" if _finite(low) and _finite(high) else ""
     return percent(value) + interval
 
 

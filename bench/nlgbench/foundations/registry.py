@@ -72,8 +72,9 @@ class Registry(Generic[T]):
 
     def _checked(self, name: str, entry: object) -> T:
         if not isinstance(entry, self.entry_type):
-            raise UserError(f"{self.kind} {name!r}: registered entry is a {type(entry).__name__}, "
-                            f"not a {self.entry_type.__name__}")
+            raise UserError(
+                f"{self.kind} {name!r}: registered entry is a {type(entry).__name__}, not a {self.entry_type.__name__}"
+            )
         return entry
 
 
@@ -104,7 +105,8 @@ class UniqueKeyLoader(yaml.SafeLoader):
                 continue
             if seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"repeated key {key!r} (first at line {first_line[key] + 1})", key_node.start_mark)
+                    None, None, f"repeated key {key!r} (first at line {first_line[key] + 1})", key_node.start_mark
+                )
             first_line[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep=deep)
 
@@ -158,7 +160,8 @@ class UserFiles:
 
     def paths(self) -> list[Path]:
         """The files in merge order (environment first, then specs), each once."""
-        from_env = [Path(p).expanduser().resolve() for p in os.environ.get(self.env_var, "").split(os.pathsep) if p.strip()]
+        listed = os.environ.get(self.env_var, "").split(os.pathsep)
+        from_env = [Path(p).expanduser().resolve() for p in listed if p.strip()]
         return list(dict.fromkeys(from_env + self.added))
 
     def add(self, path: Path) -> None:

@@ -1,31 +1,21 @@
-"""The measurement protocol of DESIGN.md and its trackers: wall-clock latency (device
-synchronised), CUDA-event time, memory (RSS baseline and peak, CUDA peaks), and the environment
-record (machine, GPU, driver and clocks, versions, host and Slurm job).
-
-`measure_scoring` is the protocol proper: an untimed warm-up (`warm_up`: on CUDA passes over the
-whole data until two consecutive passes agree within WARMUP_TOLERANCE, so every batch shape has
-been seen and kernel selection is over; on CPU passes over a prefix), then R timed repeats over
-the whole dataset whose scores must agree.
+"""The measurement protocol of docs/architecture.md: `measure_scoring` runs an untimed warm-up
+(`warm_up`: on CUDA passes over the whole data until two consecutive passes agree within
+WARMUP_TOLERANCE, so every batch shape has been seen and kernel selection is over; on CPU passes over
+a prefix), then R timed repeats over the whole dataset whose scores must agree. The trackers it times
+with are `nlgbench.measurement.trackers`; the environment record is `nlgbench.measurement.environment`.
 """
 
 from __future__ import annotations
 
-import os
-import platform
-import resource
 import statistics
-import subprocess
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from types import TracebackType
-from typing import Any, Callable, Sequence
+from typing import Any
 
-import psutil
-
-from nlgbench.foundations.package import REPOSITORY_DIR
+from nlgbench.measurement.environment import gpu_sm_clock_mhz
+from nlgbench.measurement.trackers import CudaEventTracker, LatencyTracker, synchroniser
 from nlgbench.metrics.base import PhaseTimer, Scorer, Scores
-
 
 # A CPU warm-up pass scores two full batches, but at least this many items (fewer only when the
 # dataset is smaller), so lazy initialisation and allocator growth happen before the timed repeats.
@@ -41,120 +31,6 @@ AGREEMENT_TOLERANCE = 1e-6
 OVERLAPPED = "_overlapped"
 # The part of a repeat's wall time outside every timed phase (Python between the phases).
 OTHER_PHASE = "other"
-
-
-def rss_mb() -> float:
-    """Current resident set size of this process in MiB."""
-    return psutil.Process().memory_info().rss / 2**20
-
-
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far (kernel high-water mark), in MiB."""
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    return peak_kb / 1024
-
-
-def synchroniser(device: str) -> Callable[[], None]:
-    """A function that waits for queued work on `device` (CUDA kernels are asynchronous)."""
-    if device.startswith("cuda"):
-        import torch
-
-        dev = torch.device(device)
-        return lambda: torch.cuda.synchronize(dev)
-    return lambda: None
-
-
-def cuda_reset(device: str) -> None:
-    """Reset CUDA peak-memory counters before the measured work."""
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.reset_peak_memory_stats(torch.device(device))
-
-
-def cuda_peaks_mb(device: str) -> tuple[float | None, float | None]:
-    """(max_memory_allocated, max_memory_reserved) in MiB since the last reset; None on CPU."""
-    if not device.startswith("cuda"):
-        return None, None
-    import torch
-
-    dev = torch.device(device)
-    return torch.cuda.max_memory_allocated(dev) / 2**20, torch.cuda.max_memory_reserved(dev) / 2**20
-
-
-class LatencyTracker:
-    """Wall-clock seconds of a `with` block. It waits for the device at the end, so work the
-    block queued (CUDA kernels are asynchronous) is counted; phases run back to back, each
-    ending so, and the next one starts on an idle device."""
-
-    def __init__(self, sync: Callable[[], None] = lambda: None) -> None:
-        self.sync = sync
-        self.seconds = 0.0
-        self._start = 0.0
-
-    def __enter__(self) -> LatencyTracker:
-        self._start = time.perf_counter()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.sync()
-        self.seconds = time.perf_counter() - self._start
-
-
-class CudaEventTracker:
-    """Seconds of a `with` block by CUDA events on the current stream (`torch.cuda.Event`,
-    recorded at entry and exit; the exit waits for the end event). GPU-side time, recorded beside
-    the wall clock; None on CPU."""
-
-    def __init__(self, device: str) -> None:
-        self.device = device
-        self.seconds: float | None = None
-        self._start: Any = None
-
-    def __enter__(self) -> CudaEventTracker:
-        if self.device.startswith("cuda"):
-            import torch
-
-            with torch.cuda.device(torch.device(self.device)):
-                self._start = torch.cuda.Event(enable_timing=True)
-                self._start.record()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._start is None or kind is not None:
-            return
-        import torch
-
-        with torch.cuda.device(torch.device(self.device)):
-            end = torch.cuda.Event(enable_timing=True)
-            end.record()
-            end.synchronize()
-        self.seconds = self._start.elapsed_time(end) / 1000  # elapsed_time is in milliseconds
-
-
-class MemoryTracker:
-    """Memory of this process over a `with` block, in MiB: RSS at entry (the baseline, taken after
-    imports and before loading anything), the kernel's RSS high-water mark at exit, and on CUDA
-    `max_memory_allocated` / `max_memory_reserved` since the reset at entry (None on CPU).
-    Peaks are read only when the block completes."""
-
-    def __init__(self, device: str) -> None:
-        self.device = device
-        self.baseline_rss_mb = 0.0
-        self.peak_rss_mb = 0.0
-        self.cuda_peak_allocated_mb: float | None = None
-        self.cuda_peak_reserved_mb: float | None = None
-
-    def __enter__(self) -> MemoryTracker:
-        self.baseline_rss_mb = rss_mb()
-        cuda_reset(self.device)
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if kind is not None:
-            return  # the block failed: nothing to report, and the device may be unusable
-        self.cuda_peak_allocated_mb, self.cuda_peak_reserved_mb = cuda_peaks_mb(self.device)
-        self.peak_rss_mb = peak_rss_mb()
 
 
 def warmup_items(n_items: int, batch_size: int) -> int:
@@ -202,33 +78,6 @@ def warm_up(run_pass: Callable[[], float], passes: int, until_stable: bool) -> l
         if len(seconds) >= passes and (not until_stable or is_stable(seconds)):
             break
     return seconds
-
-
-def gpu_sm_clock_mhz(device: str) -> int | None:
-    """The GPU's current SM clock in MHz (NVML through pynvml where installed); None on CPU or
-    where it cannot be read. Sampled after each timed repeat, while the GPU is still at its
-    working clock."""
-    if not device.startswith("cuda"):
-        return None
-    try:
-        import pynvml  # type: ignore[import-not-found]
-
-        pynvml.nvmlInit()
-        handle = _nvml_handle(pynvml, device)
-        return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
-    except Exception:  # pynvml missing, no NVML library, or no permission: not recorded
-        return None
-
-
-def _nvml_handle(pynvml: Any, device: str) -> Any:
-    """The NVML handle of a torch CUDA device, by UUID (CUDA_VISIBLE_DEVICES renumbers devices)."""
-    import torch
-
-    props = torch.cuda.get_device_properties(torch.device(device))
-    uuid = getattr(props, "uuid", None)
-    if uuid is not None:
-        return pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
-    return pynvml.nvmlDeviceGetHandleByIndex(torch.device(device).index or 0)
 
 
 @dataclass
@@ -312,7 +161,7 @@ def measure_scoring(scorer: Scorer, items: Sequence[Any], *, warmup: int, repeat
         if first is None:
             first = scores
         else:
-            diffs = [abs(a - b) for a, b in zip(first.score, scores.score)]
+            diffs = [abs(a - b) for a, b in zip(first.score, scores.score, strict=False)]
             max_diff = max([max_diff, *diffs]) if diffs else max_diff
         rate = f", {len(items) / repeat_s[-1]:.0f} items/s" if repeat_s[-1] > 0 else ""
         log(f"repeat {r + 1}/{repeats}: {repeat_s[-1]:.2f} s{rate}")
@@ -328,173 +177,3 @@ def coefficient_of_variation(values: Sequence[float]) -> float | None:
         return None
     mean = statistics.fmean(values)
     return statistics.stdev(values) / mean if mean > 0 else None
-
-
-def oom_kills() -> int | None:
-    """How many processes the kernel's OOM killer has killed in this process's memory cgroup
-    (`oom_kill` of cgroup v2 memory.events or v1 memory.oom_control); None where unreadable.
-    A worker killed by SIGKILL while this count rose was killed for memory."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        lines = []
-    own = {kind: path for _, kind, path in (line.split(":", 2) for line in lines if line.count(":") >= 2)}
-    v2, v1 = own.get("", "/").lstrip("/"), own.get("memory", "/").lstrip("/")
-    candidates = [Path("/sys/fs/cgroup", v2, "memory.events"), Path("/sys/fs/cgroup/memory.events"),
-                  Path("/sys/fs/cgroup/memory", v1, "memory.oom_control"), Path("/sys/fs/cgroup/memory/memory.oom_control")]
-    for path in candidates:
-        try:
-            text = path.read_text()
-        except OSError:
-            continue
-        for line in text.splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill" and value.strip().isdigit():
-                return int(value)
-    return None
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_commit() -> str | None:
-    """The project's git commit (with `-dirty` when the work tree has changes), if in a checkout."""
-    try:
-        head = subprocess.run(["git", "-C", str(REPOSITORY_DIR), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
-            return None
-        dirty = subprocess.run(
-            ["git", "-C", str(REPOSITORY_DIR), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10,
-        )
-        return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def gpu_record(device: str) -> dict[str, Any]:
-    """The GPU a CUDA device is: name, compute capability, memory, driver, and clocks (current and
-    maximum SM and memory clocks, MHz) where NVML (pynvml) or nvidia-smi can read them; empty on CPU
-    or without CUDA. Values that cannot be read are None."""
-    if not device.startswith("cuda"):
-        return {}
-    import torch
-
-    if not torch.cuda.is_available():
-        return {}
-    dev = torch.device(device)
-    props = torch.cuda.get_device_properties(dev)
-    out: dict[str, Any] = {
-        "gpu_capability": f"{props.major}.{props.minor}",
-        "gpu_memory_mb": round(props.total_memory / 2**20),
-        "gpu_multiprocessors": props.multi_processor_count,
-        "gpu_driver": None, "gpu_sm_clock_mhz": None, "gpu_sm_clock_max_mhz": None,
-        "gpu_mem_clock_mhz": None, "gpu_mem_clock_max_mhz": None,
-    }
-    try:
-        import pynvml  # type: ignore[import-not-found]
-
-        pynvml.nvmlInit()
-        handle = _nvml_handle(pynvml, device)
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        out.update({
-            "gpu_driver": driver.decode() if isinstance(driver, bytes) else driver,
-            "gpu_sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
-            "gpu_sm_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
-            "gpu_mem_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
-            "gpu_mem_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM),
-        })
-        return out
-    except Exception:  # no pynvml or NVML: ask nvidia-smi
-        pass
-    uuid = getattr(props, "uuid", None)
-    out.update(nvidia_smi_record(f"GPU-{uuid}" if uuid is not None else str(dev.index or 0)))
-    return out
-
-
-NVIDIA_SMI_FIELDS = {  # nvidia-smi --query-gpu field -> environment key
-    "driver_version": "gpu_driver", "clocks.sm": "gpu_sm_clock_mhz", "clocks.max.sm": "gpu_sm_clock_max_mhz",
-    "clocks.mem": "gpu_mem_clock_mhz", "clocks.max.mem": "gpu_mem_clock_max_mhz",
-}
-
-
-def nvidia_smi_record(gpu_id: str) -> dict[str, Any]:
-    """Driver and clocks of one GPU (`nvidia-smi -i ID`); {} when nvidia-smi cannot be run."""
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", "-i", gpu_id, f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=20,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    if done.returncode != 0:
-        return {}
-    return parse_nvidia_smi(done.stdout)
-
-
-def parse_nvidia_smi(text: str) -> dict[str, Any]:
-    """The first line of `nvidia-smi --query-gpu=<NVIDIA_SMI_FIELDS> --format=csv,noheader,nounits`:
-    the driver as text, clocks as ints (None where nvidia-smi says `[N/A]` or similar)."""
-    lines = text.strip().splitlines()
-    if not lines:
-        return {}
-    values = [v.strip() for v in lines[0].split(",")]
-    if len(values) != len(NVIDIA_SMI_FIELDS):
-        return {}
-    out: dict[str, Any] = {}
-    for (field, key), value in zip(NVIDIA_SMI_FIELDS.items(), values):
-        if field == "driver_version":
-            out[key] = value or None
-        else:
-            out[key] = int(float(value)) if value.replace(".", "", 1).isdigit() else None
-    return out
-
-
-def job_record(env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Where the process runs: the host name (`node`) and, under Slurm, the job id and, for an
-    array job, the array's job id and this task's index (None when unset)."""
-    env = dict(os.environ) if env is None else env
-    return {
-        "node": platform.node(),
-        "slurm_job_id": env.get("SLURM_JOB_ID"),
-        "slurm_array_job_id": env.get("SLURM_ARRAY_JOB_ID"),
-        "slurm_array_task_id": env.get("SLURM_ARRAY_TASK_ID"),
-    }
-
-
-def environment(device: str) -> dict[str, Any]:
-    """Everything about the machine and software that a result depends on."""
-    import ot
-    import torch
-    import transformers
-
-    from nlgbench.foundations.version import __version__
-
-    gpu = None
-    if device.startswith("cuda") and torch.cuda.is_available():
-        gpu = torch.cuda.get_device_name(torch.device(device))
-    return {
-        "cpu_model": cpu_model(),
-        "cpu_cores_logical": os.cpu_count(),
-        "cpu_cores_physical": psutil.cpu_count(logical=False),
-        "torch_threads": torch.get_num_threads(),
-        "memory_total_mb": round(psutil.virtual_memory().total / 2**20),
-        "gpu": gpu,
-        "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "pot": ot.__version__,
-        "nlgbench": __version__,
-        "git_commit": git_commit(),
-        **job_record(),
-        **gpu_record(device),
-    }

@@ -15,20 +15,26 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from nlgbench.foundations import fmt
 from nlgbench.core.cell import IMPORTED_DEVICE
-from nlgbench.data.dataset import HUMAN
+from nlgbench.data.model import HUMAN
+from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError, unknown_name
-from nlgbench.reporting.quality import QualityOptions
+from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
+from nlgbench.reporting.renderers import markdown
 from nlgbench.runs.rundata import RunData, memory_columns
-from nlgbench.statistics.stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Segments, correlation, left_out_note,
-                            paired_from_replicates, quality, quality_note, speedup, too_small_lps, williams_test)
-from nlgbench.reporting.tables import markdown
+from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from nlgbench.statistics.correlation import correlation
+from nlgbench.statistics.levels import Segments, left_out_note, quality_note, too_small_groups
+from nlgbench.statistics.significance import paired_from_replicates, williams_test
+from nlgbench.statistics.speedup import speedup
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MIN_RESAMPLES = 100  # a 95% percentile interval from fewer draws rests on one or two draws per tail
 
@@ -39,8 +45,12 @@ def check_bootstrap(n_resamples: int, seed: int, minimum: int = MIN_RESAMPLES) -
     the "interval" is one draw and can exclude the estimate, and p reads "< 2"); the API's
     `compare` for 1 (tests and `write_report` may take fewer for speed; 0 or fewer is no bootstrap)."""
     if not isinstance(n_resamples, int) or isinstance(n_resamples, bool) or n_resamples < minimum:
-        why = (f"a 95% bootstrap CI needs at least {MIN_RESAMPLES} resamples (from fewer, each end rests on one or two "
-               "draws)" if minimum >= MIN_RESAMPLES else "a bootstrap needs resamples")
+        why = (
+            f"a 95% bootstrap CI needs at least {MIN_RESAMPLES} resamples (from fewer, each end rests on one or two "
+            "draws)"
+            if minimum >= MIN_RESAMPLES
+            else "a bootstrap needs resamples"
+        )
         raise UserError(f"resamples must be an integer >= {minimum}, got {n_resamples!r}: {why}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise UserError(f"seed must be an integer >= 0, got {seed!r}")
@@ -54,8 +64,12 @@ def select_metrics(df: pd.DataFrame, metric: str | None = None, aligner: str | N
     if metric is None and aligner is None:
         return None
     labels = list(dict.fromkeys(df["metric"]))
-    names = dict(zip(df["metric"], df["metric_name"])) if "metric_name" in df else {m: m.split(" ")[0] for m in labels}
-    aligners = dict(zip(df["metric"], df["aligner"])) if "aligner" in df else {}
+    names = (
+        dict(zip(df["metric"], df["metric_name"], strict=True))
+        if "metric_name" in df
+        else {m: m.split(" ")[0] for m in labels}
+    )
+    aligners = dict(zip(df["metric"], df["aligner"], strict=True)) if "aligner" in df else {}
     if aligner is not None:
         known = sorted(set(aligners.values()))
         labels = [m for m in labels if aligners.get(m) == aligner]
@@ -69,37 +83,41 @@ def select_metrics(df: pd.DataFrame, metric: str | None = None, aligner: str | N
     if len(named) == 1:
         return named
     if named:
-        raise UserError(f"metric {metric!r} is ambiguous here: {', '.join(named)}; give one of these labels, or "
-                        "--aligner")
+        raise UserError(
+            f"metric {metric!r} is ambiguous here: {', '.join(named)}; give one of these labels, or --aligner"
+        )
     raise unknown_name("metric", metric, sorted({*labels, *(names[m] for m in labels)}))
 
 
 def same_segments(cs: Segments, bs: Segments) -> bool:
     """Whether two cells scored the same segments with the same human scores (a paired comparison needs it)."""
-    return len(cs) == len(bs) and bool(np.array_equal(cs.lp, bs.lp) and np.array_equal(cs.seg_id, bs.seg_id)
-                                       and np.array_equal(cs.human, bs.human))
+    return len(cs) == len(bs) and bool(
+        np.array_equal(cs.lp, bs.lp) and np.array_equal(cs.seg_id, bs.seg_id) and np.array_equal(cs.human, bs.human)
+    )
 
 
-def _pairs(df: pd.DataFrame, candidate: str, baseline: str,
-           metric_pairs: Sequence[tuple[str, str]]) -> list[tuple[pd.Series, pd.Series]]:
+def _cell(cells: pd.DataFrame, metric: str, encoder: str, device: str) -> pd.Series | None:
+    """The first of `cells` of this metric, encoder and device; None when there is none."""
+    found = cells[(cells["metric"] == metric) & (cells["encoder"] == encoder) & (cells["device"] == device)]
+    return found.iloc[0] if len(found) else None
+
+
+def _pairs(
+    df: pd.DataFrame, candidate: str, baseline: str, metric_pairs: Sequence[tuple[str, str]]
+) -> list[tuple[pd.Series, pd.Series]]:
     """The (candidate, baseline) cells to compare, per (candidate metric, baseline metric) x dataset
     x device in the run's order: the two encoders' cells on that device, or, where one encoder has
     none there, its imported cell (device none) in their place. The two metrics are one label
     except in a cross-metric comparison (a distilled student's frugalscore vs its teacher)."""
-    pairs = []
+    pairs: list[tuple[pd.Series, pd.Series]] = []
     for c_metric, b_metric in metric_pairs:
         both = df[df["metric"].isin([c_metric, b_metric])]
         for _, key in both[["dataset", "device"]].drop_duplicates().iterrows():
             sel = both[both["dataset"] == key["dataset"]]
-
-            def cell(metric: str, encoder: str, device: str) -> pd.Series | None:
-                found = sel[(sel["metric"] == metric) & (sel["encoder"] == encoder) & (sel["device"] == device)]
-                return found.iloc[0] if len(found) else None
-
-            c, b = cell(c_metric, candidate, key["device"]), cell(b_metric, baseline, key["device"])
+            c, b = _cell(sel, c_metric, candidate, key["device"]), _cell(sel, b_metric, baseline, key["device"])
             if key["device"] != IMPORTED_DEVICE:
-                c = c if c is not None else cell(c_metric, candidate, IMPORTED_DEVICE)
-                b = b if b is not None else cell(b_metric, baseline, IMPORTED_DEVICE)
+                c = c if c is not None else _cell(sel, c_metric, candidate, IMPORTED_DEVICE)
+                b = b if b is not None else _cell(sel, b_metric, baseline, IMPORTED_DEVICE)
                 if c is not None and b is not None and c["imported"] and b["imported"]:
                     continue  # both imported: compared once, at device none
             if c is not None and b is not None and not any(c is pc and b is pb for pc, pb in pairs):
@@ -107,8 +125,13 @@ def _pairs(df: pd.DataFrame, candidate: str, baseline: str,
     return pairs
 
 
-def metric_pairs(df: pd.DataFrame, metric: str | None = None, aligner: str | None = None,
-                 candidate_metric: str | None = None, baseline_metric: str | None = None) -> list[tuple[str, str]]:
+def metric_pairs(
+    df: pd.DataFrame,
+    metric: str | None = None,
+    aligner: str | None = None,
+    candidate_metric: str | None = None,
+    baseline_metric: str | None = None,
+) -> list[tuple[str, str]]:
     """The (candidate metric, baseline metric) labels to compare: each selected metric with itself,
     or, when `candidate_metric` / `baseline_metric` is given, that one pair (the other side
     defaulting to `metric`); each side resolved as `select_metrics` and must name one label."""
@@ -120,8 +143,10 @@ def metric_pairs(df: pd.DataFrame, metric: str | None = None, aligner: str | Non
         if name is None:
             name = metric
         if name is None:
-            raise UserError(f"{flag} is missing: a cross-metric comparison names both metrics "
-                            "(--candidate-metric and --baseline-metric, or --metric for the side not given)")
+            raise UserError(
+                f"{flag} is missing: a cross-metric comparison names both metrics "
+                "(--candidate-metric and --baseline-metric, or --metric for the side not given)"
+            )
         labels = select_metrics(df, name, aligner)
         if labels is None or len(labels) != 1:
             raise UserError(f"{flag} {name!r} names {len(labels or [])} metric labels here; give one label")
@@ -132,16 +157,25 @@ def metric_pairs(df: pd.DataFrame, metric: str | None = None, aligner: str | Non
 
 def _device(c: Any, b: Any) -> str:
     """A row's device: the cells' device, `imported` for none, `candidate / baseline` when they differ."""
+
     def name(device: str) -> str:
         return "imported" if device == IMPORTED_DEVICE else device
 
     return name(c["device"]) if c["device"] == b["device"] else f"{name(c['device'])} / {name(b['device'])}"
 
 
-def compare(run: RunData, candidate: str, baseline: str, metric: str | None = None,
-            options: QualityOptions = QualityOptions(), n_resamples: int = BOOTSTRAP_RESAMPLES,
-            seed: int = BOOTSTRAP_SEED, aligner: str | None = None, candidate_metric: str | None = None,
-            baseline_metric: str | None = None) -> dict[str, Any]:
+def compare(
+    run: RunData,
+    candidate: str,
+    baseline: str,
+    metric: str | None = None,
+    options: QualityOptions = DEFAULT_QUALITY,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    aligner: str | None = None,
+    candidate_metric: str | None = None,
+    baseline_metric: str | None = None,
+) -> dict[str, Any]:
     """The comparison as plain data (what --json prints); `metric` and `aligner` as `select_metrics`;
     `candidate_metric` / `baseline_metric` compare across metrics (`metric_pairs`): the row's metric
     reads "candidate metric vs baseline metric"."""
@@ -153,66 +187,129 @@ def compare(run: RunData, candidate: str, baseline: str, metric: str | None = No
         if name not in encoders:
             raise unknown_name("encoder", name, encoders)
     chosen = metric_pairs(df, metric, aligner, candidate_metric, baseline_metric)
-    rows, warnings = [], []
+    rows: list[dict[str, Any]] = []
+    warnings: list[str] = []
     pairs = _pairs(df, candidate, baseline, chosen)
     segments = {cell_id: run.segments(cell_id) for c, b in pairs for cell_id in (c["cell_id"], b["cell_id"])}
     if segments:
         options.check_segments(list(segments.values()))
     for c, b in pairs:
-        key = {"metric": c["metric"] if c["metric"] == b["metric"] else f"{c['metric']} vs {b['metric']}",
-               "dataset": c["dataset"], "device": _device(c, b)}
+        key = {
+            "metric": c["metric"] if c["metric"] == b["metric"] else f"{c['metric']} vs {b['metric']}",
+            "dataset": c["dataset"],
+            "device": _device(c, b),
+        }
+        where = f"{key['metric']} / {key['dataset']}"
         cs, bs = segments[c["cell_id"]], segments[b["cell_id"]]
         if not same_segments(cs, bs):
-            warnings.append(f"{key['metric']} / {key['dataset']}: the two cells scored different segments; not compared")
+            warnings.append(f"{where}: the two cells scored different segments; not compared")
             continue
-
-        def stat(seg: Any) -> float:
-            return quality(seg, options.method, options.level, options.threshold)
-
-        q_c, q_b = stat(cs), stat(bs)
-        boot = paired_from_replicates(q_c, q_b, run.replicates(c["cell_id"], options, stat, n_resamples, seed),
-                                      run.replicates(b["cell_id"], options, stat, n_resamples, seed), n_resamples, seed)
-        r_ch = correlation("pearson", cs.score, cs.human)
-        r_bh = correlation("pearson", bs.score, bs.human)
-        t, p_w = williams_test(r_ch, r_bh, correlation("pearson", cs.score, bs.score), len(cs))
-        speed = speedup(list(b["ms_per_segment_repeats"]), list(c["ms_per_segment_repeats"]))
-        (model_col, _), (peak_col, _) = memory_columns(c["device"])
-
-        def ratio(column: str) -> float:
-            return float(b[column] / c[column]) if c[column] > 0 and b[column] > 0 else math.nan
-
-        timed = not (c["imported"] or b["imported"])
-        rows.append({
-            "metric": key["metric"], "dataset": key["dataset"], "device": key["device"], "n": len(cs),
-            "quality_candidate": q_c, "quality_baseline": q_b, "retained": q_c / q_b if q_b else math.nan,
-            "retained_ci": [boot.ratio_ci_low, boot.ratio_ci_high],
-            "delta": boot.delta, "delta_ci": [boot.ci_low, boot.ci_high], "p_bootstrap": boot.p_value,
-            "pearson_pooled_candidate": r_ch, "pearson_pooled_baseline": r_bh, "williams_t": t, "p_williams": p_w,
-            "speedup": speed.value, "speedup_range": [speed.low, speed.high],
-            "n_repeats": [len(b["ms_per_segment_repeats"]), len(c["ms_per_segment_repeats"])],
-            "memory_ratio": ratio(peak_col) if timed else math.nan,
-            "model_memory_ratio": ratio(model_col) if timed else math.nan, "lps_left_out": too_small_lps(cs, options.level),
-        })
-        if rows[-1]["lps_left_out"]:
-            warnings.append(f"{key['metric']} / {key['dataset']}: {left_out_note(options.level, rows[-1]['lps_left_out'])}")
-        notes = {side: quality_note(seg, options.method, options.level, options.threshold)
-                 for side, q, seg in (("candidate", q_c, cs), ("baseline", q_b, bs)) if not math.isfinite(q)}
-        if len(notes) == 2 and notes["candidate"] == notes["baseline"]:
-            notes = {"candidate and baseline": notes["candidate"]}
-        warnings += [f"{key['metric']} / {key['dataset']}: {side} quality n/a: {note}" for side, note in notes.items()]
-        if not timed:
-            continue  # an imported cell has no hardware or libraries to check
-        for field, what in (("cpu_model", "CPU"), ("gpu", "GPU"), ("versions", "library versions"), ("threads", "threads")):
-            if c[field] != b[field]:
-                warnings.append(f"{key['metric']} / {key['dataset']}: {what} differ between the two cells "
-                                f"(candidate {_show(c[field])}, baseline {_show(b[field])}); speed and memory ratios are not like for like")
+        rows.append(compare_cells(run, c, b, cs, bs, options, n_resamples, seed, key))
+        warnings += pair_warnings(rows[-1], c, b, cs, bs, options, where)
     if not rows:
-        raise UserError(f"no metric x dataset has finished cells of both {candidate!r} and {baseline!r}"
-                        + (f" for metric {', '.join(sorted({m for pair in chosen for m in pair}))}"
-                           if metric or aligner or candidate_metric or baseline_metric else ""))
-    return {"candidate": candidate, "baseline": baseline, "quality": options.label,
-            "human_dims": list(dict.fromkeys(df["human_dim"])), "bootstrap_resamples": n_resamples,
-            "seed": seed, "rows": rows, "warnings": list(dict.fromkeys(warnings))}
+        raise UserError(
+            f"no metric x dataset has finished cells of both {candidate!r} and {baseline!r}"
+            + (
+                f" for metric {', '.join(sorted({m for pair in chosen for m in pair}))}"
+                if metric or aligner or candidate_metric or baseline_metric
+                else ""
+            )
+        )
+    return {
+        "candidate": candidate,
+        "baseline": baseline,
+        "quality": options.label,
+        "human_dims": list(dict.fromkeys(df["human_dim"])),
+        "bootstrap_resamples": n_resamples,
+        "seed": seed,
+        "rows": rows,
+        "warnings": list(dict.fromkeys(warnings)),
+    }
+
+
+def compare_cells(
+    run: RunData,
+    c: pd.Series,
+    b: pd.Series,
+    cs: Segments,
+    bs: Segments,
+    options: QualityOptions,
+    n_resamples: int,
+    seed: int,
+    key: dict[str, str],
+) -> dict[str, Any]:
+    """One row of the comparison: candidate cell `c` against baseline cell `b` (their segments `cs`
+    and `bs`, the same ones); `key` holds the row's metric, dataset and device."""
+    q_c, q_b = options.value(cs), options.value(bs)
+    boot = paired_from_replicates(
+        q_c,
+        q_b,
+        run.replicates(c["cell_id"], options, options.value, n_resamples, seed),
+        run.replicates(b["cell_id"], options, options.value, n_resamples, seed),
+        n_resamples,
+        seed,
+    )
+    r_ch = correlation("pearson", cs.score, cs.human)
+    r_bh = correlation("pearson", bs.score, bs.human)
+    t, p_w = williams_test(r_ch, r_bh, correlation("pearson", cs.score, bs.score), len(cs))
+    speed = speedup(list(b["ms_per_segment_repeats"]), list(c["ms_per_segment_repeats"]))
+    (model_col, _), (peak_col, _) = memory_columns(c["device"])
+
+    def ratio(column: str) -> float:
+        return float(b[column] / c[column]) if c[column] > 0 and b[column] > 0 else math.nan
+
+    timed = not (c["imported"] or b["imported"])
+    return {
+        "metric": key["metric"],
+        "dataset": key["dataset"],
+        "device": key["device"],
+        "n": len(cs),
+        "quality_candidate": q_c,
+        "quality_baseline": q_b,
+        "retained": q_c / q_b if q_b else math.nan,
+        "retained_ci": [boot.ratio_ci_low, boot.ratio_ci_high],
+        "delta": boot.delta,
+        "delta_ci": [boot.ci_low, boot.ci_high],
+        "p_bootstrap": boot.p_value,
+        "pearson_pooled_candidate": r_ch,
+        "pearson_pooled_baseline": r_bh,
+        "williams_t": t,
+        "p_williams": p_w,
+        "speedup": speed.value,
+        "speedup_range": [speed.low, speed.high],
+        "n_repeats": [len(b["ms_per_segment_repeats"]), len(c["ms_per_segment_repeats"])],
+        "memory_ratio": ratio(peak_col) if timed else math.nan,
+        "model_memory_ratio": ratio(model_col) if timed else math.nan,
+        "lps_left_out": too_small_groups(cs, options.level),
+    }
+
+
+def pair_warnings(
+    row: dict[str, Any], c: pd.Series, b: pd.Series, cs: Segments, bs: Segments, options: QualityOptions, where: str
+) -> list[str]:
+    """The warnings of one compared pair (`where`: 'metric / dataset'): language pairs left out, an
+    undefined quality with its reason, hardware or libraries that differ between the two cells."""
+    warnings = []
+    if row["lps_left_out"]:
+        warnings.append(f"{where}: {left_out_note(options.level, row['lps_left_out'])}")
+    sides = (("candidate", row["quality_candidate"], cs), ("baseline", row["quality_baseline"], bs))
+    notes = {
+        side: quality_note(seg, options.method, options.level, options.threshold)
+        for side, q, seg in sides
+        if not math.isfinite(q)
+    }
+    if len(notes) == 2 and notes["candidate"] == notes["baseline"]:
+        notes = {"candidate and baseline": notes["candidate"]}
+    warnings += [f"{where}: {side} quality n/a: {note}" for side, note in notes.items()]
+    if c["imported"] or b["imported"]:
+        return warnings  # an imported cell has no hardware or libraries to check
+    for field, what in (("cpu_model", "CPU"), ("gpu", "GPU"), ("versions", "library versions"), ("threads", "threads")):
+        if c[field] != b[field]:
+            warnings.append(
+                f"{where}: {what} differ between the two cells (candidate {_show(c[field])}, "
+                f"baseline {_show(b[field])}); speed and memory ratios are not like for like"
+            )
+    return warnings
 
 
 def _show(value: Any) -> str:
@@ -223,32 +320,61 @@ def _show(value: Any) -> str:
 
 def render(result: dict[str, Any]) -> str:
     """The readable table `compare` prints, with a line saying how to read it."""
-    header = ["metric", "dataset", "device", "n", "baseline", "candidate", "retained [95% CI]", "delta [95% CI]",
-              "p (bootstrap)", "p (Williams, pooled r)", "speed-up [range]", "memory ratio model / peak"]
+    header = [
+        "metric",
+        "dataset",
+        "device",
+        "n",
+        "baseline",
+        "candidate",
+        "retained [95% CI]",
+        "delta [95% CI]",
+        "p (bootstrap)",
+        "p (Williams, pooled r)",
+        "speed-up [range]",
+        "memory ratio model / peak",
+    ]
     rows = []
     for r in result["rows"]:
         lo, hi = r["delta_ci"]
+        retained_lo, retained_hi = r["retained_ci"]
+        speed_lo, speed_hi = r["speedup_range"]
         na = fmt.UNDEFINED  # what cannot be computed; fmt.UNKNOWN ('-') for what was not measured
-        delta = fmt.signed(r["delta"], missing=na) + (f" [{fmt.signed(lo)}, {fmt.signed(hi)}]"
-                                                       if math.isfinite(r["delta"]) else "")
-        rows.append([r["metric"], r["dataset"], r["device"], str(r["n"]), fmt.number(r["quality_baseline"], missing=na),
-                     fmt.number(r["quality_candidate"], missing=na), fmt.percent_ci(r["retained"], *r["retained_ci"], missing=na),
-                     delta,
-                     fmt.p_value(r["p_bootstrap"], result["bootstrap_resamples"], missing=na),
-                     fmt.p_value(r["p_williams"], missing=na),
-                     fmt.times_range(r["speedup"], *r["speedup_range"]),
-                     fmt.times(r["model_memory_ratio"]) + (f" / {fmt.times(r['memory_ratio'])}"
-                                                           if math.isfinite(r["model_memory_ratio"]) else "")])
+        delta = fmt.signed(r["delta"], missing=na) + (
+            f" [{fmt.signed(lo)}, {fmt.signed(hi)}]" if math.isfinite(r["delta"]) else ""
+        )
+        rows.append(
+            [
+                r["metric"],
+                r["dataset"],
+                r["device"],
+                str(r["n"]),
+                fmt.number(r["quality_baseline"], missing=na),
+                fmt.number(r["quality_candidate"], missing=na),
+                fmt.percent_ci(r["retained"], retained_lo, retained_hi, missing=na),
+                delta,
+                fmt.p_value(r["p_bootstrap"], result["bootstrap_resamples"], missing=na),
+                fmt.p_value(r["p_williams"], missing=na),
+                fmt.times_range(r["speedup"], speed_lo, speed_hi),
+                fmt.times(r["model_memory_ratio"])
+                + (f" / {fmt.times(r['memory_ratio'])}" if math.isfinite(r["model_memory_ratio"]) else ""),
+            ]
+        )
     dims = "" if result["human_dims"] == [HUMAN] else f" with human dimension {', '.join(result['human_dims'])}"
-    lines = [f"candidate {result['candidate']} vs baseline {result['baseline']}; quality = {result['quality']}{dims}; "
-             f"paired bootstrap over segments, {result['bootstrap_resamples']} resamples, seed {result['seed']}",
-             "", markdown(header, rows).rstrip(),
-             "", "retained = candidate / baseline quality; delta = candidate - baseline quality (both intervals from the "
-             "same paired resamples); speed-up = median baseline time / median candidate time per "
-             "segment (range: min-max over all pairs of repeats); memory ratio = baseline / candidate memory, model memory (RSS growth over the post-import baseline on "
-             "CPU, peak CUDA memory allocated on GPU) / process peak (peak RSS on CPU, peak CUDA memory reserved on GPU), "
-             "one measurement per cell; "
-             "n/a: cannot be computed (see the warnings); -: not measured (imported scores have no timing); "
-             "device a / b: candidate's / baseline's."]
+    lines = [
+        f"candidate {result['candidate']} vs baseline {result['baseline']}; quality = {result['quality']}{dims}; "
+        f"paired bootstrap over segments, {result['bootstrap_resamples']} resamples, seed {result['seed']}",
+        "",
+        markdown(header, rows).rstrip(),
+        "",
+        "retained = candidate / baseline quality; delta = candidate - baseline quality (both intervals from the "
+        "same paired resamples); speed-up = median baseline time / median candidate time per "
+        "segment (range: min-max over all pairs of repeats); memory ratio = baseline / candidate memory, "
+        "model memory (RSS growth over the post-import baseline on "
+        "CPU, peak CUDA memory allocated on GPU) / process peak (peak RSS on CPU, peak CUDA memory reserved on GPU), "
+        "one measurement per cell; "
+        "n/a: cannot be computed (see the warnings); -: not measured (imported scores have no timing); "
+        "device a / b: candidate's / baseline's.",
+    ]
     lines += [f"warning: {w}" for w in result["warnings"]]
     return "\n".join(lines)

@@ -1,60 +1,62 @@
-"""Plain tables of a run folder's results.csv: every cell, and one row per metric x encoder across datasets."""
+"""Plain tables of a run folder's results.csv rows (`RunData.results_csv`, read as text): every cell,
+and one row per metric x encoder across datasets."""
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-from typing import Sequence
-
-from nlgbench.foundations.errors import UserError
 from nlgbench.core.labels import metric_label
+from nlgbench.foundations import fmt
+from nlgbench.reporting.renderers import markdown
 
 CELL_COLUMNS = [
-    ("metric", "metric"), ("metric_options", "options"), ("aligner", "aligner"), ("encoder", "encoder"), ("dataset", "dataset"),
-    ("n_segments", "n"), ("ms_per_segment_median", "ms/seg"), ("peak_rss_mb", "peak RSS MB"),
-    ("params", "params (M)"), ("weight_mb", "weights MB"), ("mean_exit_layer", "mean exit layer"),
-    ("pearson", "pearson"), ("kendall", "kendall"), ("pearson_pooled", "pearson pooled"), ("status", "status"),
+    ("metric", "metric"),
+    ("metric_options", "options"),
+    ("aligner", "aligner"),
+    ("encoder", "encoder"),
+    ("dataset", "dataset"),
+    ("n_segments", "n"),
+    ("ms_per_segment_median", "ms/seg"),
+    ("peak_rss_mb", "peak RSS MB"),
+    ("params", "params (M)"),
+    ("weight_mb", "weights MB"),
+    ("mean_exit_layer", "mean exit layer"),
+    ("pearson", "pearson"),
+    ("kendall", "kendall"),
+    ("pearson_pooled", "pearson pooled"),
+    ("status", "status"),
 ]
+DIGITS = {  # results.csv column -> decimals shown
+    "pearson": 3,
+    "kendall": 3,
+    "pearson_pooled": 3,
+    "kendall_pooled": 3,
+    "ms_per_segment_median": 1,
+    "peak_rss_mb": 1,
+    "weight_mb": 1,
+    "mean_exit_layer": 2,
+}
 
 
-def read_results(folder: Path) -> list[dict[str, str]]:
-    """Rows of DIR/results.csv."""
-    path = folder / "results.csv"
-    if not path.is_file():
-        raise UserError(f"{path}: no results.csv (run `nlgbench run SPEC --out {folder}` first)")
-    with path.open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _fmt(key: str, value: str) -> str:
+def cell_text(key: str, value: str) -> str:
+    """One results.csv value as the tables show it: parameters in millions, numbers rounded
+    (`DIGITS`), a blank as '-'."""
     if value == "":
-        return "-"
+        return fmt.UNKNOWN
     if key == "params":
-        return f"{int(value) / 1e6:.1f}"
-    if key in {"pearson", "kendall", "pearson_pooled", "kendall_pooled"}:
-        return f"{float(value):.3f}"
-    if key in {"ms_per_segment_median", "peak_rss_mb", "weight_mb"}:
-        return f"{float(value):.1f}"
-    if key == "mean_exit_layer":
-        return f"{float(value):.2f}"
+        return fmt.number(int(value) / 1e6, 1)
+    if key in DIGITS:
+        return fmt.number(float(value), DIGITS[key])
     return value
-
-
-def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub-flavoured Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
 
 
 def cells_table(rows: list[dict[str, str]]) -> str:
     """Every cell with its time, memory, size, exit layer and correlations."""
-    return markdown([h for _, h in CELL_COLUMNS], [[_fmt(k, r.get(k, "")) for k, _ in CELL_COLUMNS] for r in rows])
+    return markdown([h for _, h in CELL_COLUMNS], [[cell_text(k, r.get(k, "")) for k, _ in CELL_COLUMNS] for r in rows])
 
 
 def by_dataset_table(rows: list[dict[str, str]], quality: str = "pearson_pooled") -> str:
     """One row per metric x aligner x encoder; per dataset its ms/segment and `quality` correlation."""
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+
     def metric(r: dict[str, str]) -> str:
         return metric_label(r["metric"], r["aligner"], r.get("metric_options", ""))
 
@@ -69,14 +71,18 @@ def by_dataset_table(rows: list[dict[str, str]], quality: str = "pearson_pooled"
         cells = [index.get((label, encoder, ds)) for ds in datasets]
         ok = [c for c in cells if c and c["status"] == "ok"]
         first = ok[0] if ok else {}
-        line = [label, encoder,
-                _fmt("params", first.get("params", "")), _fmt("weight_mb", first.get("weight_mb", ""))]
+        line = [
+            label,
+            encoder,
+            cell_text("params", first.get("params", "")),
+            cell_text("weight_mb", first.get("weight_mb", "")),
+        ]
         for c in cells:
             if c is None or c["status"] != "ok":
-                line += ["-", c["status"] if c else "-"]
+                line += [fmt.UNKNOWN, c["status"] if c else fmt.UNKNOWN]
             else:
-                line += [_fmt("ms_per_segment_median", c["ms_per_segment_median"]), _fmt(quality, c[quality])]
+                line += [cell_text("ms_per_segment_median", c["ms_per_segment_median"]), cell_text(quality, c[quality])]
         exits = [float(c["mean_exit_layer"]) for c in ok if c.get("mean_exit_layer")]
-        line.append(f"{sum(exits) / len(exits):.2f}" if exits else "-")
+        line.append(fmt.number(sum(exits) / len(exits), 2) if exits else fmt.UNKNOWN)
         out.append(line)
     return markdown(header, out)

@@ -1,4 +1,10 @@
-"""A run folder opened for writing: created if needed, writable, and held by one process at a time.
+"""The run folder: its layout (the one place its file and folder names are spelled), and the folder
+opened for writing: created if needed, writable, and held by one process at a time.
+
+Layout: `results.sqlite` (the store, `nlgbench.runs.store`), its views `results.csv` and
+`correlations.csv`, `cells/<id>/` (one folder per cell: config.json, result.json, scores.csv, ...;
+`nlgbench.core.cell` names those files), `report/` (`nlgbench report`), `slurm/` (the Slurm
+launcher's book, and submitit's files in `slurm/submitit/`) and the lock file `.lock`.
 
 `nlgbench run`, `import-scores` and `repair` write a run folder; each holds an exclusive advisory
 lock on `DIR/.lock` (`fcntl.flock`) while it does, with its pid written into the file. The kernel
@@ -21,16 +27,48 @@ import errno
 import fcntl
 import os
 import stat
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.files import write_atomic
 
+STORE_FILE = "results.sqlite"
+CSV_FILE = "results.csv"
+CORRELATIONS_FILE = "correlations.csv"
+CELLS = "cells"
+REPORT = "report"
+SLURM = "slurm"
+SUBMITIT = "submitit"  # inside slurm/
 LOCK_FILE = ".lock"
 # Folders of a run folder that nlgbench writes into (`cells/<id>/` too): never symbolic links.
-WRITTEN_FOLDERS = ("cells", "report", "slurm", "slurm/submitit")
+WRITTEN_FOLDERS = (CELLS, REPORT, SLURM, f"{SLURM}/{SUBMITIT}")
+
+
+def cells_dir(folder: Path) -> Path:
+    """`DIR/cells/`: one folder per cell."""
+    return folder / CELLS
+
+
+def cell_dir(folder: Path, cell_id: str) -> Path:
+    """`DIR/cells/<id>/`: the cell's config.json, result.json, scores.csv (and slurm.json on Slurm)."""
+    return folder / CELLS / cell_id
+
+
+def report_dir(folder: Path) -> Path:
+    """`DIR/report/`: what `nlgbench report` writes (and a committed report publishes)."""
+    return folder / REPORT
+
+
+def slurm_dir(folder: Path) -> Path:
+    """`DIR/slurm/`: the Slurm launcher's submissions book."""
+    return folder / SLURM
+
+
+def submitit_dir(folder: Path) -> Path:
+    """`DIR/slurm/submitit/` (absolute: the batch scripts name it): submitit's scripts, pickles and the tasks' logs."""
+    return folder.resolve() / SLURM / SUBMITIT
+
 
 def refuse_link(path: Path) -> None:
     """One line when `path` is a symbolic link: writing (or deleting) through it would change
@@ -56,9 +94,9 @@ def check_links(folder: Path) -> None:
     `slurm/`) are symbolic links, before anything is written or deleted."""
     for name in WRITTEN_FOLDERS:
         refuse_link(folder / name)
-    if (folder / "cells").is_dir():
-        for cell_dir in sorted((folder / "cells").iterdir()):
-            refuse_link(cell_dir)
+    if cells_dir(folder).is_dir():
+        for path in sorted(cells_dir(folder).iterdir()):
+            refuse_link(path)
 
 
 def make_folder(folder: Path) -> None:

@@ -8,24 +8,26 @@ further columns (human, doc_id, the metric's other outputs) are ignored."""
 from __future__ import annotations
 
 import csv
-import io
 import hashlib
+import io
 import math
 import os
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from nlgbench.core.cell import (
-    IMPORTED_DEVICE, OK, RESULT_FILE, SCORES_FILE, CellConfig, CellResult, DatasetRecord, DatasetRef, MetricRecord,
-    correlate_scores, read_scores as read_cell_scores, short_hash, write_scores,
-)
-from nlgbench.data.dataset import load_dataset, names_a_file
-from nlgbench.encoders.runtime import EncoderRef
-from nlgbench.foundations.errors import UserError
+from nlgbench.core.cell import IMPORTED_DEVICE, RESULT_FILE, SCORES_FILE, CellConfig, DatasetRef, short_hash
 from nlgbench.core.labels import imported_label
-from nlgbench.runs.repair import open_store
-from nlgbench.runs.folder import locked
+from nlgbench.core.result import OK, CellResult, DatasetRecord, MetricRecord, correlate_scores
+from nlgbench.core.scores import read_scores as read_cell_scores
+from nlgbench.core.scores import write_scores
+from nlgbench.data.catalogue import names_a_file
+from nlgbench.data.loaders import load_dataset
+from nlgbench.encoders.registry import EncoderRef
+from nlgbench.foundations.errors import UserError
+from nlgbench.metrics import get_metric, metric_names
+from nlgbench.runs.folder import cell_dir, locked
+from nlgbench.runs.store import open_store
 
 COLUMNS = ("lp", "seg_id", "system", "score")
 OWN_SCORES_HEAD = ("lp", "seg_id", "system", "score", "human")  # how nlgbench's own cells/<id>/scores.csv starts
@@ -47,7 +49,8 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
     reader = csv.DictReader(io.StringIO(text, newline=""))  # records end at \n / \r\n only, not at U+2028
     fields = [f.strip() for f in reader.fieldnames or []]
     missing = [c for c in COLUMNS if c not in fields]
-    own = fields[: len(OWN_SCORES_HEAD)] == list(OWN_SCORES_HEAD)  # a cell's scores.csv: its further columns are outputs
+    # a cell's scores.csv: its further columns are outputs
+    own = fields[: len(OWN_SCORES_HEAD)] == list(OWN_SCORES_HEAD)
     if own and (path.parent / RESULT_FILE).is_file():  # in its cell folder: whole and unchanged, or refused
         read_cell_scores(path, CellResult.read(path.parent))
     unknown = [] if own else [f for f in fields if f not in COLUMNS]
@@ -83,8 +86,6 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
     not registered); True or False overrides it, e.g. for distances already stored negated. The
     direction is not part of the cell id: importing the same file again with another direction
     replaces the cell."""
-    from nlgbench.metrics import metric_names, get_metric
-
     if lower_is_better is None:
         lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False
     is_file = names_a_file(dataset)
@@ -113,23 +114,25 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
     cell_id = short_hash(payload)
     items = ds.items
     values = [scores[key] for key in wanted]
+    # a data file keyed as the config names it
+    files = {ref.path: next(reversed(ds.files.values()))} if ref.path and ds.files else ds.files
     result = CellResult(
         cell_id=cell_id, label=imported_label(metric, encoder, ref.label), status=OK, error=None, config=config,
         imported=True, metric=MetricRecord(name=metric, higher_is_better=not lower_is_better, primary="score"),
         scorer={}, n_segments=len(items),
-        dataset=DatasetRecord(name=ds.name, files={ref.path: sha256 for sha256 in ds.files.values()} if ref.path
-                              else ds.files, has_systems=ds.has_systems),  # keyed as the config names the file
+        dataset=DatasetRecord(name=ds.name, files=files, has_systems=ds.has_systems),
         correlation=correlate_scores(values, ds, higher_is_better=not lower_is_better),
-        environment={"imported_from": Path(os.path.relpath(path.resolve(), out.resolve())).as_posix(), "sha256": sha, "imported_at": time.time()},
+        environment={"imported_from": Path(os.path.relpath(path.resolve(), out.resolve())).as_posix(), "sha256": sha,
+                     "imported_at": time.time()},
     )
-    cell_dir = out / "cells" / cell_id
+    folder = cell_dir(out, cell_id)
     with locked(out), open_store(out) as store:  # one writer per run folder (nlgbench.runs.folder)
-        cell_dir.mkdir(parents=True, exist_ok=True)
-        result = replace(result, scores_csv=write_scores(cell_dir / SCORES_FILE, items, values))
-        result.write(cell_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        result = replace(result, scores_csv=write_scores(folder / SCORES_FILE, items, values))
+        result.write(folder)
         run_id = store.start_run(f"import-scores {path.name}", {"import": str(path), **config.to_dict()},
                                  result.environment or {})
-        store.record(run_id, store.next_seq(), result, cell_dir / SCORES_FILE)
+        store.record(run_id, store.next_seq(), result, folder / SCORES_FILE)
         store.write_csv()
         store.finish_run(run_id)
     return result

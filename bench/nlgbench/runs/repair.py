@@ -12,16 +12,15 @@ file is replaced.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, CellResult, read_scores
+from nlgbench.core.cell import SCORES_FILE
+from nlgbench.core.result import CellResult
 from nlgbench.foundations.errors import UserError
-from nlgbench.runs.folder import locked
-from nlgbench.runs.store import CSV_FILE, STORE_FILE, Store, StoreCorrupt, has_store
-
-CELLS = "cells"
+from nlgbench.runs.folder import CELLS, CSV_FILE, STORE_FILE, cell_dir, cells_dir, locked
+from nlgbench.runs.store import STORE_SIDE_FILES, Store, StoreCorrupt, scan_cells
 
 
 @dataclass
@@ -30,45 +29,6 @@ class Repair:
 
     moved_to: Path | None
     added: list[CellResult]
-
-
-def scan_cells(folder: Path) -> tuple[list[CellResult], list[str]]:
-    """The results in `cells/*/result.json` that can be recorded (readable, written for the cell of
-    their folder, when ok with a whole scores.csv: `read_scores`), in the order they were written;
-    and a line per cell folder left out, naming it and why (half a file cannot be the cause: both
-    are written atomically, so the file was cut or changed since)."""
-    found: list[tuple[float, str, CellResult]] = []
-    skipped: list[str] = []
-    for path in sorted((folder / CELLS).glob(f"*/{RESULT_FILE}")):
-        try:
-            result = CellResult.read(path.parent)
-            if result.cell_id != path.parent.name:
-                raise UserError(f"{path} is the result of cell {result.cell_id}, not of its folder's")
-            if result.ok:
-                read_scores(path.parent / SCORES_FILE, result)
-            found.append((path.stat().st_mtime, result.cell_id, result))
-        except (UserError, OSError) as exc:
-            skipped.append(str(exc))
-    return [result for _, _, result in sorted(found, key=lambda t: (t[0], t[1]))], skipped
-
-
-def finished_cells(folder: Path) -> list[CellResult]:
-    """The results of `scan_cells` that can be recorded (the others left out)."""
-    return scan_cells(folder)[0]
-
-
-def check_store(folder: Path) -> None:
-    """Refuse to write a run folder whose store is missing or empty while its cells are finished:
-    a new empty store would hide them (`repair` brings them back)."""
-    if not has_store(folder) and finished_cells(folder):
-        raise UserError(f"{folder} has finished cells but no {STORE_FILE} (deleted or emptied); rebuild it from the "
-                        f"cell folders with `nlgbench repair {folder}`")
-
-
-def open_store(folder: Path) -> Store:
-    """The folder's store, for a writer holding its lock: checked (`check_store`) and opened."""
-    check_store(folder)
-    return Store(folder)
 
 
 def move_aside(folder: Path) -> Path:
@@ -81,7 +41,7 @@ def move_aside(folder: Path) -> Path:
             break
         n += 1
     os.replace(path, target)
-    for suffix in ("-journal", "-wal", "-shm"):  # a stale journal must never be applied to the new store
+    for suffix in STORE_SIDE_FILES:  # a stale journal must never be applied to the new store
         side = folder / f"{STORE_FILE}{suffix}"
         if side.exists():
             os.replace(side, Path(f"{target}{suffix}"))
@@ -109,7 +69,7 @@ def repair(folder: Path, *, log: Callable[[str], None] = print) -> Repair:
             if todo or moved_to is not None:
                 run_id = store.start_run("repair", {"repair": str(folder)}, {})
                 for result in todo:
-                    scores = folder / CELLS / result.cell_id / SCORES_FILE
+                    scores = cell_dir(folder, result.cell_id) / SCORES_FILE
                     store.record(run_id, store.next_seq(), result, scores if result.ok else None)
                 store.finish_run(run_id)
             store.write_csv()
@@ -119,10 +79,10 @@ def repair(folder: Path, *, log: Callable[[str], None] = print) -> Repair:
 def describe(folder: Path, done: Repair) -> str:
     """The command's one-line summary."""
     n_ok = sum(r.ok for r in done.added)
-    added = f"{len(done.added)} cell(s) from {folder / CELLS} ({n_ok} ok, {len(done.added) - n_ok} not ok)"
+    added = f"{len(done.added)} cell(s) from {cells_dir(folder)} ({n_ok} ok, {len(done.added) - n_ok} not ok)"
     if done.moved_to is not None:
         return f"repaired {folder / STORE_FILE}: rebuilt with {added}; the corrupt file is kept as {done.moved_to}"
     if done.added:
         return f"repaired {folder / STORE_FILE}: added {added} it was missing"
-    return f"nothing to repair: {folder / STORE_FILE} is readable and holds every finished cell of {folder / CELLS}"
+    return f"nothing to repair: {folder / STORE_FILE} is readable and holds every finished cell of {cells_dir(folder)}"
 

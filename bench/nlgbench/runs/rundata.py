@@ -22,22 +22,28 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Hashable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import pandas as pd
 
-from nlgbench.core.cell import (
-    HUMAN_COLUMN_PREFIX, OK, RESULT_FILE, SCORES_FILE, CellResult, DatasetRef, human_columns, read_bytes, read_scores,
-    utf8_text,
-)
-from nlgbench.foundations.files import write_atomic
-from nlgbench.data.dataset import HUMAN, Dataset
-from nlgbench.foundations.errors import UserError, unknown_name
+from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, DatasetRef
 from nlgbench.core.labels import distinct_dataset_labels
-from nlgbench.statistics.stats import Segments, bootstrap_distribution
+from nlgbench.core.result import OK, CellResult
+from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, human_columns, read_scores
+from nlgbench.data.catalogue import catalogue_entry
+from nlgbench.data.model import HUMAN, Dataset
+from nlgbench.foundations.errors import UserError, unknown_name
+from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
+from nlgbench.runs.folder import CSV_FILE, STORE_FILE, cell_dir, report_dir
+from nlgbench.runs.store import Store, has_store, scan_cells
+from nlgbench.statistics.bootstrap import bootstrap_distribution
+from nlgbench.statistics.levels import Segments
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SegmentRow = tuple[str, Any, str, float, float]  # (lp, seg_id, system, raw metric score, primary human score)
 SegmentMeta = list[tuple[str, dict[str, float]]] | None  # per segment (doc_id, {human dimension: score}); None: neither
@@ -57,11 +63,9 @@ class SegmentSource(Protocol):
 @dataclass
 class StoreSource:
     folder: Path
-    name: str = "results.sqlite"
+    name: str = STORE_FILE
 
     def rows(self, result: CellResult) -> tuple[list[SegmentRow], SegmentMeta]:
-        from nlgbench.runs.store import Store
-
         with Store(self.folder) as store:
             return store.segment_scores(result.cell_id), store.segment_meta(result.cell_id)
 
@@ -74,12 +78,21 @@ class CellFolderSource:
     def rows(self, result: CellResult) -> tuple[list[SegmentRow], SegmentMeta]:
         """scores.csv read (and checked against the result) as the store reads it when it records the
         cell (nlgbench.runs.store.Store.record)."""
-        columns, parsed = read_scores(self.folder / "cells" / result.cell_id / SCORES_FILE, result)
+        columns, parsed = read_scores(cell_dir(self.folder, result.cell_id) / SCORES_FILE, result)
         rows: list[SegmentRow] = [(r["lp"], r["seg_id"], r["system"], r["score"], r["human"]) for r in parsed]
         if not ("doc_id" in columns or any(c.startswith(HUMAN_COLUMN_PREFIX) for c in columns)):
             return rows, None
-        return rows, [(r.get("doc_id", ""), {k[len(HUMAN_COLUMN_PREFIX):]: v for k, v in r.items()
-                                             if k.startswith(HUMAN_COLUMN_PREFIX) and not np.isnan(v)}) for r in parsed]
+        return rows, [
+            (
+                r.get("doc_id", ""),
+                {
+                    k[len(HUMAN_COLUMN_PREFIX) :]: v
+                    for k, v in r.items()
+                    if k.startswith(HUMAN_COLUMN_PREFIX) and not np.isnan(v)
+                },
+            )
+            for r in parsed
+        ]
 
 
 @dataclass
@@ -94,9 +107,11 @@ class PublishedSource:
     def _all_scores(self) -> dict[str, list[tuple[str, str, str, float]]]:
         if self._scores is None:
             self._scores = {}
-            with (self.folder / "report" / PUBLISHED_SCORES).open(encoding="utf-8", newline="") as fh:
+            with (report_dir(self.folder) / PUBLISHED_SCORES).open(encoding="utf-8", newline="") as fh:
                 for r in csv.DictReader(fh):
-                    self._scores.setdefault(r["cell_id"], []).append((r["lp"], r["seg_id"], r["system"], float(r["score"])))
+                    self._scores.setdefault(r["cell_id"], []).append(
+                        (r["lp"], r["seg_id"], r["system"], float(r["score"]))
+                    )
         return self._scores
 
     def rows(self, result: CellResult) -> tuple[list[SegmentRow], SegmentMeta]:
@@ -106,21 +121,27 @@ class PublishedSource:
             try:
                 self._datasets[key] = load_from(self.folder, ref)
             except (UserError, OSError) as exc:
-                raise UserError(f"{self.folder}: the human scores of {ref.label} come from the dataset itself, which "
-                                f"cannot be read here ({exc})") from None
+                raise UserError(
+                    f"{self.folder}: the human scores of {ref.label} come from the dataset itself, which "
+                    f"cannot be read here ({exc})"
+                ) from None
         dataset = self._datasets[key]
         recorded = result.dataset.files if result.dataset is not None else {}
         changed = sorted(f for f, sha in recorded.items() if dataset.files.get(f, sha) != sha)
         if changed:
-            raise UserError(f"{self.folder}: dataset {ref.label} differs from the one cell {result.cell_id} scored "
-                            f"(sha256 of {', '.join(changed)}); its human scores cannot be joined")
+            raise UserError(
+                f"{self.folder}: dataset {ref.label} differs from the one cell {result.cell_id} scored "
+                f"(sha256 of {', '.join(changed)}); its human scores cannot be joined"
+            )
         scores = self._all_scores().get(result.cell_id, [])
         items = dataset.items
         keys = [(it.lp, str(it.seg_id), it.system) for it in items]
         if [(lp, seg, system) for lp, seg, system, _ in scores] != keys:
-            raise UserError(f"{self.folder}: report/{PUBLISHED_SCORES} has {len(scores)} segment(s) of cell "
-                            f"{result.cell_id}, not the {len(items)} items of {ref.label} in order")
-        rows = [(it.lp, it.seg_id, it.system, s[3], it.human) for it, s in zip(items, scores)]
+            raise UserError(
+                f"{self.folder}: report/{PUBLISHED_SCORES} has {len(scores)} segment(s) of cell "
+                f"{result.cell_id}, not the {len(items)} items of {ref.label} in order"
+            )
+        rows = [(it.lp, it.seg_id, it.system, s[3], it.human) for it, s in zip(items, scores, strict=True)]
         dims = human_columns(items)
         if not (dataset.has_docs or dims):
             return rows, None
@@ -133,15 +154,16 @@ def load_from(folder: Path, ref: DatasetRef) -> Dataset:
     that is not there is read as given (cells imported before, relative to where that ran)."""
     if ref.path is None or Path(ref.path).is_absolute() or not (folder / ref.path).is_file():
         return ref.load()
-    from dataclasses import replace
-
     dataset = replace(ref, path=str(folder / ref.path)).load()
-    return replace(dataset, files={ref.path if f == str(folder / ref.path) else f: sha for f, sha in dataset.files.items()})
+    return replace(
+        dataset, files={ref.path if f == str(folder / ref.path) else f: sha for f, sha in dataset.files.items()}
+    )
 
 
 @dataclass
 class RunData:
-    """Finished cells of a run folder (`cells`, a DataFrame) and access to their segment scores."""
+    """Finished cells of a run folder (`cells`, a DataFrame) and access to their segment scores;
+    `RunData.open` reads one (the one reader of a run folder: report, compare and `nlgbench.load_run`)."""
 
     folder: Path
     cells: pd.DataFrame
@@ -151,16 +173,41 @@ class RunData:
     _segments: dict[str, Segments] = field(default_factory=dict, repr=False)
     _replicates: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict, repr=False)
 
-    def replicates(self, cell_id: str, key: Hashable, statistic: Callable[[Segments], float], n_resamples: int,
-                   seed: int) -> np.ndarray:
+    @classmethod
+    def open(cls, folder: Path, human: str | None = None) -> RunData:
+        """Read a run folder: its finished cells (see `find_results`) against the human dimension
+        `human` (cells without it are left out; None: each cell's primary one). One clear error when
+        it holds no finished cells, or none with `human`."""
+        import pandas as pd
+
+        results, source = find_results(folder)
+        results = finished_results(results, folder, human)
+        df = pd.DataFrame([cell_record(r, human if human is not None else human_dims(r)[0]) for r in results])
+        df["dataset"] = distinct_dataset_labels(list(df["dataset"]), [r.dataset_file[1] for r in results])
+        return cls(folder, df, {r.cell_id: r for r in results}, human, source)
+
+    @staticmethod
+    def results_csv(folder: Path) -> str:
+        """The text of the folder's results.csv: one row per cell (failed ones too) as the run wrote
+        it, what `nlgbench.load_run` and scripts/results_table.py show; one clear error when there is
+        none, or when it is not UTF-8."""
+        path = folder / CSV_FILE
+        if not path.is_file():
+            raise UserError(f"{folder}: no results.csv (not a run folder, or no cell has finished yet)")
+        return utf8_text(path, read_bytes(path))
+
+    def replicates(
+        self, cell_id: str, key: Hashable, statistic: Callable[[Segments], float], n_resamples: int, seed: int
+    ) -> np.ndarray:
         """`statistic` (named by `key`, e.g. the quality options) on `n_resamples` bootstrap resamples of
-        the cell's segments (nlgbench.statistics.stats.bootstrap_distribution with `seed`), computed once per cell:
+        the cell's segments (nlgbench.statistics.bootstrap.bootstrap_distribution with `seed`), computed once per cell:
         report's intervals and compare's paired tests share them (same seed, same segments: same draws)."""
         memo = (cell_id, key, n_resamples, seed)
         if memo not in self._replicates:
             seg = self.segments(cell_id)
-            self._replicates[memo] = bootstrap_distribution(len(seg), lambda idx: statistic(seg.take(idx)),
-                                                            n_resamples, seed)
+            self._replicates[memo] = bootstrap_distribution(
+                len(seg), lambda idx: statistic(seg.take(idx)), n_resamples, seed
+            )
         return self._replicates[memo]
 
     def raw_rows(self, cell_id: str) -> tuple[list[SegmentRow], SegmentMeta]:
@@ -205,8 +252,6 @@ def score_type(result: CellResult, human_dim: str) -> str:
     dimension for a named one, `MQM fluency`); a user file's named dimension (`coherence`: files
     sharing a dimension name share a kind); a user file's unnamed `human` score is a kind of its
     own (`human of my.jsonl`), since nothing says its scale is another file's."""
-    from nlgbench.data.dataset import catalogue_entry
-
     ref = result.config.dataset
     if ref.name:
         try:
@@ -219,18 +264,17 @@ def score_type(result: CellResult, human_dim: str) -> str:
 
 def _results_in_csv_order(folder: Path, results: list[CellResult]) -> list[CellResult]:
     """`results` in the order of results.csv's cell_id column (cells not in it last, as given)."""
-    path = folder / "results.csv"
-    if not path.is_file():
+    if not (folder / CSV_FILE).is_file():
         return results
-    reader = csv.DictReader(io.StringIO(utf8_text(path, read_bytes(path)), newline=""))
+    reader = csv.DictReader(io.StringIO(RunData.results_csv(folder), newline=""))
     if "cell_id" not in (reader.fieldnames or []):
-        raise UserError(f"{path}: no cell_id column (not nlgbench's results.csv)")
+        raise UserError(f"{folder / CSV_FILE}: no cell_id column (not nlgbench's results.csv)")
     order = {cid: i for i, cid in enumerate(dict.fromkeys(r["cell_id"] for r in reader))}
     return sorted(results, key=lambda r: order.get(r.cell_id, len(order)))
 
 
 def _published_results(folder: Path) -> list[CellResult]:
-    path = folder / "report" / PUBLISHED_CELLS
+    path = report_dir(folder) / PUBLISHED_CELLS
     results = []
     for number, line in enumerate(utf8_text(path, read_bytes(path)).split("\n"), start=1):
         if line.strip():
@@ -244,28 +288,29 @@ def _published_results(folder: Path) -> list[CellResult]:
 def find_results(folder: Path) -> tuple[list[CellResult], SegmentSource]:
     """Every recorded cell result of a run folder and where its segment scores are (see the module
     docstring): the store, else the cell folders, else the published report data."""
-    from nlgbench.runs.repair import scan_cells
-    from nlgbench.runs.store import Store, has_store
-
     if has_store(folder):
         with Store(folder) as store:
             return store.results(), StoreSource(folder)
     cells, skipped = scan_cells(folder)
     if skipped:  # a cell left out would change every figure it is part of, silently
-        raise UserError(f"{skipped[0]}" + (f" (and {len(skipped) - 1} more cell folder(s))" if len(skipped) > 1 else "")
-                        + f"; `nlgbench repair {folder}` lists them")
+        raise UserError(
+            f"{skipped[0]}"
+            + (f" (and {len(skipped) - 1} more cell folder(s))" if len(skipped) > 1 else "")
+            + f"; `nlgbench repair {folder}` lists them"
+        )
     if cells:
         return _results_in_csv_order(folder, cells), CellFolderSource(folder)
-    if (folder / "report" / PUBLISHED_CELLS).is_file() and (folder / "report" / PUBLISHED_SCORES).is_file():
+    if (report_dir(folder) / PUBLISHED_CELLS).is_file() and (report_dir(folder) / PUBLISHED_SCORES).is_file():
         return _published_results(folder), PublishedSource(folder)
-    raise UserError(f"{folder}: no results.sqlite, no cells/*/{RESULT_FILE} and no report/{PUBLISHED_CELLS} with "
-                    f"report/{PUBLISHED_SCORES} (run `nlgbench run SPEC --out {folder}` or `nlgbench import-scores` first)")
+    raise UserError(
+        f"{folder}: no results.sqlite, no cells/*/{RESULT_FILE} and no report/{PUBLISHED_CELLS} with "
+        f"report/{PUBLISHED_SCORES} (run `nlgbench run SPEC --out {folder}` or `nlgbench import-scores` first)"
+    )
 
 
-def load_run(folder: Path, human: str | None = None) -> RunData:
-    """Read a run folder (see `find_results`); one clear error when it holds no finished cells, or
-    none with the human dimension `human` (cells without it are left out)."""
-    results, source = find_results(folder)
+def finished_results(results: list[CellResult], folder: Path, human: str | None) -> list[CellResult]:
+    """The finished cells among `results`, with the human dimension `human` where one is named; one
+    clear error when none is left."""
     results = [r for r in results if r.status == OK]
     if not results:
         raise UserError(f"{folder}: no finished (ok) cells to report")
@@ -274,32 +319,40 @@ def load_run(folder: Path, human: str | None = None) -> RunData:
         results = [r for r in results if human in human_dims(r)]
         if not results:
             raise unknown_name("human dimension", human, known)
-    rows = []
-    for r in results:
-        cfg = r.config
-        timing, memory, env = r.timing, r.memory, r.environment or {}
-        dim = human if human is not None else human_dims(r)[0]
-        rows.append({
-            "cell_id": r.cell_id, "metric": cfg.metric_label, "metric_name": cfg.metric, "aligner": cfg.aligner_label,
-            "encoder": cfg.encoder.label, "dataset": cfg.dataset.label, "human_dim": dim, "score_type": score_type(r, dim),
-            "device": "cuda" if str(cfg.device).startswith("cuda") else cfg.device,
-            "batch_size": cfg.batch_size, "n_segments": r.n_segments,
-            "ms_per_segment": timing.ms_per_segment_median if timing else np.nan,
-            "ms_per_segment_repeats": timing.ms_per_segment if timing else [],
-            "peak_rss_mb": memory.peak_rss_mb if memory else np.nan,
-            "rss_growth_mb": memory.rss_growth_mb if memory else np.nan,
-            "cuda_peak_allocated_mb": (memory.cuda_peak_allocated_mb if memory else None) or np.nan,
-            "cuda_peak_reserved_mb": (memory.cuda_peak_reserved_mb if memory else None) or np.nan,
-            "params": r.params if r.params is not None else np.nan,
-            "disk_mb": r.disk_bytes / 2**20 if r.disk_bytes is not None else np.nan,
-            "imported": r.imported,
-            "cpu_model": env.get("cpu_model", ""), "gpu": env.get("gpu") or "",
-            "versions": json.dumps({k: env.get(k) for k in ("torch", "transformers", "pot", "nlgbench")}),
-            "threads": env.get("torch_threads"),
-        })
-    df = pd.DataFrame(rows)
-    df["dataset"] = distinct_dataset_labels(list(df["dataset"]), [r.dataset_file[1] for r in results])
-    return RunData(folder, df, {r.cell_id: r for r in results}, human, source)
+    return results
+
+
+def cell_record(r: CellResult, human_dim: str) -> dict[str, Any]:
+    """One row of `RunData.cells`: a finished cell's labels and measured quantities (NaN where not
+    measured: an imported cell has no timing or memory)."""
+    cfg = r.config
+    timing, memory, env = r.timing, r.memory, r.environment or {}
+    return {
+        "cell_id": r.cell_id,
+        "metric": cfg.metric_label,
+        "metric_name": cfg.metric,
+        "aligner": cfg.aligner_label,
+        "encoder": cfg.encoder.label,
+        "dataset": cfg.dataset.label,
+        "human_dim": human_dim,
+        "score_type": score_type(r, human_dim),
+        "device": "cuda" if str(cfg.device).startswith("cuda") else cfg.device,
+        "batch_size": cfg.batch_size,
+        "n_segments": r.n_segments,
+        "ms_per_segment": timing.ms_per_segment_median if timing else np.nan,
+        "ms_per_segment_repeats": timing.ms_per_segment if timing else [],
+        "peak_rss_mb": memory.peak_rss_mb if memory else np.nan,
+        "rss_growth_mb": memory.rss_growth_mb if memory else np.nan,
+        "cuda_peak_allocated_mb": (memory.cuda_peak_allocated_mb if memory else None) or np.nan,
+        "cuda_peak_reserved_mb": (memory.cuda_peak_reserved_mb if memory else None) or np.nan,
+        "params": r.params if r.params is not None else np.nan,
+        "disk_mb": r.disk_bytes / 2**20 if r.disk_bytes is not None else np.nan,
+        "imported": r.imported,
+        "cpu_model": env.get("cpu_model", ""),
+        "gpu": env.get("gpu") or "",
+        "versions": json.dumps({k: env.get(k) for k in ("torch", "transformers", "pot", "nlgbench")}),
+        "threads": env.get("torch_threads"),
+    }
 
 
 def write_published(run: RunData, out: Path) -> list[Path]:
@@ -307,7 +360,7 @@ def write_published(run: RunData, out: Path) -> list[Path]:
     datasets (every finished cell of the run, whatever the human dimension asked for)."""
     results, source = find_results(run.folder)
     paths = [out / PUBLISHED_CELLS, out / PUBLISHED_SCORES]
-    if isinstance(source, PublishedSource) and out.resolve() == (run.folder / "report").resolve():
+    if isinstance(source, PublishedSource) and out.resolve() == report_dir(run.folder).resolve():
         return paths  # read from there: already what would be written
     results = [r for r in results if r.status == OK]
     lines = [r.to_json(indent=None) for r in results]
@@ -325,7 +378,11 @@ def write_published(run: RunData, out: Path) -> list[Path]:
 def memory_columns(device: str) -> list[tuple[str, str]]:
     """The memory figure's x columns: model memory, then the process peak, in MiB."""
     if device == "cpu":
-        return [("rss_growth_mb", "model memory: RSS growth over the post-import baseline (MiB, log)"),
-                ("peak_rss_mb", "process peak RSS (MiB, log)")]
-    return [("cuda_peak_allocated_mb", "model memory: peak CUDA memory allocated (MiB, log)"),
-            ("cuda_peak_reserved_mb", "peak CUDA memory reserved (MiB, log)")]
+        return [
+            ("rss_growth_mb", "model memory: RSS growth over the post-import baseline (MiB, log)"),
+            ("peak_rss_mb", "process peak RSS (MiB, log)"),
+        ]
+    return [
+        ("cuda_peak_allocated_mb", "model memory: peak CUDA memory allocated (MiB, log)"),
+        ("cuda_peak_reserved_mb", "peak CUDA memory reserved (MiB, log)"),
+    ]

@@ -1,36 +1,36 @@
-"""The results store: `results.sqlite` (runs, cells, measurements, segment scores) and its CSV view.
+"""The results store: `results.sqlite` (runs, cells, measurements, segment scores); its CSV views are
+`nlgbench.runs.views`.
 
 A cell is written in one transaction (old rows of the same cell id replaced), so an
 interrupted sweep never leaves a half-recorded or duplicated cell. SQLite's faults become one
 line naming the file (`StoreFault`): disk full, read-only, and a corrupt file (`StoreCorrupt`,
-checked when the store opens), which `nlgbench repair DIR` rebuilds from the cell folders.
+checked when the store opens), which `nlgbench repair DIR` rebuilds from the cell folders. A
+writer opens it with `open_store`, which refuses a missing store beside finished cells.
 """
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import json
 import math
 import sqlite3
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
-from nlgbench.core.cell import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, CellResult, read_scores
-from nlgbench.foundations.files import write_atomic
-from nlgbench.core.labels import distinct_dataset_labels
+from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
+from nlgbench.core.result import CellResult
+from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, read_scores
 from nlgbench.foundations.errors import UserError
-from nlgbench.runs.folder import refuse_link
+from nlgbench.runs.folder import STORE_FILE, cells_dir, refuse_link
+from nlgbench.runs.views import write_views
 
-STORE_FILE = "results.sqlite"
 STORE_SIDE_FILES = ("-journal", "-wal", "-shm")  # SQLite's files beside the store (results.sqlite-journal, ...)
 SCORES_KEY_COLUMNS = {"lp", "seg_id", "system", "score", "human", "doc_id"}  # scores.csv columns that are not outputs
-CSV_FILE = "results.csv"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -53,27 +53,6 @@ CREATE TABLE IF NOT EXISTS segment_meta (
 );
 CREATE INDEX IF NOT EXISTS measurements_cell ON measurements (cell_id);
 """
-
-# The output contract of DESIGN.md, in order; extra columns follow.
-CSV_COLUMNS = [
-    "cell_id", "metric", "encoder", "aligner", "dataset", "device", "batch_size", "status", "n_segments",
-    "load_s", "ms_per_segment_mean", "ms_per_segment_median", "ms_per_segment_std", "n_repeats",
-    "peak_rss_mb", "rss_growth_mb", "cuda_peak_allocated_mb", "params", "disk_mb", "pearson", "kendall",
-    "pearson_pooled", "kendall_pooled", "error",
-]
-EXTRA_COLUMNS = [
-    "layer", "prepare_s", "warmup_s", "cuda_peak_reserved_mb", "n_lps", "system_pearson", "system_kendall",
-    "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
-    "mean_exit_layer", "weight_mb", "metric_options", "truncated_segments",
-    "human_dim", "n_missing_human", "spearman", "spearman_pooled", "system_spearman", "item_pearson", "item_kendall",
-    "item_spearman", "n_docs", "dataset_path", "dataset_sha256", "ms_per_segment_cv", "warmup_passes", "batch_tokens",
-    "correlation_note",  # the note stays last: it says why any figure left of it is blank
-]
-CORRELATIONS_FILE = "correlations.csv"
-# correlations.csv: every figure of every cell, long format, naming its level and grouping (nlgbench.statistics.stats).
-CORRELATION_COLUMNS = ["cell_id", "metric", "encoder", "aligner", "dataset", "device", "human_dim", "level", "grouping",
-                       "method", "value", "n", "n_groups", "n_groups_too_small"]
-
 
 class StoreFault(UserError):
     """results.sqlite cannot be written (disk full, read-only, locked): one line naming it."""
@@ -116,6 +95,45 @@ def sqlite_faults(path: Path) -> Iterator[None]:
         if "readonly" in message or "unable to open" in message or "locked" in message:
             raise StoreFault(f"cannot write {path}: {message}") from None
         raise
+
+
+def scan_cells(folder: Path) -> tuple[list[CellResult], list[str]]:
+    """The results in `cells/*/result.json` that can be recorded (readable, written for the cell of
+    their folder, when ok with a whole scores.csv: `read_scores`), in the order they were written;
+    and a line per cell folder left out, naming it and why (half a file cannot be the cause: both
+    are written atomically, so the file was cut or changed since)."""
+    found: list[tuple[float, str, CellResult]] = []
+    skipped: list[str] = []
+    for path in sorted(cells_dir(folder).glob(f"*/{RESULT_FILE}")):
+        try:
+            result = CellResult.read(path.parent)
+            if result.cell_id != path.parent.name:
+                raise UserError(f"{path} is the result of cell {result.cell_id}, not of its folder's")
+            if result.ok:
+                read_scores(path.parent / SCORES_FILE, result)
+            found.append((path.stat().st_mtime, result.cell_id, result))
+        except (UserError, OSError) as exc:
+            skipped.append(str(exc))
+    return [result for _, _, result in sorted(found, key=lambda t: (t[0], t[1]))], skipped
+
+
+def finished_cells(folder: Path) -> list[CellResult]:
+    """The results of `scan_cells` that can be recorded (the others left out)."""
+    return scan_cells(folder)[0]
+
+
+def check_store(folder: Path) -> None:
+    """Refuse to write a run folder whose store is missing or empty while its cells are finished:
+    a new empty store would hide them (`repair` brings them back)."""
+    if not has_store(folder) and finished_cells(folder):
+        raise UserError(f"{folder} has finished cells but no {STORE_FILE} (deleted or emptied); rebuild it from the "
+                        f"cell folders with `nlgbench repair {folder}`")
+
+
+def open_store(folder: Path) -> Store:
+    """The folder's store, for a writer holding its lock: checked (`check_store`) and opened."""
+    check_store(folder)
+    return Store(folder)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -173,7 +191,7 @@ class Store:
 
     @translated
     def set_run_environment(self, run_id: str, env: dict[str, Any]) -> None:
-        """Replace the run's environment record (the runner's: one per device its cells ran on)."""
+        """Replace the run's environment record (the launcher's: one per device its cells ran on)."""
         with self.db:
             self.db.execute("UPDATE runs SET environment_json = ? WHERE run_id = ?", (json.dumps(env), run_id))
 
@@ -274,119 +292,5 @@ class Store:
 
     @translated
     def write_csv(self) -> Path:
-        """Rewrite results.csv from the store (atomically)."""
-        path = self.out_dir / CSV_FILE
-        text = io.StringIO(newline="")
-        long = io.StringIO(newline="")
-        w = csv.DictWriter(text, fieldnames=CSV_COLUMNS + EXTRA_COLUMNS)
-        w.writeheader()
-        figures = csv.DictWriter(long, fieldnames=CORRELATION_COLUMNS)
-        figures.writeheader()
-        results = self.results()
-        labels = distinct_dataset_labels([r.config.dataset.label for r in results], [r.dataset_file[1] for r in results])
-        for result, label in zip(results, labels):
-            w.writerows([{**row, "dataset": label} for row in csv_rows(result)])
-            figures.writerows([{**row, "dataset": label} for row in figure_rows(result)])
-        write_atomic(path, text.getvalue())
-        write_atomic(self.out_dir / CORRELATIONS_FILE, long.getvalue())
-        return path
-
-
-def _num(value: Any, digits: int | None = None) -> Any:
-    """A CSV cell: blank for missing/NaN, rounded where `digits` is given (correlations are kept exact)."""
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return ""
-        return round(value, digits) if digits is not None else value
-    return value
-
-
-def dimension_sections(result: CellResult) -> list[dict[str, Any]]:
-    """A finished cell's correlation section per human dimension (one for data with one human score)."""
-    c = result.correlation or {}
-    return list(c["dimensions"].values()) if c.get("dimensions") else [c]
-
-
-def csv_rows(result: CellResult) -> list[dict[str, Any]]:
-    """results.csv's rows of one cell: one per human dimension (`human_dim`); one for a failed cell."""
-    if not result.ok:
-        return [csv_row(result)]
-    return [csv_row(result, section) for section in dimension_sections(result)]
-
-
-def figure_rows(result: CellResult) -> list[dict[str, Any]]:
-    """correlations.csv's rows of one finished cell: every figure (level x grouping x method) per dimension."""
-    if not result.ok:
-        return []
-    cfg = result.config
-    key = {"cell_id": result.cell_id, "metric": cfg.metric, "encoder": cfg.encoder.label, "aligner": cfg.aligner_label,
-           "dataset": cfg.dataset.label, "device": cfg.device}
-    return [{**key, "human_dim": section.get("human_dim", ""), **{k: _num(figure.get(k)) for k in CORRELATION_COLUMNS[7:]}}
-            for section in dimension_sections(result) for figure in section.get("figures") or []]
-
-
-def csv_row(result: CellResult, section: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One results.csv row from a cell result (ok, imported or failed); `section` is the correlation
-    section of the human dimension the row is for (default: the primary one)."""
-    cfg = result.config
-    row: dict[str, Any] = {
-        "cell_id": result.cell_id, "metric": cfg.metric, "encoder": cfg.encoder.label, "aligner": cfg.aligner_label,
-        "dataset": cfg.dataset.label, "device": cfg.device, "batch_size": cfg.batch_size, "status": result.status,
-        "n_repeats": cfg.repeats, "error": result.error or "", "threads": cfg.threads or "",
-        "metric_options": cfg.options_label,
-        "dataset_path": result.dataset_file[0], "dataset_sha256": result.dataset_file[1],
-        "batch_tokens": cfg.batch_tokens if cfg.batch_tokens is not None else "",
-    }
-    if not result.ok:
-        return row
-    c = section if section is not None else (result.correlation or {})
-    system = c.get("system") or {}
-    item = c.get("item") or {}
-    ci = (c.get("bootstrap") or {}).get("pearson_pooled_ci") or [None, None]
-    row.update({
-        "n_segments": result.n_segments,
-        "pearson": _num(c["pearson"]), "kendall": _num(c["kendall"]),
-        "pearson_pooled": _num(c["pearson_pooled"]), "kendall_pooled": _num(c["kendall_pooled"]),
-        "n_lps": c.get("n_lps", ""),
-        "system_pearson": _num(system.get("pearson")), "system_kendall": _num(system.get("kendall")),
-        "pearson_pooled_ci_low": _num(ci[0]), "pearson_pooled_ci_high": _num(ci[1]),
-        "correlation_note": c.get("note") or "",
-        "human_dim": c.get("human_dim", ""), "n_missing_human": c.get("n_missing_human", ""),
-        "spearman": _num(c.get("spearman")), "spearman_pooled": _num(c.get("spearman_pooled")),
-        "system_spearman": _num(system.get("spearman")), "item_pearson": _num(item.get("pearson")),
-        "item_kendall": _num(item.get("kendall")), "item_spearman": _num(item.get("spearman")),
-        "n_docs": item.get("n_docs", ""),
-    })
-    if result.imported:  # precomputed scores (import-scores): correlations only, nothing measured
-        row.update({"n_repeats": 0, "threads": ""})
-        return row
-    t, m, scorer = result.timing, result.memory, result.scorer
-    assert t is not None and m is not None and scorer is not None and result.repeat_agreement is not None
-    env = result.environment or {}
-    row.update({
-        "load_s": _num(t.load_s, 3),
-        "ms_per_segment_mean": _num(t.ms_per_segment_mean, 4),
-        "ms_per_segment_median": _num(t.ms_per_segment_median, 4),
-        "ms_per_segment_std": _num(t.ms_per_segment_std, 4),
-        "peak_rss_mb": _num(m.peak_rss_mb, 1),
-        "rss_growth_mb": _num(m.rss_growth_mb, 1),
-        # 0 on CPU cells: no CUDA memory was allocated there.
-        "cuda_peak_allocated_mb": _num(m.cuda_peak_allocated_mb, 1) if m.cuda_peak_allocated_mb is not None else 0.0,
-        "cuda_peak_reserved_mb": _num(m.cuda_peak_reserved_mb, 1) if m.cuda_peak_reserved_mb is not None else 0.0,
-        "params": result.params,
-        "disk_mb": _num(result.disk_bytes / 2**20, 2) if result.disk_bytes is not None else "",
-        "layer": scorer.get("layer", ""),
-        "prepare_s": _num(t.prepare_s, 3), "warmup_s": _num(t.warmup_s, 3),
-        "scores_agree": result.repeat_agreement.agree,
-        "threads": env.get("torch_threads", ""), "cpu_model": env.get("cpu_model", ""), "gpu": env.get("gpu") or "",
-        "mean_exit_layer": _num(scorer.get("mean_exit_layer"), 3),
-        "truncated_segments": scorer.get("truncated_segments", ""),  # blank in results written before it was counted
-        "weight_mb": _num(scorer["weight_bytes"] / 2**20, 2) if "weight_bytes" in scorer else "",
-        "phase_ms": ";".join(f"{k}={v:.3f}" for k, v in t.phase_ms_per_segment_mean.items()),
-        # blank in results written before the GPU-grade protocol, and the CV with one repeat
-        "ms_per_segment_cv": _num(t.ms_per_segment_cv, 4),
-        "warmup_passes": len(t.warmup_passes_s) if t.warmup_passes_s is not None else "",
-    })
-    return row
+        """Rewrite results.csv and correlations.csv from the store (atomically; `nlgbench.runs.views`)."""
+        return write_views(self.out_dir, self.results())

@@ -1,0 +1,47 @@
+"""`nlgbench distill`: a FrugalScore-style student trained on a teacher metric's scores
+(`nlgbench.distillation.pipeline.distill`); one summary line on stdout."""
+
+from __future__ import annotations
+
+import argparse
+
+from nlgbench.cli.parser import key_value
+from nlgbench.distillation.config import TrainConfig
+from nlgbench.distillation.pipeline import distill
+from nlgbench.distillation.teacher import Teacher
+
+
+def cmd_distill(args: argparse.Namespace) -> int:
+    """Run `nlgbench distill`; one summary line on stdout."""
+    options = dict(key_value(o, "--teacher-options") for o in args.teacher_options)
+    teacher = Teacher.parse(args.teacher_metric, args.teacher_encoder, options, args.teacher_aligner)
+    cfg = TrainConfig(
+        student=args.student,
+        student_layers=args.student_layers,
+        epochs=args.epochs,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+        val_fraction=args.val_fraction,
+        patience=args.patience,
+        seed=args.seed,
+    )
+    result = distill(
+        args.pairs,
+        teacher,
+        cfg,
+        args.out,
+        device=args.device,
+        teacher_batch_size=args.teacher_batch_size,
+        augment=args.augment,
+        max_pairs=args.max_pairs,
+        allow_overlap=args.allow_overlap,
+        threads=args.threads,
+    )
+    v, t = result.record["validation"], result.record["training"]
+    print(
+        f"distilled {teacher.label} into {result.out}: {result.record['data']['train_pairs']} training / {v['n']} "
+        f"validation pairs, val MSE {v['mse']:.5g} (mean predictor {v['mse_constant']:.5g}), Pearson with the teacher "
+        f"{v['pearson']:.4f}, trained in {t['seconds']:.0f} s"
+    )
+    return 0

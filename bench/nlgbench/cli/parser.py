@@ -1,0 +1,370 @@
+"""The argparse of every `nlgbench` command, one function per command, and `key_value`, the one reader
+of the YAML-valued KEY=VALUE options (`score --option`, `distill --teacher-options`). Each leaf command
+sets `handler`, its key in `nlgbench.cli.COMMANDS`, which `main` imports only after parsing."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from nlgbench.data.importers.command import add_import_arguments
+from nlgbench.distillation.config import TrainConfig
+from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.version import __version__
+from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from nlgbench.statistics.correlation import METHODS
+from nlgbench.statistics.levels import LEVELS
+
+EXIT_STATUSES = (
+    "exit status: 0 every cell ok (other commands: done); 1 some cell not ok (run: see results.csv); "
+    "2 usage or input error (one line on stderr); 130 interrupted (Ctrl-C: run the same "
+    "command again to resume); 141 the output's reader left (a closed pipe)"
+)
+
+if TYPE_CHECKING:
+    Commands = argparse._SubParsersAction[argparse.ArgumentParser]  # what add_subparsers returns
+
+
+def key_value(raw: str, option: str) -> tuple[str, Any]:
+    """One `KEY=VALUE` of a repeated option (`score --option`, `distill --teacher-options`): the key
+    (spaces around it removed) and the value read as YAML (`idf=true` -> True, `layer=9` -> 9)."""
+    key, sep, value = raw.partition("=")
+    if not sep or not key.strip():
+        raise UserError(f"{option} takes KEY=VALUE, got {raw!r}")
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise UserError(f"{option} {key}: cannot read the value {value!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `nlgbench` parser: every command, each leaf with its `handler` (a key of COMMANDS)."""
+    p = argparse.ArgumentParser(
+        prog="nlgbench", description="Efficiency-quality benchmarks of NLG evaluation metrics.", epilog=EXIT_STATUSES
+    )
+    p.add_argument("--version", action="version", version=f"nlgbench {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    for add in (
+        _add_run,
+        _add_status,
+        _add_collect,
+        _add_score,
+        _add_list,
+        _add_models,
+        _add_datasets,
+        _add_distill,
+        _add_report,
+        _add_compare,
+        _add_import_scores,
+        _add_repair,
+    ):
+        add(sub)
+    return p
+
+
+def _add_run(sub: Commands) -> None:
+    run = sub.add_parser("run", help="run a sweep spec (resumes: finished cells are skipped)", epilog=EXIT_STATUSES)
+    run.add_argument("spec", help="sweep spec YAML")
+    run.add_argument("--out", help="output folder (default reports/<spec name>)")
+    run.add_argument("--force", action="store_true", help="rerun cells that are already finished")
+    run.add_argument("--dry-run", action="store_true", help="list the cells and missing models, run nothing")
+    run.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another nlgbench process holds the output folder, wait for it (default: exit 2)",
+    )
+    cluster = run.add_argument_group(
+        "executor",
+        "where cells run: local (default; one after another on this machine) or slurm (one job array "
+        "task per unfinished cell, through submitit; the run folder must be on a file system the nodes share). "
+        "Also settable in the spec's executor: block; these flags override it",
+    )
+    cluster.add_argument("--executor", help="local or slurm (default: the spec's executor, else local)")
+    cluster.add_argument("--partition", help="Slurm partition")
+    cluster.add_argument("--gpus-per-cell", type=int, help="GPUs per CUDA cell (default 1; CPU cells ask for none)")
+    cluster.add_argument("--cpus-per-cell", type=int, help="CPUs per cell (default: the spec's threads)")
+    cluster.add_argument("--mem", help="memory per cell, as sbatch's --mem (16G)")
+    cluster.add_argument("--time", type=int, help="time limit per cell in minutes (default 60)")
+    cluster.add_argument("--max-parallel", type=int, help="at most this many cells at once (the job array's %%K)")
+    cluster.add_argument(
+        "--slurm-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a further sbatch option (account=abc, qos=high, constraint=a100; KEY alone for a flag)",
+    )
+    cluster.add_argument("--poll-seconds", type=float, help="how often to ask Slurm about the tasks (default 5)")
+    cluster.add_argument(
+        "--cancel-on-exit",
+        action="store_true",
+        help="Ctrl-C cancels the submitted jobs (default: they keep running; collect them later)",
+    )
+    run.set_defaults(handler="run")
+
+
+def _add_status(sub: Commands) -> None:
+    st = sub.add_parser("status", help="where a run folder's cells are: recorded, or pending/running/failed on Slurm")
+    st.add_argument("dir", help="run folder")
+    st.set_defaults(handler="status")
+
+
+def _add_collect(sub: Commands) -> None:
+    col = sub.add_parser("collect", help="record the cells finished Slurm tasks left in DIR/cells/ into the store")
+    col.add_argument("dir", help="run folder")
+    col.set_defaults(handler="collect")
+
+
+def _add_score(sub: Commands) -> None:
+    sc = sub.add_parser("score", help="score a candidates file against a references file, one text per line")
+    sc.add_argument("-c", "--candidates", required=True, help="hypotheses, one per line")
+    sc.add_argument("-r", "--references", help="references, one per line (metrics that need them)")
+    sc.add_argument("-s", "--sources", help="sources, one per line (reference-free metrics)")
+    sc.add_argument("--metric", default="bertscore", help="a registered metric (default bertscore)")
+    sc.add_argument(
+        "--encoder",
+        help="encoder name, Hub id or local folder (default all-MiniLM-L6-v2; "
+        "none for metrics that run no model: sentbleu, chrf, rouge1, rouge2, rougeL)",
+    )
+    sc.add_argument("--aligner", help="wmd, rwmd or wcd (metrics with an aligner)")
+    sc.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a metric option, e.g. idf=true")
+    sc.add_argument("--device", default="cpu")
+    sc.add_argument("--batch-size", type=int, default=64)
+    sc.add_argument("--out", help="CSV file (default: stdout): line, score, further outputs")
+    sc.set_defaults(handler="score")
+
+
+def _add_list(sub: Commands) -> None:
+    lst = sub.add_parser("list", help="list encoders, metrics, aligners or datasets")
+    lst.add_argument("what", choices=["encoders", "metrics", "aligners", "datasets"], action=_ListHandler)
+
+
+class _ListHandler(argparse.Action):
+    """`list WHAT`: each listing is its own command (`list WHAT` in COMMANDS), so that `list datasets`
+    does not load what `list aligners` needs (torch, POT)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.handler = f"list {values}"
+
+
+def _add_models(sub: Commands) -> None:
+    models = sub.add_parser("models", help="manage local model weights").add_subparsers(
+        dest="models_cmd", required=True
+    )
+    imp = models.add_parser("import", help="place a local model folder into the Hugging Face cache")
+    imp.add_argument("src", help="folder with config.json, weights and tokenizer files")
+    imp.add_argument("--as", dest="as_hub_id", required=True, help="the Hub id to register it under")
+    imp.set_defaults(handler="models import")
+
+
+def _add_datasets(sub: Commands) -> None:
+    ds = sub.add_parser("datasets", help="manage datasets").add_subparsers(dest="datasets_cmd", required=True)
+    fetch = ds.add_parser("fetch", help="download a catalogue dataset into the cache (sha256-checked)")
+    fetch.add_argument("name")
+    fetch.set_defaults(handler="datasets fetch")
+    imp = ds.add_parser(
+        "import", help="turn a downloaded SummEval file, WMT DA folder or CSV/Parquet table into own-data JSONL"
+    )
+    add_import_arguments(imp)
+    imp.set_defaults(handler="datasets import")
+
+
+def _add_distill(sub: Commands) -> None:
+    dist = sub.add_parser("distill", help="train a FrugalScore-style student on a teacher metric's scores")
+    add_distill_arguments(dist)
+    dist.set_defaults(handler="distill")
+
+
+def add_distill_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of `nlgbench distill`, in four groups."""
+    _add_teacher_arguments(p.add_argument_group("teacher"))
+    _add_student_arguments(p.add_argument_group("student"))
+    _add_pairs_arguments(p.add_argument_group("pairs"))
+    _add_training_arguments(p.add_argument_group("training"))
+
+
+def _add_teacher_arguments(t: argparse._ArgumentGroup) -> None:
+    t.add_argument("--teacher-metric", required=True, help="a registered metric (bertscore, moverscore, ...)")
+    t.add_argument(
+        "--teacher-encoder",
+        help="its encoder: registered name, Hub id or local folder "
+        "(default as nlgbench score: all-MiniLM-L6-v2, none for lexical metrics)",
+    )
+    t.add_argument(
+        "--teacher-options",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the teacher metric's options, e.g. idf=true layer=9 (values read as YAML)",
+    )
+    t.add_argument("--teacher-aligner", help="wmd, rwmd or wcd (metrics with an aligner)")
+    t.add_argument("--teacher-batch-size", type=int, default=64, help="batch size of the labelling (default 64)")
+
+
+def _add_student_arguments(s: argparse._ArgumentGroup) -> None:
+    s.add_argument("--student", required=True, help="the student checkpoint: registered name, Hub id or local folder")
+    s.add_argument("--student-layers", type=int, metavar="K", help="keep only its first K layers")
+
+
+def _add_pairs_arguments(d: argparse._ArgumentGroup) -> None:
+    d.add_argument(
+        "--pairs",
+        nargs="+",
+        action="extend",
+        required=True,
+        metavar="PAIRS",
+        help="pairs file (.jsonl/.tsv with reference and candidate), own-data file, or catalogue dataset; "
+        "several allowed",
+    )
+    d.add_argument("--max-pairs", type=int, metavar="N", help="a seeded random subset of N pairs (before augmentation)")
+    d.add_argument(
+        "--augment",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N synthetic candidates per distinct reference: word drop, swap, substitution, truncation (default 0)",
+    )
+    d.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="record that the student may be evaluated on data overlapping its training pairs "
+        "(lifts the leakage guard)",
+    )
+
+
+def _add_training_arguments(o: argparse._ArgumentGroup) -> None:
+    o.add_argument(
+        "--out", required=True, metavar="MODEL_DIR", help="the student's folder (a previous student there is replaced)"
+    )
+    o.add_argument("--epochs", type=int, default=TrainConfig.epochs, help=f"default {TrainConfig.epochs}")
+    o.add_argument(
+        "--lr",
+        type=float,
+        default=TrainConfig.lr,
+        help=f"peak learning rate of AdamW, linear warm-up and decay (default {TrainConfig.lr})",
+    )
+    o.add_argument("--batch-size", type=int, default=TrainConfig.batch_size, help=f"default {TrainConfig.batch_size}")
+    o.add_argument("--max-length", type=int, default=TrainConfig.max_length, help="tokens per pair (default 128)")
+    o.add_argument(
+        "--val-fraction",
+        type=float,
+        default=TrainConfig.val_fraction,
+        help="share of the distinct references held out for validation (default 0.1)",
+    )
+    o.add_argument(
+        "--patience",
+        type=int,
+        default=TrainConfig.patience,
+        help="validations without improvement before stopping, counted after the first epoch "
+        "(default 3; 4 validations per epoch)",
+    )
+    o.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (teacher and student)")
+    o.add_argument(
+        "--seed", type=int, default=TrainConfig.seed, help="pairs subset, augmentation, split, head, order (default 0)"
+    )
+    o.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+
+
+def _add_report(sub: Commands) -> None:
+    rep = sub.add_parser("report", help="plots and tables of a run folder into DIR/report/ (index.html)")
+    rep.add_argument("dir", help="run folder (results.sqlite, cells/ or a committed report/)")
+    rep.add_argument("--baseline", help="baseline encoder label (default: per metric, the one with most parameters)")
+    _add_selection_args(rep)
+    _add_quality_args(rep)
+    rep.set_defaults(handler="report")
+
+
+def _add_compare(sub: Commands) -> None:
+    cmp_ = sub.add_parser("compare", help="candidate vs baseline encoder: quality difference, significance, speed-up")
+    cmp_.add_argument("dir", help="run folder (results.sqlite, cells/ or a committed report/)")
+    cmp_.add_argument("--candidate", required=True, help="encoder label, as in results.csv")
+    cmp_.add_argument("--baseline", required=True, help="encoder label, as in results.csv")
+    _add_selection_args(cmp_)
+    cmp_.add_argument(
+        "--candidate-metric",
+        help="compare across metrics: the candidate's metric (e.g. frugalscore for "
+        "a distilled student; the baseline's is --baseline-metric or --metric)",
+    )
+    cmp_.add_argument(
+        "--baseline-metric", help="compare across metrics: the baseline's metric (e.g. the teacher's bertscore)"
+    )
+    cmp_.add_argument(
+        "--resamples",
+        type=int,
+        default=BOOTSTRAP_RESAMPLES,
+        help=f"bootstrap resamples (default {BOOTSTRAP_RESAMPLES})",
+    )
+    cmp_.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default {BOOTSTRAP_SEED})")
+    cmp_.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    _add_quality_args(cmp_)
+    cmp_.set_defaults(handler="compare")
+
+
+def _add_selection_args(p: argparse.ArgumentParser) -> None:
+    """`--metric` and `--aligner` for compare and report (see `nlgbench.reporting.compare.select_metrics`)."""
+    p.add_argument(
+        "--metric",
+        help="only this metric: its name when one label has it (moverscore), else the label "
+        "as in the report (e.g. 'moverscore (wmd)')",
+    )
+    p.add_argument("--aligner", help="only cells run with this aligner (wmd, rwmd, wcd)")
+
+
+def _add_quality_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--correlation", default="pearson", help=f"quality measure: {', '.join(METHODS)} (default pearson)")
+    p.add_argument(
+        "--level",
+        default="global",
+        help=f"{', '.join(LEVELS)} (default global: pooled over all segments, the efficiency study's; "
+        "segment: per lp, then the mean; item: per document (doc_id), then the mean; system: per lp "
+        "over system means, then the mean; old names pooled and lp_mean still work)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        help="kendall_like: only pairs whose human scores differ by more than this (WMT DARR: 25 raw DA points)",
+    )
+    p.add_argument(
+        "--human",
+        metavar="DIM",
+        help="the human dimension to correlate with (data with several, e.g. relevance); default each cell's first",
+    )
+
+
+def _add_import_scores(sub: Commands) -> None:
+    imp_s = sub.add_parser(
+        "import-scores", help="add precomputed segment scores (CSV lp,seg_id,system,score) as a cell"
+    )
+    imp_s.add_argument("file")
+    imp_s.add_argument("--dataset", required=True, help="catalogue name or a data file path")
+    imp_s.add_argument("--max-segments", type=int, help="the first N items per language pair, as in a spec")
+    imp_s.add_argument("--metric", required=True)
+    imp_s.add_argument("--encoder", required=True)
+    imp_s.add_argument("--out", required=True, help="run folder to add the cell to")
+    direction = (
+        imp_s.add_mutually_exclusive_group()
+    )  # default: the registered metric's direction, else higher is better
+    direction.add_argument("--lower-is-better", action="store_true", help="the scores are distances (lower is better)")
+    direction.add_argument(
+        "--higher-is-better",
+        action="store_true",
+        help="higher is better, whatever the metric's own direction (e.g. distances stored negated)",
+    )
+    imp_s.set_defaults(handler="import-scores")
+
+
+def _add_repair(sub: Commands) -> None:
+    rp = sub.add_parser("repair", help="rebuild DIR/results.sqlite from DIR/cells/ (a corrupt store is kept aside)")
+    rp.add_argument("dir", help="run folder")
+    rp.set_defaults(handler="repair")

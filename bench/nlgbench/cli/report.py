@@ -1,0 +1,58 @@
+"""`nlgbench report` (plots and tables of a run folder) and `nlgbench compare` (candidate vs baseline)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from nlgbench.core.result import json_safe
+from nlgbench.foundations.errors import UserError
+from nlgbench.reporting.compare import check_bootstrap, compare, render
+from nlgbench.reporting.quality import QualityOptions
+from nlgbench.reporting.report import write_report
+from nlgbench.runs.rundata import RunData
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    index = write_report(
+        _run_folder(args.dir),
+        baseline=args.baseline,
+        options=_quality_options(args),
+        human=args.human,
+        metric=args.metric,
+        aligner=args.aligner,
+    )
+    print(f"report: {index}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    check_bootstrap(args.resamples, args.seed)  # before the run folder is read
+    result = compare(
+        RunData.open(_run_folder(args.dir), args.human),
+        args.candidate,
+        args.baseline,
+        args.metric,
+        _quality_options(args),
+        n_resamples=args.resamples,
+        seed=args.seed,
+        aligner=args.aligner,
+        candidate_metric=args.candidate_metric,
+        baseline_metric=args.baseline_metric,
+    )
+    print(json.dumps(json_safe(result), indent=2) if args.json else render(result))  # undefined values as null
+    return 0
+
+
+def _quality_options(args: argparse.Namespace) -> QualityOptions:
+    options = QualityOptions(method=args.correlation, level=args.level, threshold=args.threshold)
+    options.check()
+    return options
+
+
+def _run_folder(raw: str) -> Path:
+    folder = Path(raw)
+    if not folder.is_dir():
+        raise UserError(f"{folder}: no such run folder")
+    return folder

@@ -1,0 +1,41 @@
+"""`nlgbench import-scores` (precomputed scores as a cell) and `nlgbench repair` (the store rebuilt
+from the cell folders): the commands that change a run folder outside a sweep."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from nlgbench.foundations import fmt
+from nlgbench.runs.folder import CSV_FILE
+from nlgbench.runs.importscores import import_scores
+from nlgbench.runs.repair import describe, repair
+
+
+def cmd_import_scores(args: argparse.Namespace) -> int:
+    direction = True if args.lower_is_better else False if args.higher_is_better else None  # None: the metric's
+    result = import_scores(
+        Path(args.file),
+        args.dataset,
+        args.metric,
+        args.encoder,
+        Path(args.out),
+        max_segments=args.max_segments,
+        lower_is_better=direction,
+    )
+    c = result.correlation or {}
+    values = ", ".join(
+        f"{k} {fmt.number(c[k], 4, missing=fmt.UNDEFINED)}" for k in ("pearson", "kendall", "pearson_pooled")
+    )
+    print(
+        f"imported {result.n_segments} scores as cell {result.cell_id} ({result.label}): {values}"
+        + (f" ({c['note']})" if c.get("note") else "")
+        + f"; results: {Path(args.out) / CSV_FILE}"
+    )
+    return 0
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    folder = Path(args.dir)
+    print(describe(folder, repair(folder)))
+    return 0

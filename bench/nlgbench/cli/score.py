@@ -1,0 +1,79 @@
+"""`nlgbench score`: a candidates file against a references (or sources) file, one text per line,
+through `nlgbench.api.score_outputs`; one CSV row per line."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+from pathlib import Path
+
+from nlgbench.api import score_outputs
+from nlgbench.cli.parser import key_value
+from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.files import read_lines
+from nlgbench.metrics import default_encoder
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    if args.out:
+        _check_out_file(args.out)
+    hyps = _read_lines(args.candidates, "candidates")
+    refs = _read_lines(args.references, "references") if args.references else None
+    srcs = _read_lines(args.sources, "sources") if args.sources else None
+    for what, path, lines in (("references", args.references, refs), ("sources", args.sources, srcs)):
+        if lines is not None and len(lines) != len(hyps):
+            raise UserError(
+                f"{what} file {path} has {len(lines)} lines but candidates file {args.candidates} has "
+                f"{len(hyps)}: one text per line in each, line N of one with line N of the other"
+            )
+    options = dict(key_value(o, "--option") for o in args.option)
+    outputs = score_outputs(
+        hyps,
+        refs,
+        args.metric,
+        args.encoder,
+        sources=srcs,
+        aligner=args.aligner,
+        device=args.device,
+        batch_size=args.batch_size,
+        **options,
+    )
+    columns = list(outputs)
+    rows = [[i + 1, *(repr(outputs[c][i]) for c in columns)] for i in range(len(hyps))]
+    if args.out:
+        with open(args.out, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh, lineterminator="\n").writerows([["line", *columns], *rows])
+    else:
+        csv.writer(sys.stdout, lineterminator="\n").writerows([["line", *columns], *rows])
+        sys.stdout.flush()
+    finite = [v for v in outputs["score"] if v == v]
+    mean = f"{statistics.fmean(finite):.6f}" if finite else "n/a"
+    print(
+        f"{len(hyps)} scores ({args.metric}, {args.encoder or default_encoder(args.metric)}), mean {mean}"
+        + (f"; written to {args.out}" if args.out else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _read_lines(path: str, what: str) -> list[str]:
+    """One text per line (UTF-8), as bert-score's `-r/-c` files, split as the data loader splits: on
+    '\n' only, so a text holding U+0085 or U+2028 stays one line and the files stay aligned."""
+    if not Path(path).exists():
+        raise UserError(f"{what} file not found: {path}")
+    return read_lines(Path(path))
+
+
+def _check_out_file(path: str) -> None:
+    """`score --out`: a file in an existing, writable folder, checked before the scoring, not after it."""
+    out = Path(path)
+    if out.is_dir():
+        raise UserError(f"--out {path} is a folder; give a file name, e.g. {out / 'scores.csv'}")
+    folder = out.parent
+    if not folder.is_dir():
+        raise UserError(f"--out {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UserError(f"--out {path}: folder {folder} is not writable")

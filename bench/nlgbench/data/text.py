@@ -1,0 +1,105 @@
+"""Text parsing shared by the data loaders, the importers and the result readers: JSONL objects (no
+repeated keys), verbatim TSV tables, seg_ids as written (`seg_id_values`), finite human scores. Lines
+are split by `nlgbench.foundations.files.split_lines` ('\\n' only)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from nlgbench.data.model import SegId
+from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.files import split_lines
+
+
+def plain_int(text: str) -> int | None:
+    """The integer `text` writes in plain form (ASCII digits, a '-' at most, no leading zeros), else None:
+    int() would also read "007", "+5", "1_0", " 7" and "٧" (an Arabic-Indic digit), which are other ids."""
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if str(value) == text else None
+
+
+def seg_id_values(texts: Sequence[str]) -> list[SegId]:
+    """seg_ids of one file (data, scores.csv) as written: integers if every one is a plain integer
+    (`plain_int`), else every one the text it is, so no two ids become one."""
+    ints = [plain_int(text) for text in texts]
+    if all(value is not None for value in ints):
+        return [value for value in ints if value is not None]
+    return list(texts)
+
+
+def json_object(line: str, where: str) -> dict[str, Any]:
+    """The JSON object on one JSONL line; a key repeated at any depth is refused (json.loads would
+    silently keep the last one), as are invalid JSON and anything but an object."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                raise UserError(f"{where}: duplicate key {key!r}")
+            obj[key] = value
+        return obj
+
+    try:
+        value = json.loads(line, object_pairs_hook=unique)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise UserError(f"{where}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def jsonl_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(location, object) per non-blank JSONL line."""
+    for number, line in enumerate(split_lines(text), start=1):
+        if line.strip():
+            where = f"{path} line {number}"
+            yield where, json_object(line, where)
+
+
+def tsv_table(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header (names stripped) and the (line number, fields) rows of a tab-separated text.
+
+    The one TSV rule of the loader and the table importer: no quoting, so every field is verbatim
+    (a `"` is a character like any other); lines end at '\n' or '\r\n' only (`split_lines`; a
+    U+2028 or form feed is text); blank lines are skipped. An empty text, a repeated column name or
+    a row whose field count differs from the header's is refused, naming the line."""
+    numbered = [(n, line) for n, line in enumerate(split_lines(text), start=1) if line.strip()]
+    if not numbered:
+        raise UserError(f"{path} is empty (expected a header row)")
+    header = [name.strip() for name in numbered[0][1].split("\t")]
+    duplicated = sorted({name for name in header if header.count(name) > 1})
+    if duplicated:
+        raise UserError(f"{path}: duplicate column(s) {', '.join(duplicated)} in the header row")
+    rows = []
+    for number, line in numbered[1:]:
+        fields = line.split("\t")
+        if len(fields) != len(header):
+            raise UserError(f"{path} line {number}: {len(fields)} tab-separated fields, header has {len(header)}")
+        rows.append((number, fields))
+    return header, rows
+
+
+def parse_score(value: str, where: str) -> float:
+    """A finite float, or a UserError naming the location."""
+    try:
+        number = float(value.strip())
+    except ValueError:
+        raise UserError(f"{where}: human score {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise UserError(f"{where}: human score {value!r} is not a finite number")
+    return number
+
+
+def parse_seg_id(value: str, where: str) -> int:
+    """An integer seg_id, or a UserError naming the location."""
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise UserError(f"{where}: seg_id {value!r} is not an integer") from None

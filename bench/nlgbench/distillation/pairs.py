@@ -1,0 +1,160 @@
+"""The training pairs of `nlgbench distill`: (reference, candidate) pairs read from pairs files
+(JSONL / TSV with `reference` and `candidate`), catalogue datasets or own-data files (every
+reference x hypothesis of their items), a seeded subset, synthetic candidates (`augment`), their
+content hash, and the split by reference (no reference on both sides)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nlgbench.data.catalogue import sha256_file
+from nlgbench.data.loaders import load_dataset
+from nlgbench.data.text import jsonl_records, tsv_table
+from nlgbench.distillation.augment import synthetic_candidates
+from nlgbench.distillation.progress import Log, log_stderr
+from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.files import read_text
+
+PAIR_FIELDS = ("reference", "candidate")
+
+
+@dataclass(frozen=True)
+class Pair:
+    reference: str
+    candidate: str
+    origin: str  # the source's name, or `augment:<edit>`
+
+
+@dataclass(frozen=True)
+class PairSource:
+    """What one `--pairs` value read."""
+
+    name: str
+    kind: str  # "pairs file", "catalogue dataset" or "own data file"
+    pairs: int
+    files: dict[str, str]  # file -> sha256
+
+
+def read_pairs(source: str) -> tuple[list[Pair], PairSource]:
+    """The pairs of one source: a `.jsonl` / `.tsv` pairs file (fields `reference`, `candidate`), an
+    own-data file (fields of "Your own data"), or a catalogue dataset's name."""
+    path = Path(source).expanduser()
+    if path.suffix.lower() in (".jsonl", ".tsv") and path.is_file() and _is_pairs_file(path):
+        pairs = _read_pairs_file(path)
+        return pairs, PairSource(path.stem, "pairs file", len(pairs), {str(path): sha256_file(path)})
+    if path.exists() or path.suffix.lower() in (".jsonl", ".tsv"):
+        dataset = load_dataset(path=path)  # its own clear errors: missing file, wrong type, bad fields
+        kind = "own data file"
+    else:
+        dataset = load_dataset(source)  # unknown names: the closest catalogue names
+        kind = "catalogue dataset"
+    pairs = [Pair(ref, it.hypothesis, dataset.name) for it in dataset.items for ref in it.references]
+    return pairs, PairSource(dataset.name, kind, len(pairs), dict(dataset.files))
+
+
+def _is_pairs_file(path: Path) -> bool:
+    """Whether a .jsonl / .tsv file holds pairs (its first record or header names `candidate`)."""
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        first = next((line for line in fh if line.strip()), "")
+    if path.suffix.lower() == ".tsv":
+        return "candidate" in [name.strip() for name in first.rstrip("\r\n").split("\t")]
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and "candidate" in record
+
+
+def _read_pairs_file(path: Path) -> list[Pair]:
+    """Pairs of a JSONL file (`{"reference": .., "candidate": ..}` per line) or a TSV file with a
+    header row naming `reference` and `candidate`; other fields are ignored."""
+    text = read_text(path)  # the data loader's rules: UTF-8, '\n' lines, verbatim TSV fields, no duplicate keys
+    records: list[tuple[str, dict[str, Any]]]
+    if path.suffix.lower() == ".tsv":
+        header, rows = tsv_table(path, text)
+        records = [(f"{path} line {number}", dict(zip(header, values, strict=True))) for number, values in rows]
+    else:
+        records = list(jsonl_records(path, text))
+    pairs = []
+    for where, record in records:
+        for name in PAIR_FIELDS:
+            if not isinstance(record.get(name), str):
+                raise UserError(f"{where}: field {name!r} must be text, got {record.get(name)!r}")
+        pairs.append(Pair(record["reference"], record["candidate"], path.stem))
+    if not pairs:
+        raise UserError(f"pairs file {path} has no pairs")
+    return pairs
+
+
+def gather_pairs(
+    sources: Sequence[str], *, max_pairs: int | None, augment: int, seed: int, log: Log = log_stderr
+) -> tuple[list[Pair], list[PairSource], dict[str, int]]:
+    """Every source's pairs, blank ones left out and duplicates once; a seeded subset of
+    `max_pairs`; then `augment` synthetic candidates per distinct reference. Returns the pairs, the
+    sources and counts of what was left out."""
+    pairs: list[Pair] = []
+    read: list[PairSource] = []
+    for source in sources:
+        got, info = read_pairs(source)
+        pairs += got
+        read.append(info)
+    counts = {"read": len(pairs)}
+    kept = [p for p in pairs if p.reference.strip() and p.candidate.strip()]
+    counts["blank"] = len(pairs) - len(kept)
+    pairs = _unique(kept)
+    counts["duplicate"] = len(kept) - len(pairs)
+    if max_pairs is not None and len(pairs) > max_pairs:
+        chosen = set(random.Random(f"{seed}/max_pairs").sample(range(len(pairs)), max_pairs))
+        pairs = [p for i, p in enumerate(pairs) if i in chosen]
+    counts["kept"] = len(pairs)
+    if augment:
+        made = synthetic_candidates([p.reference for p in pairs], augment, seed)
+        before = len(pairs)
+        pairs = _unique(pairs + [Pair(s.reference, s.candidate, f"augment:{s.edit}") for s in made])
+        counts["synthetic"] = len(pairs) - before
+    if not pairs:
+        raise UserError(f"no (reference, candidate) pairs in {', '.join(sources)}")
+    log(
+        f"pairs: {counts['read']} read from {', '.join(f'{s.name} ({s.pairs})' for s in read)}; "
+        f"{counts['blank']} blank and {counts['duplicate']} duplicate left out; {counts['kept']} kept"
+        + (f" (seeded subset of max_pairs={max_pairs})" if max_pairs is not None else "")
+        + (f"; {counts.get('synthetic', 0)} synthetic candidates added ({augment} per reference)" if augment else "")
+        + f"; {len(pairs)} in all"
+    )
+    return pairs, read, counts
+
+
+def _unique(pairs: Sequence[Pair]) -> list[Pair]:
+    """`pairs` with each (reference, candidate) once, the first kept."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for p in pairs:
+        if (p.reference, p.candidate) not in seen:
+            seen.add((p.reference, p.candidate))
+            out.append(p)
+    return out
+
+
+def pairs_sha256(pairs: Sequence[Pair]) -> str:
+    """The content hash of the pairs' texts in order (their origins are not part of it)."""
+    return hashlib.sha256(json.dumps([[p.reference, p.candidate] for p in pairs]).encode("utf-8")).hexdigest()
+
+
+def split_by_reference(pairs: Sequence[Pair], val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """(train, validation) indices: a seeded `val_fraction` of the distinct references with all
+    their pairs is held out, so no reference is seen on both sides."""
+    refs = list(dict.fromkeys(p.reference for p in pairs))
+    if len(refs) < 2:
+        raise UserError(f"the pairs have {len(refs)} distinct reference(s); a held-out split needs at least 2")
+    random.Random(f"{seed}/split").shuffle(refs)
+    n_val = min(len(refs) - 1, max(1, round(val_fraction * len(refs))))
+    held = set(refs[:n_val])
+    val = [i for i, p in enumerate(pairs) if p.reference in held]
+    train = [i for i, p in enumerate(pairs) if p.reference not in held]
+    return train, val

@@ -1,0 +1,151 @@
+"""The measurement trackers, as context managers: wall-clock latency (device synchronised), CUDA-event
+time, and memory (RSS baseline and peak, CUDA peaks); and the cgroup's OOM-kill count."""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import psutil
+
+
+def rss_mb() -> float:
+    """Current resident set size of this process in MiB."""
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (kernel high-water mark), in MiB."""
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return peak_kb / 1024
+
+
+def synchroniser(device: str) -> Callable[[], None]:
+    """A function that waits for queued work on `device` (CUDA kernels are asynchronous)."""
+    if device.startswith("cuda"):
+        import torch
+
+        dev = torch.device(device)
+        return lambda: torch.cuda.synchronize(dev)
+    return lambda: None
+
+
+def cuda_reset(device: str) -> None:
+    """Reset CUDA peak-memory counters before the measured work."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.reset_peak_memory_stats(torch.device(device))
+
+
+def cuda_peaks_mb(device: str) -> tuple[float | None, float | None]:
+    """(max_memory_allocated, max_memory_reserved) in MiB since the last reset; None on CPU."""
+    if not device.startswith("cuda"):
+        return None, None
+    import torch
+
+    dev = torch.device(device)
+    return torch.cuda.max_memory_allocated(dev) / 2**20, torch.cuda.max_memory_reserved(dev) / 2**20
+
+
+class LatencyTracker:
+    """Wall-clock seconds of a `with` block. It waits for the device at the end, so work the
+    block queued (CUDA kernels are asynchronous) is counted; phases run back to back, each
+    ending so, and the next one starts on an idle device."""
+
+    def __init__(self, sync: Callable[[], None] = lambda: None) -> None:
+        self.sync = sync
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def __enter__(self) -> LatencyTracker:
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.sync()
+        self.seconds = time.perf_counter() - self._start
+
+
+class CudaEventTracker:
+    """Seconds of a `with` block by CUDA events on the current stream (`torch.cuda.Event`,
+    recorded at entry and exit; the exit waits for the end event). GPU-side time, recorded beside
+    the wall clock; None on CPU."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.seconds: float | None = None
+        self._start: Any = None
+
+    def __enter__(self) -> CudaEventTracker:
+        if self.device.startswith("cuda"):
+            import torch
+
+            with torch.cuda.device(torch.device(self.device)):
+                self._start = torch.cuda.Event(enable_timing=True)
+                self._start.record()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._start is None or kind is not None:
+            return
+        import torch
+
+        with torch.cuda.device(torch.device(self.device)):
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            end.synchronize()
+        self.seconds = self._start.elapsed_time(end) / 1000  # elapsed_time is in milliseconds
+
+
+class MemoryTracker:
+    """Memory of this process over a `with` block, in MiB: RSS at entry (the baseline, taken after
+    imports and before loading anything), the kernel's RSS high-water mark at exit, and on CUDA
+    `max_memory_allocated` / `max_memory_reserved` since the reset at entry (None on CPU).
+    Peaks are read only when the block completes."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.baseline_rss_mb = 0.0
+        self.peak_rss_mb = 0.0
+        self.cuda_peak_allocated_mb: float | None = None
+        self.cuda_peak_reserved_mb: float | None = None
+
+    def __enter__(self) -> MemoryTracker:
+        self.baseline_rss_mb = rss_mb()
+        cuda_reset(self.device)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if kind is not None:
+            return  # the block failed: nothing to report, and the device may be unusable
+        self.cuda_peak_allocated_mb, self.cuda_peak_reserved_mb = cuda_peaks_mb(self.device)
+        self.peak_rss_mb = peak_rss_mb()
+
+
+def oom_kills() -> int | None:
+    """How many processes the kernel's OOM killer has killed in this process's memory cgroup
+    (`oom_kill` of cgroup v2 memory.events or v1 memory.oom_control); None where unreadable.
+    A worker killed by SIGKILL while this count rose was killed for memory."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        lines = []
+    own = {kind: path for _, kind, path in (line.split(":", 2) for line in lines if line.count(":") >= 2)}
+    v2, v1 = own.get("", "/").lstrip("/"), own.get("memory", "/").lstrip("/")
+    candidates = [Path("/sys/fs/cgroup", v2, "memory.events"), Path("/sys/fs/cgroup/memory.events"),
+                  Path("/sys/fs/cgroup/memory", v1, "memory.oom_control"), Path("/sys/fs/cgroup/memory/memory.oom_control")]
+    for path in candidates:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return None

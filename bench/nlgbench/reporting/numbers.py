@@ -1,0 +1,379 @@
+"""The numbers a report shows, as records and as rows of text: quality per cell, the baselines,
+Table 3 (quality retained and speed-up against the baseline), Table 4 (the correlation of the
+measured quantities) and the bootstrap intervals of plotted points (the trade-off table: tradeoff.py)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nlgbench.foundations import fmt
+from nlgbench.foundations.errors import unknown_name
+from nlgbench.reporting.quality import QualityOptions
+from nlgbench.reporting.renderers import TextTable
+from nlgbench.runs.rundata import RunData
+from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, percentile_interval
+from nlgbench.statistics.levels import left_out_note, quality_note, too_small_groups
+from nlgbench.statistics.speedup import speedup
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+QUANTITIES = {  # Table 4's measured quantities: column -> readable name; then quality per kind of human score
+    "cpu_ms": "CPU time",
+    "gpu_ms": "GPU time",
+    "model_mb": "model memory",
+    "params": "parameters",
+    "disk_mb": "disk",
+}
+MIN_ENCODERS = 3  # a metric's quantity correlations need at least this many encoders
+
+
+def with_quality(run: RunData, options: QualityOptions, cells: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The run's cells (or `cells`, some of them) with a `quality` column recomputed from segment
+    scores, `lps_left_out`: the language pairs too small for the level (see
+    nlgbench.statistics.levels.too_small_groups), and `quality_note`: why quality is undefined ('' when defined)."""
+    options.check()
+    df = (run.cells if cells is None else cells).copy()
+    segments = [run.segments(c) for c in df["cell_id"]]
+    options.check_segments(segments)
+    df["quality"] = [options.value(seg) for seg in segments]
+    df["lps_left_out"] = [tuple(too_small_groups(seg, options.level)) for seg in segments]
+    df["quality_note"] = [
+        quality_note(seg, options.method, options.level, options.threshold) if not math.isfinite(q) else ""
+        for seg, q in zip(segments, df["quality"], strict=True)
+    ]
+    return df
+
+
+def left_out_notes(df: pd.DataFrame, level: str) -> list[str]:
+    """Per dataset, the line naming the language pairs its cells leave out of the level's mean."""
+    by_dataset = {d: lps for d, lps in zip(df["dataset"], df["lps_left_out"], strict=True) if lps}
+    return [f"{dataset}: {left_out_note(level, lps)}" for dataset, lps in by_dataset.items()]
+
+
+def undefined_quality_notes(df: pd.DataFrame) -> list[str]:
+    """One line per cell whose quality is undefined, with the reason (these are not plotted)."""
+    return [
+        f"quality n/a for {r['metric']} / {r['encoder']} / {r['dataset']} / {r['device']}: {r['quality_note']}"
+        for _, r in df.iterrows()
+        if not math.isfinite(r["quality"])
+    ]
+
+
+def pareto_front(times: Sequence[float], qualities: Sequence[float]) -> list[int]:
+    """Indices of the points no other point beats (as fast or faster and as good or better,
+    strictly better in one), ordered by time."""
+    pts = [
+        (t, q, i)
+        for i, (t, q) in enumerate(zip(times, qualities, strict=True))
+        if math.isfinite(t) and math.isfinite(q)
+    ]
+    front = []
+    for t, q, i in pts:
+        dominated = any((t2 <= t and q2 >= q) and (t2 < t or q2 > q) for t2, q2, _ in pts)
+        if not dominated:
+            front.append((t, i))
+    return [i for _, i in sorted(front)]
+
+
+def choose_baselines(df: pd.DataFrame, baseline: str | None) -> dict[str, str]:
+    """The baseline encoder of each metric: the one asked for, else the one with the most parameters."""
+    out: dict[str, str] = {}
+    for label, group in df.groupby("metric", sort=False):
+        metric = str(label)
+        encoders = list(dict.fromkeys(group["encoder"]))
+        if baseline is not None:
+            if baseline in encoders:
+                out[metric] = baseline
+            continue
+        timed = group.dropna(subset=["params"])
+        out[metric] = (
+            str(timed.sort_values("params", ascending=False)["encoder"].iloc[0]) if len(timed) else encoders[0]
+        )
+    if baseline is not None and not out:
+        raise unknown_name("baseline encoder", baseline, sorted(set(df["encoder"])))
+    return out
+
+
+def score_types(df: pd.DataFrame) -> pd.Series:
+    """Each row's kind of human score (nlgbench.runs.rundata.score_type); one kind for frames without it."""
+    import pandas as pd
+
+    return df["score_type"] if "score_type" in df else pd.Series([""] * len(df), index=df.index)
+
+
+def mean_label(score_type: str) -> str:
+    """The dataset column of a mean over the datasets of one kind of human score: 'mean (DA)'."""
+    return f"mean ({score_type})" if score_type else "mean"
+
+
+# ----------------------------------------------------------------------------- Table 3: relative to the baseline
+
+
+def relative_table(df: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
+    """Table 3: per metric x encoder x device and dataset, quality, quality retained (quality /
+    baseline quality) and speed-up (`nlgbench.statistics.speedup.speedup`: median baseline time / median time);
+    a mean row per kind of human score (`mean (DA)`) where the encoder has two or more datasets of it."""
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    df = df.assign(score_type=score_types(df))
+    for (metric, device), group in df.groupby(["metric", "device"], sort=False):
+        if metric not in baselines:
+            continue
+        base = group[group["encoder"] == baselines[metric]].set_index("dataset")
+        for encoder, enc_rows in group.groupby("encoder", sort=False):
+            per = [_relative_row(r, base, baselines[metric]) for _, r in enc_rows.iterrows()]
+            for kind in dict.fromkeys(p["score_type"] for p in per):
+                same = [p for p in per if p["score_type"] == kind]
+                rows += same
+                if len(same) < 2:
+                    continue  # one dataset: its row is the mean
+                rows.append(
+                    {
+                        "metric": metric,
+                        "encoder": encoder,
+                        "device": device,
+                        "dataset": mean_label(kind),
+                        "baseline": baselines[metric],
+                        "score_type": kind,
+                        **{
+                            k: float(np.nanmean([p[k] for p in same]))
+                            if any(np.isfinite(p[k]) for p in same)
+                            else np.nan
+                            for k in ("quality", "retained", "ms_per_segment", "speedup")
+                        },
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _relative_row(r: pd.Series, base: pd.DataFrame, baseline: str) -> dict[str, Any]:
+    """One cell's row of Table 3 against the baseline's cell of its dataset (`base`, by dataset)."""
+    b = base.loc[r["dataset"]] if r["dataset"] in base.index else None
+    retained = r["quality"] / b["quality"] if b is not None else np.nan
+    speed = speedup(b["ms_per_segment_repeats"], r["ms_per_segment_repeats"]).value if b is not None else np.nan
+    return {
+        "metric": r["metric"],
+        "encoder": r["encoder"],
+        "device": r["device"],
+        "dataset": r["dataset"],
+        "baseline": baseline,
+        "quality": r["quality"],
+        "retained": retained,
+        "ms_per_segment": r["ms_per_segment"],
+        "speedup": speed,
+        "score_type": r["score_type"],
+    }
+
+
+def relative_rows(table: pd.DataFrame) -> TextTable:
+    """Table 3 as text: 'n/a' for an undefined quality (and so its retained share), '-' for
+    what is unknown (no baseline cell, no timing)."""
+    header = ["metric", "encoder", "device", "dataset", "quality", "retained", "ms/seg", "speed-up"]
+    rows = [
+        [
+            r["metric"],
+            r["encoder"],
+            r["device"],
+            r["dataset"],
+            fmt.number(r["quality"], missing=fmt.UNDEFINED),
+            fmt.percent(r["retained"], missing=fmt.UNDEFINED if not math.isfinite(r["quality"]) else fmt.UNKNOWN),
+            fmt.number(r["ms_per_segment"], 1),
+            fmt.times(r["speedup"]),
+        ]
+        for _, r in table.iterrows()
+    ]
+    return header, rows
+
+
+# ----------------------------------------------------------------------------- Table 4: measured quantities
+
+
+def quality_columns(df: pd.DataFrame) -> list[str]:
+    """per_encoder's quality column(s): `quality`, or one per kind of human score, `quality (DA)`,
+    `quality (MQM)`, where the cells have several (correlations with different kinds of human
+    scores are not averaged)."""
+    kinds = list(dict.fromkeys(score_types(df)))
+    return ["quality"] if len(kinds) <= 1 else [f"quality ({k})" for k in kinds]
+
+
+def per_encoder(df: pd.DataFrame) -> pd.DataFrame:
+    """Table 4's inputs: per metric x encoder, the quantities averaged over datasets (quality per
+    kind of human score, `quality_columns`); model memory is RSS growth over the post-import
+    baseline on CPU, peak CUDA memory allocated on GPU; peak memory the process peak (peak RSS on
+    CPU, peak CUDA memory reserved on GPU)."""
+    import pandas as pd
+
+    rows = []
+    kinds = score_types(df)
+    columns = quality_columns(df)
+    for (metric, encoder), g in df.groupby(["metric", "encoder"], sort=False):
+        cpu, gpu = g[g["device"] == "cpu"], g[g["device"] == "cuda"]
+        qualities = (
+            {"quality": g["quality"].mean()}
+            if columns == ["quality"]
+            else {f"quality ({k})": g[kinds[g.index] == k]["quality"].mean() for k in dict.fromkeys(kinds)}
+        )
+        rows.append(
+            {
+                "metric": metric,
+                "encoder": encoder,
+                "cpu_ms": cpu["ms_per_segment"].mean() if len(cpu) else np.nan,
+                "gpu_ms": gpu["ms_per_segment"].mean() if len(gpu) else np.nan,
+                "model_mb": cpu["rss_growth_mb"].mean() if len(cpu) else gpu["cuda_peak_allocated_mb"].mean(),
+                "peak_mb": cpu["peak_rss_mb"].mean() if len(cpu) else gpu["cuda_peak_reserved_mb"].mean(),
+                "params": g["params"].mean(),
+                "disk_mb": g["disk_mb"].mean(),
+                **qualities,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def per_encoder_rows(df: pd.DataFrame) -> TextTable:
+    """`per_encoder` as text: times in ms, memory and disk in MiB, parameters in millions."""
+    enc = per_encoder(df)
+    qcolumns = quality_columns(df)
+    header = [
+        "metric",
+        "encoder",
+        "CPU ms/seg",
+        "GPU ms/seg",
+        "model memory MiB",
+        "peak memory MiB",
+        "params (M)",
+        "disk MiB",
+        *qcolumns,
+    ]
+    rows = [
+        [
+            r["metric"],
+            r["encoder"],
+            fmt.number(r["cpu_ms"], 1),
+            fmt.number(r["gpu_ms"], 1),
+            fmt.number(r["model_mb"], 0),
+            fmt.number(r["peak_mb"], 0),
+            fmt.number(r["params"] / 1e6, 1),
+            fmt.number(r["disk_mb"], 1),
+            *(fmt.number(r[q], missing=fmt.UNDEFINED) for q in qcolumns),
+        ]
+        for _, r in enc.iterrows()
+    ]
+    return header, rows
+
+
+@dataclass(frozen=True)
+class QuantityMatrix:
+    """Table 4: `r`, the Pearson correlation of two measured quantities across encoders, per metric
+    (metrics with at least MIN_ENCODERS encoders), averaged over metrics; `n`, the encoders behind
+    each entry, summed over the metrics averaged; `measured`, whether both quantities were measured
+    on enough encoders (r NaN where measured: a quantity constant across a metric's encoders)."""
+
+    r: pd.DataFrame
+    n: pd.DataFrame
+    measured: pd.DataFrame
+    n_metrics: int
+
+
+def quantity_correlations(df: pd.DataFrame, min_encoders: int = MIN_ENCODERS) -> QuantityMatrix:
+    """Table 4 from the cells (see QuantityMatrix); a metric with fewer than `min_encoders`
+    encoders has no matrix (through 2 points every correlation is +-1)."""
+    import pandas as pd
+
+    enc = per_encoder(df)
+    columns = [*QUANTITIES, *quality_columns(df)]
+    names = [*QUANTITIES.values(), *quality_columns(df)]
+    mats, counts, measured = [], [], []
+    for _, g in enc.groupby("metric", sort=False):
+        if len(g) < min_encoders:
+            continue
+        values = g[columns].astype(float)
+        r = values.corr(method="pearson", min_periods=min_encoders).to_numpy()
+        finite = np.isfinite(values.to_numpy())
+        both = (finite[:, :, None] & finite[:, None, :]).sum(axis=0)
+        mats.append(r)
+        counts.append(np.where(np.isfinite(r), both, 0))
+        measured.append(both >= min_encoders)
+    if not mats:
+        return QuantityMatrix(
+            pd.DataFrame(np.nan, index=names, columns=names),
+            pd.DataFrame(0, index=names, columns=names),
+            pd.DataFrame(False, index=names, columns=names),
+            0,
+        )
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # 'mean of empty slice': an all-NaN entry stays NaN
+        mean = np.nanmean(np.stack(mats), axis=0)
+    return QuantityMatrix(
+        pd.DataFrame(mean, index=names, columns=names),
+        pd.DataFrame(np.sum(counts, axis=0), index=names, columns=names),
+        pd.DataFrame(np.any(measured, axis=0), index=names, columns=names),
+        len(mats),
+    )
+
+
+def quantity_rows(matrix: QuantityMatrix) -> TextTable:
+    """Table 4 as text: 'r (n)' off the diagonal, n the encoders behind it; '-' where not measured,
+    'n/a' where a quantity is constant; the diagonal blank."""
+    header = ["", *matrix.r.columns]
+    rows = []
+    for name in matrix.r.index:
+        cells = []
+        for other in matrix.r.columns:
+            r, n = matrix.r.loc[name, other], int(matrix.n.loc[name, other])
+            text = (
+                f"{r:.2f} ({n})"
+                if math.isfinite(r)
+                else fmt.UNDEFINED
+                if matrix.measured.loc[name, other]
+                else fmt.UNKNOWN
+            )
+            cells.append("" if name == other else text)
+        rows.append([name, *cells])
+    return header, rows
+
+
+def quantity_note(matrix: QuantityMatrix) -> str:
+    if not matrix.n_metrics:
+        return (
+            f"No matrix: no metric has {MIN_ENCODERS} or more encoders with these quantities measured (through "
+            "2 points every correlation is +-1)."
+        )
+    return (
+        f"Pearson r across encoders, per metric with at least {MIN_ENCODERS} encoders ({matrix.n_metrics} here), "
+        "averaged over metrics; in brackets n, the encoders behind the entry summed over those metrics. No interval: "
+        "with few encoders these are descriptive only. '-': not measured (e.g. no GPU cells); n/a: a quantity "
+        "constant across the encoders (e.g. the disk size of one checkpoint run at fewer layers)."
+    )
+
+
+# ----------------------------------------------------------------------------- intervals of plotted points
+
+
+class QualityIntervals:
+    """95% bootstrap intervals of cells' quality, resampling segments (nlgbench.statistics.bootstrap; the resampled
+    qualities kept by the run, `RunData.replicates`, which compare's paired tests reuse). One
+    cell's interval is `bootstrap_ci` of its segments with `seed`; a mean over the cells of several
+    datasets resamples each dataset on its own stream (seed, seed + 1, ...) and takes the
+    percentile interval of the resampled means."""
+
+    def __init__(
+        self, run: RunData, options: QualityOptions, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+    ) -> None:
+        self.run, self.options, self.n_resamples, self.seed = run, options, n_resamples, seed
+
+    def replicates(self, cell_id: str, seed: int) -> np.ndarray:
+        return self.run.replicates(cell_id, self.options, self.options.value, self.n_resamples, seed)
+
+    def interval(self, cell_ids: Sequence[str]) -> tuple[float, float]:
+        if len(cell_ids) == 1:
+            return percentile_interval(self.replicates(cell_ids[0], self.seed))
+        stacked = np.stack([self.replicates(c, self.seed + k) for k, c in enumerate(cell_ids)])
+        return percentile_interval(stacked.mean(axis=0))

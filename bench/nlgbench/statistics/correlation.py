@@ -1,0 +1,116 @@
+"""Correlation methods (METHODS), as in mt-metrics-eval one engine of correlation functions:
+Pearson's r, Spearman's rho, Kendall's tau-b and tau-c (SciPy; tau-c for data where ties dominate,
+e.g. Likert scores) and WMT's Kendall-like tau (Ma et al. 2018, eq. 1).
+
+Minimum size: a correlation needs at least MIN_POINTS = 3 points. Through 2 points Pearson, Kendall
+and Spearman are always +1 or -1 whatever the metric, so such a value says nothing: fewer points, or
+a constant side, give NaN (`undefined_reason` says why). Scores are signed so that higher always
+means better before they get here."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+METHODS = ("pearson", "spearman", "kendall", "kendall_c", "kendall_like")
+MIN_POINTS = 3  # fewer points: no correlation (NaN); see the module docstring
+PAIR_BLOCK = 1 << 22  # kendall_like compares at most this many pairs at once (bounded memory)
+NAN = float("nan")
+
+Correlation = Callable[[np.ndarray, np.ndarray], float]  # (metric scores, human scores) -> coefficient
+
+
+def pearson(x: np.ndarray, h: np.ndarray) -> float:
+    """Pearson's r (SciPy)."""
+    from scipy import stats
+
+    return float(stats.pearsonr(x, h)[0])
+
+
+def spearman(x: np.ndarray, h: np.ndarray) -> float:
+    """Spearman's rho (SciPy): Pearson's r of the ranks, ties given their mean rank."""
+    from scipy import stats
+
+    return float(stats.spearmanr(x, h)[0])
+
+
+def kendall(x: np.ndarray, h: np.ndarray) -> float:
+    """Kendall's tau-b (SciPy): (C - D) / sqrt((n0 - Tx)(n0 - Th)), ties on either side handled
+    (n0 pairs, Tx and Th tied in x and in h)."""
+    from scipy import stats
+
+    return float(stats.kendalltau(x, h, variant="b")[0])
+
+
+def kendall_c(x: np.ndarray, h: np.ndarray) -> float:
+    """Stuart's tau-c (SciPy): 2 (C - D) / (n^2 (m - 1) / m), m = the smaller number of distinct
+    values of x and h; reaches +-1 when one side has few distinct values (Likert scores)."""
+    from scipy import stats
+
+    return float(stats.kendalltau(x, h, variant="c")[0])
+
+
+def kendall_like(x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
+    """WMT's DARR Kendall tau-like (Ma et al. 2018, WMT18 metrics task, eq. 1): over the pairs
+    whose human scores differ by more than `threshold` (human ties never count),
+    (Concordant - Discordant) / (Concordant + Discordant), where a metric tie counts as
+    Discordant. WMT uses 25 raw DA points; on z-scored DA give a threshold in z units (0 keeps
+    every pair with different human scores). Pairs are compared PAIR_BLOCK at a time."""
+    if not threshold >= 0:
+        raise ValueError(f"kendall_like threshold must be >= 0, got {threshold}")
+    n, concordant, discordant = len(x), 0, 0
+    rows = max(1, PAIR_BLOCK // max(n, 1))
+    for start in range(0, n, rows):
+        i = np.arange(start, min(n, start + rows))[:, None]  # first item of each pair, j > i the second
+        j = np.arange(start + 1, n)[None, :]
+        dx, dh = x[j] - x[i], h[j] - h[i]
+        counted = (j > i) & (np.abs(dh) > threshold)
+        agree = np.sign(dx) == np.sign(dh)  # dh != 0 here, so a metric tie (dx = 0) disagrees
+        concordant += int(np.count_nonzero(counted & agree))
+        discordant += int(np.count_nonzero(counted & ~agree))
+    return (concordant - discordant) / (concordant + discordant) if concordant + discordant else NAN
+
+
+def undefined_reason(x: np.ndarray, h: np.ndarray, unit: str = "segments") -> str | None:
+    """Why no correlation of metric scores `x` with human scores `h` is defined: fewer than
+    MIN_POINTS points (`unit` names them), or a constant side (zero variance); None otherwise."""
+    if len(x) < MIN_POINTS:
+        return f"fewer than {MIN_POINTS} {unit}"
+    human_constant, metric_constant = bool(np.all(h == h[0])), bool(np.all(x == x[0]))
+    if human_constant and metric_constant:
+        return "human and metric scores constant"
+    if human_constant:
+        return "human scores constant"
+    if metric_constant:
+        return "metric scores constant"
+    return None
+
+
+def _guarded(fn: Correlation, x: np.ndarray, h: np.ndarray) -> float:
+    if undefined_reason(x, h) is not None:
+        return NAN
+    return fn(x, h)
+
+
+def correlation_function(method: str, threshold: float = 0.0) -> Correlation:
+    """The correlation `method` as a function of (x, h): NaN for fewer than MIN_POINTS points or
+    a constant side. `threshold` is kendall_like's (>= 0)."""
+    functions: dict[str, Correlation] = {
+        "pearson": pearson,
+        "spearman": spearman,
+        "kendall": kendall,
+        "kendall_c": kendall_c,
+        "kendall_like": functools.partial(kendall_like, threshold=threshold),
+    }
+    if method not in functions:
+        raise ValueError(f"unknown correlation method {method!r} (valid: {', '.join(METHODS)})")
+    if not threshold >= 0:
+        raise ValueError(f"kendall_like threshold must be >= 0, got {threshold}")
+    return functools.partial(_guarded, functions[method])
+
+
+def correlation(method: str, x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
+    """One correlation coefficient; NaN for fewer than MIN_POINTS points or a constant side."""
+    return correlation_function(method, threshold)(x, h)

@@ -1,0 +1,283 @@
+"""Correlation levels (LEVELS), each with its grouping (GROUPING), applied to one cell's `Segments`:
+
+  global   pooled over all segments (grouping none; alias `pooled`, the efficiency study's)
+  segment  per language pair `lp`, then the mean over pairs (WMT style; alias `lp_mean`)
+  item     summary level: per document `doc_id` within its lp, over the segments of that
+           document (its systems' outputs), then the mean over documents
+  system   per lp, over the mean metric and human score of each system, then the mean over lps
+
+A group (an lp's or a document's segments, or an lp's systems at system level) with fewer than
+MIN_POINTS points, or with a constant side, gets NaN; means over groups leave NaN out, and results
+count the groups left out for being too small. `quality_note` says in words why a correlation is
+undefined ("human scores constant in de-en"). A whole level is unavailable (`level_reason`) without
+document ids (item) or system names (system), and at system level when every system has one segment
+per language pair: its means would be the segments, the segment level again.
+
+Means (system means, means over groups) are `mean`, math.fsum / n: the sum is correctly rounded, so
+it does not depend on the order of the values, and two systems with the same scores in another
+order get the same mean, as Kendall's ties need (issue 19 item 1). (Means of different numbers of
+segments that are equal in decimals, [0.2, 0.2] and [0.1, 0.2, 0.3], can still differ in the last
+bit: binary floats are not decimals.)"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nlgbench.statistics.correlation import (
+    METHODS,
+    MIN_POINTS,
+    NAN,
+    Correlation,
+    correlation_function,
+    undefined_reason,
+)
+
+LEVELS = ("global", "segment", "item", "system")
+LEVEL_ALIASES = {"pooled": "global", "lp_mean": "segment"}  # the names before issue 14, still accepted
+GROUPING = {"global": "none", "segment": "lp", "item": "doc_id", "system": "lp"}  # what each level groups by
+NAMES_SHOWN = 10  # a note names at most this many groups, then says how many more
+
+
+@dataclass(frozen=True)
+class Segments:
+    """One cell's segment scores in dataset order, signed so that higher always means better;
+    `doc` is each segment's document id ("" = none), None when the data name no documents."""
+
+    score: np.ndarray
+    human: np.ndarray
+    lp: np.ndarray
+    system: np.ndarray
+    seg_id: np.ndarray
+    doc: np.ndarray | None = None
+
+    def take(self, idx: np.ndarray) -> Segments:
+        return Segments(
+            self.score[idx],
+            self.human[idx],
+            self.lp[idx],
+            self.system[idx],
+            self.seg_id[idx],
+            None if self.doc is None else self.doc[idx],
+        )
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+
+# ----------------------------------------------------------------------------- means
+
+
+def mean(values: Iterable[float]) -> float:
+    """The mean as math.fsum / n: the sum correctly rounded, whatever the order of the values, so
+    systems whose scores have equal sums over the same number of segments get identical means
+    (Kendall's ties). Every mean of this module (system means, means over groups) is this one."""
+    values = list(values)
+    return math.fsum(values) / len(values)
+
+
+def finite_mean(values: Sequence[float]) -> float:
+    """Mean of the finite values; NaN when there are none (the mean over groups, WMT style)."""
+    finite = [v for v in values if math.isfinite(v)]
+    return mean(finite) if finite else NAN
+
+
+def _index(keys: Sequence[Any]) -> dict[Any, list[int]]:
+    """Positions of each key, keys in order of first appearance."""
+    out: dict[Any, list[int]] = {}
+    for i, key in enumerate(keys):
+        out.setdefault(key, []).append(i)
+    return out
+
+
+def _system_index(seg: Segments) -> dict[tuple[str, str], list[int]]:
+    """Segment positions per (lp, system) with a system name, in order of first appearance."""
+    keys = [(lp, s) if s != "" else None for lp, s in zip(seg.lp.tolist(), seg.system.tolist(), strict=True)]
+    return {k: idx for k, idx in _index(keys).items() if k is not None}
+
+
+def system_means(seg: Segments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean metric and human score per (lp, system) with a system name: (x, h, lp of each system),
+    systems in order of first appearance. Segments without a system name are left out."""
+    index = _system_index(seg)
+    x = np.array([mean(seg.score[idx].tolist()) for idx in index.values()], dtype=float)
+    h = np.array([mean(seg.human[idx].tolist()) for idx in index.values()], dtype=float)
+    return x, h, np.array([lp for lp, _ in index], dtype=object)
+
+
+# ----------------------------------------------------------------------------- levels
+
+
+def canonical_level(name: str) -> str:
+    """The level's name in LEVELS, `pooled` and `lp_mean` read as `global` and `segment`."""
+    if name in LEVELS:
+        return name
+    if name in LEVEL_ALIASES:
+        return LEVEL_ALIASES[name]
+    aliases = ", ".join(f"{old} = {new}" for old, new in LEVEL_ALIASES.items())
+    raise ValueError(f"unknown correlation level {name!r} (valid: {', '.join(LEVELS)}; aliases: {aliases})")
+
+
+def has_systems(seg: Segments) -> bool:
+    """Whether any segment names its system (the `system` level needs them)."""
+    return any(s != "" for s in seg.system.tolist())
+
+
+def has_docs(seg: Segments) -> bool:
+    """Whether any segment names its document (the `item` level needs them)."""
+    return seg.doc is not None and any(d != "" for d in seg.doc.tolist())
+
+
+def level_reason(seg: Segments, level: str) -> str | None:
+    """Why `level` is unavailable for these segments as a whole, None when it is available:
+    the item level needs document ids, the system level system names, and it is undefined when
+    every system has exactly one segment per language pair (issue 19 item 8: its "means" would
+    be single segments and the figure the segment level's)."""
+    level = canonical_level(level)
+    if level == "item" and not has_docs(seg):
+        return "no document ids (doc_id)"
+    if level == "system":
+        if not has_systems(seg):
+            return "no system names"
+        if all(len(idx) == 1 for idx in _system_index(seg).values()):
+            return "every system has one segment per language pair, so the system level would equal the segment level"
+    return None
+
+
+def available_levels(seg: Segments) -> tuple[str, ...]:
+    """The levels defined for these segments (global and segment always)."""
+    return tuple(level for level in LEVELS if level_reason(seg, level) is None)
+
+
+def level_points(seg: Segments, level: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """The groups a level correlates, each as (name, metric scores, human scores), groups in order
+    of first appearance: all segments (`global`, one group named ""), an lp's segments
+    (`segment`), a document's segments (`item`; named by its doc id, `lp/doc` when the data have
+    several lps; segments without a doc id left out) or an lp's systems' mean scores (`system`;
+    every lp listed, one without named systems with no points). No groups for an unavailable level."""
+    level = canonical_level(level)
+    if level_reason(seg, level) is not None:
+        return []
+    if level == "global":
+        return [("", seg.score, seg.human)]
+    if level == "segment":
+        return [(lp, seg.score[idx], seg.human[idx]) for lp, idx in _index(seg.lp.tolist()).items()]
+    if level == "item":
+        assert seg.doc is not None  # level_reason checked
+        keys = [(lp, d) if d != "" else None for lp, d in zip(seg.lp.tolist(), seg.doc.tolist(), strict=True)]
+        groups = {k: idx for k, idx in _index(keys).items() if k is not None}
+        several_lps = len({lp for lp, _ in groups}) > 1
+        return [
+            (f"{lp}/{doc}" if several_lps else doc, seg.score[idx], seg.human[idx]) for (lp, doc), idx in groups.items()
+        ]
+    x, h, lps = system_means(seg)
+    by_lp = _index(lps.tolist())
+    return [(lp, x[by_lp.get(lp, [])], h[by_lp.get(lp, [])]) for lp in dict.fromkeys(seg.lp.tolist())]
+
+
+@dataclass(frozen=True)
+class Group:
+    """One group of a level (a language pair, or a document at item level): its correlation and
+    its number of points (segments, or systems at system level)."""
+
+    name: str
+    value: float
+    n: int
+
+    @property
+    def lp(self) -> str:  # the name of the group at the segment and system levels
+        return self.name
+
+    @property
+    def too_small(self) -> bool:
+        return self.n < MIN_POINTS
+
+
+def level_groups(seg: Segments, level: str, corr: Correlation) -> list[Group]:
+    """The groups of a level (see level_points) with their correlations; the level's figure is
+    their finite mean."""
+    return [Group(name, corr(x, h), len(x)) for name, x, h in level_points(seg, level)]
+
+
+def quality(seg: Segments, method: str = "pearson", level: str = "global", threshold: float = 0.0) -> float:
+    """Correlation with humans at a level (see the module docstring): the finite mean over the
+    level's groups, the one group's value at the global level; NaN for an unavailable level."""
+    corr = correlation_function(method, threshold)
+    return finite_mean([g.value for g in level_groups(seg, canonical_level(level), corr)])
+
+
+def _names(names: Sequence[str]) -> str:
+    """Names for a note: at most NAMES_SHOWN, then how many more."""
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
+
+
+def quality_note(seg: Segments, method: str = "pearson", level: str = "global", threshold: float = 0.0) -> str:
+    """Why `quality(seg, method, level)`, or a group of its mean, is undefined, e.g.
+    'human scores constant in de-en, fr-en'; '' when every correlation it involves is defined."""
+    level = canonical_level(level)
+    corr = correlation_function(method, threshold)
+    reason = level_reason(seg, level)
+    if reason is not None:
+        return reason
+    unit = "systems" if level == "system" else "segments"
+    groups_by_reason: dict[str, list[str]] = {}
+    for name, x, h in level_points(seg, level):
+        if not math.isfinite(corr(x, h)):
+            groups_by_reason.setdefault(undefined_reason(x, h, unit) or f"{method} undefined", []).append(name)
+    if level == "global":
+        return "; ".join(groups_by_reason)
+    return "; ".join(f"{reason} in {_names(names)}" for reason, names in groups_by_reason.items())
+
+
+def too_small_groups(seg: Segments, level: str) -> list[str]:
+    """The groups left out of a level's mean for having fewer than MIN_POINTS segments (segment,
+    item) or systems (system); none at the global level or for an unavailable level."""
+    level = canonical_level(level)
+    if level == "global":
+        return []
+    return [name for name, x, _ in level_points(seg, level) if len(x) < MIN_POINTS]
+
+
+def left_out_note(level: str, names: Sequence[str]) -> str:
+    """The line report and compare print for the groups `too_small_groups` names."""
+    level = canonical_level(level)
+    groups = "document(s)" if level == "item" else "language pair(s)"
+    unit = "systems" if level == "system" else "segments"
+    return (
+        f"{len(names)} {groups} with fewer than {MIN_POINTS} {unit} have no correlation and are left out "
+        f"of the {level} level: {_names(list(names))}"
+    )
+
+
+def figure_table(
+    seg: Segments, levels: Sequence[str] | None = None, methods: Sequence[str] = METHODS, threshold: float = 0.0
+) -> list[dict[str, Any]]:
+    """Every figure as a long table, one dict per level x method: `level`, `grouping`, `method`,
+    `value` (NaN where undefined), `n` (points of all its groups: segments, or systems at system
+    level), `n_groups`, `n_groups_too_small` (fewer than MIN_POINTS points) and `n_groups_used`
+    (groups with a defined correlation, those averaged). `levels` None: the available ones."""
+    chosen = available_levels(seg) if levels is None else tuple(canonical_level(level) for level in levels)
+    rows = []
+    for level in chosen:
+        points = level_points(seg, level)
+        for method in methods:
+            corr = correlation_function(method, threshold)
+            values = [corr(x, h) for _, x, h in points]
+            rows.append(
+                {
+                    "level": level,
+                    "grouping": GROUPING[level],
+                    "method": method,
+                    "value": finite_mean(values),
+                    "n": sum(len(x) for _, x, _ in points),
+                    "n_groups": len(points),
+                    "n_groups_too_small": sum(len(x) < MIN_POINTS for _, x, _ in points),
+                    "n_groups_used": sum(math.isfinite(v) for v in values),
+                }
+            )
+    return rows

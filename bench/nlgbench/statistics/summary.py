@@ -1,0 +1,187 @@
+"""A cell's correlations as result.json and results.csv store them (`correlate`): the segment level
+per language pair and its mean, the global, item and system levels, every figure as a long table, and
+bootstrap intervals; `correlation_note` says why some are undefined."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from nlgbench.statistics.bootstrap import BOOTSTRAP_SEED, bootstrap_distribution, percentile_interval
+from nlgbench.statistics.correlation import MIN_POINTS, correlation_function
+from nlgbench.statistics.levels import Segments, figure_table, has_docs, has_systems, level_groups, quality_note
+
+
+def _check_finite(name: str, values: np.ndarray) -> None:
+    """Raise ValueError naming how many values are non-finite and the first index."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise ValueError(f"{bad.size} non-finite {name} value(s) (NaN or inf), first at index {int(bad[0])}")
+
+
+SUMMARY_METHODS = ("pearson", "kendall", "spearman")  # the methods of correlate's level sections
+
+
+def correlate(
+    scores: Sequence[float],
+    human: Sequence[float],
+    lps: Sequence[str],
+    systems: Sequence[str | None] | None = None,
+    docs: Sequence[str | None] | None = None,
+    *,
+    higher_is_better: bool = True,
+    bootstrap: int = 0,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
+    """A cell's correlations as stored in result.json and results.csv. Segment level: Pearson,
+    Kendall (tau-b) and Spearman per language pair (`per_lp`) and their mean (`pearson`,
+    `kendall`, `spearman`); global (`*_pooled`); `system` (None without system names, or when
+    every system has one segment per lp); `item` (None without document ids); `figures`, every
+    level x METHODS as figure_table's rows; with `bootstrap` > 0 resamples the 95% intervals of
+    the pooled Pearson and Kendall.
+
+    Lower-is-better metrics are negated first so positive always means agreement; plain floats
+    (NaN where a correlation is undefined). `n_lps` counts all language pairs, `n_lps_too_small`
+    those with fewer than MIN_POINTS segments (NaN, left out of the mean like constant ones).
+    `note` says why correlations or levels are undefined (`correlation_note`), None when all are."""
+    n = len(scores)
+    _check_sizes(n, human, lps, systems, docs, bootstrap)
+    sign = 1 if higher_is_better else -1
+    seg = _signed_segments(scores, human, lps, systems, docs, sign)
+    figures = figure_table(seg)
+    value = {(f["level"], f["method"]): f for f in figures}
+    segment = value["segment", "pearson"]
+    return {
+        **_section(value, "segment"),
+        "n_lps": segment["n_groups"],
+        "n_lps_too_small": segment["n_groups_too_small"],
+        "min_points": MIN_POINTS,
+        **{f"{m}_pooled": value["global", m]["value"] for m in SUMMARY_METHODS},
+        "n": n,
+        "per_lp": _per_group(seg, "segment", "n"),
+        "system": _system_section(seg, value),
+        "item": _item_section(value),
+        "bootstrap": _pooled_intervals(seg, bootstrap, seed),
+        "sign": sign,
+        "note": correlation_note(seg) or None,
+        "figures": figures,
+    }
+
+
+def _check_sizes(
+    n: int,
+    human: Sequence[float],
+    lps: Sequence[str],
+    systems: Sequence[str | None] | None,
+    docs: Sequence[str | None] | None,
+    bootstrap: int,
+) -> None:
+    """Raise ValueError where the columns differ in length from the n scores, or `bootstrap` < 0."""
+    if len(human) != n or len(lps) != n:
+        raise ValueError(f"length mismatch: {n} scores, {len(human)} human judgments, {len(lps)} language pairs")
+    if systems is not None and len(systems) != n:
+        raise ValueError(f"length mismatch: {n} scores but {len(systems)} system names")
+    if docs is not None and len(docs) != n:
+        raise ValueError(f"length mismatch: {n} scores but {len(docs)} document ids")
+    if bootstrap < 0:
+        raise ValueError(f"bootstrap must be >= 0 resamples, got {bootstrap}")
+
+
+def _signed_segments(
+    scores: Sequence[float],
+    human: Sequence[float],
+    lps: Sequence[str],
+    systems: Sequence[str | None] | None,
+    docs: Sequence[str | None] | None,
+    sign: int,
+) -> Segments:
+    """The cell's `Segments`, metric scores times `sign` (higher is better); non-finite scores refused."""
+    n = len(scores)
+    raw = np.asarray(scores, dtype=float).reshape(-1)
+    h = np.asarray(human, dtype=float).reshape(-1)
+    _check_finite("metric score", raw)
+    _check_finite("human judgment", h)
+
+    def names(values: Sequence[str | None] | None) -> np.ndarray:
+        texts = values if values is not None else [""] * n
+        return np.array(["" if v is None else str(v) for v in texts], dtype=object)
+
+    return Segments(
+        raw * sign,
+        h,
+        np.array([str(lp) for lp in lps], dtype=object),
+        names(systems),
+        np.arange(n),
+        None if docs is None else names(docs),
+    )
+
+
+Figures = dict[tuple[str, str], dict[str, Any]]  # (level, method) -> figure_table's row
+
+
+def _section(value: Figures, level: str) -> dict[str, Any]:
+    """A level's figure per summary method."""
+    return {m: value[level, m]["value"] for m in SUMMARY_METHODS}
+
+
+def _per_group(seg: Segments, level: str, size: str) -> dict[str, dict[str, Any]]:
+    """Per group of `level` (a language pair): its correlation per summary method and its size (`size`)."""
+    groups = {m: level_groups(seg, level, correlation_function(m)) for m in SUMMARY_METHODS}
+    return {
+        g.name: {**{m: groups[m][i].value for m in SUMMARY_METHODS}, size: g.n} for i, g in enumerate(groups["pearson"])
+    }
+
+
+def _system_section(seg: Segments, value: Figures) -> dict[str, Any] | None:
+    """The system level's figures, counts and per-lp values; None where the level is unavailable."""
+    if ("system", "pearson") not in value:
+        return None
+    return {
+        **_section(value, "system"),
+        "n_lps": value["system", "pearson"]["n_groups"],
+        "n_lps_too_small": value["system", "pearson"]["n_groups_too_small"],
+        "per_lp": _per_group(seg, "system", "n_systems"),
+    }
+
+
+def _item_section(value: Figures) -> dict[str, Any] | None:
+    """The item level's figures and document counts; None without document ids."""
+    if ("item", "pearson") not in value:
+        return None
+    return {
+        **_section(value, "item"),
+        "n_docs": value["item", "pearson"]["n_groups"],
+        "n_docs_too_small": value["item", "pearson"]["n_groups_too_small"],
+    }
+
+
+def _pooled_intervals(seg: Segments, bootstrap: int, seed: int) -> dict[str, Any] | None:
+    """95% bootstrap intervals of the pooled Pearson and Kendall (`bootstrap` resamples); None for 0."""
+    n = len(seg)
+    if bootstrap <= 0 or n == 0:
+        return None
+    r, tau = correlation_function("pearson"), correlation_function("kendall")
+    dist = bootstrap_distribution(
+        n, lambda idx: (r(seg.score[idx], seg.human[idx]), tau(seg.score[idx], seg.human[idx])), bootstrap, seed
+    )
+    return {
+        "n_resamples": bootstrap,
+        "seed": seed,
+        "pearson_pooled_ci": list(percentile_interval(dist[:, 0])),
+        "kendall_pooled_ci": list(percentile_interval(dist[:, 1])),
+    }
+
+
+def correlation_note(seg: Segments) -> str:
+    """Why some of a cell's correlations are undefined (Pearson, Kendall and Spearman share the
+    reasons): per language pair, then `pooled: ...`, `item level: ...` and `system level: ...`
+    (item level only with document ids, system level only with system names); '' when all are."""
+    notes = [quality_note(seg, "pearson", "segment")]
+    for level, prefix in (("global", "pooled"), ("item", "item level"), ("system", "system level")):
+        if (level == "item" and not has_docs(seg)) or (level == "system" and not has_systems(seg)):
+            continue
+        note = quality_note(seg, "pearson", level)
+        notes.append(f"{prefix}: {note}" if note else "")
+    return "; ".join(n for n in notes if n)
