@@ -28,8 +28,15 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.3f} ({min(values):.3f}..{max(values):.3f}, n={len(values)})"
 
 
-def measure(model: str, dataset: str, max_segments: int | None, batch_size: int, rounds: int,
-            sinkhorn_regs: list[float], pot: bool = False) -> dict[str, Any]:
+def measure(
+    model: str,
+    dataset: str,
+    max_segments: int | None,
+    batch_size: int,
+    rounds: int,
+    sinkhorn_regs: list[float],
+    pot: bool = False,
+) -> dict[str, Any]:
     """Timings of BaryScore (idf, last 5 layers) and BERTScore (last layer, no idf) on the same items, alternated."""
     from nlgbench.data.loaders import load_dataset
     from nlgbench.encoders.registry import EncoderRef
@@ -50,7 +57,7 @@ def measure(model: str, dataset: str, max_segments: int | None, batch_size: int,
     totals: dict[str, list[float]] = {"baryscore": [], "bertscore": []}
     load = [os.getloadavg()[0]]
     for r in range(rounds):
-        for name in (["baryscore", "bertscore"] if r % 2 == 0 else ["bertscore", "baryscore"]):
+        for name in ["baryscore", "bertscore"] if r % 2 == 0 else ["bertscore", "baryscore"]:
             timer = PhaseTimer()
             start = time.perf_counter()
             (bary if name == "baryscore" else bert).score(items, timer)
@@ -59,8 +66,11 @@ def measure(model: str, dataset: str, max_segments: int | None, batch_size: int,
                 for phase, seconds in timer.seconds.items():
                     phases.setdefault(phase, []).append(seconds)
         load.append(os.getloadavg()[0])
-        print(f"  round {r + 1}: baryscore {totals['baryscore'][-1]:.2f} s, bertscore {totals['bertscore'][-1]:.2f} s, "
-              f"ratio {totals['baryscore'][-1] / totals['bertscore'][-1]:.2f}", flush=True)
+        print(
+            f"  round {r + 1}: baryscore {totals['baryscore'][-1]:.2f} s, bertscore {totals['bertscore'][-1]:.2f} s, "
+            f"ratio {totals['baryscore'][-1] / totals['bertscore'][-1]:.2f}",
+            flush=True,
+        )
     out: dict[str, Any] = {"n": len(items), "layers": bary.layers, "totals": totals, "phases": phases, "load": load}
     if pot:
         out["pot"] = pot_barycentres(bary, items, batch_size, rounds)
@@ -74,25 +84,34 @@ def pot_barycentres(scorer: Any, items: list[Any], batch_size: int, rounds: int)
     from nlgbench.metrics.base import PhaseTimer
     from nlgbench.metrics.embedding import embed_texts
 
-    texts = list(dict.fromkeys([(it.reference, "reference") for it in items]
-                               + [(it.hypothesis, "hypothesis") for it in items]))
+    texts = list(
+        dict.fromkeys([(it.reference, "reference") for it in items] + [(it.hypothesis, "hypothesis") for it in items])
+    )
     emb = embed_texts(scorer.encoder, [t for t, _ in texts], scorer.layers, batch_size, PhaseTimer())
     todo = {key: emb[key[0]] for key in texts}
     measures = [scorer.measure(*emb[text], side) for text, side in texts]
     seconds: dict[str, list[float]] = {"nlgbench": [], "pot": []}
     for r in range(rounds):
-        for who in (["nlgbench", "pot"] if r % 2 == 0 else ["pot", "nlgbench"]):
+        for who in ["nlgbench", "pot"] if r % 2 == 0 else ["pot", "nlgbench"]:
             start = time.perf_counter()
             if who == "nlgbench":
                 scorer.barycentres(todo, torch.get_num_threads())
             else:
                 for layers, w in measures:
                     x = layers.numpy()
-                    ot.lp.free_support_barycenter(list(x), [w] * len(x), np.zeros(x.shape[1:]),
-                                                  b=np.full(x.shape[1], 1.0 / x.shape[1]), numItermax=1000)
+                    ot.lp.free_support_barycenter(
+                        list(x),
+                        [w] * len(x),
+                        np.zeros(x.shape[1:]),
+                        b=np.full(x.shape[1], 1.0 / x.shape[1]),
+                        numItermax=1000,
+                    )
             seconds[who].append(time.perf_counter() - start)
-        print(f"  barycentres round {r + 1}: nlgbench {seconds['nlgbench'][-1]:.2f} s, "
-              f"POT per text {seconds['pot'][-1]:.2f} s", flush=True)
+        print(
+            f"  barycentres round {r + 1}: nlgbench {seconds['nlgbench'][-1]:.2f} s, "
+            f"POT per text {seconds['pot'][-1]:.2f} s",
+            flush=True,
+        )
     return seconds
 
 
@@ -107,8 +126,10 @@ def report(result: dict[str, Any]) -> float:
     for phase in ("tokenize", "encode", "barycentre", "transport"):
         print(f"  {phase:<10} {ms.get(phase, 0.0):8.2f}")
     print(f"  {'total':<10} {bary_ms:8.2f}")
-    print(f"barycentre / encode = {ms['barycentre'] / ms['encode']:.3f}; "
-          f"transport / encode = {ms['transport'] / ms['encode']:.3f}")
+    print(
+        f"barycentre / encode = {ms['barycentre'] / ms['encode']:.3f}; "
+        f"transport / encode = {ms['transport'] / ms['encode']:.3f}"
+    )
     print(f"BERTScore (same model, last layer, no idf): {bert_ms:.2f} ms/segment")
     print(f"BaryScore / BERTScore per round: median {spread(ratios)} (target <= 2)")
     if "pot" in result:
@@ -131,10 +152,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"{args.dataset} (first {args.max_segments} per pair); model {args.model}; batch {args.batch_size}; "
-          f"torch threads {torch.get_num_threads()}; sinkhorn {args.sinkhorn_regs or 'none'}; rounds {args.rounds}")
-    report(measure(args.model, args.dataset, args.max_segments, args.batch_size, args.rounds, args.sinkhorn_regs,
-                   args.pot))
+    print(
+        f"{args.dataset} (first {args.max_segments} per pair); model {args.model}; batch {args.batch_size}; "
+        f"torch threads {torch.get_num_threads()}; sinkhorn {args.sinkhorn_regs or 'none'}; rounds {args.rounds}"
+    )
+    report(
+        measure(args.model, args.dataset, args.max_segments, args.batch_size, args.rounds, args.sinkhorn_regs, args.pot)
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -71,11 +72,19 @@ def main() -> None:
     ours = BertScoreScorer(EncoderRef(args.model), {"idf": args.idf, "layer": args.layer}, "cpu", args.batch_size)
     ours.prepare(items)
     theirs = BERTScorer(
-        model_type=args.model, num_layers=args.layer, batch_size=args.batch_size, idf=args.idf,
-        idf_sents=refs if args.idf else None, device="cpu", use_fast_tokenizer=True, nthreads=0,
+        model_type=args.model,
+        num_layers=args.layer,
+        batch_size=args.batch_size,
+        idf=args.idf,
+        idf_sents=refs if args.idf else None,
+        device="cpu",
+        use_fast_tokenizer=True,
+        nthreads=0,
     )
-    print(f"WMT16: {len(items)} segments; model {args.model}, layer {args.layer}, idf {args.idf}, "
-          f"batch {args.batch_size}, torch threads {torch.get_num_threads()}, rounds {args.rounds}")
+    print(
+        f"WMT16: {len(items)} segments; model {args.model}, layer {args.layer}, idf {args.idf}, "
+        f"batch {args.batch_size}, torch threads {torch.get_num_threads()}, rounds {args.rounds}"
+    )
 
     # warm-up both (not timed)
     ours.score(items[: 2 * args.batch_size], PhaseTimer())
@@ -103,10 +112,14 @@ def main() -> None:
     ours_med, ref_med = statistics.median(our_times), statistics.median(ref_times)
     ph = {k: statistics.median(p[k] for p in our_phases) for k in our_phases[0]}
     enc_ref = statistics.median(ref_encode)
-    print(f"nlgbench   median {ours_med:.2f} s = {ours_med / n * 1000:.2f} ms/segment "
-          f"(tokenize {ph.get('tokenize', 0):.2f} s, encode {ph.get('encode', 0):.2f} s, match {ph.get('match', 0):.2f} s)")
-    print(f"bert_score median {ref_med:.2f} s = {ref_med / n * 1000:.2f} ms/segment "
-          f"(tokenize+encode {enc_ref:.2f} s, dedup/pad/match {ref_med - enc_ref:.2f} s)")
+    print(
+        f"nlgbench   median {ours_med:.2f} s = {ours_med / n * 1000:.2f} ms/segment "
+        f"(tokenize {ph.get('tokenize', 0):.2f} s, encode {ph.get('encode', 0):.2f} s, match {ph.get('match', 0):.2f} s)"
+    )
+    print(
+        f"bert_score median {ref_med:.2f} s = {ref_med / n * 1000:.2f} ms/segment "
+        f"(tokenize+encode {enc_ref:.2f} s, dedup/pad/match {ref_med - enc_ref:.2f} s)"
+    )
     print(f"time ratio nlgbench / bert_score = {ours_med / ref_med:.3f} (target <= 1.0)")
     print(f"max |dF| = {max_diff:.2e} (target <= 1e-5)")
 

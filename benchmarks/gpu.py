@@ -30,8 +30,9 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 MINILM = "all-MiniLM-L6-v2"
@@ -53,11 +54,21 @@ def dataset(max_segments: int | None) -> dict[str, Any]:
 
 def quickstart_spec(device: str, max_segments: int | None, repeats: int) -> dict[str, Any]:
     """examples/quickstart.yaml's BERTScore encoders on `device`, plus MiniLM in fp16 and bf16."""
-    encoders: list[Any] = [MPNET, MINILM, {"name": MINILM, "num_layers": 3},
-                           {"name": MINILM, "dtype": "fp16"}, {"name": MINILM, "dtype": "bf16"}]
-    return {"name": f"gpu-quickstart-{device.replace(':', '')}", "datasets": [dataset(max_segments)],
-            "devices": [device], "batch_size": 64, "repeats": repeats,
-            "metrics": [{"metric": "bertscore", "options": {"idf": False}, "encoders": encoders}]}
+    encoders: list[Any] = [
+        MPNET,
+        MINILM,
+        {"name": MINILM, "num_layers": 3},
+        {"name": MINILM, "dtype": "fp16"},
+        {"name": MINILM, "dtype": "bf16"},
+    ]
+    return {
+        "name": f"gpu-quickstart-{device.replace(':', '')}",
+        "datasets": [dataset(max_segments)],
+        "devices": [device],
+        "batch_size": 64,
+        "repeats": repeats,
+        "metrics": [{"metric": "bertscore", "options": {"idf": False}, "encoders": encoders}],
+    }
 
 
 def similarity_spec(device: str, max_segments: int | None, repeats: int) -> dict[str, Any]:
@@ -68,19 +79,30 @@ def similarity_spec(device: str, max_segments: int | None, repeats: int) -> dict
     raw = yaml.safe_load((REPO / "examples" / "similarity.yaml").read_text(encoding="utf-8"))
     metrics = []
     for entry in raw["metrics"]:
-        encoders = [e for e in entry["encoders"]
-                    if not (device != "cpu" and isinstance(e, dict) and e.get("quantize"))]
+        encoders = [e for e in entry["encoders"] if not (device != "cpu" and isinstance(e, dict) and e.get("quantize"))]
         metrics.append({**entry, "encoders": encoders})
-    return {"name": f"gpu-similarity-{device.replace(':', '')}", "datasets": [dataset(max_segments)],
-            "devices": [device], "batch_size": 64, "repeats": repeats, "metrics": metrics}
+    return {
+        "name": f"gpu-similarity-{device.replace(':', '')}",
+        "datasets": [dataset(max_segments)],
+        "devices": [device],
+        "batch_size": 64,
+        "repeats": repeats,
+        "metrics": metrics,
+    }
 
 
 def sweep_spec(device: str, max_segments: int | None, repeats: int, batch_sizes: list[int]) -> dict[str, Any]:
     """BERTScore with MiniLM-L6 (6 and 3 layers) at each batch size."""
-    return {"name": f"gpu-sweep-{device.replace(':', '')}", "datasets": [dataset(max_segments)],
-            "devices": [device], "batch_size": batch_sizes, "repeats": repeats,
-            "metrics": [{"metric": "bertscore", "options": {"idf": False},
-                         "encoders": [MINILM, {"name": MINILM, "num_layers": 3}]}]}
+    return {
+        "name": f"gpu-sweep-{device.replace(':', '')}",
+        "datasets": [dataset(max_segments)],
+        "devices": [device],
+        "batch_size": batch_sizes,
+        "repeats": repeats,
+        "metrics": [
+            {"metric": "bertscore", "options": {"idf": False}, "encoders": [MINILM, {"name": MINILM, "num_layers": 3}]}
+        ],
+    }
 
 
 # ----------------------------------------------------------------------------- reading results
@@ -110,15 +132,23 @@ def summary_row(part: str, row: dict[str, str]) -> dict[str, Any]:
     mean = number(row.get("ms_per_segment_mean", ""))
     encode_share = ph["encode"] / mean if mean and "encode" in ph else None
     return {
-        "part": part, "metric": row["metric"] + (f" ({row['aligner']})" if row.get("aligner") not in ("", "none", None) else ""),
-        "encoder": row["encoder"], "device": row["device"], "batch_size": row["batch_size"],
-        "status": row["status"], "n_segments": row.get("n_segments", ""),
+        "part": part,
+        "metric": row["metric"] + (f" ({row['aligner']})" if row.get("aligner") not in ("", "none", None) else ""),
+        "encoder": row["encoder"],
+        "device": row["device"],
+        "batch_size": row["batch_size"],
+        "status": row["status"],
+        "n_segments": row.get("n_segments", ""),
         "ms_per_segment_median": number(row.get("ms_per_segment_median", "")),
-        "cv": number(row.get("ms_per_segment_cv", "")), "warmup_passes": row.get("warmup_passes", ""),
-        "encode_share": encode_share, "tokenize_ms": ph.get("tokenize"), "encode_ms": ph.get("encode"),
+        "cv": number(row.get("ms_per_segment_cv", "")),
+        "warmup_passes": row.get("warmup_passes", ""),
+        "encode_share": encode_share,
+        "tokenize_ms": ph.get("tokenize"),
+        "encode_ms": ph.get("encode"),
         "tokenize_overlapped_ms": ph.get("tokenize_overlapped"),
         "cuda_peak_allocated_mb": number(row.get("cuda_peak_allocated_mb", "")),
-        "pearson": number(row.get("pearson", "")), "error": row.get("error", ""),
+        "pearson": number(row.get("pearson", "")),
+        "error": row.get("error", ""),
     }
 
 
@@ -132,27 +162,67 @@ def fmt(value: Any, digits: int = 3) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     """A markdown table of the summary rows."""
-    head = ["part", "metric", "encoder", "device", "bs", "n", "ms/seg", "CV", "warm", "encode %", "tok ms",
-            "tok hidden ms", "CUDA MB", "pearson", "status"]
+    head = [
+        "part",
+        "metric",
+        "encoder",
+        "device",
+        "bs",
+        "n",
+        "ms/seg",
+        "CV",
+        "warm",
+        "encode %",
+        "tok ms",
+        "tok hidden ms",
+        "CUDA MB",
+        "pearson",
+        "status",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         share = f"{100 * r['encode_share']:.0f}" if r["encode_share"] is not None else "-"
         cv = f"{100 * r['cv']:.1f}%" if r["cv"] is not None else "-"
-        lines.append("| " + " | ".join([
-            r["part"], r["metric"], r["encoder"], r["device"], str(r["batch_size"]), str(r["n_segments"]),
-            fmt(r["ms_per_segment_median"]), cv, str(r["warmup_passes"]), share, fmt(r["tokenize_ms"]),
-            fmt(r["tokenize_overlapped_ms"]), fmt(r["cuda_peak_allocated_mb"], 0), fmt(r["pearson"]),
-            r["status"] if r["status"] == "ok" else f"{r['status']}: {r['error'][:60]}",
-        ]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r["part"],
+                    r["metric"],
+                    r["encoder"],
+                    r["device"],
+                    str(r["batch_size"]),
+                    str(r["n_segments"]),
+                    fmt(r["ms_per_segment_median"]),
+                    cv,
+                    str(r["warmup_passes"]),
+                    share,
+                    fmt(r["tokenize_ms"]),
+                    fmt(r["tokenize_overlapped_ms"]),
+                    fmt(r["cuda_peak_allocated_mb"], 0),
+                    fmt(r["pearson"]),
+                    r["status"] if r["status"] == "ok" else f"{r['status']}: {r['error'][:60]}",
+                ]
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
 def ratio(rows: list[dict[str, Any]], part: str, device: str, a: str, b: str) -> float | None:
     """ms/segment of encoder `a` over encoder `b` (BERTScore, batch 64) in `part` on `device`."""
+
     def median_of(encoder: str) -> float | None:
-        found = [r["ms_per_segment_median"] for r in rows if r["part"] == part and r["device"] == device
-                 and r["encoder"] == encoder and r["metric"] == "bertscore" and str(r["batch_size"]) == "64"
-                 and r["ms_per_segment_median"]]
+        found = [
+            r["ms_per_segment_median"]
+            for r in rows
+            if r["part"] == part
+            and r["device"] == device
+            and r["encoder"] == encoder
+            and r["metric"] == "bertscore"
+            and str(r["batch_size"]) == "64"
+            and r["ms_per_segment_median"]
+        ]
         return found[0] if found else None
 
     x, y = median_of(a), median_of(b)
@@ -182,8 +252,15 @@ def reference_comparison(device: str, max_segments: int | None, rounds: int, bat
     hyps, refs = [it.hypothesis for it in items], [it.reference for it in items]
     ours = BertScoreScorer(EncoderRef(MINILM), {"idf": False, "layer": None}, device, batch_size)
     ours.prepare(items)
-    theirs = BERTScorer(model_type="sentence-transformers/all-MiniLM-L6-v2", num_layers=6, batch_size=batch_size,
-                        idf=False, device=device, use_fast_tokenizer=True, nthreads=0)
+    theirs = BERTScorer(
+        model_type="sentence-transformers/all-MiniLM-L6-v2",
+        num_layers=6,
+        batch_size=batch_size,
+        idf=False,
+        device=device,
+        use_fast_tokenizer=True,
+        nthreads=0,
+    )
 
     def timed(run: Callable[[], Any]) -> tuple[Any, float]:
         sync()
@@ -198,8 +275,10 @@ def reference_comparison(device: str, max_segments: int | None, rounds: int, bat
     def theirs_pass() -> Any:
         return theirs.score(hyps, refs)[2].cpu().numpy()
 
-    warm = {"nlgbench": warm_up(lambda: timed(ours_pass)[1], 1, device != "cpu"),
-            "bert_score": warm_up(lambda: timed(theirs_pass)[1], 1, device != "cpu")}
+    warm = {
+        "nlgbench": warm_up(lambda: timed(ours_pass)[1], 1, device != "cpu"),
+        "bert_score": warm_up(lambda: timed(theirs_pass)[1], 1, device != "cpu"),
+    }
     times: dict[str, list[float]] = {"nlgbench": [], "bert_score": []}
     max_diff = 0.0
     for r in range(rounds):
@@ -211,11 +290,18 @@ def reference_comparison(device: str, max_segments: int | None, rounds: int, bat
         max_diff = max(max_diff, float(np.abs(results["nlgbench"] - results["bert_score"]).max()))
     ours_med, theirs_med = statistics.median(times["nlgbench"]), statistics.median(times["bert_score"])
     return {
-        "device": device, "n_segments": len(items), "batch_size": batch_size, "rounds": rounds,
-        "warmup_passes_s": warm, "warmup_stable": {k: is_stable(v) if device != "cpu" else None for k, v in warm.items()},
-        "warmup_cap": WARMUP_MAX_PASSES, "seconds": times, "ratio": ours_med / theirs_med,
+        "device": device,
+        "n_segments": len(items),
+        "batch_size": batch_size,
+        "rounds": rounds,
+        "warmup_passes_s": warm,
+        "warmup_stable": {k: is_stable(v) if device != "cpu" else None for k, v in warm.items()},
+        "warmup_cap": WARMUP_MAX_PASSES,
+        "seconds": times,
+        "ratio": ours_med / theirs_med,
         "ms_per_segment": {"nlgbench": ours_med / len(items) * 1000, "bert_score": theirs_med / len(items) * 1000},
-        "max_abs_diff_f1": max_diff, "torch": torch.__version__,
+        "max_abs_diff_f1": max_diff,
+        "torch": torch.__version__,
     }
 
 
@@ -273,8 +359,10 @@ def checks(rows: list[dict[str, Any]], device: str, reference: dict[str, Any] | 
     minilm = [r for r in rows if r["part"] == "quickstart" and r["device"] == device and r["encoder"] == MINILM]
     if minilm and minilm[0]["encode_share"] is not None:
         share = minilm[0]["encode_share"]
-        lines.append(f"encode share, MiniLM-L6 BERTScore on {device}: {share:.0%} "
-                     f"(target >= {TARGET_ENCODE_SHARE:.0%}: {'met' if share >= TARGET_ENCODE_SHARE else 'NOT met'})")
+        lines.append(
+            f"encode share, MiniLM-L6 BERTScore on {device}: {share:.0%} "
+            f"(target >= {TARGET_ENCODE_SHARE:.0%}: {'met' if share >= TARGET_ENCODE_SHARE else 'NOT met'})"
+        )
     cut = ratio(rows, "quickstart", device, f"{MINILM}[num_layers=3]", MINILM)
     if cut is not None:
         lines.append(f"3 layers / 6 layers time on {device}: {cut:.2f} (target < 1: {'met' if cut < 1 else 'NOT met'})")
@@ -282,16 +370,26 @@ def checks(rows: list[dict[str, Any]], device: str, reference: dict[str, Any] | 
         half = ratio(rows, "quickstart", device, f"{MINILM}[dtype={dtype}]", MINILM)
         if half is not None:
             lines.append(f"{dtype} / fp32 time on {device}: {half:.2f}")
-    big = [r for r in rows if r["device"] == device and r["cv"] is not None and r["n_segments"]
-           and int(r["n_segments"]) >= TARGET_CV_MIN_SEGMENTS]
+    big = [
+        r
+        for r in rows
+        if r["device"] == device
+        and r["cv"] is not None
+        and r["n_segments"]
+        and int(r["n_segments"]) >= TARGET_CV_MIN_SEGMENTS
+    ]
     if big:
         worst = max(r["cv"] for r in big)
-        lines.append(f"largest CV over {len(big)} {device} cells of >= {TARGET_CV_MIN_SEGMENTS} segments: {worst:.1%} "
-                     f"(target <= {TARGET_CV:.0%}: {'met' if worst <= TARGET_CV else 'NOT met'})")
+        lines.append(
+            f"largest CV over {len(big)} {device} cells of >= {TARGET_CV_MIN_SEGMENTS} segments: {worst:.1%} "
+            f"(target <= {TARGET_CV:.0%}: {'met' if worst <= TARGET_CV else 'NOT met'})"
+        )
     if reference is not None:
-        lines.append(f"nlgbench / bert_score time on {reference['device']}: {reference['ratio']:.2f} "
-                     f"(target <= {TARGET_REFERENCE_RATIO}: {'met' if reference['ratio'] <= TARGET_REFERENCE_RATIO else 'NOT met'}), "
-                     f"max |dF| {reference['max_abs_diff_f1']:.1e}")
+        lines.append(
+            f"nlgbench / bert_score time on {reference['device']}: {reference['ratio']:.2f} "
+            f"(target <= {TARGET_REFERENCE_RATIO}: {'met' if reference['ratio'] <= TARGET_REFERENCE_RATIO else 'NOT met'}), "
+            f"max |dF| {reference['max_abs_diff_f1']:.1e}"
+        )
     return lines
 
 
@@ -299,16 +397,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "gpu")
     parser.add_argument("--device", default="cuda", help="the CUDA device (default cuda)")
-    parser.add_argument("--max-segments", type=int, default=None,
-                        help="first N segments per WMT16 language pair on the device (default: all 3360)")
-    parser.add_argument("--cpu-max-segments", type=int, default=100,
-                        help="first N per language pair for the CPU comparison cells (default 100; 0: no CPU cells)")
+    parser.add_argument(
+        "--max-segments",
+        type=int,
+        default=None,
+        help="first N segments per WMT16 language pair on the device (default: all 3360)",
+    )
+    parser.add_argument(
+        "--cpu-max-segments",
+        type=int,
+        default=100,
+        help="first N per language pair for the CPU comparison cells (default 100; 0: no CPU cells)",
+    )
     parser.add_argument("--batch-sizes", default="16,32,64,128,256,512")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds of the bert_score comparison")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {', '.join(PARTS)}")
-    parser.add_argument("--allow-cpu", action="store_true",
-                        help="without CUDA, run the parts on the CPU instead of stopping (a smoke test)")
+    parser.add_argument(
+        "--allow-cpu",
+        action="store_true",
+        help="without CUDA, run the parts on the CPU instead of stopping (a smoke test)",
+    )
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = [p for p in parts if p not in PARTS]
@@ -319,7 +428,9 @@ def main(argv: list[str] | None = None) -> int:
 
     device = args.device
     if not torch.cuda.is_available():
-        print(f"no CUDA device: torch {torch.__version__} (CUDA build {torch.version.cuda}) sees no GPU on this machine.")
+        print(
+            f"no CUDA device: torch {torch.__version__} (CUDA build {torch.version.cuda}) sees no GPU on this machine."
+        )
         if not args.allow_cpu:
             print("Nothing measured. Run this on a machine with a CUDA GPU, or pass --allow-cpu for a CPU smoke test.")
             return 0
@@ -332,8 +443,10 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     env = environment(device)
     (out / "machine.json").write_text(json.dumps(env, indent=2), encoding="utf-8")
-    print(f"machine: {env.get('gpu') or env['cpu_model']} (driver {env.get('gpu_driver')}), torch {env['torch']}, "
-          f"transformers {env['transformers']}, node {env['node']}")
+    print(
+        f"machine: {env.get('gpu') or env['cpu_model']} (driver {env.get('gpu_driver')}), torch {env['torch']}, "
+        f"transformers {env['transformers']}, node {env['node']}"
+    )
 
     sizes = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
     rows: list[dict[str, Any]] = []
@@ -368,7 +481,9 @@ def main(argv: list[str] | None = None) -> int:
     (out / "summary.md").write_text(
         f"# GPU benchmark\n\nMachine: {env.get('gpu') or env['cpu_model']}, driver {env.get('gpu_driver')}, "
         f"torch {env['torch']}, transformers {env['transformers']}, nlgbench {env['nlgbench']} "
-        f"({env['git_commit']}).\n\n{text}\n\n" + "".join(f"- {line}\n" for line in found), encoding="utf-8")
+        f"({env['git_commit']}).\n\n{text}\n\n" + "".join(f"- {line}\n" for line in found),
+        encoding="utf-8",
+    )
     print("\n" + text + "\n")
     for line in found:
         print(line)

@@ -55,23 +55,43 @@ def measure(model: str, max_segments: int | None, batch_size: int, rounds: int) 
     max_diff = 0.0
     load = [os.getloadavg()[0]]
     for r in range(rounds):
-        for who in (["nlgbench", "moverscore_v2"] if r % 2 == 0 else ["moverscore_v2", "nlgbench"]):
+        for who in ["nlgbench", "moverscore_v2"] if r % 2 == 0 else ["moverscore_v2", "nlgbench"]:
             start = time.perf_counter()
             if who == "nlgbench":
                 timer = PhaseTimer()
                 s_ours = np.array(ours.score(items, timer).score)
                 phases.append(timer.seconds)
             else:
-                s_ref = np.array(ms.word_mover_score(refs, hyps, idf_ref, idf_hyp, stop_words=[], n_gram=1,
-                                                     remove_subwords=True, batch_size=batch_size, device="cpu"))
+                s_ref = np.array(
+                    ms.word_mover_score(
+                        refs,
+                        hyps,
+                        idf_ref,
+                        idf_hyp,
+                        stop_words=[],
+                        n_gram=1,
+                        remove_subwords=True,
+                        batch_size=batch_size,
+                        device="cpu",
+                    )
+                )
             times[who].append(time.perf_counter() - start)
         max_diff = max(max_diff, float(np.abs(s_ours - s_ref)[~same].max()))
         load.append(os.getloadavg()[0])
-        print(f"  round {r + 1}: nlgbench {times['nlgbench'][-1]:.2f} s, "
-              f"moverscore_v2 {times['moverscore_v2'][-1]:.2f} s, "
-              f"ratio {times['nlgbench'][-1] / times['moverscore_v2'][-1]:.3f}", flush=True)
-    return {"n": len(items), "times": times, "phases": phases, "max_diff": max_diff, "same": int(same.sum()),
-            "load": load}
+        print(
+            f"  round {r + 1}: nlgbench {times['nlgbench'][-1]:.2f} s, "
+            f"moverscore_v2 {times['moverscore_v2'][-1]:.2f} s, "
+            f"ratio {times['nlgbench'][-1] / times['moverscore_v2'][-1]:.3f}",
+            flush=True,
+        )
+    return {
+        "n": len(items),
+        "times": times,
+        "phases": phases,
+        "max_diff": max_diff,
+        "same": int(same.sum()),
+        "load": load,
+    }
 
 
 def report(result: dict[str, Any]) -> float:
@@ -80,12 +100,17 @@ def report(result: dict[str, Any]) -> float:
     o, t = statistics.median(times["nlgbench"]), statistics.median(times["moverscore_v2"])
     ph = {k: statistics.median(p[k] for p in result["phases"]) for k in result["phases"][0]}
     ratios = [a / b for a, b in zip(times["nlgbench"], times["moverscore_v2"])]
-    print(f"nlgbench      median {o:.2f} s = {o / n * 1000:.2f} ms/segment ("
-          + ", ".join(f"{k} {v:.2f} s" for k, v in ph.items()) + ")")
+    print(
+        f"nlgbench      median {o:.2f} s = {o / n * 1000:.2f} ms/segment ("
+        + ", ".join(f"{k} {v:.2f} s" for k, v in ph.items())
+        + ")"
+    )
     print(f"moverscore_v2 median {t:.2f} s = {t / n * 1000:.2f} ms/segment")
     print(f"MoverScore nlgbench / moverscore_v2 per round: median {spread(ratios)} (target <= 0.33)")
-    print(f"max |d score| = {result['max_diff']:.2e} over {n - result['same']} pairs whose tokens differ "
-          f"({result['same']} pairs with identical tokens excluded)")
+    print(
+        f"max |d score| = {result['max_diff']:.2e} over {n - result['same']} pairs whose tokens differ "
+        f"({result['same']} pairs with identical tokens excluded)"
+    )
     print(f"load average (1 min) during the rounds: {', '.join(f'{x:.1f}' for x in result['load'])}")
     return statistics.median(ratios)
 
@@ -100,8 +125,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"WMT16 (first {args.max_segments} per pair); model {args.model} (last layer), idf, batch {args.batch_size}, "
-          f"torch threads {torch.get_num_threads()}, rounds {args.rounds}")
+    print(
+        f"WMT16 (first {args.max_segments} per pair); model {args.model} (last layer), idf, batch {args.batch_size}, "
+        f"torch threads {torch.get_num_threads()}, rounds {args.rounds}"
+    )
     report(measure(args.model, args.max_segments, args.batch_size, args.rounds))
 
 

@@ -38,9 +38,11 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return (f"{model}, {os.cpu_count()} logical CPUs, torch threads {torch.get_num_threads()}; "
-            f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
-            f"POT {ot.__version__}, numpy {numpy.__version__}")
+    return (
+        f"{model}, {os.cpu_count()} logical CPUs, torch threads {torch.get_num_threads()}; "
+        f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
+        f"POT {ot.__version__}, numpy {numpy.__version__}"
+    )
 
 
 def main() -> None:
@@ -57,14 +59,20 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     print(machine())
     print(f"\nBaryScore vs BERTScore: WMT16 first {args.bary_segments} per pair, {args.model}, batch {args.batch_size}")
-    bary = baryscore_phases.report(baryscore_phases.measure(args.model, "wmt16", args.bary_segments, args.batch_size,
-                                                            args.rounds, [], args.pot))
-    print(f"\nMoverScore vs moverscore_v2: WMT16 first {args.mover_segments} per pair, {args.model}, "
-          f"batch {args.batch_size}")
-    mover = moverscore_vs_reference.report(moverscore_vs_reference.measure(args.model, args.mover_segments,
-                                                                           args.batch_size, args.rounds))
-    print(f"\nsummary: BaryScore / BERTScore {bary:.2f} (target <= 2); "
-          f"MoverScore / moverscore_v2 {mover:.3f} (target <= 0.33); medians of {args.rounds} rounds")
+    bary = baryscore_phases.report(
+        baryscore_phases.measure(args.model, "wmt16", args.bary_segments, args.batch_size, args.rounds, [], args.pot)
+    )
+    print(
+        f"\nMoverScore vs moverscore_v2: WMT16 first {args.mover_segments} per pair, {args.model}, "
+        f"batch {args.batch_size}"
+    )
+    mover = moverscore_vs_reference.report(
+        moverscore_vs_reference.measure(args.model, args.mover_segments, args.batch_size, args.rounds)
+    )
+    print(
+        f"\nsummary: BaryScore / BERTScore {bary:.2f} (target <= 2); "
+        f"MoverScore / moverscore_v2 {mover:.3f} (target <= 0.33); medians of {args.rounds} rounds"
+    )
 
 
 if __name__ == "__main__":

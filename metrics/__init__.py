@@ -13,8 +13,8 @@ from importlib.metadata import entry_points
 from types import ModuleType
 
 from nlgbench.encoders.registry import NO_ENCODER
-from nlgbench.metrics.base import MetricInfo
 from nlgbench.foundations.registry import Registry
+from nlgbench.metrics.base import MetricInfo
 
 ENTRY_POINT_GROUP = "nlgbench.metrics"
 

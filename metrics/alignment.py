@@ -37,8 +37,9 @@ def _normalise(w: np.ndarray) -> np.ndarray:
     return np.asarray(w, dtype=np.float64) / total
 
 
-def exact_transport(a: np.ndarray, b: np.ndarray, cost: np.ndarray,
-                    max_iter: int = 100_000) -> tuple[np.ndarray, float]:
+def exact_transport(
+    a: np.ndarray, b: np.ndarray, cost: np.ndarray, max_iter: int = 100_000
+) -> tuple[np.ndarray, float]:
     """Optimal transport plan between histograms a [n] and b [m] for `cost` [n, m], and its cost <plan, cost>.
 
     What `ot.emd` and `ot.emd2` compute: the same preparation of the inputs (`solver_marginals`;
@@ -63,8 +64,9 @@ def solver_marginals(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return a, b * a.sum() / b.sum()
 
 
-def network_simplex(a: np.ndarray, b: np.ndarray, cost: np.ndarray,
-                    max_iter: int = 100_000) -> tuple[np.ndarray, float]:
+def network_simplex(
+    a: np.ndarray, b: np.ndarray, cost: np.ndarray, max_iter: int = 100_000
+) -> tuple[np.ndarray, float]:
     """POT's exact solver (C++ network simplex, Bonneel et al. 2011, behind `ot.emd`) for marginals with
     no zero entry, as `solver_marginals` gives them: (plan, cost). Warns, as POT, if it stops before
     optimality (`max_iter` pivots). It releases the GIL: problems run in parallel on threads (`parallel`).
@@ -91,6 +93,7 @@ def parallel(threads: int, what: str = "batches solved") -> Iterator[Run]:
     job advances the progress display (`common.advance`) as `what`.
     """
     if threads <= 1:
+
         def run_here(fn: Callable[[int], None], n: int) -> None:
             for i in range(n):
                 fn(i)
@@ -103,6 +106,7 @@ def parallel(threads: int, what: str = "batches solved") -> Iterator[Run]:
     torch.set_num_threads(1)
     try:
         with ThreadPoolExecutor(threads) as pool:
+
             def run(fn: Callable[[int], None], n: int) -> None:
                 for i, done in enumerate([pool.submit(fn, i) for i in range(n)]):
                     done.result()
@@ -137,8 +141,9 @@ def wcd(x: np.ndarray, a: np.ndarray, y: np.ndarray, b: np.ndarray) -> float:
 # --- batched: B pairs at once, torch tensors on any device ---------------------------------------
 
 
-def pad_clouds(points: Sequence[torch.Tensor],
-               weights: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def pad_clouds(
+    points: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """B clouds (points [n_i, D], weights [n_i]) as one zero-padded batch, float64.
 
     Returns points [B, n, D], weights [B, n] normalised to sum 1 per cloud (0 on padding) and
@@ -179,8 +184,9 @@ def wmd_batch(a: torch.Tensor, b: torch.Tensor, cost: torch.Tensor) -> torch.Ten
     return torch.from_numpy(out).to(cost.device)
 
 
-def rwmd_batch(a: torch.Tensor, b: torch.Tensor, cost: torch.Tensor, mask_x: torch.Tensor,
-               mask_y: torch.Tensor) -> torch.Tensor:
+def rwmd_batch(
+    a: torch.Tensor, b: torch.Tensor, cost: torch.Tensor, mask_x: torch.Tensor, mask_y: torch.Tensor
+) -> torch.Tensor:
     """RWMD of B pairs (`rwmd` batched): nearest real points only, padding masked out."""
     far = torch.finfo(cost.dtype).max
     to_y = cost.masked_fill(~mask_y[:, None, :], far).min(dim=2).values.masked_fill(~mask_x, 0)
@@ -203,8 +209,14 @@ class AlignerInfo:
 
 ALIGNERS: Registry[AlignerInfo] = Registry("aligner", AlignerInfo)
 ALIGNERS.register("wmd", AlignerInfo("wmd", "exact Word Mover's Distance (optimal transport, POT emd)", True, wmd))
-ALIGNERS.register("rwmd", AlignerInfo("rwmd", "relaxed WMD: max of the two nearest-neighbour relaxations (lower bound of WMD)", True, rwmd))
-ALIGNERS.register("wcd", AlignerInfo("wcd", "word centroid distance: distance of weighted mean embeddings (lower bound of WMD)", False, wcd))
+ALIGNERS.register(
+    "rwmd",
+    AlignerInfo("rwmd", "relaxed WMD: max of the two nearest-neighbour relaxations (lower bound of WMD)", True, rwmd),
+)
+ALIGNERS.register(
+    "wcd",
+    AlignerInfo("wcd", "word centroid distance: distance of weighted mean embeddings (lower bound of WMD)", False, wcd),
+)
 
 
 def get_aligner(name: str) -> AlignerInfo:
@@ -217,8 +229,9 @@ def cost_matrix(aligner: AlignerInfo, x: np.ndarray, y: np.ndarray) -> np.ndarra
     return euclidean_cost(x, y) if aligner.needs_cost else None
 
 
-def transport(aligner: AlignerInfo, x: np.ndarray, a: np.ndarray, y: np.ndarray, b: np.ndarray,
-              cost: np.ndarray | None) -> float:
+def transport(
+    aligner: AlignerInfo, x: np.ndarray, a: np.ndarray, y: np.ndarray, b: np.ndarray, cost: np.ndarray | None
+) -> float:
     """The aligner's distance between (x, a) and (y, b); `cost` is `cost_matrix(aligner, x, y)`."""
     return aligner.fn(a, b, cost) if aligner.needs_cost else aligner.fn(x, a, y, b)
 
@@ -234,8 +247,16 @@ def cost_matrix_batch(aligner: AlignerInfo, x: torch.Tensor, y: torch.Tensor) ->
     return euclidean_cost_batch(x, y) if aligner.needs_cost else None
 
 
-def transport_batch(aligner: AlignerInfo, x: torch.Tensor, a: torch.Tensor, mask_x: torch.Tensor, y: torch.Tensor,
-                    b: torch.Tensor, mask_y: torch.Tensor, cost: torch.Tensor | None) -> torch.Tensor:
+def transport_batch(
+    aligner: AlignerInfo,
+    x: torch.Tensor,
+    a: torch.Tensor,
+    mask_x: torch.Tensor,
+    y: torch.Tensor,
+    b: torch.Tensor,
+    mask_y: torch.Tensor,
+    cost: torch.Tensor | None,
+) -> torch.Tensor:
     """`transport` for B padded pairs (from `pad_clouds`): the aligner's distances [B];
     `cost` from `cost_matrix_batch`."""
     if aligner.name == "wmd":
@@ -264,9 +285,16 @@ class PairBatch:
     cost: torch.Tensor | None
 
 
-def pad_pairs(aligner: AlignerInfo, x: Sequence[torch.Tensor], a: Sequence[torch.Tensor], y: Sequence[torch.Tensor],
-              b: Sequence[torch.Tensor], threads: int = 1, batch_pairs: int = 32,
-              points: Callable[[torch.Tensor], torch.Tensor] | None = None) -> list[PairBatch]:
+def pad_pairs(
+    aligner: AlignerInfo,
+    x: Sequence[torch.Tensor],
+    a: Sequence[torch.Tensor],
+    y: Sequence[torch.Tensor],
+    b: Sequence[torch.Tensor],
+    threads: int = 1,
+    batch_pairs: int = 32,
+    points: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> list[PairBatch]:
     """The pairs (x[i], a[i]), (y[i], b[i]) in batches of `batch_pairs` of similar size (sorted by
     n_i + m_i: little padding), padded, `points` (e.g. a normalisation) applied to the padded points,
     with the cost matrices `aligner` needs. Batches are made on `threads` threads (`parallel`)."""
@@ -300,8 +328,15 @@ def transport_pairs(aligner: AlignerInfo, batches: Sequence[PairBatch], threads:
     return out
 
 
-def align_batch(name: str, x: Sequence[torch.Tensor], a: Sequence[torch.Tensor], y: Sequence[torch.Tensor],
-                b: Sequence[torch.Tensor], threads: int = 1, batch_pairs: int = 32) -> torch.Tensor:
+def align_batch(
+    name: str,
+    x: Sequence[torch.Tensor],
+    a: Sequence[torch.Tensor],
+    y: Sequence[torch.Tensor],
+    b: Sequence[torch.Tensor],
+    threads: int = 1,
+    batch_pairs: int = 32,
+) -> torch.Tensor:
     """Distances [B] (on the CPU) between the clouds (x[i], a[i]) and (y[i], b[i]) with the named aligner, batched."""
     info = get_aligner(name)
     return transport_pairs(info, pad_pairs(info, x, a, y, b, threads, batch_pairs), threads)

@@ -28,8 +28,9 @@ from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
 
 
-def target_log_likelihood(model: Any, src: torch.Tensor, src_mask: torch.Tensor,
-                          tgt: torch.Tensor, tgt_mask: torch.Tensor) -> torch.Tensor:
+def target_log_likelihood(
+    model: Any, src: torch.Tensor, src_mask: torch.Tensor, tgt: torch.Tensor, tgt_mask: torch.Tensor
+) -> torch.Tensor:
     """Mean log p(tgt_t | tgt_<t, src) over each target's real tokens, [B] (teacher forcing)."""
     start = model.config.decoder_start_token_id
     decoder_in = torch.cat([torch.full_like(tgt[:, :1], start), tgt[:, :-1]], dim=1)
@@ -81,16 +82,24 @@ class BartScoreScorer(ScorerBase[BartScoreOptions]):
             src, src_mask = pad_ids([s_ids[i] for i in batch], self.pad_id)
             tgt, tgt_mask = pad_ids([t_ids[i] for i in batch], self.pad_id)
             dev = self.device
-            return target_log_likelihood(self.lm.model, src.to(dev), src_mask.to(dev), tgt.to(dev), tgt_mask.to(dev)).tolist()
+            return target_log_likelihood(
+                self.lm.model, src.to(dev), src_mask.to(dev), tgt.to(dev), tgt_mask.to(dev)
+            ).tolist()
 
         with timer.phase(name):
-            return length_sorted_map(batch_scores, [len(s) + len(t) for s, t in zip(s_ids, t_ids, strict=False)], self.batch_size)
+            return length_sorted_map(
+                batch_scores, [len(s) + len(t) for s, t in zip(s_ids, t_ids, strict=False)], self.batch_size
+            )
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         refs, hyps = [it.reference for it in items], [it.hypothesis for it in items]
         precision = self.direction(refs, hyps, timer, "precision")
         recall = self.direction(hyps, refs, timer, "recall")
-        cols = {"precision": precision, "recall": recall, "f": [(p + r) / 2 for p, r in zip(precision, recall, strict=False)]}
+        cols = {
+            "precision": precision,
+            "recall": recall,
+            "f": [(p + r) / 2 for p, r in zip(precision, recall, strict=False)],
+        }
         if self.options.faithfulness:
             sources = [it.source for it in items]
             if any(not s.strip() for s in sources):

@@ -63,8 +63,13 @@ def unit_states(hidden: torch.Tensor, keep: Sequence[int]) -> torch.Tensor:
     return layers / layers.norm(dim=-1, keepdim=True).clamp_min(1e-30)
 
 
-def free_support_barycentres(layers: Sequence[torch.Tensor], weights: Sequence[np.ndarray], max_iter: int = 1000,
-                             stop_thr: float = 1e-7, use_gram: bool | None = None) -> list[torch.Tensor]:
+def free_support_barycentres(
+    layers: Sequence[torch.Tensor],
+    weights: Sequence[np.ndarray],
+    max_iter: int = 1000,
+    stop_thr: float = 1e-7,
+    use_gram: bool | None = None,
+) -> list[torch.Tensor]:
     """Free-support Wasserstein barycentres of B texts at once: layers[t] [k, n_t, D], weights[t] [n_t] -> [n_t, D].
 
     Text t gives k measures (layer i: the points L_i = layers[t][i] with masses weights[t]); its
@@ -133,15 +138,26 @@ def _stack_supports(layers: Sequence[torch.Tensor], weights: Sequence[np.ndarray
     held = [np.flatnonzero(b) for _, b in marginals]  # tokens with mass: the solver leaves the others out
     marginals = [(a, b[h]) for (a, b), h in zip(marginals, held, strict=False)]
     padded = torch.nn.utils.rnn.pad_sequence(
-        [layer[:, torch.from_numpy(h).to(device)].transpose(0, 1).double() for layer, h in zip(layers, held, strict=False)],
-        batch_first=True)
+        [
+            layer[:, torch.from_numpy(h).to(device)].transpose(0, 1).double()
+            for layer, h in zip(layers, held, strict=False)
+        ],
+        batch_first=True,
+    )
     n, m = max(sizes), padded.shape[1]
     points = padded.transpose(1, 2).reshape(count, k * m, dim)
     scale = torch.zeros(count, n, 1, dtype=torch.float64)
     for t, (a, _) in enumerate(marginals):
         scale[t, : sizes[t], 0] = torch.from_numpy(1.0 / k * 1.0 / a)
-    return _Supports(k=k, m=m, sizes=sizes, heights=[len(h) for h in held], marginals=marginals,
-                     points=points, scale=scale.to(device))
+    return _Supports(
+        k=k,
+        m=m,
+        sizes=sizes,
+        heights=[len(h) for h in held],
+        marginals=marginals,
+        points=points,
+        scale=scale.to(device),
+    )
 
 
 @dataclass
@@ -163,7 +179,8 @@ class _Iterate:
     def keep(self, going: torch.Tensor) -> None:
         """Drop the texts whose barycentre has settled (`going` False)."""
         self.active, self.coef, self.pts, self.pts_sq, self.plans, self.x_sq, self.x, self.cost = (
-            v[going] for v in (self.active, self.coef, self.pts, self.pts_sq, self.plans, self.x_sq, self.x, self.cost))
+            v[going] for v in (self.active, self.coef, self.pts, self.pts_sq, self.plans, self.x_sq, self.x, self.cost)
+        )
         self.gram = self.gram[going] if self.gram is not None else None
 
 
@@ -175,7 +192,10 @@ def _first_iterate(supports: _Supports, use_gram: bool) -> _Iterate:
     device = points.device
     pts_sq = points.pow(2).sum(-1)  # |L_ij|^2
     return _Iterate(
-        active=torch.arange(count, device=device), coef=supports.scale, pts=points, pts_sq=pts_sq,
+        active=torch.arange(count, device=device),
+        coef=supports.scale,
+        pts=points,
+        pts_sq=pts_sq,
         gram=torch.bmm(points, points.transpose(1, 2)) if use_gram else None,
         plans=torch.zeros(count, n, km, dtype=torch.float64, device=device),
         x_sq=torch.zeros(count, n, dtype=torch.float64, device=device),
@@ -222,8 +242,9 @@ def _move_support(state: _Iterate, new: torch.Tensor) -> torch.Tensor:
     return shift
 
 
-def wasserstein_batch(x: Sequence[torch.Tensor], y: Sequence[torch.Tensor], threads: int = 1,
-                      batch_pairs: int = 32) -> torch.Tensor:
+def wasserstein_batch(
+    x: Sequence[torch.Tensor], y: Sequence[torch.Tensor], threads: int = 1, batch_pairs: int = 32
+) -> torch.Tensor:
     """Wasserstein distances [B] (on the CPU) between uniform measures on x[i] [n_i, D] and y[i] [m_i, D],
     squared-Euclidean cost.
 
@@ -273,8 +294,10 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
         top = self.encoder.layers_run
         k = self.options.last_layers
         if not 1 <= k <= top + 1:
-            raise UserError(f"baryscore last_layers={k} but encoder {encoder_ref.label} has {top + 1} hidden states "
-                            f"(embeddings + {top} layers)")
+            raise UserError(
+                f"baryscore last_layers={k} but encoder {encoder_ref.label} has {top + 1} hidden states "
+                f"(embeddings + {top} layers)"
+            )
         self.layers = list(range(top - k + 1, top + 1))
         self.idf_tables = SidedIdf()
 
@@ -309,7 +332,11 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
 
         with parallel(threads, "barycentre batches solved") as run:
             run(solve, len(batches))
-        return {key: bary for batch, bars in zip(batches, found, strict=False) for key, bary in zip(batch, bars, strict=False)}
+        return {
+            key: bary
+            for batch, bars in zip(batches, found, strict=False)
+            for key, bary in zip(batch, bars, strict=False)
+        }
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         """Barycentres of each distinct (text, side) once (a reference shared by several items is reused,
@@ -319,21 +346,28 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
         uses = Counter(key for pair in keys for key in pair)
         known: dict[tuple[str, str], torch.Tensor] = {}
         cols: dict[str, list[float]] = {"w": [], **{f"sd_{reg:g}": [] for reg in self.options.sinkhorn_regs}}
-        stream = embed_pairs(self.encoder, [(it.reference, it.hypothesis) for it in items], self.layers,
-                             self.batch_size, timer)
+        stream = embed_pairs(
+            self.encoder, [(it.reference, it.hypothesis) for it in items], self.layers, self.batch_size, timer
+        )
         for start in range(0, len(items), GROUP_PAIRS):
             group = list(islice(stream, GROUP_PAIRS))  # encodes when needed, timed as encode
             group_keys = keys[start : start + len(group)]
             with timer.phase("barycentre"):
-                todo = {key: emb for pair_keys, embs in zip(group_keys, group, strict=False)
-                        for key, emb in zip(pair_keys, embs, strict=False) if key not in known}
+                todo = {
+                    key: emb
+                    for pair_keys, embs in zip(group_keys, group, strict=False)
+                    for key, emb in zip(pair_keys, embs, strict=False)
+                    if key not in known
+                }
                 known.update(self.barycentres(todo, threads))
             with timer.phase("transport"):
                 refs, hyps = [known[ref] for ref, _ in group_keys], [known[hyp] for _, hyp in group_keys]
                 cols["w"].extend(wasserstein_batch(refs, hyps, threads).tolist())
                 for reg in self.options.sinkhorn_regs:
-                    cols[f"sd_{reg:g}"].extend(sinkhorn_divergence(x.cpu().numpy(), y.cpu().numpy(), reg)
-                                               for x, y in zip(refs, hyps, strict=False))
+                    cols[f"sd_{reg:g}"].extend(
+                        sinkhorn_divergence(x.cpu().numpy(), y.cpu().numpy(), reg)
+                        for x, y in zip(refs, hyps, strict=False)
+                    )
             for key in (key for pair_keys in group_keys for key in pair_keys):
                 uses[key] -= 1
                 if not uses[key]:
@@ -341,8 +375,13 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
         return Scores(primary="w", columns=cols)
 
     def describe(self) -> dict[str, Any]:
-        return {"layers": self.layers, "layer": self.layers[-1], "idf": self.options.idf,
-                "sinkhorn_regs": self.options.sinkhorn_regs, **self.encoder.describe()}
+        return {
+            "layers": self.layers,
+            "layer": self.layers[-1],
+            "idf": self.options.idf,
+            "sinkhorn_regs": self.options.sinkhorn_regs,
+            **self.encoder.describe(),
+        }
 
 
 def check_values(options: dict[str, Any]) -> None:

@@ -153,8 +153,10 @@ class MetricInfo:
 
     def __post_init__(self) -> None:
         if self.multi_reference not in (None, *MULTI_REFERENCE):
-            raise ValueError(f"metric {self.name}: multi_reference must be one of {', '.join(MULTI_REFERENCE)} "
-                             f"or None, got {self.multi_reference!r}")
+            raise ValueError(
+                f"metric {self.name}: multi_reference must be one of {', '.join(MULTI_REFERENCE)} "
+                f"or None, got {self.multi_reference!r}"
+            )
 
     @property
     def options(self) -> dict[str, tuple[type, Any]]:
@@ -188,10 +190,14 @@ class MetricInfo:
         policy = options.get(REFERENCE_POLICY)
         if policy is not None:
             if policy not in REFERENCE_POLICIES:
-                raise UserError(f"{where}.{REFERENCE_POLICY} must be one of {', '.join(REFERENCE_POLICIES)}, got {policy!r}")
+                raise UserError(
+                    f"{where}.{REFERENCE_POLICY} must be one of {', '.join(REFERENCE_POLICIES)}, got {policy!r}"
+                )
             if not self.reads_references(options):
-                raise UserError(f"{where}: metric {self.name} reads no references with these options, "
-                                f"so {REFERENCE_POLICY} does not apply")
+                raise UserError(
+                    f"{where}: metric {self.name} reads no references with these options, "
+                    f"so {REFERENCE_POLICY} does not apply"
+                )
         if self.check_values is not None:
             try:
                 self.check_values(options)
@@ -202,7 +208,9 @@ class MetricInfo:
         """The options a cell runs with: each of the metric's options as given or its default, the
         harness options only where given (so the ids of cells that do not set them stay as they were); checked."""
         out = {key: given.get(key, default) for key, (_, default) in self.options.items()}
-        out.update({key: value for key, value in given.items() if key not in out})  # harness options (and unknown names)
+        out.update(
+            {key: value for key, value in given.items() if key not in out}
+        )  # harness options (and unknown names)
         self.check_options(out, where)
         return out
 
@@ -225,8 +233,10 @@ class MetricInfo:
 
 def no_reference_policy(metric: str, most: int) -> str:
     """The one line for a one-reference metric given items with up to `most` references and no policy."""
-    return (f"{metric} cannot use several references per item (dataset has up to {most}); "
-            f"set the option {REFERENCE_POLICY}: {'|'.join(REFERENCE_POLICIES)}")
+    return (
+        f"{metric} cannot use several references per item (dataset has up to {most}); "
+        f"set the option {REFERENCE_POLICY}: {'|'.join(REFERENCE_POLICIES)}"
+    )
 
 
 def one_reference_items(items: Sequence[Item], policy: str) -> tuple[list[Item], list[int]]:
@@ -238,7 +248,9 @@ def one_reference_items(items: Sequence[Item], policy: str) -> tuple[list[Item],
     return pairs, [len(it.references) for it in items]
 
 
-def aggregate_references(values: Sequence[float], counts: Sequence[int], policy: str, higher_is_better: bool) -> list[float]:
+def aggregate_references(
+    values: Sequence[float], counts: Sequence[int], policy: str, higher_is_better: bool
+) -> list[float]:
     """Per item, the values of its consecutive `counts` rows reduced to one: `mean`, or for `max` the
     best (the largest, or the smallest for a lower-is-better metric). NaN stays NaN."""
     array = np.asarray(values, dtype=np.float64)
@@ -259,8 +271,9 @@ class ReferencePolicy:
     column's best, as bert_score does for P, R and F); `first` scores the first reference only.
     Where every item has one reference it passes the items straight through."""
 
-    def __init__(self, inner: Scorer, metric: str, higher_is_better: bool, *, declared: str | None,
-                 given: str | None) -> None:
+    def __init__(
+        self, inner: Scorer, metric: str, higher_is_better: bool, *, declared: str | None, given: str | None
+    ) -> None:
         self.inner = inner
         self.metric = metric
         self.higher_is_better = higher_is_better
@@ -296,9 +309,12 @@ class ReferencePolicy:
         if policy == "first":
             return scores
         with timer.phase("references"):
-            columns = {name: aggregate_references(values, counts, policy,
-                                                  self.higher_is_better != (name in scores.opposite_direction))
-                       for name, values in scores.columns.items()}
+            columns = {
+                name: aggregate_references(
+                    values, counts, policy, self.higher_is_better != (name in scores.opposite_direction)
+                )
+                for name, values in scores.columns.items()
+            }
         return Scores(primary=scores.primary, columns=columns, opposite_direction=scores.opposite_direction)
 
     def describe(self) -> dict[str, Any]:

@@ -68,8 +68,10 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
                     hyp = [emb[it.hypothesis] for it in pairs]
                     ref = [emb[it.reference] for it in pairs]
                     p, r, f = greedy_match(
-                        pad_tensors([h[0] for h in hyp]), pad_tensors([h[1] for h in hyp]),
-                        pad_tensors([x[0] for x in ref]), pad_tensors([x[1] for x in ref]),
+                        pad_tensors([h[0] for h in hyp]),
+                        pad_tensors([h[1] for h in hyp]),
+                        pad_tensors([x[0] for x in ref]),
+                        pad_tensors([x[1] for x in ref]),
                     )
                     cols["precision"] += p.tolist()
                     cols["recall"] += r.tolist()

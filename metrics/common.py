@@ -85,7 +85,9 @@ def idf_table(references: Sequence[Sequence[int]]) -> tuple[dict[int, float], fl
     return {tok: math.log((m + 1) / (c + 1)) for tok, c in df.items()}, math.log(m + 1)
 
 
-def token_weights(ids: Sequence[int], special_ids: frozenset[int], idf: dict[int, float] | None, unseen: float) -> torch.Tensor:
+def token_weights(
+    ids: Sequence[int], special_ids: frozenset[int], idf: dict[int, float] | None, unseen: float
+) -> torch.Tensor:
     """Per-token weights: idf (or 1), 0 for special tokens."""
     if idf is None:
         w = [0.0 if t in special_ids else 1.0 for t in ids]

@@ -94,8 +94,9 @@ class PreparedBatch:
     mask: torch.Tensor
 
 
-def prepared_batches(encoder: Encoder, texts: Sequence[str], batch_size: int, tokens: int | None = None,
-                     slice_texts: int | None = None) -> Iterator[PreparedBatch]:
+def prepared_batches(
+    encoder: Encoder, texts: Sequence[str], batch_size: int, tokens: int | None = None, slice_texts: int | None = None
+) -> Iterator[PreparedBatch]:
     """`texts` tokenised and padded into model batches, longest first: sorted by token count and
     cut by `group_sorted` (at most `batch_size` texts, or the `tokens` budget).
 
@@ -145,8 +146,14 @@ class Prefetcher(Generic[T]):
     wait and `wait_s` is time the device sat idle for want of input. When an item is ready there
     is no synchronisation, and the next batch's kernels queue behind the last ones."""
 
-    def __init__(self, source: Iterable[T], *, threaded: bool = True, depth: int = PREFETCH_DEPTH,
-                 before_wait: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        source: Iterable[T],
+        *,
+        threaded: bool = True,
+        depth: int = PREFETCH_DEPTH,
+        before_wait: Callable[[], None] = lambda: None,
+    ) -> None:
         self._source = iter(source)
         self.threaded = threaded
         self.before_wait = before_wait
@@ -286,8 +293,9 @@ def embed_pairs(
 class AlignerScorer(ScorerBase[L]):
     """A scorer comparing token clouds of one encoder layer (`options.layer`) with an aligner (MoverScore, XMoverScore)."""
 
-    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
-                 aligner: str | None = None) -> None:
+    def __init__(
+        self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int, aligner: str | None = None
+    ) -> None:
         super().__init__(options, device, batch_size)
         self.aligner = get_aligner(aligner or "wmd")
         self.encoder = load_encoder(encoder_ref, device, needed_layer=self.options.layer)

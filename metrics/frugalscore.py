@@ -21,8 +21,9 @@ from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
 
 
-def pair_scores(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                token_type_ids: torch.Tensor | None) -> torch.Tensor:
+def pair_scores(
+    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None
+) -> torch.Tensor:
     """The single regression output of the cross-encoder per pair, [B]."""
     extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
     with torch.inference_mode():
@@ -47,19 +48,28 @@ class FrugalScoreScorer(ScorerBase[FrugalScoreOptions]):
         self.lm = load_model(encoder_ref, "cross-encoder", device)
         labels = getattr(self.lm.model.config, "num_labels", 1)
         if labels != 1:
-            raise UserError(f"{encoder_ref.label}: a FrugalScore student has one output, this model has {labels} labels")
+            raise UserError(
+                f"{encoder_ref.label}: a FrugalScore student has one output, this model has {labels} labels"
+            )
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         tok = self.lm.tokenizer
         with timer.phase("tokenize"):
-            enc = tok([it.hypothesis for it in items], [it.reference for it in items],
-                      truncation=True, max_length=self.options.max_length)
+            enc = tok(
+                [it.hypothesis for it in items],
+                [it.reference for it in items],
+                truncation=True,
+                max_length=self.options.max_length,
+            )
 
         def batch_scores(batch: list[int]) -> list[float]:
             padded = tok.pad({k: [enc[k][i] for i in batch] for k in enc.keys()}, return_tensors="pt")
-            return pair_scores(self.lm.model, padded["input_ids"].to(self.device),
-                               padded["attention_mask"].to(self.device),
-                               padded["token_type_ids"].to(self.device) if "token_type_ids" in padded else None).tolist()
+            return pair_scores(
+                self.lm.model,
+                padded["input_ids"].to(self.device),
+                padded["attention_mask"].to(self.device),
+                padded["token_type_ids"].to(self.device) if "token_type_ids" in padded else None,
+            ).tolist()
 
         with timer.phase("encode"):
             out = length_sorted_map(batch_scores, [len(ids) for ids in enc["input_ids"]], self.batch_size)

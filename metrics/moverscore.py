@@ -37,8 +37,10 @@ BATCH_PAIRS = 32  # pairs padded into one batch (sorted by size)
 def kept_tokens(tok: Tokenized, stop_words: frozenset[str]) -> list[bool]:
     """Tokens that carry mass: word starts that are neither punctuation, special, nor stop words."""
     return [
-        tok.word_start[j] and not tok.special[j]
-        and tok.surface(j) not in PUNCTUATION and tok.surface(j).lower() not in stop_words
+        tok.word_start[j]
+        and not tok.special[j]
+        and tok.surface(j) not in PUNCTUATION
+        and tok.surface(j).lower() not in stop_words
         for j in range(len(tok.ids))
     ]
 
@@ -51,12 +53,20 @@ def ngram_cloud(emb: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, np.
     n = min(n, len(w))
     starts = range(len(w) - n + 1)
     mass = np.array([w[i : i + n].sum() for i in starts])
-    grams = np.stack([(w[i : i + n, None] / (mass[k] + 1e-30) * emb[i : i + n]).sum(axis=0) for k, i in enumerate(starts)])
+    grams = np.stack(
+        [(w[i : i + n, None] / (mass[k] + 1e-30) * emb[i : i + n]).sum(axis=0) for k, i in enumerate(starts)]
+    )
     return grams, mass
 
 
-def cloud(tok: Tokenized, hidden: torch.Tensor, idf: dict[int, float] | None, unseen: float,
-          stop_words: frozenset[str], n_gram: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def cloud(
+    tok: Tokenized,
+    hidden: torch.Tensor,
+    idf: dict[int, float] | None,
+    unseen: float,
+    stop_words: frozenset[str],
+    n_gram: int = 1,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(embeddings [k, D] float64 on the states' device, weights [k] float64 on the CPU) of the kept
     tokens (or their n-grams) of one text; `unit_rows` normalises the embeddings, batched."""
     keep = kept_tokens(tok, stop_words)
@@ -93,8 +103,9 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
 
     options_class = MoverScoreOptions
 
-    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
-                 aligner: str | None = None) -> None:
+    def __init__(
+        self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int, aligner: str | None = None
+    ) -> None:
         super().__init__(encoder_ref, options, device, batch_size, aligner)
         self.stop_words = frozenset(w.lower() for w in (self.options.stop_words or []))
         self.idf_tables = SidedIdf()
@@ -111,30 +122,54 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
         threads = torch.get_num_threads()
         idf = self.idf_tables
         distances: list[float] = []
-        stream = embed_pairs(self.encoder, [(it.reference, it.hypothesis) for it in items], self.layer,
-                             self.batch_size, timer)
+        stream = embed_pairs(
+            self.encoder, [(it.reference, it.hypothesis) for it in items], self.layer, self.batch_size, timer
+        )
         for start in range(0, len(items), GROUP_PAIRS):
             group = list(islice(stream, GROUP_PAIRS))  # encodes when needed, timed as encode
             with timer.phase("distance"):
-                refs = [cloud(*ref, idf.reference, idf.unseen_reference, self.stop_words, self.options.n_gram)
-                        for ref, _ in group]
-                hyps = [cloud(*hyp, idf.hypothesis, idf.unseen_hypothesis, self.stop_words, self.options.n_gram)
-                        for _, hyp in group]
+                refs = [
+                    cloud(*ref, idf.reference, idf.unseen_reference, self.stop_words, self.options.n_gram)
+                    for ref, _ in group
+                ]
+                hyps = [
+                    cloud(*hyp, idf.hypothesis, idf.unseen_hypothesis, self.stop_words, self.options.n_gram)
+                    for _, hyp in group
+                ]
                 for it, (_, a), (_, b) in zip(items[start:], refs, hyps, strict=False):
                     if not len(a) or not len(b) or a.sum() <= 0 or b.sum() <= 0:
-                        raise ValueError(f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
-                                         "after removing subwords, punctuation and stop words")
-                batches = pad_pairs(self.aligner, [x for x, _ in refs], [a for _, a in refs], [y for y, _ in hyps],
-                                    [b for _, b in hyps], threads, BATCH_PAIRS, points=unit_rows)
+                        raise ValueError(
+                            f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
+                            "after removing subwords, punctuation and stop words"
+                        )
+                batches = pad_pairs(
+                    self.aligner,
+                    [x for x, _ in refs],
+                    [a for _, a in refs],
+                    [y for y, _ in hyps],
+                    [b for _, b in hyps],
+                    threads,
+                    BATCH_PAIRS,
+                    points=unit_rows,
+                )
             with timer.phase("transport"):
                 distances.extend(transport_pairs(self.aligner, batches, threads).tolist())
         scores = [moverscore_from_distance(d, self.options.score_form) for d in distances]
-        return Scores(primary="moverscore", columns={"moverscore": scores, "distance": distances},
-                      opposite_direction=("distance",))
+        return Scores(
+            primary="moverscore",
+            columns={"moverscore": scores, "distance": distances},
+            opposite_direction=("distance",),
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"layer": self.layer, "idf": self.options.idf, "aligner": self.aligner.name,
-                "n_gram": self.options.n_gram, "score_form": self.options.score_form, **self.encoder.describe()}
+        return {
+            "layer": self.layer,
+            "idf": self.options.idf,
+            "aligner": self.aligner.name,
+            "n_gram": self.options.n_gram,
+            "score_form": self.options.score_form,
+            **self.encoder.describe(),
+        }
 
 
 def check_values(options: dict[str, Any]) -> None:
@@ -143,8 +178,10 @@ def check_values(options: dict[str, Any]) -> None:
     if options.get("n_gram") is not None and options["n_gram"] < 1:
         raise UserError(f"n_gram must be >= 1, got {options['n_gram']}")
     if options.get("score_form") not in (None, "one_minus", "inverse"):
-        raise UserError(f"score_form must be one_minus (1 - distance) or inverse (1 / (1 + distance)), "
-                        f"got {options['score_form']!r}")
+        raise UserError(
+            f"score_form must be one_minus (1 - distance) or inverse (1 / (1 + distance)), "
+            f"got {options['score_form']!r}"
+        )
 
 
 INFO = MetricInfo(

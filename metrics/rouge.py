@@ -61,8 +61,12 @@ class RougeScorer(ScorerBase[RougeOptions]):
         return Scores(primary="fmeasure", columns=cols)
 
     def describe(self) -> dict[str, Any]:
-        return {**NO_MODEL, "library": {"rouge-score": version("rouge-score")}, "rouge_type": self.rouge_type,
-                "use_stemmer": self.options.use_stemmer}
+        return {
+            **NO_MODEL,
+            "library": {"rouge-score": version("rouge-score")},
+            "rouge_type": self.rouge_type,
+            "use_stemmer": self.options.use_stemmer,
+        }
 
 
 def rouge_info(rouge_type: str) -> MetricInfo:
@@ -74,7 +78,7 @@ def rouge_info(rouge_type: str) -> MetricInfo:
     return MetricInfo(
         name=rouge_type,
         description=f"{rouge_type} (rouge_score RougeScorer; 0-1): P, R, F (F primary), several references: the best by F; "
-                    "English-only tokenizer; runs no model",
+        "English-only tokenizer; runs no model",
         needs=("reference",),
         higher_is_better=True,
         corpus_state=False,

@@ -104,8 +104,14 @@ class SentBleuScorer(SacrebleuScorer[SentBleuOptions]):
     def library_metric(self) -> Metric:
         """BLEU as `sacrebleu.sentence_bleu` builds it (with its default use_effective_order=True)."""
         o = self.options
-        return BLEU(lowercase=o.lowercase, tokenize=o.tokenize, force=False, smooth_method=o.smooth_method,
-                    smooth_value=o.smooth_value, effective_order=True)
+        return BLEU(
+            lowercase=o.lowercase,
+            tokenize=o.tokenize,
+            force=False,
+            smooth_method=o.smooth_method,
+            smooth_value=o.smooth_value,
+            effective_order=True,
+        )
 
 
 class ChrfScorer(SacrebleuScorer[ChrfOptions]):
@@ -115,8 +121,13 @@ class ChrfScorer(SacrebleuScorer[ChrfOptions]):
     def library_metric(self) -> Metric:
         """CHRF as `sacrebleu.sentence_chrf` builds it."""
         o = self.options
-        return CHRF(char_order=o.char_order, word_order=o.word_order, beta=o.beta,
-                    whitespace=not o.remove_whitespace, eps_smoothing=o.eps_smoothing)
+        return CHRF(
+            char_order=o.char_order,
+            word_order=o.word_order,
+            beta=o.beta,
+            whitespace=not o.remove_whitespace,
+            eps_smoothing=o.eps_smoothing,
+        )
 
 
 def check_bleu(options: dict[str, Any]) -> None:
@@ -155,7 +166,7 @@ SENTBLEU_INFO = MetricInfo(
 CHRF_INFO = MetricInfo(
     name="chrf",
     description="chrF (sacrebleu.sentence_chrf, its defaults; 0-100; word_order=2 is chrF++); runs no model; "
-                "signature recorded",
+    "signature recorded",
     needs=("reference",),
     higher_is_better=True,
     corpus_state=False,

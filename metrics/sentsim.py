@@ -68,8 +68,11 @@ class SentSimScorer(ScorerBase[SentSimOptions]):
         super().__init__(options, device, batch_size)
         self.sentence = load_encoder(encoder_ref, device)
         word_ref = EncoderRef(self.options.word_encoder) if self.options.word_encoder else encoder_ref
-        self.word: Encoder = self.sentence if word_ref == encoder_ref and self.options.layer is None else \
-            load_encoder(word_ref, device, needed_layer=self.options.layer)
+        self.word: Encoder = (
+            self.sentence
+            if word_ref == encoder_ref and self.options.layer is None
+            else load_encoder(word_ref, device, needed_layer=self.options.layer)
+        )
         self.layer = self.options.layer if self.options.layer is not None else self.word.layers_run
 
     def prepare(self, items: Sequence[Item]) -> None:
@@ -98,7 +101,11 @@ class SentSimScorer(ScorerBase[SentSimOptions]):
         for chunk in chunks(items):
             texts = [t for it in chunk for t in (it.hypothesis, self._other(it))]
             sent = embed_texts(self.sentence, texts, self.sentence.layers_run, self.batch_size, timer)
-            words = sent if self.word is self.sentence else embed_texts(self.word, texts, self.layer, self.batch_size, timer)
+            words = (
+                sent
+                if self.word is self.sentence
+                else embed_texts(self.word, texts, self.layer, self.batch_size, timer)
+            )
             with timer.phase("sentence"):
                 for it in chunk:
                     u, v = mean_pool(sent[it.hypothesis][1]), mean_pool(sent[self._other(it)][1])
@@ -110,13 +117,19 @@ class SentSimScorer(ScorerBase[SentSimOptions]):
             is_distance = self.options.token_part != "bertscore"
             sentsim = combine(min_max(cosine), min_max(token), is_distance)
         token_column = f"token_{self.options.token_part}"
-        return Scores(primary="sentsim",
-                      columns={"sentsim": sentsim.tolist(), "sentence_cosine": cosine, token_column: token},
-                      opposite_direction=(token_column,) if is_distance else ())
+        return Scores(
+            primary="sentsim",
+            columns={"sentsim": sentsim.tolist(), "sentence_cosine": cosine, token_column: token},
+            opposite_direction=(token_column,) if is_distance else (),
+        )
 
     def describe(self) -> dict[str, Any]:
-        out = {"layer": self.layer, "against": self.options.against, "token_part": self.options.token_part,
-               **self.sentence.describe()}
+        out = {
+            "layer": self.layer,
+            "against": self.options.against,
+            "token_part": self.options.token_part,
+            **self.sentence.describe(),
+        }
         if self.word is not self.sentence:
             word = self.word.describe()
             out = {**with_second_model(out, word), "word_encoder": word["source"]}

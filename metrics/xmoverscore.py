@@ -77,8 +77,9 @@ class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):
 
     options_class = XMoverScoreOptions
 
-    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int,
-                 aligner: str | None = None) -> None:
+    def __init__(
+        self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int, aligner: str | None = None
+    ) -> None:
         super().__init__(encoder_ref, options, device, batch_size, aligner)
         self.lm = load_model(EncoderRef(self.options.lm), "causal-lm", device) if self.options.lm else None
         self.maps: dict[str, np.ndarray] = {}
@@ -123,7 +124,9 @@ class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):
             raise ValueError("xmoverscore needs a source text for every item; this dataset has blank sources")
         xmover: list[float] = []
         pairs = [(it.source, it.hypothesis) for it in items]
-        for it, (src, hyp) in zip(items, embed_pairs(self.encoder, pairs, self.layer, self.batch_size, timer), strict=False):
+        for it, (src, hyp) in zip(
+            items, embed_pairs(self.encoder, pairs, self.layer, self.batch_size, timer), strict=False
+        ):
             with timer.phase("distance"):
                 x, a = self._cloud(*src, it.lp if self.options.mapping else None)
                 y, b = self._cloud(*hyp, None)
@@ -139,8 +142,13 @@ class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):
         return Scores(primary="combined" if self.lm is not None else "xmoverscore", columns=cols)
 
     def describe(self) -> dict[str, Any]:
-        out = {"layer": self.layer, "aligner": self.aligner.name, "mapping": self.options.mapping,
-               "n_gram": self.options.n_gram, **self.encoder.describe()}
+        out = {
+            "layer": self.layer,
+            "aligner": self.aligner.name,
+            "mapping": self.options.mapping,
+            "n_gram": self.options.n_gram,
+            **self.encoder.describe(),
+        }
         if self.lm is not None:
             lm = self.lm.describe()
             out = {**with_second_model(out, lm), "lm": lm["source"], "lm_weight": self.options.lm_weight}

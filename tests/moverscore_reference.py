@@ -22,13 +22,23 @@ def load_moverscore_v2(model_name: str) -> types.ModuleType:
         ("from transformers import *", "from transformers import AutoModel, AutoTokenizer"),
         ("model_name = 'distilbert-base-uncased'", f"model_name = {model_name!r}"),
         ("device = 'cuda:0'", "device = 'cpu'"),
-        ("config = DistilBertConfig.from_pretrained(model_name, output_hidden_states=True, output_attentions=True)", ""),
-        ("tokenizer = DistilBertTokenizer.from_pretrained(model_name, do_lower_case=True)",
-         "tokenizer = AutoTokenizer.from_pretrained(model_name)"),
-        ("model = DistilBertModel.from_pretrained(model_name, config=config)", "model = AutoModel.from_pretrained(model_name)"),
+        (
+            "config = DistilBertConfig.from_pretrained(model_name, output_hidden_states=True, output_attentions=True)",
+            "",
+        ),
+        (
+            "tokenizer = DistilBertTokenizer.from_pretrained(model_name, do_lower_case=True)",
+            "tokenizer = AutoTokenizer.from_pretrained(model_name)",
+        ),
+        (
+            "model = DistilBertModel.from_pretrained(model_name, config=config)",
+            "model = AutoModel.from_pretrained(model_name)",
+        ),
         ("tokenizer.max_len", "tokenizer.model_max_length"),
-        ("output, x_encoded_layers, _ = model(input_ids = x, attention_mask = attention_mask)",
-         "x_encoded_layers = model(input_ids = x, attention_mask = attention_mask, output_hidden_states=True).hidden_states"),
+        (
+            "output, x_encoded_layers, _ = model(input_ids = x, attention_mask = attention_mask)",
+            "x_encoded_layers = model(input_ids = x, attention_mask = attention_mask, output_hidden_states=True).hidden_states",
+        ),
         ("np.float)", "np.float64)"),
         ("import matplotlib.pyplot as plt", ""),
     ]

@@ -37,4 +37,11 @@ def random_case(seed: int) -> dict[str, Any]:
         if named and n > n_sys:
             names[-1] = ""  # a segment without a system is left out of the system level
         systems += names if named else [""] * n
-    return {"scores": scores, "baseline": baseline, "human": human, "lps": lps, "systems": systems, "higher_is_better": seed % 4 != 1}
+    return {
+        "scores": scores,
+        "baseline": baseline,
+        "human": human,
+        "lps": lps,
+        "systems": systems,
+        "higher_is_better": seed % 4 != 1,
+    }

@@ -9,8 +9,18 @@ import pytest
 import torch
 
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.alignment import (ALIGNERS, align, align_batch, euclidean_cost, exact_transport, get_aligner,
-                                        parallel, rwmd, wcd, wmd)
+from nlgbench.metrics.alignment import (
+    ALIGNERS,
+    align,
+    align_batch,
+    euclidean_cost,
+    exact_transport,
+    get_aligner,
+    parallel,
+    rwmd,
+    wcd,
+    wmd,
+)
 
 
 def test_identical_texts_are_at_distance_zero() -> None:
@@ -105,17 +115,28 @@ def test_exact_transport_is_pots_emd_and_emd2() -> None:
         assert value == ot.emd2(a, b, cost)
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device here"))])
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")),
+    ],
+)
 @pytest.mark.parametrize("name", sorted(ALIGNERS))
 def test_batched_aligners_equal_per_pair(name: str, device: str) -> None:
     rng = np.random.default_rng(5)
     refs, hyps = _clouds(rng, 40), _clouds(rng, 40)
     per_pair = np.array([align(name, x, a, y, b) for (x, a), (y, b) in zip(refs, hyps)])
     for threads, batch_pairs in ((1, 64), (3, 7)):  # one padded batch; 6 batches sorted by size, 3 threads
-        batched = align_batch(name, [torch.from_numpy(x).to(device) for x, _ in refs],
-                              [torch.from_numpy(a) for _, a in refs], [torch.from_numpy(y).to(device) for y, _ in hyps],
-                              [torch.from_numpy(b) for _, b in hyps], threads, batch_pairs)
+        batched = align_batch(
+            name,
+            [torch.from_numpy(x).to(device) for x, _ in refs],
+            [torch.from_numpy(a) for _, a in refs],
+            [torch.from_numpy(y).to(device) for y, _ in hyps],
+            [torch.from_numpy(b) for _, b in hyps],
+            threads,
+            batch_pairs,
+        )
         assert batched.device.type == "cpu" and batched.dtype == torch.float64 and batched.shape == (40,)
         # costs from torch's batched product instead of NumPy's: |x|^2, |y|^2 < 60 (d = 16), distances > 1,
         # so each cost moves by <= (d + 2) u 4 * 60 / (2 * 1) = 2.4e-13 and each distance (a mean of costs,

@@ -35,18 +35,21 @@ def test_version_is_one_number_everywhere(capsys: pytest.CaptureFixture[str]) ->
     assert importlib.metadata.version("nlgbench") == nlgbench.__version__
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: nlgbench.score(HYPS, REFS[:2], encoder="x"), "references has 2 items but hypotheses has 3"),
-    (lambda: nlgbench.score("one string", REFS), "hypotheses must be a list of strings"),
-    (lambda: nlgbench.score(HYPS, None), "metric 'bertscore' needs references"),
-    (lambda: nlgbench.score(HYPS, REFS, metric="bertscor"), "bertscore"),
-    (lambda: nlgbench.score(HYPS, REFS, idf="yes"), "idf must be bool"),
-    (lambda: nlgbench.score(HYPS, REFS, nonsense=1), "nonsense"),
-    (lambda: nlgbench.score(HYPS, ["", "b", "c"]), "blank"),
-    (lambda: nlgbench.score(HYPS, REFS, device="gpu"), "unknown device 'gpu'"),
-    (lambda: nlgbench.score(HYPS, REFS, batch_size=0), "batch_size must be an integer >= 1"),
-    (lambda: nlgbench.load_run("/nonexistent/run"), "no results.csv"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: nlgbench.score(HYPS, REFS[:2], encoder="x"), "references has 2 items but hypotheses has 3"),
+        (lambda: nlgbench.score("one string", REFS), "hypotheses must be a list of strings"),
+        (lambda: nlgbench.score(HYPS, None), "metric 'bertscore' needs references"),
+        (lambda: nlgbench.score(HYPS, REFS, metric="bertscor"), "bertscore"),
+        (lambda: nlgbench.score(HYPS, REFS, idf="yes"), "idf must be bool"),
+        (lambda: nlgbench.score(HYPS, REFS, nonsense=1), "nonsense"),
+        (lambda: nlgbench.score(HYPS, ["", "b", "c"]), "blank"),
+        (lambda: nlgbench.score(HYPS, REFS, device="gpu"), "unknown device 'gpu'"),
+        (lambda: nlgbench.score(HYPS, REFS, batch_size=0), "batch_size must be an integer >= 1"),
+        (lambda: nlgbench.load_run("/nonexistent/run"), "no results.csv"),
+    ],
+)
 def test_bad_input_is_one_clear_error(call, message: str) -> None:
     with pytest.raises(UserError) as err:
         call()
@@ -72,12 +75,27 @@ def test_score_outputs_and_options_on_a_tiny_model(tiny_dir: Path) -> None:
     assert len(wcd) == 3 and wcd != wmd
 
 
-def test_cli_score_writes_what_the_api_returns(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_score_writes_what_the_api_returns(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "refs.txt").write_text("\n".join(REFS) + "\n", encoding="utf-8")
     (tmp_path / "hyps.txt").write_text("\n".join(HYPS) + "\n", encoding="utf-8")
     out = tmp_path / "scores.csv"
-    code = main(["score", "--encoder", str(tiny_dir), "-r", str(tmp_path / "refs.txt"), "-c", str(tmp_path / "hyps.txt"),
-                 "--option", "idf=true", "--out", str(out)])
+    code = main(
+        [
+            "score",
+            "--encoder",
+            str(tiny_dir),
+            "-r",
+            str(tmp_path / "refs.txt"),
+            "-c",
+            str(tmp_path / "hyps.txt"),
+            "--option",
+            "idf=true",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     with out.open(encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -86,13 +104,18 @@ def test_cli_score_writes_what_the_api_returns(tiny_dir: Path, tmp_path: Path, c
     assert [float(r["score"]) for r in rows] == expected
     assert "3 scores" in capsys.readouterr().err
     (tmp_path / "short.txt").write_text("one line\n", encoding="utf-8")
-    assert main(["score", "--encoder", str(tiny_dir), "-r", str(tmp_path / "short.txt"), "-c", str(tmp_path / "hyps.txt")]) == 2
+    assert (
+        main(["score", "--encoder", str(tiny_dir), "-r", str(tmp_path / "short.txt"), "-c", str(tmp_path / "hyps.txt")])
+        == 2
+    )
     assert "short.txt has 1 lines but candidates file" in capsys.readouterr().err
     assert main(["score", "-c", str(tmp_path / "missing.txt"), "-r", str(tmp_path / "refs.txt")]) == 2
     assert "candidates file not found" in capsys.readouterr().err
 
 
-needs_minilm = pytest.mark.skipif(local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache (scripts/get_models.py)")
+needs_minilm = pytest.mark.skipif(
+    local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache (scripts/get_models.py)"
+)
 
 
 @pytest.mark.slow
@@ -103,8 +126,9 @@ def test_score_equals_bert_score_package() -> None:
     items = load_dataset("wmt16", max_segments=20).items
     hyps, refs = [it.hypothesis for it in items], [it.reference for it in items]
     ours = nlgbench.score(hyps, refs, metric="bertscore", encoder="all-MiniLM-L6-v2", batch_size=32)
-    _, _, f1 = bert_score.score(hyps, refs, model_type=MINILM, num_layers=6, batch_size=32, device="cpu",
-                                use_fast_tokenizer=True, nthreads=0)
+    _, _, f1 = bert_score.score(
+        hyps, refs, model_type=MINILM, num_layers=6, batch_size=32, device="cpu", use_fast_tokenizer=True, nthreads=0
+    )
     assert np.abs(np.array(ours) - f1.numpy()).max() <= 1e-5  # bert_score's own tests: decimal=5 (custom_assertions.py)
 
 
@@ -114,7 +138,10 @@ def test_score_equals_the_sweep_cells_scores(tmp_path: Path) -> None:
     """The same items through `nlgbench.run` (a worker process) and `nlgbench.score` give the same
     scores: BERTScore with idf (corpus state over all items) and MoverScore-RWMD."""
     spec = {
-        "name": "api", "datasets": [{"name": "wmt16", "max_segments": 8}], "repeats": 1, "batch_size": 16,
+        "name": "api",
+        "datasets": [{"name": "wmt16", "max_segments": 8}],
+        "repeats": 1,
+        "batch_size": 16,
         "metrics": [
             {"metric": "bertscore", "options": {"idf": True}, "encoders": ["all-MiniLM-L6-v2"]},
             {"metric": "moverscore", "encoders": ["all-MiniLM-L6-v2"], "aligners": ["rwmd"]},
@@ -129,8 +156,9 @@ def test_score_equals_the_sweep_cells_scores(tmp_path: Path) -> None:
         assert list(seg["seg_id"]) == [it.seg_id for it in items] and list(seg["lp"]) == [it.lp for it in items]
         options = {"idf": True} if row["metric"] == "bertscore" else {}
         aligner = "rwmd" if row["metric"] == "moverscore" else None
-        direct = nlgbench.score(hyps, refs, metric=row["metric"], encoder="all-MiniLM-L6-v2", aligner=aligner,
-                                batch_size=16, **options)
+        direct = nlgbench.score(
+            hyps, refs, metric=row["metric"], encoder="all-MiniLM-L6-v2", aligner=aligner, batch_size=16, **options
+        )
         # float32 encoders in two processes, same model and batch size: only the thread count can reorder sums;
         # F1 is a mean of max cosines in [-1, 1] of dot products of 384 terms, sqrt(384) u = 1.2e-6 -> 1e-6
         assert np.abs(np.array(direct) - seg["score"].to_numpy()).max() <= 1e-6

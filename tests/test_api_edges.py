@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import torch
@@ -66,7 +67,9 @@ def test_score_files_split_on_newline_only(tmp_path: Path, capsys: pytest.Captur
     assert len(set(expected)) == 1  # identical pairs: one score, the metric's maximum
 
 
-def test_identical_texts_with_u0085_score_one(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_identical_texts_with_u0085_score_one(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The issue's case: BERTScore of a file against itself is 1 on every line (0.664 on a shifted pair before)."""
     texts = ["the cat\u0085sat on the mat", "a dog ran in the park", "it is raining today"]
     path = write_lines(tmp_path / "t.txt", texts)
@@ -90,6 +93,7 @@ def test_score_files_of_different_line_counts_are_refused(tmp_path: Path, capsys
 
 def no_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if `score` reaches the scoring (the argument checks must come first)."""
+
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("scored before the arguments were checked")
 
@@ -97,23 +101,29 @@ def no_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("out", ["folder", "missing/x.csv"])
-def test_score_out_is_checked_before_scoring(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch, out: str) -> None:
+def test_score_out_is_checked_before_scoring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, out: str
+) -> None:
     (tmp_path / "folder").mkdir()
     path = write_lines(tmp_path / "h.txt", HYPS)
     no_scoring(monkeypatch)
-    message = user_error(capsys, "score", "--metric", "chrf", "-c", str(path), "-r", str(path), "--out", str(tmp_path / out))
+    message = user_error(
+        capsys, "score", "--metric", "chrf", "-c", str(path), "-r", str(path), "--out", str(tmp_path / out)
+    )
     assert str(tmp_path / out) in message
     assert not (tmp_path / "missing").exists()
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0"])
-def test_cuda_without_cuda_is_one_line(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch, device: str) -> None:
+def test_cuda_without_cuda_is_one_line(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
     """A CPU build of torch (or no GPU): one line naming the device, for the CLI and the API."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     path = write_lines(tmp_path / "h.txt", HYPS)
-    message = user_error(capsys, "score", "--encoder", str(tiny_dir), "-c", str(path), "-r", str(path), "--device", device)
+    message = user_error(
+        capsys, "score", "--encoder", str(tiny_dir), "-c", str(path), "-r", str(path), "--device", device
+    )
     assert f"device {device!r}" in message and "CUDA is not available" in message
     with pytest.raises(UserError, match="CUDA is not available"):
         nlgbench.score(HYPS, REFS, encoder=str(tiny_dir), device=device)
@@ -130,30 +140,39 @@ def generator_of(texts: list[str]) -> Any:
     return (t for t in texts)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: nlgbench.score(None, REFS), "hypotheses must be a list of strings, got NoneType"),
-    (lambda: nlgbench.score(5, REFS), "hypotheses must be a list of strings, got int"),
-    (lambda: nlgbench.score(HYPS, 5), "references must be a list of strings (or of lists of strings), got int"),
-    (lambda: nlgbench.score(HYPS, REFS, metric=None), "metric must be a registered metric's name, got None"),
-    (lambda: nlgbench.score(HYPS, REFS, metric=3), "metric must be a registered metric's name, got 3"),
-    (lambda: nlgbench.score(HYPS, REFS, metric=""), "metric must be a registered metric's name, got ''"),
-    (lambda: nlgbench.score(HYPS, REFS, encoder=""), "encoder is empty"),
-    (lambda: nlgbench.score(HYPS, REFS, metric="chrf", device=None), "unknown device None"),
-    (lambda: nlgbench.run(None), "spec must be a spec file's path, a dict or a SweepSpec, got NoneType"),
-    (lambda: nlgbench.run(5), "spec must be a spec file's path, a dict or a SweepSpec, got int"),
-    (lambda: nlgbench.run([1]), "spec must be a spec file's path, a dict or a SweepSpec, got list"),
-    (lambda: nlgbench.run({"name": "x"}, out=3), "out must be a folder's path, got int"),
-    (lambda: nlgbench.load_run(None), "path must be a run folder's path, got NoneType"),
-    (lambda: nlgbench.load_scores(None, "abc"), "path must be a run folder's path, got NoneType"),
-    (lambda: nlgbench.load_scores(".", None), "cell_id must be a cell's id (a folder name under cells/), got None"),
-    (lambda: nlgbench.load_scores(".", "../x"), "cell_id must be a cell's id (a folder name under cells/), got '../x'"),
-    (lambda: nlgbench.score(HYPS, ["a", "", "c"], metric="chrf"), "references line 2 is blank"),
-    (lambda: nlgbench.score(["a", " ", ""], REFS, metric="chrf"), "hypotheses line 2 is blank (2 blank in all)"),
-    (lambda: nlgbench.score(HYPS, ["a", 3, "c"], metric="chrf"), "references line 2 is int"),
-    (lambda: nlgbench.score(["a", "b", 3], REFS, metric="chrf"), "hypotheses line 3 is int, not a string"),
-    (lambda: nlgbench.score(HYPS, [["a"], ["b", " "], ["c"]], metric="chrf"), "references line 2, reference 2 is blank"),
-    (lambda: nlgbench.score(HYPS, [["a"], [], ["c"]], metric="chrf"), "references line 2 is an empty list"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: nlgbench.score(None, REFS), "hypotheses must be a list of strings, got NoneType"),
+        (lambda: nlgbench.score(5, REFS), "hypotheses must be a list of strings, got int"),
+        (lambda: nlgbench.score(HYPS, 5), "references must be a list of strings (or of lists of strings), got int"),
+        (lambda: nlgbench.score(HYPS, REFS, metric=None), "metric must be a registered metric's name, got None"),
+        (lambda: nlgbench.score(HYPS, REFS, metric=3), "metric must be a registered metric's name, got 3"),
+        (lambda: nlgbench.score(HYPS, REFS, metric=""), "metric must be a registered metric's name, got ''"),
+        (lambda: nlgbench.score(HYPS, REFS, encoder=""), "encoder is empty"),
+        (lambda: nlgbench.score(HYPS, REFS, metric="chrf", device=None), "unknown device None"),
+        (lambda: nlgbench.run(None), "spec must be a spec file's path, a dict or a SweepSpec, got NoneType"),
+        (lambda: nlgbench.run(5), "spec must be a spec file's path, a dict or a SweepSpec, got int"),
+        (lambda: nlgbench.run([1]), "spec must be a spec file's path, a dict or a SweepSpec, got list"),
+        (lambda: nlgbench.run({"name": "x"}, out=3), "out must be a folder's path, got int"),
+        (lambda: nlgbench.load_run(None), "path must be a run folder's path, got NoneType"),
+        (lambda: nlgbench.load_scores(None, "abc"), "path must be a run folder's path, got NoneType"),
+        (lambda: nlgbench.load_scores(".", None), "cell_id must be a cell's id (a folder name under cells/), got None"),
+        (
+            lambda: nlgbench.load_scores(".", "../x"),
+            "cell_id must be a cell's id (a folder name under cells/), got '../x'",
+        ),
+        (lambda: nlgbench.score(HYPS, ["a", "", "c"], metric="chrf"), "references line 2 is blank"),
+        (lambda: nlgbench.score(["a", " ", ""], REFS, metric="chrf"), "hypotheses line 2 is blank (2 blank in all)"),
+        (lambda: nlgbench.score(HYPS, ["a", 3, "c"], metric="chrf"), "references line 2 is int"),
+        (lambda: nlgbench.score(["a", "b", 3], REFS, metric="chrf"), "hypotheses line 3 is int, not a string"),
+        (
+            lambda: nlgbench.score(HYPS, [["a"], ["b", " "], ["c"]], metric="chrf"),
+            "references line 2, reference 2 is blank",
+        ),
+        (lambda: nlgbench.score(HYPS, [["a"], [], ["c"]], metric="chrf"), "references line 2 is an empty list"),
+    ],
+)
 def test_bad_api_arguments_are_one_clear_error(call: Callable[[], Any], message: str) -> None:
     with pytest.raises(UserError) as err:
         call()
@@ -171,7 +190,9 @@ def test_cli_blank_line_is_named_by_its_line(tmp_path: Path, capsys: pytest.Capt
     """The message's line number is the file's (1-based), as the output CSV's `line` column."""
     hyps = write_lines(tmp_path / "h.txt", HYPS)
     refs = write_lines(tmp_path / "r.txt", [REFS[0], " ", REFS[2]])
-    assert "references line 2 is blank" in user_error(capsys, "score", "--metric", "chrf", "-c", str(hyps), "-r", str(refs))
+    assert "references line 2 is blank" in user_error(
+        capsys, "score", "--metric", "chrf", "-c", str(hyps), "-r", str(refs)
+    )
 
 
 @pytest.mark.parametrize("flag", ["--metric", "--encoder"])
@@ -184,23 +205,32 @@ def test_cli_empty_metric_or_encoder_is_refused(tmp_path: Path, capsys: pytest.C
 # --------------------------------------------------------------------------- compare: bootstrap limits
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--seed", "-1"], "seed must be an integer >= 0, got -1"),
-    (["--resamples", "1"], f"at least {MIN_RESAMPLES} resamples"),
-    (["--resamples", "0"], f"at least {MIN_RESAMPLES} resamples"),
-    (["--resamples", "-5"], f"at least {MIN_RESAMPLES} resamples"),
-    (["--resamples", str(MIN_RESAMPLES - 1)], f"got {MIN_RESAMPLES - 1}"),
-])
-def test_compare_refuses_a_bootstrap_it_cannot_do(compare_run: Path, capsys: pytest.CaptureFixture[str],
-                                                  args: list[str], message: str) -> None:
-    assert message in user_error(capsys, "compare", str(compare_run), "--candidate", "poor", "--baseline", "good", *args)
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seed", "-1"], "seed must be an integer >= 0, got -1"),
+        (["--resamples", "1"], f"at least {MIN_RESAMPLES} resamples"),
+        (["--resamples", "0"], f"at least {MIN_RESAMPLES} resamples"),
+        (["--resamples", "-5"], f"at least {MIN_RESAMPLES} resamples"),
+        (["--resamples", str(MIN_RESAMPLES - 1)], f"got {MIN_RESAMPLES - 1}"),
+    ],
+)
+def test_compare_refuses_a_bootstrap_it_cannot_do(
+    compare_run: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert message in user_error(
+        capsys, "compare", str(compare_run), "--candidate", "poor", "--baseline", "good", *args
+    )
 
 
-@pytest.mark.parametrize("n_resamples, seed, message", [
-    (0, 0, "resamples must be an integer >= 1, got 0"),
-    (-5, 0, "resamples must be an integer >= 1, got -5"),
-    (MIN_RESAMPLES, -1, "seed must be an integer >= 0, got -1"),
-])
+@pytest.mark.parametrize(
+    "n_resamples, seed, message",
+    [
+        (0, 0, "resamples must be an integer >= 1, got 0"),
+        (-5, 0, "resamples must be an integer >= 1, got -5"),
+        (MIN_RESAMPLES, -1, "seed must be an integer >= 0, got -1"),
+    ],
+)
 def test_api_compare_refuses_no_bootstrap(compare_run: Path, n_resamples: int, seed: int, message: str) -> None:
     """The API's `compare` takes fewer resamples (tests, `write_report`), but not none, nor a negative seed."""
     from nlgbench.reporting.compare import compare
@@ -210,7 +240,9 @@ def test_api_compare_refuses_no_bootstrap(compare_run: Path, n_resamples: int, s
         compare(RunData.open(compare_run), "poor", "good", n_resamples=n_resamples, seed=seed)
 
 
-def test_compare_at_the_fewest_resamples_brackets_the_estimate(compare_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_at_the_fewest_resamples_brackets_the_estimate(
+    compare_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """At the minimum the paired interval holds the estimate (with 1 resample it did not) and p is a probability."""
     from nlgbench.reporting.compare import compare
     from nlgbench.runs.rundata import RunData
@@ -220,8 +252,23 @@ def test_compare_at_the_fewest_resamples_brackets_the_estimate(compare_run: Path
         row = result["rows"][0]
         assert row["delta_ci"][0] <= row["delta"] <= row["delta_ci"][1]
         assert 0 <= row["p_bootstrap"] <= 1
-    assert main(["compare", str(compare_run), "--candidate", "poor", "--baseline", "good",
-                 "--resamples", str(MIN_RESAMPLES), "--seed", "0"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(compare_run),
+                "--candidate",
+                "poor",
+                "--baseline",
+                "good",
+                "--resamples",
+                str(MIN_RESAMPLES),
+                "--seed",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert f"{MIN_RESAMPLES} resamples, seed 0" in capsys.readouterr().out
 
 
@@ -237,8 +284,9 @@ def test_help_documents_the_exit_statuses() -> None:
             assert status in flat, status
 
 
-def test_exit_statuses_are_the_documented_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exit_statuses_are_the_documented_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """2 for bad input (ours and argparse's), 130 for Ctrl-C; 0 and 1 by the cells (test_faults, test_runner)."""
     assert main(["compare", str(tmp_path / "nothing"), "--candidate", "a", "--baseline", "b"]) == 2
     with pytest.raises(SystemExit) as exit_info:

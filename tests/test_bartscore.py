@@ -19,13 +19,15 @@ from tiny import make_tiny_bart, make_tiny_bert
 
 ITEMS = [
     Item("de-en", i, "", src, ref, hyp, 0.0)
-    for i, (src, ref, hyp) in enumerate([
-        ("Die Katze sitzt.", "the cat sits on the mat", "a cat is sitting on a mat"),
-        ("Hunde bellen.", "dogs bark", "the dogs are barking loudly at the postman every single morning"),
-        ("Guten Morgen.", "good morning to you all", "morning"),
-        ("Es regnet.", "it is raining", "it rains"),
-        ("Ja.", "yes", "yes"),
-    ])
+    for i, (src, ref, hyp) in enumerate(
+        [
+            ("Die Katze sitzt.", "the cat sits on the mat", "a cat is sitting on a mat"),
+            ("Hunde bellen.", "dogs bark", "the dogs are barking loudly at the postman every single morning"),
+            ("Guten Morgen.", "good morning to you all", "morning"),
+            ("Es regnet.", "it is raining", "it rains"),
+            ("Ja.", "yes", "yes"),
+        ]
+    )
 ]
 
 
@@ -65,9 +67,13 @@ def test_every_direction_equals_direct_log_likelihood(bart_dir: Path, batch_size
 
 
 def test_prompt_goes_to_the_source_or_the_target(bart_dir: Path) -> None:
-    for position, src, tgt in [("source_suffix", "the cat sits on the mat Such as,", "a cat is sitting on a mat"),
-                               ("target_prefix", "the cat sits on the mat", "Such as, a cat is sitting on a mat")]:
-        scorer = BartScoreScorer(EncoderRef(str(bart_dir)), {"prompt": "Such as", "prompt_position": position}, "cpu", 4)
+    for position, src, tgt in [
+        ("source_suffix", "the cat sits on the mat Such as,", "a cat is sitting on a mat"),
+        ("target_prefix", "the cat sits on the mat", "Such as, a cat is sitting on a mat"),
+    ]:
+        scorer = BartScoreScorer(
+            EncoderRef(str(bart_dir)), {"prompt": "Such as", "prompt_position": position}, "cpu", 4
+        )
         got = scorer.score(ITEMS[:1], PhaseTimer()).columns["precision"][0]
         assert got == pytest.approx(direct(scorer.lm.model, scorer.lm.tokenizer, src, tgt), abs=1e-5)  # as above
 
@@ -78,7 +84,9 @@ def test_fine_tuned_state_dict_is_loaded_on_top(bart_dir: Path, tmp_path: Path) 
     state = {k: v + 0.01 * torch.randn_like(v) if ".layers." in k else v for k, v in base.lm.model.state_dict().items()}
     torch.save(state, tmp_path / "bart.pth")
     tuned = BartScoreScorer(EncoderRef(str(bart_dir)), {"state_dict": str(tmp_path / "bart.pth")}, "cpu", 4)
-    assert torch.equal(tuned.lm.model.state_dict()["model.encoder.layers.0.fc1.weight"], state["model.encoder.layers.0.fc1.weight"])
+    assert torch.equal(
+        tuned.lm.model.state_dict()["model.encoder.layers.0.fc1.weight"], state["model.encoder.layers.0.fc1.weight"]
+    )
     a = base.score(ITEMS, PhaseTimer()).score
     b = tuned.score(ITEMS, PhaseTimer()).score
     assert a != b

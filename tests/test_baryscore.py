@@ -68,8 +68,9 @@ def _texts(rng: np.random.Generator, count: int, k: int, dim: int) -> tuple[list
 def pot_barycentre(layers: np.ndarray, w: np.ndarray, max_iter: int = 1000) -> np.ndarray:
     """The published code's call: POT's free-support barycentre from zeros, uniform support weights."""
     k, n, d = layers.shape
-    return ot.lp.free_support_barycenter([layers[i] for i in range(k)], [w] * k, np.zeros((n, d)),
-                                         b=np.full(n, 1.0 / n), numItermax=max_iter)
+    return ot.lp.free_support_barycenter(
+        [layers[i] for i in range(k)], [w] * k, np.zeros((n, d)), b=np.full(n, 1.0 / n), numItermax=max_iter
+    )
 
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
@@ -93,8 +94,9 @@ def test_batched_barycentres_equal_pots_free_support_barycenter(use_gram: bool, 
     assert worst <= 1e-12
     # the same with the texts in another order and other batch mates (other padding)
     order = rng.permutation(len(layers))
-    again = free_support_barycentres([torch.from_numpy(layers[i]).to(device) for i in order],
-                                     [weights[i] for i in order], use_gram=use_gram)
+    again = free_support_barycentres(
+        [torch.from_numpy(layers[i]).to(device) for i in order], [weights[i] for i in order], use_gram=use_gram
+    )
     assert max(np.abs(again[j].cpu().numpy() - want[i]).max() for j, i in enumerate(order)) <= 1e-12
 
 
@@ -118,8 +120,12 @@ def test_wasserstein_batch_equals_emd2_per_pair(device: str) -> None:
     ys = [rng.normal(size=(int(rng.integers(1, 10)), 6)) for _ in range(20)]
     want = [ot.emd2(np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), ot.dist(x, y)) for x, y in zip(xs, ys)]
     for batch_pairs in (32, 3):  # all pairs in one batch; sorted by size into 7 batches (scattered back)
-        got = wasserstein_batch([torch.from_numpy(x).to(device) for x in xs],
-                                [torch.from_numpy(y).to(device) for y in ys], threads=2, batch_pairs=batch_pairs)
+        got = wasserstein_batch(
+            [torch.from_numpy(x).to(device) for x in xs],
+            [torch.from_numpy(y).to(device) for y in ys],
+            threads=2,
+            batch_pairs=batch_pairs,
+        )
         # squared costs from torch's product instead of NumPy's: |x|^2, |y|^2 < 40 (d = 6), each cost moves by
         # <= (d + 2) u 2 * 40 = 1.4e-13, and W (a mean of costs) by as much
         assert np.allclose(got.numpy(), want, rtol=0, atol=1e-12)
@@ -140,13 +146,17 @@ def test_idf_over_hypotheses_meets_hypotheses_and_idf_over_references_meets_refe
     raw_hyp = np.array([hyp_idf.get(tok.ids[j], hyp_unseen) for j in keep])
     raw_ref = np.array([ref_idf.get(tok.ids[j], ref_unseen) for j in keep])
     # float64 normalisation of a few idf weights, the same operations: a few ulps
-    assert np.allclose(w_as_hyp, raw_hyp / raw_hyp.sum(), rtol=1e-12) and np.allclose(w_as_ref, raw_ref / raw_ref.sum(), rtol=1e-12)
+    assert np.allclose(w_as_hyp, raw_hyp / raw_hyp.sum(), rtol=1e-12) and np.allclose(
+        w_as_ref, raw_ref / raw_ref.sum(), rtol=1e-12
+    )
     position = [tok.ids[j] for j in keep].index(cat)
     assert w_as_hyp[position] == 0.0 and w_as_ref[position] > 0.0  # the swapped convention would weigh "cat"
 
 
 def test_scores_repeat_exactly_and_lower_is_better(tiny_dir: Path) -> None:
-    scorer = BaryScoreScorer(EncoderRef(str(tiny_dir)), {"idf": False, "last_layers": 3, "sinkhorn_regs": [1.0]}, "cpu", 2)
+    scorer = BaryScoreScorer(
+        EncoderRef(str(tiny_dir)), {"idf": False, "last_layers": 3, "sinkhorn_regs": [1.0]}, "cpu", 2
+    )
     scorer.prepare(ITEMS)
     first = scorer.score(ITEMS, PhaseTimer())
     second = scorer.score(ITEMS, PhaseTimer())
@@ -173,8 +183,10 @@ def test_options_are_checked_when_the_spec_is_read(tiny_dir: Path) -> None:
 
     assert get_metric("baryscore").higher_is_better is False
     base = {"name": "t", "datasets": ["wmt16"]}
-    for options, message in [({"sinkhorn_regs": [0]}, "sinkhorn_regs must be a list of positive numbers"),
-                             ({"last_layers": 0}, "last_layers must be >= 1")]:
+    for options, message in [
+        ({"sinkhorn_regs": [0]}, "sinkhorn_regs must be a list of positive numbers"),
+        ({"last_layers": 0}, "last_layers must be >= 1"),
+    ]:
         spec = {**base, "metrics": [{"metric": "baryscore", "options": options, "encoders": [str(tiny_dir)]}]}
         with pytest.raises(UserError, match=message):
             parse_spec(spec)
@@ -183,8 +195,9 @@ def test_options_are_checked_when_the_spec_is_read(tiny_dir: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None,
-                    reason="real MiniLM-L6 not in the local HF cache")
+@pytest.mark.skipif(
+    local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None, reason="real MiniLM-L6 not in the local HF cache"
+)
 def test_scores_equal_pot_per_text_on_wmt16() -> None:
     """The scorer (batched barycentres, references shared by items computed once, batched transport)
     against the published code's POT calls per text, on real MiniLM-L6 states of WMT16 segments."""
@@ -194,8 +207,9 @@ def test_scores_equal_pot_per_text_on_wmt16() -> None:
     scorer = BaryScoreScorer(EncoderRef("all-MiniLM-L6-v2"), {"idf": True}, "cpu", 16)
     scorer.prepare(items)
     got = scorer.score(items, PhaseTimer()).score
-    emb = embed_texts(scorer.encoder, [t for it in items for t in (it.reference, it.hypothesis)], scorer.layers, 16,
-                      PhaseTimer())
+    emb = embed_texts(
+        scorer.encoder, [t for it in items for t in (it.reference, it.hypothesis)], scorer.layers, 16, PhaseTimer()
+    )
 
     def pot(text: str, side: str) -> np.ndarray:
         layers, w = scorer.measure(*emb[text], side)

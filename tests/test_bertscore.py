@@ -54,8 +54,10 @@ def test_greedy_match_weights_and_padding() -> None:
     pad_r = torch.cat([ref, torch.zeros(2, 8)])[None]
     long_h, long_r = _unit(torch.randn(1, 7, 8, generator=gen)), _unit(torch.randn(1, 7, 8, generator=gen))
     p2, r2, _ = greedy_match(
-        torch.cat([pad_h, long_h]), torch.cat([torch.cat([hw, torch.zeros(3)])[None], torch.ones(1, 7)]),
-        torch.cat([pad_r, long_r]), torch.cat([torch.cat([rw, torch.zeros(2)])[None], torch.ones(1, 7)]),
+        torch.cat([pad_h, long_h]),
+        torch.cat([torch.cat([hw, torch.zeros(3)])[None], torch.ones(1, 7)]),
+        torch.cat([pad_r, long_r]),
+        torch.cat([torch.cat([rw, torch.zeros(2)])[None], torch.ones(1, 7)]),
     )
     assert p2[0].item() == pytest.approx(p.item(), abs=1e-6)
     assert r2[0].item() == pytest.approx(r.item(), abs=1e-6)
@@ -130,7 +132,9 @@ def test_special_tokens_weighted_zero_by_id(tiny_dir: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache (scripts/get_models.py)")
+@pytest.mark.skipif(
+    local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache (scripts/get_models.py)"
+)
 @pytest.mark.parametrize("idf", [False, True])
 def test_parity_with_bert_score_package_on_wmt16(idf: bool) -> None:
     """Our F1 (and P, R) equal bert_score's on 240 real WMT16 segments, MiniLM-L6, layer 6 and 4."""
@@ -142,8 +146,15 @@ def test_parity_with_bert_score_package_on_wmt16(idf: bool) -> None:
         scorer.prepare(items)
         ours = scorer.score(items, PhaseTimer())
         p, r, f = bert_score.score(
-            hyps, refs, model_type=MINILM, num_layers=layer, idf=idf, batch_size=16, device="cpu",
-            use_fast_tokenizer=True, nthreads=0,
+            hyps,
+            refs,
+            model_type=MINILM,
+            num_layers=layer,
+            idf=idf,
+            batch_size=16,
+            device="cpu",
+            use_fast_tokenizer=True,
+            nthreads=0,
         )
         # bert_score's own tests compare at decimal=5, i.e. 1e-5 (tests/custom_assertions.py); both are float32
         # passes of the same model, batch size and layer; P, R, F1 in [-1, 1]

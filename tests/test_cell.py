@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 
@@ -53,7 +54,7 @@ def test_results_csv_is_byte_identical_to_before(tmp_path: Path) -> None:
     old_lines = (RUN_V0 / "results.csv").read_bytes().decode("utf-8").split("\r\n")
     new_lines = written.read_bytes().decode("utf-8").split("\r\n")
     old_columns = old_lines[0].split(",")
-    added = (CSV_COLUMNS + EXTRA_COLUMNS)[len(old_columns):]
+    added = (CSV_COLUMNS + EXTRA_COLUMNS)[len(old_columns) :]
     assert (CSV_COLUMNS + EXTRA_COLUMNS)[: len(old_columns)] == old_columns and "truncated_segments" in added
     assert new_lines[0] == ",".join(old_columns + added)
     assert new_lines[1:] == [line + "," * len(added) if line else line for line in old_lines[1:]]
@@ -72,9 +73,18 @@ def test_typed_sections_of_a_measured_and_a_failed_result() -> None:
 
 
 def test_not_finished_results_have_the_failure_shape() -> None:
-    config = CellConfig(metric="bertscore", options={}, encoder=EncoderRef("m"), aligner=None,
-                        dataset=DatasetRef(name="wmt16", max_segments=3), device="cpu", batch_size=4,
-                        repeats=1, warmup=1, threads=None)
+    config = CellConfig(
+        metric="bertscore",
+        options={},
+        encoder=EncoderRef("m"),
+        aligner=None,
+        dataset=DatasetRef(name="wmt16", max_segments=3),
+        device="cpu",
+        batch_size=4,
+        repeats=1,
+        warmup=1,
+        threads=None,
+    )
     oom = CellResult.not_finished("abc", "label", config, "x" * 900, oom=True)
     assert oom.status == "oom" and len(oom.error or "") == 500
     assert CellResult.not_finished("abc", "label", config, "boom", oom=False).status == "failed"
@@ -113,7 +123,7 @@ def test_latency_tracker_syncs_at_the_end_and_times_the_block() -> None:
 def test_memory_tracker_sees_growth_on_cpu() -> None:
     with MemoryTracker("cpu") as memory:
         block = bytearray(64 * 2**20)
-        block[:: 4096] = b"x" * len(block[:: 4096])  # touch every page
+        block[::4096] = b"x" * len(block[::4096])  # touch every page
     assert memory.baseline_rss_mb > 0 and memory.peak_rss_mb >= memory.baseline_rss_mb + 32
     assert memory.cuda_peak_allocated_mb is None and memory.cuda_peak_reserved_mb is None
     with pytest.raises(RuntimeError):
@@ -148,8 +158,9 @@ def test_protocol_warms_up_then_repeats_and_checks_agreement() -> None:
     assert run.warmup_items == WARMUP_MIN_ITEMS and run.agree and run.max_abs_diff == 0.0
     assert run.scores.score == [float(i) for i in range(100)]
 
-    drifting = measure_scoring(FakeScorer(drift=10 * AGREEMENT_TOLERANCE), list(range(5)), warmup=0, repeats=2,
-                               batch_size=4, sync=lambda: None)
+    drifting = measure_scoring(
+        FakeScorer(drift=10 * AGREEMENT_TOLERANCE), list(range(5)), warmup=0, repeats=2, batch_size=4, sync=lambda: None
+    )
     assert not drifting.agree and drifting.max_abs_diff == pytest.approx(10 * AGREEMENT_TOLERANCE)
     with pytest.raises(ValueError, match="at least one timed repeat"):
         measure_scoring(FakeScorer(), [1], warmup=0, repeats=0, batch_size=1, sync=lambda: None)

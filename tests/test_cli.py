@@ -18,12 +18,12 @@ import yaml
 
 import nlgbench.encoders.registry
 import nlgbench.encoders.runtime
-from nlgbench.metrics import get_metric, metric_names
 import nlgbench.execution.local
 import nlgbench.metrics.bertscore
+from helpers import fake_da, minimal_spec
 from nlgbench.cli import main
 from nlgbench.encoders.hfcache import local_snapshot
-from helpers import fake_da, minimal_spec
+from nlgbench.metrics import get_metric, metric_names
 
 PREFIX = "nlgbench: error: "
 
@@ -43,7 +43,7 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         raise AssertionError("a model was loaded / a worker started for bad input")
 
     for name in metric_names():  # import every metric module first: one imported while the patch is on
-        get_metric(name)         # would keep the stub as its `load_encoder` for the rest of the session
+        get_metric(name)  # would keep the stub as its `load_encoder` for the rest of the session
     monkeypatch.setattr(nlgbench.encoders.runtime, "load_encoder", forbidden)
     monkeypatch.setattr(nlgbench.metrics.bertscore, "load_encoder", forbidden)
     monkeypatch.setattr(nlgbench.execution.local, "execute", forbidden)
@@ -75,7 +75,7 @@ def user_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     assert len(lines) == 1, captured.err
     assert lines[0].startswith(PREFIX), captured.err
     assert captured.out == ""
-    return lines[0][len(PREFIX):]
+    return lines[0][len(PREFIX) :]
 
 
 def run_error(capsys: pytest.CaptureFixture[str], tmp_path: Path, spec: dict[str, Any] | str) -> str:
@@ -202,19 +202,28 @@ def test_wrong_key_in_metric_entry(capsys: pytest.CaptureFixture[str], tmp_path:
         (minimal_spec(warmup=-1), ["warmup", "integer >= 0", "got -1"]),
         (minimal_spec(threads=0), ["threads", "integer >= 1", "got 0"]),
         (minimal_spec(datasets=[{"name": "wmt16", "max_segments": 0}]), ["max_segments", "integer >= 1", "got 0"]),
-        (minimal_spec(datasets=[{"name": "wmt16", "max_segment": 5}]), ["unknown key 'max_segment'", "did you mean 'max_segments'"]),
+        (
+            minimal_spec(datasets=[{"name": "wmt16", "max_segment": 5}]),
+            ["unknown key 'max_segment'", "did you mean 'max_segments'"],
+        ),
         (minimal_spec(datasets=[{"name": "wmt16", "path": "x.jsonl"}]), ["exactly one of 'name' or 'path'"]),
         (minimal_spec(datasets=[]), ["datasets must not be empty"]),
         (with_metric(options={"idf": "yes"}), ["metrics[0].options.idf", "must be bool", "'yes'"]),
         (with_metric(options={"layer": "9"}), ["metrics[0].options.layer", "must be int", "'9'"]),
         (with_metric(options={"idff": True}), ["metrics[0].options", "unknown key 'idff'", "did you mean 'idf'"]),
         (with_metric(options=[True]), ["metrics[0].options must be a mapping"]),
-        (with_metric(encoders=[{"name": "all-MiniLM-L6-v2", "num_layer": 3}]),
-         ["metrics[0].encoders[0]", "unknown encoder option 'num_layer'", "did you mean 'num_layers'"]),
-        (with_metric(encoders=[{"name": "all-MiniLM-L6-v2", "num_layers": -1}]),
-         ["metrics[0].encoders[0]", "num_layers must be >= 1", "got -1"]),
-        (with_metric(encoders=[{"name": "all-MiniLM-L6-v2", "num_layers": "3"}]),
-         ["metrics[0].encoders[0]", "'num_layers' must be int", "'3'"]),
+        (
+            with_metric(encoders=[{"name": "all-MiniLM-L6-v2", "num_layer": 3}]),
+            ["metrics[0].encoders[0]", "unknown encoder option 'num_layer'", "did you mean 'num_layers'"],
+        ),
+        (
+            with_metric(encoders=[{"name": "all-MiniLM-L6-v2", "num_layers": -1}]),
+            ["metrics[0].encoders[0]", "num_layers must be >= 1", "got -1"],
+        ),
+        (
+            with_metric(encoders=[{"name": "all-MiniLM-L6-v2", "num_layers": "3"}]),
+            ["metrics[0].encoders[0]", "'num_layers' must be int", "'3'"],
+        ),
         (with_metric(encoders=[{"num_layers": 3}]), ["metrics[0].encoders[0]", "mapping with 'name'"]),
         (with_metric(encoders=[]), ["metrics[0].encoders must not be empty"]),
         (with_metric(aligners=["wmd"]), ["metrics[0].aligners", "'bertscore' takes no aligner"]),
@@ -223,13 +232,35 @@ def test_wrong_key_in_metric_entry(capsys: pytest.CaptureFixture[str], tmp_path:
         (minimal_spec(name=""), ["name must be a non-empty string"]),
     ],
     ids=[
-        "repeats-three", "repeats-0", "batch_size-0", "batch_size-list-0", "batch_size-bool", "warmup-neg",
-        "threads-0", "max_segments-0", "max_segment-key", "name-and-path", "no-datasets", "idf-yes",
-        "layer-str", "option-idff", "options-list", "num_layer", "num_layers-neg", "num_layers-str",
-        "encoder-no-name", "no-encoders", "aligner-for-bertscore", "no-metric-name", "no-encoders-key", "empty-name",
+        "repeats-three",
+        "repeats-0",
+        "batch_size-0",
+        "batch_size-list-0",
+        "batch_size-bool",
+        "warmup-neg",
+        "threads-0",
+        "max_segments-0",
+        "max_segment-key",
+        "name-and-path",
+        "no-datasets",
+        "idf-yes",
+        "layer-str",
+        "option-idff",
+        "options-list",
+        "num_layer",
+        "num_layers-neg",
+        "num_layers-str",
+        "encoder-no-name",
+        "no-encoders",
+        "aligner-for-bertscore",
+        "no-metric-name",
+        "no-encoders-key",
+        "empty-name",
     ],
 )
-def test_wrong_value(capsys: pytest.CaptureFixture[str], tmp_path: Path, spec: dict[str, Any], expected: list[str]) -> None:
+def test_wrong_value(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spec: dict[str, Any], expected: list[str]
+) -> None:
     message = run_error(capsys, tmp_path, spec)
     for part in expected:
         assert part in message, (part, message)
@@ -343,7 +374,9 @@ DA_COLUMNS = {
 }
 
 
-def test_unequal_line_counts(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unequal_line_counts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake_catalogue(tmp_path, monkeypatch, dict(DA_COLUMNS, reference=["r1", "r2"]))
     message = run_error(capsys, tmp_path, minimal_spec(datasets=["fake"]))
     assert "'fake'" in message and "xx-en" in message
@@ -383,8 +416,8 @@ def test_blank_source_is_fine_for_bertscore(tmp_path: Path) -> None:
     rows = [dict(r) for r in ROWS]
     rows[0]["source"] = " "
     write_jsonl(tmp_path / "data.jsonl", rows)
-    from nlgbench.execution.base import check_datasets
     from nlgbench.core.spec import load_spec
+    from nlgbench.execution.base import check_datasets
 
     spec = load_spec(write_spec(tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}])))
     assert check_datasets(spec) == (spec, {"data": 3})
@@ -401,16 +434,29 @@ def test_list_metrics(capsys: pytest.CaptureFixture[str]) -> None:
     row = next(line for line in lines if line.startswith("bertscore"))
     assert "reference" in row and "higher" in row and "idf=False" in row and "encoder|seq2seq" in row
     names = [line.split()[0] for line in lines[1:]]
-    assert names == ["bartscore", "baryscore", "bertscore", "chrf", "frugalscore", "moverscore", "rouge1", "rouge2",
-                     "rougeL", "sentbleu", "sentsim", "xmoverscore"]
+    assert names == [
+        "bartscore",
+        "baryscore",
+        "bertscore",
+        "chrf",
+        "frugalscore",
+        "moverscore",
+        "rouge1",
+        "rouge2",
+        "rougeL",
+        "sentbleu",
+        "sentsim",
+        "xmoverscore",
+    ]
     bary = next(line for line in lines if line.startswith("baryscore")).split()
     assert bary[2] == "lower"
     frugal = next(line for line in lines if line.startswith("frugalscore")).split()
     assert frugal[4] == "cross-encoder"
 
 
-def test_full_study_dry_run_lists_cells_and_missing_models(capsys: pytest.CaptureFixture[str],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_full_study_dry_run_lists_cells_and_missing_models(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With the Hub on, a dry run lists what the sweep would download; with it off, the first model
     it could not load is refused (one line, exit 2), not left to fail inside its cells."""
     spec = Path(__file__).resolve().parents[1] / "examples" / "full-study.yaml"
@@ -423,7 +469,12 @@ def test_full_study_dry_run_lists_cells_and_missing_models(capsys: pytest.Captur
     count, missing = last.split("; models not in the local cache: ")
     assert int(count.split()[0]) > 300
     names = missing.split(", ")
-    for model in ("roberta-large", "facebook/bart-large-cnn", "gpt2", "moussaKam/frugalscore_tiny_bert-base_bert-score"):
+    for model in (
+        "roberta-large",
+        "facebook/bart-large-cnn",
+        "gpt2",
+        "moussaKam/frugalscore_tiny_bert-base_bert-score",
+    ):
         assert model in names
     assert "sentence-transformers/all-MiniLM-L6-v2" not in names  # imported by scripts/get_models.py
 

@@ -71,9 +71,7 @@ def test_lower_is_better_flips_sign() -> None:
     for key in ("pearson", "kendall", "pearson_pooled", "kendall_pooled"):
         assert down[key] == pytest.approx(-up[key])
     distances = [-v for v in scores]
-    assert correlate(distances, human, lps, higher_is_better=False)["pearson"] == pytest.approx(
-        up["pearson"]
-    )
+    assert correlate(distances, human, lps, higher_is_better=False)["pearson"] == pytest.approx(up["pearson"])
 
 
 def test_system_level_by_hand() -> None:

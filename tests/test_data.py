@@ -241,7 +241,9 @@ def test_http_mirror_missing_file(
     private_cache: Path, monkeypatch: pytest.MonkeyPatch, http_mirror: str, tmp_path: Path
 ) -> None:
     monkeypatch.setenv(MIRROR_ENV, http_mirror + "/nothing-here")
-    with pytest.raises(UserError, match=r"cannot fetch http://127\.0\.0\.1:\d+/nothing-here/wmt20-selection/.*HTTP 404"):
+    with pytest.raises(
+        UserError, match=r"cannot fetch http://127\.0\.0\.1:\d+/nothing-here/wmt20-selection/.*HTTP 404"
+    ):
         fetch("wmt20")
 
 
@@ -291,7 +293,9 @@ def test_bad_human_score_in_da_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_checksum_mismatch_from_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     catalogue = fake_da(tmp_path, monkeypatch, DA_COLUMNS)
     catalogue["datasets"]["fake"]["files"]["fake.source.xx-en"] = "f" * 64
-    with pytest.raises(UserError, match=r"checksum mismatch for fake-da/fake\.source\.xx-en .*expected sha256 f{64}, got"):
+    with pytest.raises(
+        UserError, match=r"checksum mismatch for fake-da/fake\.source\.xx-en .*expected sha256 f{64}, got"
+    ):
         load_dataset("fake", catalogue=catalogue)
     cached = tmp_path / "cache" / "datasets" / "fake-da"
     assert not (cached / "fake.source.xx-en").exists()
@@ -337,10 +341,20 @@ def fake_mqm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, score_lines: list[
         files[rel] = sha256(data)
     monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "mirror"))
     monkeypatch.setenv("NLGBENCH_CACHE", str(tmp_path / "cache"))
-    layout = {"source": "src.txt", "reference": "ref.txt", "scores": "scores.tsv",
-              "systems": {"B": "out/B.txt", "A": "out/A.txt"}}
-    entry = {"source": "https://example.invalid", "folder": "fake-mqm", "format": "mqm",
-             "language_pairs": ["zz-en"], "layout": {"zz-en": layout}, "files": files}
+    layout = {
+        "source": "src.txt",
+        "reference": "ref.txt",
+        "scores": "scores.tsv",
+        "systems": {"B": "out/B.txt", "A": "out/A.txt"},
+    }
+    entry = {
+        "source": "https://example.invalid",
+        "folder": "fake-mqm",
+        "format": "mqm",
+        "language_pairs": ["zz-en"],
+        "layout": {"zz-en": layout},
+        "files": files,
+    }
     return {"datasets": {"fake": entry}}
 
 
@@ -377,9 +391,25 @@ def test_fake_mqm_bad_score_file(
 # --------------------------------------------------------------------------- user files
 
 USER_ROWS = [
-    {"lp": "en-de", "seg_id": 2, "system": "sysB", "source": "Hallo", "reference": "r2", "hypothesis": "h2b", "human": 0.25},
+    {
+        "lp": "en-de",
+        "seg_id": 2,
+        "system": "sysB",
+        "source": "Hallo",
+        "reference": "r2",
+        "hypothesis": "h2b",
+        "human": 0.25,
+    },
     {"lp": "de-en", "seg_id": 10, "system": "", "source": "", "reference": "r10", "hypothesis": "h10", "human": -1},
-    {"lp": "en-de", "seg_id": 2, "system": "sysA", "source": "Hallo", "reference": "r2", "hypothesis": "h2a", "human": 1.5},
+    {
+        "lp": "en-de",
+        "seg_id": 2,
+        "system": "sysA",
+        "source": "Hallo",
+        "reference": "r2",
+        "hypothesis": "h2a",
+        "human": 1.5,
+    },
     {"lp": "de-en", "seg_id": 3, "system": "", "source": "s3", "reference": "r3", "hypothesis": "h3", "human": 0},
 ]
 USER_KEYS = [("de-en", 3, ""), ("de-en", 10, ""), ("en-de", 2, "sysA"), ("en-de", 2, "sysB")]
@@ -432,8 +462,11 @@ def test_user_tsv_all_columns(tmp_path: Path) -> None:
         ("d.jsonl", "[1, 2]\n", r"d\.jsonl line 1: expected a JSON object, got list"),
         ("d.jsonl", "\n\n", r"d\.jsonl has no items"),
         ("d.tsv", "", r"d\.tsv is empty"),
-        ("d.tsv", "lp\tseg_id\treference\thypothesis\thuman\nde-en\t1\tr\th\n",
-         r"d\.tsv line 2: 4 tab-separated fields, header has 5"),
+        (
+            "d.tsv",
+            "lp\tseg_id\treference\thypothesis\thuman\nde-en\t1\tr\th\n",
+            r"d\.tsv line 2: 4 tab-separated fields, header has 5",
+        ),
         ("d.tsv", "lp\tseg_id\tlp\treference\thypothesis\thuman\n", r"duplicate column\(s\) lp"),
         ("d.csv", "lp,seg_id\n", r"unsupported type '\.csv'; use \.jsonl or \.tsv"),
     ],
@@ -464,8 +497,11 @@ def test_check_user_file_and_sha256(tmp_path: Path) -> None:
     """What a spec checks before anything runs (issue 13, item 6), and the content hash in a cell id (item 2)."""
     (tmp_path / "d.csv").write_text("lp\n", encoding="utf-8")
     (tmp_path / "folder.jsonl").mkdir()
-    for path, message in [(tmp_path / "d.csv", "unsupported type '.csv'"), (tmp_path / "folder.jsonl", "is a directory"),
-                          (tmp_path / "nope.tsv", "missing file")]:
+    for path, message in [
+        (tmp_path / "d.csv", "unsupported type '.csv'"),
+        (tmp_path / "folder.jsonl", "is a directory"),
+        (tmp_path / "nope.tsv", "missing file"),
+    ]:
         with pytest.raises(UserError, match=message):
             check_user_file(path)
     good = tmp_path / "d.jsonl"
@@ -507,7 +543,9 @@ def test_user_bad_values(tmp_path: Path, change: dict[str, Any], message: str) -
 
 def test_user_duplicate_items(tmp_path: Path) -> None:
     rows = [*USER_ROWS, dict(USER_ROWS[0], hypothesis="other")]
-    with pytest.raises(UserError, match=r"line 5: duplicate item lp='en-de' seg_id=2 system='sysB' \(first at .*line 1\)"):
+    with pytest.raises(
+        UserError, match=r"line 5: duplicate item lp='en-de' seg_id=2 system='sysB' \(first at .*line 1\)"
+    ):
         load_dataset(path=write_jsonl(tmp_path / "d.jsonl", rows))
 
 
@@ -528,7 +566,9 @@ def test_check_nonblank(tmp_path: Path) -> None:
 
 
 def test_unknown_dataset_name() -> None:
-    with pytest.raises(UserError, match=r"unknown dataset 'wmt61'; did you mean .*'wmt16'.*\(valid: wmt15, wmt16, wmt20, wmt21\)"):
+    with pytest.raises(
+        UserError, match=r"unknown dataset 'wmt61'; did you mean .*'wmt16'.*\(valid: wmt15, wmt16, wmt20, wmt21\)"
+    ):
         load_dataset("wmt61")
     with pytest.raises(UserError, match="unknown dataset 'WMT-21'"):
         fetch("WMT-21")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,13 @@ from nlgbench.data.text import tsv_table
 from nlgbench.foundations.errors import UserError
 
 # The reproduction of issue 25 item 5, byte for byte: a field that opens a quote it never closes.
-QUOTED_TSV = ('lp\tseg_id\tsystem\treference\thypothesis\thuman\n'
-              'de-en\t1\tA\ta b\t"Hello" he said\t0.5\n'
-              'de-en\t2\tA\te f\t"unclosed quote\t0.7\n'
-              'de-en\t3\tA\tx y\tz w\t0.9\n'
-              'de-en\t4\tA\tq r\tend" of it\t0.1\n')
+QUOTED_TSV = (
+    "lp\tseg_id\tsystem\treference\thypothesis\thuman\n"
+    'de-en\t1\tA\ta b\t"Hello" he said\t0.5\n'
+    'de-en\t2\tA\te f\t"unclosed quote\t0.7\n'
+    "de-en\t3\tA\tx y\tz w\t0.9\n"
+    'de-en\t4\tA\tq r\tend" of it\t0.1\n'
+)
 QUOTED_HYPOTHESES = ['"Hello" he said', '"unclosed quote', "z w", 'end" of it']
 QUOTED_HUMAN = [0.5, 0.7, 0.9, 0.1]
 
@@ -47,8 +48,15 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
 
 
 def record(seg_id: int, human: Any = 0.5, **fields: Any) -> dict[str, Any]:
-    return {"lp": "de-en", "seg_id": seg_id, "system": "A", "reference": f"ref {seg_id}",
-            "hypothesis": f"hyp {seg_id}", "human": human, **fields}
+    return {
+        "lp": "de-en",
+        "seg_id": seg_id,
+        "system": "A",
+        "reference": f"ref {seg_id}",
+        "hypothesis": f"hyp {seg_id}",
+        "human": human,
+        **fields,
+    }
 
 
 # --------------------------------------------------------------------------- item 3: catalogue paths
@@ -62,8 +70,14 @@ def evil_catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str,
     (mirror / folder).mkdir(parents=True, exist_ok=True)
     source.parent.mkdir(parents=True, exist_ok=True)
     source.write_bytes(data)
-    entry = {"source": "https://example.invalid/x", "folder": folder, "format": "da", "language_pairs": ["xx-en"],
-             "pattern": "f.{field}.{lp}", "files": {rel: hashlib.sha256(data).hexdigest()}}
+    entry = {
+        "source": "https://example.invalid/x",
+        "folder": folder,
+        "format": "da",
+        "language_pairs": ["xx-en"],
+        "pattern": "f.{field}.{lp}",
+        "files": {rel: hashlib.sha256(data).hexdigest()},
+    }
     catalogue = tmp_path / "evil.yaml"
     catalogue.write_text(json.dumps({"datasets": {"evil": entry}}), encoding="utf-8")
     monkeypatch.setenv("NLGBENCH_CATALOGUE", str(catalogue))
@@ -77,13 +91,17 @@ def written_outside(tmp_path: Path) -> list[Path]:
     return [p for p in tmp_path.rglob("evil.txt") if tmp_path / "m1" not in p.parents]
 
 
-@pytest.mark.parametrize("folder, rel", [
-    ("f", "../../../d7out/evil.txt"),  # the issue's file name: cache/datasets/f/../../../d7out = tmp/c1/d7out
-    ("../../../d7out", "evil.txt"),  # the folder climbs out instead
-    ("f", "sub/../../../../d7out/evil.txt"),  # climbs out only after normalisation
-])
-def test_catalogue_entry_leaving_the_cache_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture[str], folder: str, rel: str) -> None:
+@pytest.mark.parametrize(
+    "folder, rel",
+    [
+        ("f", "../../../d7out/evil.txt"),  # the issue's file name: cache/datasets/f/../../../d7out = tmp/c1/d7out
+        ("../../../d7out", "evil.txt"),  # the folder climbs out instead
+        ("f", "sub/../../../../d7out/evil.txt"),  # climbs out only after normalisation
+    ],
+)
+def test_catalogue_entry_leaving_the_cache_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], folder: str, rel: str
+) -> None:
     evil_catalogue(tmp_path, monkeypatch, folder, rel)
     err = one_error_line(capsys, ["datasets", "fetch", "evil"])
     assert "evil.yaml" in err and "outside" in err
@@ -140,11 +158,13 @@ def test_importer_reads_the_issue_tsv_verbatim(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_tsv_table_keeps_quotes_and_splits_only_on_newlines(tmp_path: Path) -> None:
-    text = ('a\tb\n'
-            '"quoted"\tx "embedded" y\r\n'  # CRLF ends a line too
-            '"unclosed\tline\u2028sep\x0bvt\n'  # Unicode line separator and VT are text, not line ends
-            '\n'
-            'last\t""\n')
+    text = (
+        "a\tb\n"
+        '"quoted"\tx "embedded" y\r\n'  # CRLF ends a line too
+        '"unclosed\tline\u2028sep\x0bvt\n'  # Unicode line separator and VT are text, not line ends
+        "\n"
+        'last\t""\n'
+    )
     header, rows = tsv_table(tmp_path / "t.tsv", text)
     assert header == ["a", "b"]
     assert rows == [(2, ['"quoted"', 'x "embedded" y']), (3, ['"unclosed', "line\u2028sep\x0bvt"]), (5, ["last", '""'])]
@@ -153,8 +173,9 @@ def test_tsv_table_keeps_quotes_and_splits_only_on_newlines(tmp_path: Path) -> N
 @pytest.mark.parametrize("row, fields", [("de-en\t2\tr\th\t0.5\tn\textra", 7), ("de-en\t2\tr\th\t0.5", 5)])
 def test_tsv_row_with_wrong_field_count_names_its_line(tmp_path: Path, row: str, fields: int) -> None:
     src = tmp_path / "bad.tsv"
-    src.write_text("lp\tseg_id\treference\thypothesis\thuman\tnote\nde-en\t1\tr\th\t0.5\tn\n" + row + "\n",
-                   encoding="utf-8")
+    src.write_text(
+        "lp\tseg_id\treference\thypothesis\thuman\tnote\nde-en\t1\tr\th\t0.5\tn\n" + row + "\n", encoding="utf-8"
+    )
     for read in (lambda: import_table(src, tmp_path / "o.jsonl"), lambda: load_dataset(path=src)):
         with pytest.raises(UserError, match=rf"bad\.tsv line 3: {fields} tab-separated fields, header has 6"):
             read()
@@ -162,11 +183,15 @@ def test_tsv_row_with_wrong_field_count_names_its_line(tmp_path: Path, row: str,
 
 def test_importer_and_loader_give_identical_texts(tmp_path: Path) -> None:
     src = tmp_path / "wmt.tsv"
-    rows = [("de-en", 1, '"Quoted source," she said', 'a "b" c', '"open', "0.25"),
-            ("de-en", 2, "plain", "ref\u2028with separator", 'close"', "-1.5"),
-            ("fi-en", 1, " leading space ", '""', "x", "3")]
-    src.write_text("lp\tseg_id\tsource\treference\thypothesis\thuman\n"
-                   + "".join("\t".join(map(str, r)) + "\n" for r in rows), encoding="utf-8")
+    rows = [
+        ("de-en", 1, '"Quoted source," she said', 'a "b" c', '"open', "0.25"),
+        ("de-en", 2, "plain", "ref\u2028with separator", 'close"', "-1.5"),
+        ("fi-en", 1, " leading space ", '""', "x", "3"),
+    ]
+    src.write_text(
+        "lp\tseg_id\tsource\treference\thypothesis\thuman\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows),
+        encoding="utf-8",
+    )
     out = tmp_path / "wmt.jsonl"
     import_table(src, out)
     direct, imported = load_dataset(path=src), load_dataset(path=out)
@@ -200,10 +225,17 @@ def test_sample_draws_rows_without_doc_id_as_single_item_documents(tmp_path: Pat
 # --------------------------------------------------------------------------- lower-severity items
 
 
-@pytest.mark.parametrize("human, line, key", [
-    (0.5, '{"lp": "de-en", "seg_id": 2, "reference": "r", "hypothesis": "h", "human": 0.1, "human": 0.9}', "human"),
-    ({"flu": 1}, '{"lp": "de-en", "seg_id": 2, "reference": "r", "hypothesis": "h", "human": {"flu": 1, "flu": 2}}', "flu"),
-])
+@pytest.mark.parametrize(
+    "human, line, key",
+    [
+        (0.5, '{"lp": "de-en", "seg_id": 2, "reference": "r", "hypothesis": "h", "human": 0.1, "human": 0.9}', "human"),
+        (
+            {"flu": 1},
+            '{"lp": "de-en", "seg_id": 2, "reference": "r", "hypothesis": "h", "human": {"flu": 1, "flu": 2}}',
+            "flu",
+        ),
+    ],
+)
 def test_duplicate_jsonl_key_is_refused_with_its_line(tmp_path: Path, human: Any, line: str, key: str) -> None:
     src = tmp_path / "dup.jsonl"
     src.write_text(json.dumps(record(1, human=human)) + "\n" + line + "\n", encoding="utf-8")
@@ -213,8 +245,11 @@ def test_duplicate_jsonl_key_is_refused_with_its_line(tmp_path: Path, human: Any
 
 def test_summeval_duplicate_key_is_refused(tmp_path: Path) -> None:
     src = tmp_path / "se.jsonl"
-    src.write_text('{"id": "d", "model_id": "M1", "model_id": "M2", "decoded": "x", "references": ["r"], '
-                   '"expert_annotations": [{"fluency": 3}]}\n', encoding="utf-8")
+    src.write_text(
+        '{"id": "d", "model_id": "M1", "model_id": "M2", "decoded": "x", "references": ["r"], '
+        '"expert_annotations": [{"fluency": 3}]}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(UserError, match=r"se\.jsonl line 1: duplicate key 'model_id'"):
         summeval_records(src)
 
@@ -222,8 +257,13 @@ def test_summeval_duplicate_key_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("suffix, sep", [(".csv", ","), (".tsv", "\t")])
 def test_table_with_two_same_named_columns_is_refused(tmp_path: Path, suffix: str, sep: str) -> None:
     src = tmp_path / f"t{suffix}"
-    src.write_text(sep.join(["lp", "seg_id", "reference", "hypothesis", "human", "human"]) + "\n"
-                   + sep.join(["de-en", "1", "r", "h", "0.1", "0.9"]) + "\n", encoding="utf-8")
+    src.write_text(
+        sep.join(["lp", "seg_id", "reference", "hypothesis", "human", "human"])
+        + "\n"
+        + sep.join(["de-en", "1", "r", "h", "0.1", "0.9"])
+        + "\n",
+        encoding="utf-8",
+    )
     with pytest.raises(UserError, match="duplicate column.*human"):
         import_table(src, tmp_path / "o.jsonl")
 
@@ -242,8 +282,9 @@ def test_upper_case_data_file_name_as_catalogue_name_says_use_path(tmp_path: Pat
     from nlgbench.core.spec import parse_spec
 
     with pytest.raises(UserError, match="path"):
-        parse_spec({"name": "t", "datasets": [{"name": "BASE.JSONL"}],
-                    "metrics": [{"metric": "sentbleu"}]}, base=tmp_path)
+        parse_spec(
+            {"name": "t", "datasets": [{"name": "BASE.JSONL"}], "metrics": [{"metric": "sentbleu"}]}, base=tmp_path
+        )
 
 
 def test_sample_larger_than_the_data_warns_and_says_what_was_drawn(tmp_path: Path) -> None:
@@ -254,8 +295,9 @@ def test_sample_larger_than_the_data_warns_and_says_what_was_drawn(tmp_path: Pat
     assert not load_dataset(path=src, sample=(3, 3)).drawn_whole
 
 
-def test_a_sample_that_draws_everything_is_labelled_as_the_whole_dataset(tmp_path: Path,
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_sample_that_draws_everything_is_labelled_as_the_whole_dataset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`sample: {n: 100000}` on 7 items was labelled `seven[~100000,seed=3]`: a label of what was not
     drawn. The cells are the whole dataset's (same items, same order), labelled and identified so,
     in a dry run as in a run; a sample that draws fewer items keeps its `[~n]` label."""
@@ -272,8 +314,11 @@ def test_a_sample_that_draws_everything_is_labelled_as_the_whole_dataset(tmp_pat
         assert list(frame.dataset) == [label]
         assert dry.split()[0] == frame.cell_id[0] and f" | {label} | " in dry  # the dry run shows the same cell
         assert int(frame.n_segments[0]) == (7 if sample["n"] > 7 else 3)
-    whole = nlgbench.run({"name": "w", "datasets": [{"path": str(src)}], "metrics": metrics, "repeats": 1},
-                         tmp_path / "whole", quiet=True)
+    whole = nlgbench.run(
+        {"name": "w", "datasets": [{"path": str(src)}], "metrics": metrics, "repeats": 1},
+        tmp_path / "whole",
+        quiet=True,
+    )
     assert list(whole.cell_id) == list(nlgbench.load_run(tmp_path / "run100000").cell_id)
 
 
@@ -281,18 +326,23 @@ def test_unknown_carried_column_is_refused_with_a_hint(tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "c.jsonl", [record(1, domain="news"), record(2, domain="web")])
     with pytest.raises(UserError, match=r"'domian'.*did you mean 'domain'"):
         load_dataset(path=src, columns=["domian"])
-    assert [it.extra for it in load_dataset(path=src, columns=["domain"]).items] == [{"domain": "news"}, {"domain": "web"}]
+    assert [it.extra for it in load_dataset(path=src, columns=["domain"]).items] == [
+        {"domain": "news"},
+        {"domain": "web"},
+    ]
 
 
 def test_missing_pyarrow_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import pandas as pd
 
     def no_engine(*args: Any, **kwargs: Any) -> None:  # pandas' message when neither engine is installed
-        raise ImportError("Unable to find a usable engine; tried using: 'pyarrow', 'fastparquet'.\n"
-                          "A suitable version of pyarrow or fastparquet is required for parquet support.\n"
-                          "Trying to import the above resulted in these errors:\n"
-                          " - Missing optional dependency 'pyarrow'. Use pip or conda to install pyarrow.\n"
-                          " - Missing optional dependency 'fastparquet'. Use pip or conda to install fastparquet.")
+        raise ImportError(
+            "Unable to find a usable engine; tried using: 'pyarrow', 'fastparquet'.\n"
+            "A suitable version of pyarrow or fastparquet is required for parquet support.\n"
+            "Trying to import the above resulted in these errors:\n"
+            " - Missing optional dependency 'pyarrow'. Use pip or conda to install pyarrow.\n"
+            " - Missing optional dependency 'fastparquet'. Use pip or conda to install fastparquet."
+        )
 
     monkeypatch.setattr(pd, "read_parquet", no_engine)
     (tmp_path / "t.parquet").write_bytes(b"PAR1")
@@ -304,8 +354,10 @@ def test_missing_pyarrow_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_empty_or_null_human_is_a_missing_score(tmp_path: Path) -> None:
     """README: `human` null / absent / empty means missing; the item stays, without a score."""
     tsv = tmp_path / "h.tsv"
-    tsv.write_text("lp\tseg_id\treference\thypothesis\thuman\n"
-                   "de-en\t1\tr\th\t0.5\nde-en\t2\tr\th\t\nde-en\t3\tr\th\t0.25\n", encoding="utf-8")
+    tsv.write_text(
+        "lp\tseg_id\treference\thypothesis\thuman\nde-en\t1\tr\th\t0.5\nde-en\t2\tr\th\t\nde-en\t3\tr\th\t0.25\n",
+        encoding="utf-8",
+    )
     jsonl = write_jsonl(tmp_path / "h.jsonl", [record(1, 0.5), record(2, None), record(3, 0.25)])
     table_out = tmp_path / "imported.jsonl"
     import_table(tsv, table_out)

@@ -14,8 +14,9 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -37,8 +38,10 @@ from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.frugalscore import FrugalScoreScorer
 from tiny import make_tiny_bert
 
-WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
-         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+WORDS = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+    "quebec romeo sierra tango uniform victor whiskey xray yankee zulu"
+).split()
 MAX_LENGTH = 64
 
 
@@ -58,8 +61,19 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 def own_data(path: Path, rows: list[dict[str, str]]) -> Path:
     """Rows as an own-data file (lp, seg_id, reference, hypothesis, human)."""
-    return write_jsonl(path, [{"lp": "xx-en", "seg_id": i + 1, "reference": r["reference"], "hypothesis": r["candidate"],
-                               "human": float(i % 7)} for i, r in enumerate(rows)])
+    return write_jsonl(
+        path,
+        [
+            {
+                "lp": "xx-en",
+                "seg_id": i + 1,
+                "reference": r["reference"],
+                "hypothesis": r["candidate"],
+                "human": float(i % 7),
+            }
+            for i, r in enumerate(rows)
+        ],
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -77,8 +91,15 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def config(student: Path, **changes: Any) -> TrainConfig:
-    base = {"student": str(student), "epochs": 8, "lr": 1e-3, "batch_size": 16, "max_length": MAX_LENGTH,
-            "evals_per_epoch": 2, "patience": 20}
+    base = {
+        "student": str(student),
+        "epochs": 8,
+        "lr": 1e-3,
+        "batch_size": 16,
+        "max_length": MAX_LENGTH,
+        "evals_per_epoch": 2,
+        "patience": 20,
+    }
     return TrainConfig(**{**base, **changes})
 
 
@@ -139,12 +160,28 @@ def test_the_student_scores_through_a_sweep_by_path(trained: DistillResult, tmp_
     rows = synthetic_rows(12, seed=99)  # other texts than the training pairs
     data = own_data(tmp_path / "eval.jsonl", rows)
     spec = tmp_path / "spec.yaml"
-    spec.write_text(json.dumps({"name": "distilled", "datasets": [{"path": str(data)}], "repeats": 1, "batch_size": 4,
-                                "metrics": [{"metric": "frugalscore", "options": {"max_length": MAX_LENGTH},
-                                             "encoders": [str(trained.out)]}]}), encoding="utf-8")
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "distilled",
+                "datasets": [{"path": str(data)}],
+                "repeats": 1,
+                "batch_size": 4,
+                "metrics": [
+                    {"metric": "frugalscore", "options": {"max_length": MAX_LENGTH}, "encoders": [str(trained.out)]}
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "run", str(spec), "--out", str(tmp_path / "run")],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nlgbench.cli", "run", str(spec), "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     with (tmp_path / "run" / "results.csv").open(newline="") as fh:
         (row,) = list(csv.DictReader(fh))
@@ -152,11 +189,15 @@ def test_the_student_scores_through_a_sweep_by_path(trained: DistillResult, tmp_
     with (tmp_path / "run" / "cells" / row["cell_id"] / "scores.csv").open(newline="") as fh:
         scores = [float(r["score"]) for r in csv.DictReader(fh)]
     items = load_dataset(path=data).items
-    direct = FrugalScoreScorer(EncoderRef(str(trained.out)), {"max_length": MAX_LENGTH}, "cpu", 1).score(items, PhaseTimer())
+    direct = FrugalScoreScorer(EncoderRef(str(trained.out)), {"max_length": MAX_LENGTH}, "cpu", 1).score(
+        items, PhaseTimer()
+    )
     assert scores == pytest.approx(direct.score, abs=1e-3)
 
 
-def test_labels_are_read_from_the_cache_on_a_rerun(tmp_path: Path, tiny_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_labels_are_read_from_the_cache_on_a_rerun(
+    tmp_path: Path, tiny_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NLGBENCH_CACHE", str(tmp_path / "cache"))
     pairs = write_jsonl(tmp_path / "pairs.jsonl", synthetic_rows(40, seed=2))
     cfg = config(tiny_dir, epochs=1)
@@ -181,8 +222,9 @@ def test_labels_are_read_from_the_cache_on_a_rerun(tmp_path: Path, tiny_dir: Pat
     assert len(calls) == 3 and calls[2] > 40
 
 
-def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(trained: DistillResult, tmp_path: Path,
-                                                                   tiny_dir: Path) -> None:
+def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(
+    trained: DistillResult, tmp_path: Path, tiny_dir: Path
+) -> None:
     train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
     overlapping = load_dataset(path=train_file)
     disjoint = load_dataset(path=own_data(tmp_path / "other.jsonl", synthetic_rows(10, seed=123)))
@@ -193,15 +235,36 @@ def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(trained: Dist
     # a spec naming the student and the training data is refused, line by line
     from nlgbench.core.spec import parse_spec
 
-    spec = parse_spec({"name": "t", "datasets": [{"path": str(train_file)}],
-                       "metrics": [{"metric": "frugalscore", "encoders": [str(trained.out)]}]})
+    spec = parse_spec(
+        {
+            "name": "t",
+            "datasets": [{"path": str(train_file)}],
+            "metrics": [{"metric": "frugalscore", "encoders": [str(trained.out)]}],
+        }
+    )
     assert leakage.check_spec_leakage(spec) == [line]
     # --allow-overlap is recorded and lifts the guard (the overlap itself is still reported by `overlaps`)
     parser = argparse.ArgumentParser()
     add_distill_arguments(parser)
-    args = parser.parse_args(["--teacher-metric", "chrf", "--student", str(tiny_dir), "--pairs", str(train_file),
-                              "--max-pairs", "60", "--epochs", "1", "--max-length", str(MAX_LENGTH),
-                              "--out", str(tmp_path / "allowed"), "--allow-overlap"])
+    args = parser.parse_args(
+        [
+            "--teacher-metric",
+            "chrf",
+            "--student",
+            str(tiny_dir),
+            "--pairs",
+            str(train_file),
+            "--max-pairs",
+            "60",
+            "--epochs",
+            "1",
+            "--max-length",
+            str(MAX_LENGTH),
+            "--out",
+            str(tmp_path / "allowed"),
+            "--allow-overlap",
+        ]
+    )
     assert cmd_distill(args) == 0
     assert json.loads((tmp_path / "allowed" / leakage.DISTILL_FILE).read_text())["allow_overlap"] is True
     assert leakage.check_leakage(tmp_path / "allowed", [overlapping]) == []
@@ -210,12 +273,16 @@ def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(trained: Dist
 
 def test_pairs_from_files_and_datasets(tmp_path: Path) -> None:
     tsv = tmp_path / "pairs.tsv"
-    tsv.write_text("reference\tcandidate\tnote\nthe cat sat\ta cat sat\tx\nthe cat sat\ta cat sat\ty\n"
-                   "a dog ran\t \tz\n", encoding="utf-8")
+    tsv.write_text(
+        "reference\tcandidate\tnote\nthe cat sat\ta cat sat\tx\nthe cat sat\ta cat sat\ty\na dog ran\t \tz\n",
+        encoding="utf-8",
+    )
     data = own_data(tmp_path / "data.jsonl", [{"reference": "one two three", "candidate": "one two"}])
     pairs, sources, counts = gather_pairs([str(tsv), str(data)], max_pairs=None, augment=0, seed=0, log=lambda _m: None)
     assert [(p.reference, p.candidate, p.origin) for p in pairs] == [
-        ("the cat sat", "a cat sat", "pairs"), ("one two three", "one two", "data")]
+        ("the cat sat", "a cat sat", "pairs"),
+        ("one two three", "one two", "data"),
+    ]
     assert counts == {"read": 4, "blank": 1, "duplicate": 1, "kept": 2}
     assert [(s.kind, s.pairs) for s in sources] == [("pairs file", 3), ("own data file", 1)]
     wmt, _, _ = gather_pairs(["wmt16"], max_pairs=50, augment=0, seed=0, log=lambda _m: None)
@@ -249,16 +316,20 @@ def test_augmentation_is_seeded_and_edits_each_reference() -> None:
     assert [s for s in alone if s.edit != "substitute"] == [s for s in among if s.edit != "substitute"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--teacher-metric", "bertscor"], "unknown metric 'bertscor'; did you mean 'bertscore'"),
-    (["--teacher-metric", "chrf", "--student-layers", "3"], "--student-layers 3, but .* has only 2 layers"),
-    (["--teacher-metric", "chrf", "--teacher-options", "nope=1"], "teacher.options: unknown key 'nope'"),
-    (["--teacher-metric", "xmoverscore"], "reads sources"),
-    (["--teacher-metric", "chrf", "--pairs", "wmt99"], "unknown dataset 'wmt99'"),
-    (["--teacher-metric", "chrf", "--val-fraction", "1.5"], "val-fraction must be between 0 and 1"),
-])
-def test_bad_input_is_one_line_before_any_labelling(argv: list[str], message: str, tiny_dir: Path, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--teacher-metric", "bertscor"], "unknown metric 'bertscor'; did you mean 'bertscore'"),
+        (["--teacher-metric", "chrf", "--student-layers", "3"], "--student-layers 3, but .* has only 2 layers"),
+        (["--teacher-metric", "chrf", "--teacher-options", "nope=1"], "teacher.options: unknown key 'nope'"),
+        (["--teacher-metric", "xmoverscore"], "reads sources"),
+        (["--teacher-metric", "chrf", "--pairs", "wmt99"], "unknown dataset 'wmt99'"),
+        (["--teacher-metric", "chrf", "--val-fraction", "1.5"], "val-fraction must be between 0 and 1"),
+    ],
+)
+def test_bad_input_is_one_line_before_any_labelling(
+    argv: list[str], message: str, tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(teacher, "_run_teacher", lambda *a: pytest.fail("the teacher ran before the input was checked"))
     parser = argparse.ArgumentParser()
     add_distill_arguments(parser)
@@ -280,8 +351,25 @@ def test_a_folder_that_is_not_a_student_is_not_replaced(tmp_path: Path, tiny_dir
 
 
 def test_module_entry_point_exits_2_with_one_line(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "distill", "--teacher-metric", "nope", "--student", "x",
-                           "--pairs", "wmt16", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nlgbench.cli",
+            "distill",
+            "--teacher-metric",
+            "nope",
+            "--student",
+            "x",
+            "--pairs",
+            "wmt16",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("nlgbench: error: unknown metric 'nope'")
 
@@ -297,18 +385,26 @@ def test_length_batches_cover_each_pair_once_with_little_padding() -> None:
     # padding (sum over batches of max length - length) is well under a random cut's
     padding = sum(max(lengths[i] for i in b) * len(b) - sum(lengths[i] for i in b) for b in batches)
     order = torch.randperm(203, generator=torch.Generator().manual_seed(0)).tolist()
-    plain = [order[s:s + 8] for s in range(0, 203, 8)]
+    plain = [order[s : s + 8] for s in range(0, 203, 8)]
     assert padding < 0.5 * sum(max(lengths[i] for i in b) * len(b) - sum(lengths[i] for i in b) for b in plain)
 
 
 def leak_spec(train_file: Path, encoder: str, name: str = "leak") -> dict[str, Any]:
-    return {"name": name, "datasets": [{"path": str(train_file)}], "repeats": 1, "batch_size": 4, "warmup": 0,
-            "devices": ["cpu"], "threads": 1,
-            "metrics": [{"metric": "frugalscore", "encoders": [encoder], "options": {"max_length": MAX_LENGTH}}]}
+    return {
+        "name": name,
+        "datasets": [{"path": str(train_file)}],
+        "repeats": 1,
+        "batch_size": 4,
+        "warmup": 0,
+        "devices": ["cpu"],
+        "threads": 1,
+        "metrics": [{"metric": "frugalscore", "encoders": [encoder], "options": {"max_length": MAX_LENGTH}}],
+    }
 
 
 def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
-        trained: DistillResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trained: DistillResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 25.4: the guard was only in the CLI's `run` and only looked for distill.json in a local
     folder of the encoder's name. Now the API, the CLI and an imported student (a Hub-style id whose
     snapshot holds the copied distill.json) are all refused, before any cell."""
@@ -331,8 +427,13 @@ def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
     spec.write_text(json.dumps(leak_spec(train_file, "me/student")), encoding="utf-8")
     env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub")}
     for extra in ([], ["--dry-run"]):
-        proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "run", str(spec), "--out", str(tmp_path / "cli"), *extra],
-                              capture_output=True, text=True, env=env, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "nlgbench.cli", "run", str(spec), "--out", str(tmp_path / "cli"), *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert proc.returncode == 2, proc.stderr
         (line,) = proc.stderr.strip().splitlines()
         assert line.startswith("nlgbench: error: student me/student (") and "--allow-overlap" in line
@@ -354,7 +455,9 @@ def test_each_cell_checks_again_and_records_that_it_did(trained: DistillResult, 
     result = execute(clean, tmp_path / "clean")
     assert result.ok, result.error
     recorded = json.loads((tmp_path / "clean" / "result.json").read_text())["scorer"]["leakage_guard"]
-    assert recorded == f"{trained.out}: distilled student, no overlap with {result.dataset.name if result.dataset else ''}"
+    assert (
+        recorded == f"{trained.out}: distilled student, no overlap with {result.dataset.name if result.dataset else ''}"
+    )
 
 
 def test_pairs_files_follow_the_data_loaders_reading_rules(tmp_path: Path) -> None:

@@ -19,26 +19,41 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import psutil
 import pytest
 
 from tiny import make_tiny_bert
 
-TEXTS = ["the cat sat on the mat", "a dog ran in the park", "it is raining today", "the sun is shining",
-         "birds sing in the morning", "we went to the market", "she reads a book", "he plays the piano"]
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog ran in the park",
+    "it is raining today",
+    "the sun is shining",
+    "birds sing in the morning",
+    "we went to the market",
+    "she reads a book",
+    "he plays the piano",
+]
 
 
 # ----------------------------------------------------------------------------- shared helpers
 
 
-def nlgbench(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-             timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def nlgbench(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     """Run the CLI as a user would, in a fresh process."""
-    return subprocess.run([sys.executable, "-m", "nlgbench.cli", *args], cwd=cwd, env={**os.environ, **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "nlgbench.cli", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def assert_one_line(proc: subprocess.CompletedProcess[str], code: int = 2, *needles: str) -> str:
@@ -63,19 +78,29 @@ def user_rows(n_per_lp: int = 4, lps: Sequence[str] = ("de-en", "fr-en"), human=
     for lp in lps:
         for k in range(n_per_lp):
             i = len(rows)
-            rows.append({"lp": lp, "seg_id": k + 1, "source": TEXTS[(i + 3) % len(TEXTS)],
-                         "reference": TEXTS[i % len(TEXTS)], "hypothesis": TEXTS[(i + 1) % len(TEXTS)],
-                         "human": float(human(i)) if human else float((i * 7) % 5)})
+            rows.append(
+                {
+                    "lp": lp,
+                    "seg_id": k + 1,
+                    "source": TEXTS[(i + 3) % len(TEXTS)],
+                    "reference": TEXTS[i % len(TEXTS)],
+                    "hypothesis": TEXTS[(i + 1) % len(TEXTS)],
+                    "human": float(human(i)) if human else float((i * 7) % 5),
+                }
+            )
     return rows
 
 
-def write_spec(folder: Path, model: Path, data: Path, *, name: str = "faults", extra: str = "",
-               metrics: str | None = None) -> Path:
+def write_spec(
+    folder: Path, model: Path, data: Path, *, name: str = "faults", extra: str = "", metrics: str | None = None
+) -> Path:
     """A small spec over `data` with the tiny model at `model` (BERTScore, 1 repeat, no warm-up)."""
     metrics = metrics or f"  - metric: bertscore\n    encoders: [{model}]\n"
     spec = folder / f"{name}.yaml"
-    spec.write_text(f"name: {name}\ndatasets: [{{path: {data}}}]\nrepeats: 1\nwarmup: 0\nbatch_size: 4\n{extra}"
-                    f"metrics:\n{metrics}", encoding="utf-8")
+    spec.write_text(
+        f"name: {name}\ndatasets: [{{path: {data}}}]\nrepeats: 1\nwarmup: 0\nbatch_size: 4\n{extra}metrics:\n{metrics}",
+        encoding="utf-8",
+    )
     return spec
 
 
@@ -102,7 +127,9 @@ def assert_consistent(run: Path, expected_ok: int) -> None:
     ok = [r["cell_id"] for r in rows if r["status"] == "ok"]
     assert len(ok) == expected_ok, rows
     for cell_id in ok:
-        assert (run / "cells" / cell_id / "result.json").is_file() and (run / "cells" / cell_id / "scores.csv").is_file()
+        assert (run / "cells" / cell_id / "result.json").is_file() and (
+            run / "cells" / cell_id / "scores.csv"
+        ).is_file()
 
 
 @pytest.fixture(scope="module")
@@ -125,16 +152,30 @@ def write_import(path: Path, rows: Sequence[dict], score) -> Path:
     return path
 
 
-def import_scores(run: Path, data: Path, scores: Path, encoder: str, metric: str = "bertscore",
-                  *flags: str) -> subprocess.CompletedProcess[str]:
-    return nlgbench("import-scores", str(scores), "--dataset", str(data), "--metric", metric, "--encoder", encoder,
-                    "--out", str(run), *flags)
+def import_scores(
+    run: Path, data: Path, scores: Path, encoder: str, metric: str = "bertscore", *flags: str
+) -> subprocess.CompletedProcess[str]:
+    return nlgbench(
+        "import-scores",
+        str(scores),
+        "--dataset",
+        str(data),
+        "--metric",
+        metric,
+        "--encoder",
+        encoder,
+        "--out",
+        str(run),
+        *flags,
+    )
 
 
 def strict_json(text: str) -> dict:
     """json.loads that refuses NaN/Infinity (what other tools' strict parsers do)."""
+
     def refuse(name: str) -> None:
         raise ValueError(f"non-standard JSON constant {name}")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -146,17 +187,25 @@ def undefined_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) ->
     const = write_jsonl(root / "const.jsonl", user_rows(human=lambda i: 3.0))
     varied = write_jsonl(root / "varied.jsonl", user_rows())
     spec = root / "undefined.yaml"
-    spec.write_text(f"name: undefined\ndatasets: [{{path: {const}}}, {{path: {varied}, max_segments: 1}}]\n"
-                    f"repeats: 1\nwarmup: 0\nbatch_size: 4\nmetrics:\n  - metric: bertscore\n    encoders: [{tiny_model}]\n",
-                    encoding="utf-8")
+    spec.write_text(
+        f"name: undefined\ndatasets: [{{path: {const}}}, {{path: {varied}, max_segments: 1}}]\n"
+        f"repeats: 1\nwarmup: 0\nbatch_size: 4\nmetrics:\n  - metric: bertscore\n    encoders: [{tiny_model}]\n",
+        encoding="utf-8",
+    )
     run = root / "run"
     proc = nlgbench("run", str(spec), "--out", str(run))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr + proc.stdout
     progress = [line for line in proc.stdout.splitlines() if ": ok in " in line]
     assert len(progress) == 2, proc.stdout  # the first undefined cell did not stop the sweep
-    assert "pearson global n/a / segment n/a (human scores constant in de-en, fr-en; pooled: human scores constant)" in progress[0]
-    assert "pearson global n/a / segment n/a (fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments)" in progress[1]
+    assert (
+        "pearson global n/a / segment n/a (human scores constant in de-en, fr-en; pooled: human scores constant)"
+        in progress[0]
+    )
+    assert (
+        "pearson global n/a / segment n/a (fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments)"
+        in progress[1]
+    )
     return run, const
 
 
@@ -166,8 +215,10 @@ def test_undefined_correlation_is_an_ok_cell_with_a_note(undefined_run: tuple[Pa
     rows = csv_rows(run)
     assert list(rows[0])[-1] == "correlation_note"  # after every column of the design's contract
     notes = [r["correlation_note"] for r in rows]
-    assert notes == ["human scores constant in de-en, fr-en; pooled: human scores constant",
-                     "fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments"]
+    assert notes == [
+        "human scores constant in de-en, fr-en; pooled: human scores constant",
+        "fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments",
+    ]
     for r in rows:
         assert r["status"] == "ok" and r["pearson"] == r["kendall"] == r["pearson_pooled"] == r["kendall_pooled"] == ""
         result = strict_json((run / "cells" / r["cell_id"] / "result.json").read_text(encoding="utf-8"))
@@ -199,8 +250,10 @@ def test_constant_metric_scores_import_with_a_note(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "d.jsonl", user_rows())
     proc = import_scores(tmp_path / "run", data, write_import(tmp_path / "s.csv", user_rows(), lambda i: 0.5), "flat")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "pearson n/a, kendall n/a, pearson_pooled n/a (metric scores constant in de-en, fr-en; " \
-           "pooled: metric scores constant)" in proc.stdout
+    assert (
+        "pearson n/a, kendall n/a, pearson_pooled n/a (metric scores constant in de-en, fr-en; "
+        "pooled: metric scores constant)" in proc.stdout
+    )
     assert csv_rows(tmp_path / "run")[0]["correlation_note"].startswith("metric scores constant")
 
 
@@ -280,7 +333,9 @@ def test_changed_user_data_is_a_new_cell(tmp_path: Path, tiny_model: Path) -> No
     assert before["cell_id"] != after["cell_id"]
     assert float(after["pearson"]) == pytest.approx(-float(before["pearson"]), abs=1e-12)
     config = json.loads((run / "cells" / after["cell_id"] / "config.json").read_text(encoding="utf-8"))["config"]
-    assert config["inputs"][str(data)].startswith("sha256:") and config["inputs"][str(tiny_model)].startswith("weights:")
+    assert config["inputs"][str(data)].startswith("sha256:") and config["inputs"][str(tiny_model)].startswith(
+        "weights:"
+    )
     third = nlgbench("run", str(spec), "--out", str(run))  # unchanged since: resumed, nothing run
     assert third.returncode == 0 and "done already" in third.stdout and ": ok in " not in third.stdout
     assert_consistent(run, expected_ok=2)
@@ -302,9 +357,12 @@ def test_hub_id_and_registry_name_are_one_cell(tmp_path: Path) -> None:
     """7b: `sentence-transformers/all-MiniLM-L6-v2` is the registered `all-MiniLM-L6-v2`: one cell, labelled
     with the registry name, with the id of the quickstart's cell (reports/example's, under its versions)."""
     spec = tmp_path / "same.yaml"
-    spec.write_text("name: same\ndatasets: [{name: wmt16, max_segments: 100}]\nmetrics:\n  - metric: bertscore\n"
-                    "    options: {idf: false}\n"
-                    "    encoders: [sentence-transformers/all-MiniLM-L6-v2, all-MiniLM-L6-v2]\n", encoding="utf-8")
+    spec.write_text(
+        "name: same\ndatasets: [{name: wmt16, max_segments: 100}]\nmetrics:\n  - metric: bertscore\n"
+        "    options: {idf: false}\n"
+        "    encoders: [sentence-transformers/all-MiniLM-L6-v2, all-MiniLM-L6-v2]\n",
+        encoding="utf-8",
+    )
     proc = nlgbench("run", str(spec), "--dry-run")
     assert proc.returncode == 0, proc.stderr[-3000:]
     from nlgbench.core.spec import load_spec
@@ -313,7 +371,8 @@ def test_hub_id_and_registry_name_are_one_cell(tmp_path: Path) -> None:
     assert quickstart.encoder.name == "all-MiniLM-L6-v2" and quickstart.batch_size == 64
     assert proc.stdout.splitlines()[:2] == [
         f"{quickstart.cell_id}  bertscore | all-MiniLM-L6-v2 | wmt16[:100] | cpu | bs64",
-        "1 cells; models not in the local cache: none"]
+        "1 cells; models not in the local cache: none",
+    ]
 
 
 def broken_folder(case: str, tiny_model: Path, folder: Path) -> Path:
@@ -336,8 +395,13 @@ def broken_folder(case: str, tiny_model: Path, folder: Path) -> Path:
     return folder
 
 
-BROKEN = {"bad-config": "config.json is not valid JSON", "empty": "has no config.json",
-          "no-weights": "has no weight file", "truncated": "is truncated", "corrupt-header": "corrupt safetensors header"}
+BROKEN = {
+    "bad-config": "config.json is not valid JSON",
+    "empty": "has no config.json",
+    "no-weights": "has no weight file",
+    "truncated": "is truncated",
+    "corrupt-header": "corrupt safetensors header",
+}
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN))
@@ -351,19 +415,26 @@ def test_broken_encoder_folder_stops_before_any_cell(case: str, tmp_path: Path, 
         assert assert_one_line(nlgbench("run", str(spec), "--out", str(run)), 2) == line
         assert not run.exists()
     cache = tmp_path / "hub"
-    assert_one_line(nlgbench("models", "import", str(model), "--as", "org/broken", env={"HF_HUB_CACHE": str(cache)}),
-                    2, BROKEN[case])
+    assert_one_line(
+        nlgbench("models", "import", str(model), "--as", "org/broken", env={"HF_HUB_CACHE": str(cache)}),
+        2,
+        BROKEN[case],
+    )
     assert not (cache / "models--org--broken").exists()
 
 
 def test_list_encoders_shows_a_broken_cache_entry(tmp_path: Path, tiny_model: Path) -> None:
     """5: a cache entry broken after import is listed as `broken` with why (exit 0), and a spec naming it stops."""
     env = {"HF_HUB_CACHE": str(tmp_path / "hub"), "NLGBENCH_ENCODERS": str(tmp_path / "enc.yaml")}
-    (tmp_path / "enc.yaml").write_text("encoders:\n  tiny: {hub_id: org/tiny, family: bert, layers: 2}\n", encoding="utf-8")
+    (tmp_path / "enc.yaml").write_text(
+        "encoders:\n  tiny: {hub_id: org/tiny, family: bert, layers: 2}\n", encoding="utf-8"
+    )
     imported = nlgbench("models", "import", str(tiny_model), "--as", "org/tiny", env=env)
     assert imported.returncode == 0, imported.stderr[-3000:]
     listed = nlgbench("list", "encoders", env=env)
-    assert listed.returncode == 0 and [r.split()[5] for r in listed.stdout.splitlines() if r.startswith("tiny ")] == ["yes"]
+    assert listed.returncode == 0 and [r.split()[5] for r in listed.stdout.splitlines() if r.startswith("tiny ")] == [
+        "yes"
+    ]
     (weights,) = (tmp_path / "hub" / "models--org--tiny" / "snapshots").glob("*/model.safetensors")
     weights.write_bytes(weights.read_bytes()[:100])
     listed = nlgbench("list", "encoders", env=env)
@@ -389,8 +460,10 @@ def test_name_with_path_refused(tmp_path: Path, tiny_model: Path) -> None:
     work.mkdir(parents=True)
     data = write_jsonl(tmp_path / "own.jsonl", user_rows())
     spec = tmp_path / "spec.yaml"
-    spec.write_text(write_spec(tmp_path, tiny_model, data).read_text(encoding="utf-8")
-                    .replace("name: faults", "name: ../../x"), encoding="utf-8")
+    spec.write_text(
+        write_spec(tmp_path, tiny_model, data).read_text(encoding="utf-8").replace("name: faults", "name: ../../x"),
+        encoding="utf-8",
+    )
     assert_one_line(nlgbench("run", str(spec), cwd=work), 2, "'../../x' is not a plain folder name")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "faults.yaml", "own.jsonl", "spec.yaml"]
     assert list(work.iterdir()) == []
@@ -401,8 +474,12 @@ def test_repeated_yaml_key_refused(tmp_path: Path, tiny_model: Path) -> None:
     spec = write_spec(tmp_path, tiny_model, write_jsonl(tmp_path / "own.jsonl", user_rows()), extra="repeats: 5\n")
     assert spec.read_text(encoding="utf-8").splitlines()[5] == "repeats: 5"
     for extra in ((), ("--dry-run",)):
-        assert_one_line(nlgbench("run", str(spec), "--out", str(tmp_path / "run"), *extra), 2,
-                        "at line 6", "repeated key 'repeats' (first at line 3)")
+        assert_one_line(
+            nlgbench("run", str(spec), "--out", str(tmp_path / "run"), *extra),
+            2,
+            "at line 6",
+            "repeated key 'repeats' (first at line 3)",
+        )
     assert not (tmp_path / "run").exists()
 
 
@@ -463,9 +540,15 @@ def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen
     """The CLI in the background, in its own session (so a test can signal its process group as a terminal does),
     with SIGINT at its default action as in a terminal's foreground job (a test run started with `&` from a
     non-interactive shell would otherwise hand its children an ignored SIGINT)."""
-    return subprocess.Popen([sys.executable, "-m", "nlgbench.cli", *args], env={**os.environ, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=default_sigint)
+    return subprocess.Popen(
+        [sys.executable, "-m", "nlgbench.cli", *args],
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
 
 
 def default_sigint() -> None:
@@ -484,8 +567,22 @@ def test_second_writer_of_a_locked_folder_exits_naming_the_holder(tmp_path: Path
         assert_one_line(second, 2, f"{out} is in use by another nlgbench process (pid {first.pid})", "--wait")
         assert ": ok in " not in second.stdout
         assert_one_line(nlgbench("repair", str(out)), 2, f"pid {first.pid}")
-        assert_one_line(nlgbench("import-scores", str(scores), "--dataset", str(tmp_path / "faults.jsonl"),
-                                 "--metric", "bertscore", "--encoder", "other", "--out", str(out)), 2, f"pid {first.pid}")
+        assert_one_line(
+            nlgbench(
+                "import-scores",
+                str(scores),
+                "--dataset",
+                str(tmp_path / "faults.jsonl"),
+                "--metric",
+                "bertscore",
+                "--encoder",
+                "other",
+                "--out",
+                str(out),
+            ),
+            2,
+            f"pid {first.pid}",
+        )
     finally:
         gate.touch()
         stdout, stderr = first.communicate(timeout=300)
@@ -532,8 +629,9 @@ def test_out_is_an_existing_file(tmp_path: Path, tiny_model: Path) -> None:
 def can_run_python_as_nobody() -> bool:
     """Whether user nobody can start this interpreter (not when it lives under root's private home)."""
     try:
-        probe = subprocess.run([sys.executable, "-c", "pass"], capture_output=True, user=65534, group=65534,
-                               extra_groups=[], check=False)
+        probe = subprocess.run(
+            [sys.executable, "-c", "pass"], capture_output=True, user=65534, group=65534, extra_groups=[], check=False
+        )
     except OSError:  # the interpreter itself cannot be executed by nobody
         return False
     return probe.returncode == 0
@@ -541,9 +639,15 @@ def can_run_python_as_nobody() -> bool:
 
 def can_mount_read_only() -> bool:
     """Whether `unshare --mount` may bind-mount a folder read-only here (root with CAP_SYS_ADMIN)."""
-    return shutil.which("unshare") is not None and subprocess.run(
-        ["unshare", "--mount", "sh", "-c", "mount --bind / / && mount -o remount,ro,bind / /"],
-        capture_output=True, check=False).returncode == 0
+    return (
+        shutil.which("unshare") is not None
+        and subprocess.run(
+            ["unshare", "--mount", "sh", "-c", "mount --bind / / && mount -o remount,ro,bind / /"],
+            capture_output=True,
+            check=False,
+        ).returncode
+        == 0
+    )
 
 
 def run_read_only(target: Path, shim_folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -605,7 +709,7 @@ def test_read_only_run_folder(case: str, shared_dir: Path, tiny_model: Path) -> 
 # file exists (a test acts while a cell is surely running). FAULT_MODE after FAULT_AFTER good writes: `sqlite`,
 # the store's INSERT of a cell fails as on a full disk; `csv`, writing results.csv fails with ENOSPC.
 # FAULT_READONLY: creating or writing anything under that folder fails with EROFS.
-FAULT_SHIM = '''
+FAULT_SHIM = """
 import errno, os, pathlib, sqlite3, sys, time
 if os.environ.get("FAULT_READONLY"):
     _ro = os.path.realpath(os.environ["FAULT_READONLY"])
@@ -648,7 +752,7 @@ elif _mode == "csv":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(src))
         return _replace(src, dst, *args, **kwargs)
     os.replace = _replace_full
-'''
+"""
 
 
 def faulty(folder: Path, **settings: str) -> dict[str, str]:
@@ -743,25 +847,46 @@ def test_worker_killed_by_a_signal_is_failed_not_oom(tmp_path: Path, tiny_model:
 def test_death_causes_and_memory_errors() -> None:
     from nlgbench.execution.base import death_cause
 
-    assert death_cause(-9, oom_killed=True) == ("worker killed by the kernel's out-of-memory killer (signal 9, SIGKILL)", True)
+    assert death_cause(-9, oom_killed=True) == (
+        "worker killed by the kernel's out-of-memory killer (signal 9, SIGKILL)",
+        True,
+    )
     assert death_cause(-9, oom_killed=False) == ("worker killed by signal 9 (SIGKILL)", False)
     assert death_cause(-11, oom_killed=True) == ("worker killed by signal 11 (SIGSEGV)", False)
     assert death_cause(3, oom_killed=False) == ("worker exited with code 3 and wrote no result", False)
 
 
-@pytest.mark.parametrize("error, status", [
-    (MemoryError(), "oom"),
-    (RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you tried to "
-                  "allocate 35184372088832 bytes. Error code 12 (Cannot allocate memory)"), "oom"),
-    (RuntimeError("mat1 and mat2 shapes cannot be multiplied"), "failed"),
-])
+@pytest.mark.parametrize(
+    "error, status",
+    [
+        (MemoryError(), "oom"),
+        (
+            RuntimeError(
+                "[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you tried to "
+                "allocate 35184372088832 bytes. Error code 12 (Cannot allocate memory)"
+            ),
+            "oom",
+        ),
+        (RuntimeError("mat1 and mat2 shapes cannot be multiplied"), "failed"),
+    ],
+)
 def test_worker_records_allocation_failures_as_oom(error: Exception, status: str, tmp_path: Path) -> None:
     from nlgbench.core.cell import CellConfig, DatasetRef, write_config
     from nlgbench.encoders.registry import EncoderRef
     from nlgbench.execution.worker import failure
 
-    config = CellConfig(metric="bertscore", options={}, encoder=EncoderRef(name="x"), aligner=None,
-                        dataset=DatasetRef(path="d.jsonl"), device="cpu", batch_size=4, repeats=1, warmup=0, threads=None)
+    config = CellConfig(
+        metric="bertscore",
+        options={},
+        encoder=EncoderRef(name="x"),
+        aligner=None,
+        dataset=DatasetRef(path="d.jsonl"),
+        device="cpu",
+        batch_size=4,
+        repeats=1,
+        warmup=0,
+        threads=None,
+    )
     write_config(tmp_path, "abc", "label", config)
     result = failure(tmp_path, error)
     assert result.status == status and result.error and result.error.startswith(type(error).__name__)
@@ -795,7 +920,9 @@ def test_truncated_segments_are_counted_and_warned_once(tmp_path: Path, tiny_mod
     assert proc.returncode == 0, proc.stderr[-2000:]
 
     tokenizer = AutoTokenizer.from_pretrained(model)
-    too_long = sum(1 for r in user_rows() if any(len(tokenizer(r[k])["input_ids"]) > 7 for k in ("hypothesis", "reference")))
+    too_long = sum(
+        1 for r in user_rows() if any(len(tokenizer(r[k])["input_ids"]) > 7 for k in ("hypothesis", "reference"))
+    )
     assert 0 < too_long < len(user_rows())
     rows = csv_rows(out)
     assert list(rows[0]).index("truncated_segments") > list(rows[0]).index("metric_options")
@@ -811,8 +938,10 @@ def test_soak_kill_9_at_random_moments_then_resume(tmp_path: Path, tiny_model: P
     """10 SIGKILLs of the parent at random moments of a 3-cell sweep, then a rerun: the scores equal an
     uninterrupted run's and every cell is in the folder exactly once. Bounded: about a minute and a half."""
     data = write_jsonl(tmp_path / "soak.jsonl", user_rows(6))
-    metrics = (f"  - metric: bertscore\n    encoders: [{tiny_model}, {{name: {tiny_model}, num_layers: 1}}]\n"
-               f"  - metric: moverscore\n    encoders: [{tiny_model}]\n")
+    metrics = (
+        f"  - metric: bertscore\n    encoders: [{tiny_model}, {{name: {tiny_model}, num_layers: 1}}]\n"
+        f"  - metric: moverscore\n    encoders: [{tiny_model}]\n"
+    )
     spec = write_spec(tmp_path, tiny_model, data, name="soak", metrics=metrics)
     reference = tmp_path / "reference"
     assert nlgbench("run", str(spec), "--out", str(reference)).returncode == 0
@@ -839,7 +968,9 @@ def test_soak_kill_9_at_random_moments_then_resume(tmp_path: Path, tiny_model: P
     assert sorted(p.name for p in (out / "cells").iterdir()) == sorted(scores_of(reference))
     assert scores_of(out) == scores_of(reference)
     quality = ["cell_id", "status", "pearson", "kendall", "pearson_pooled", "kendall_pooled"]
-    assert [{k: r[k] for k in quality} for r in csv_rows(out)] == [{k: r[k] for k in quality} for r in csv_rows(reference)]
+    assert [{k: r[k] for k in quality} for r in csv_rows(out)] == [
+        {k: r[k] for k in quality} for r in csv_rows(reference)
+    ]
 
 
 # ----------------------------------------------------------------------------- 10: tolerances
@@ -866,10 +997,13 @@ def test_sentsim_tolerance_follows_the_min_max_spread() -> None:
         return (values.view(np.int32) + steps).view(np.float32)
 
     for ulps in (1, 2, 4):
-        worst = max(float(np.abs(combine(min_max(moved(cos, ulps)), min_max(moved(f1, ulps)), False) - exact).max())
-                    for _ in range(300))
-        bound = (min_max_exp_error(ulps * float(np.spacing(cos.max())), float(np.ptp(cos.astype(np.float64))))
-                 + min_max_exp_error(ulps * float(np.spacing(f1.max())), float(np.ptp(f1.astype(np.float64)))))
+        worst = max(
+            float(np.abs(combine(min_max(moved(cos, ulps)), min_max(moved(f1, ulps)), False) - exact).max())
+            for _ in range(300)
+        )
+        bound = min_max_exp_error(
+            ulps * float(np.spacing(cos.max())), float(np.ptp(cos.astype(np.float64)))
+        ) + min_max_exp_error(ulps * float(np.spacing(f1.max())), float(np.ptp(f1.astype(np.float64))))
         assert worst <= bound, (ulps, worst, bound)  # the derived tolerance holds
         assert worst > bound / 8, (ulps, worst, bound)  # and is not vacuous: within 8x of what happens
         assert bound > 1e-5  # abs=1e-5 is not guaranteed by the arithmetic even for 1 ulp ...
@@ -882,8 +1016,13 @@ def test_output_pipe_closed_early_is_quiet() -> None:
     traceback, exit 141 as Unix tools (128 + SIGPIPE)."""
     read_end, write_end = os.pipe()
     os.close(read_end)  # nobody will read: every write gets EPIPE
-    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "list", "metrics"], stdout=write_end,
-                          stderr=subprocess.PIPE, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nlgbench.cli", "list", "metrics"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     os.close(write_end)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
     assert proc.returncode == 141

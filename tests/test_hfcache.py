@@ -257,8 +257,9 @@ def test_intact_folder_passes(tiny_bert: Path) -> None:
         (None, b'{"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}', "is truncated"),
     ],
 )
-def test_broken_safetensors_refused(tiny_bert: Path, tmp_path: Path, cut: int | None, header: bytes | None,
-                                    message: str) -> None:
+def test_broken_safetensors_refused(
+    tiny_bert: Path, tmp_path: Path, cut: int | None, header: bytes | None, message: str
+) -> None:
     folder = broken_copy(tiny_bert, tmp_path, cut=cut, header=header)
     with pytest.raises(UserError, match=message) as info:
         hfcache.check_model_folder(folder)

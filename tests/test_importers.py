@@ -53,16 +53,25 @@ def test_summeval_expert_means_by_hand(tmp_path: Path) -> None:
     first, second = items[0], items[1]
     # line 1: experts coherence 1,3,4; consistency 5,3,3; fluency 5,3,4; relevance 2,1,4
     assert first == {
-        "lp": "en", "seg_id": "dm-test-0a1b", "system": "M0", "doc_id": "dm-test-0a1b",
-        "source": "Article 0: the story's text, with \"quotes\" and ünïcode.",
+        "lp": "en",
+        "seg_id": "dm-test-0a1b",
+        "system": "M0",
+        "doc_id": "dm-test-0a1b",
+        "source": 'Article 0: the story\'s text, with "quotes" and ünïcode.',
         "references": ["doc 0 highlight.", "doc 0 crowd ref one.", "doc 0 crowd ref two."],
         "hypothesis": "summary of doc 0 by M0.",
-        "human": {"coherence": pytest.approx(8 / 3), "consistency": pytest.approx(11 / 3),
-                  "fluency": pytest.approx(4.0), "relevance": pytest.approx(7 / 3)},
+        "human": {
+            "coherence": pytest.approx(8 / 3),
+            "consistency": pytest.approx(11 / 3),
+            "fluency": pytest.approx(4.0),
+            "relevance": pytest.approx(7 / 3),
+        },
     }
     # line 2: experts coherence 1,4,1; consistency 3,5,1; fluency 2,4,5; relevance 4,5,5
     assert (second["system"], second["seg_id"]) == ("M11", "dm-test-0a1b")
-    assert second["human"] == pytest.approx({"coherence": 2.0, "consistency": 3.0, "fluency": 11 / 3, "relevance": 14 / 3})
+    assert second["human"] == pytest.approx(
+        {"coherence": 2.0, "consistency": 3.0, "fluency": 11 / 3, "relevance": 14 / 3}
+    )
     assert (summary.systems, summary.documents, summary.references_min, summary.references_max) == (3, 4, 3, 3)
     assert summary.dimensions == tuple(DIMS) and dict(summary.missing) == {d: 0 for d in DIMS}
 
@@ -83,7 +92,11 @@ def test_summeval_every_line_field_by_field(tmp_path: Path) -> None:
     assert len(items) == len(raw)
     for line, item in zip(raw, items):
         assert (item["seg_id"], item["doc_id"], item["system"]) == (line["id"], line["id"], line["model_id"])
-        assert (item["source"], item["references"], item["hypothesis"]) == (line["text"], line["references"], line["decoded"])
+        assert (item["source"], item["references"], item["hypothesis"]) == (
+            line["text"],
+            line["references"],
+            line["decoded"],
+        )
         for dim in DIMS:
             assert item["human"][dim] == pytest.approx(statistics.mean(a[dim] for a in line["expert_annotations"]))
     assert len({(i["lp"], i["seg_id"], i["system"]) for i in items}) == 12  # items are unique
@@ -109,12 +122,21 @@ def test_summeval_unpaired_file_and_a_missing_dimension(tmp_path: Path) -> None:
     assert any("pair_data.py" in note for note in summary.notes)
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda ls: ls[2].pop("decoded"), "line 3: missing field(s) decoded"),
-    (lambda ls: ls[1].update(model_id="M0"), "line 2: duplicate summary id='dm-test-0a1b' model_id='M0' (first at line 1)"),
-    (lambda ls: ls[0]["expert_annotations"][1].update(coherence="high"), "line 1: expert_annotations[1].coherence: score 'high'"),
-    (lambda ls: ls[5].update(references=[]), "line 6: field 'references' must be a non-empty list of texts"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda ls: ls[2].pop("decoded"), "line 3: missing field(s) decoded"),
+        (
+            lambda ls: ls[1].update(model_id="M0"),
+            "line 2: duplicate summary id='dm-test-0a1b' model_id='M0' (first at line 1)",
+        ),
+        (
+            lambda ls: ls[0]["expert_annotations"][1].update(coherence="high"),
+            "line 1: expert_annotations[1].coherence: score 'high'",
+        ),
+        (lambda ls: ls[5].update(references=[]), "line 6: field 'references' must be a non-empty list of texts"),
+    ],
+)
 def test_summeval_bad_lines_are_one_line_errors(tmp_path: Path, change: Any, message: str) -> None:
     lines = read_jsonl(SUMMEVAL)
     change(lines)
@@ -141,11 +163,31 @@ def test_wmt_da_synthetic_folder(tmp_path: Path) -> None:
     out = tmp_path / "da.jsonl"
     summary = import_wmt_da(DA_FOLDER, out)
     items = read_jsonl(out)
-    assert [(i["lp"], i["seg_id"]) for i in items] == [("de-en", 1), ("de-en", 2), ("de-en", 3), ("fi-en", 1), ("fi-en", 2)]
-    assert items[1] == {"lp": "de-en", "seg_id": 2, "system": "", "source": "Ein Haus.", "references": ["A house."],
-                        "hypothesis": "One house.", "human": -1.25}
-    assert items[3] == {"lp": "fi-en", "seg_id": 1, "system": "", "source": "Hyvää päivää.", "references": ["Good day."],
-                        "hypothesis": "Good day.", "human": 1.4}
+    assert [(i["lp"], i["seg_id"]) for i in items] == [
+        ("de-en", 1),
+        ("de-en", 2),
+        ("de-en", 3),
+        ("fi-en", 1),
+        ("fi-en", 2),
+    ]
+    assert items[1] == {
+        "lp": "de-en",
+        "seg_id": 2,
+        "system": "",
+        "source": "Ein Haus.",
+        "references": ["A house."],
+        "hypothesis": "One house.",
+        "human": -1.25,
+    }
+    assert items[3] == {
+        "lp": "fi-en",
+        "seg_id": 1,
+        "system": "",
+        "source": "Hyvää päivää.",
+        "references": ["Good day."],
+        "hypothesis": "Good day.",
+        "human": 1.4,
+    }
     assert [i["human"] for i in items] == [0.512, -1.25, 0.03, 1.4, -0.2]
     assert (summary.items, summary.systems, summary.documents, summary.dimensions) == (5, 0, 0, ())
     assert import_wmt_da(DA_FOLDER, out, lps=["fi-en"]).items == 2
@@ -195,9 +237,15 @@ def test_wmt_da_real_wmt16_folder(tmp_path: Path) -> None:
     assert {lp: sum(1 for i in items if i["lp"] == lp) for lp in to_english} == {lp: 560 for lp in to_english}
     for lp, line in [("cs-en", 1), ("de-en", 281), ("tr-en", 560)]:
         item = next(i for i in items if i["lp"] == lp and i["seg_id"] == line)
-        raw = {f: (folder / f"DAseg.newstest2016.{f}.{lp}").read_text(encoding="utf-8").split("\n")[line - 1]
-               for f in ("source", "reference", "mt-system", "human")}
-        assert (item["source"], item["references"], item["hypothesis"]) == (raw["source"], [raw["reference"]], raw["mt-system"])
+        raw = {
+            f: (folder / f"DAseg.newstest2016.{f}.{lp}").read_text(encoding="utf-8").split("\n")[line - 1]
+            for f in ("source", "reference", "mt-system", "human")
+        }
+        assert (item["source"], item["references"], item["hypothesis"]) == (
+            raw["source"],
+            [raw["reference"]],
+            raw["mt-system"],
+        )
         assert item["human"] == float(raw["human"]) and item["system"] == ""
     everything = import_wmt_da(folder, tmp_path / "all.jsonl")
     has_en_ru = (folder / "DAseg.newstest2016.human.en-ru").is_file()
@@ -208,20 +256,28 @@ def test_wmt_da_real_wmt16_folder(tmp_path: Path) -> None:
 
 
 def _frame() -> pd.DataFrame:
-    return pd.DataFrame({
-        "doc": ["d1", "d1", "d2", "d2"],
-        "model": ["A", "B", "A", "B"],
-        "input": ["table one", "table one", "table two", "table two"],
-        "output": ["out 1A", "out 1B", "out 2A", "NA"],  # "NA" is a text, not a missing value
-        "ref_a": ["r1a", "r1a", "r2a", "r2a"],
-        "ref_b": ["r1b", "r1b", "r2b", "r2b"],
-        "fluency": [4.5, 3.0, None, 2.0],
-        "adequacy": [1.0, 2.5, 3.5, 4.0],
-    })
+    return pd.DataFrame(
+        {
+            "doc": ["d1", "d1", "d2", "d2"],
+            "model": ["A", "B", "A", "B"],
+            "input": ["table one", "table one", "table two", "table two"],
+            "output": ["out 1A", "out 1B", "out 2A", "NA"],  # "NA" is a text, not a missing value
+            "ref_a": ["r1a", "r1a", "r2a", "r2a"],
+            "ref_b": ["r1b", "r1b", "r2b", "r2b"],
+            "fluency": [4.5, 3.0, None, 2.0],
+            "adequacy": [1.0, 2.5, 3.5, 4.0],
+        }
+    )
 
 
-MAPPING = {"seg_id": "doc", "doc_id": "doc", "system": "model", "source": "input", "hypothesis": "output",
-           "references": "ref_a, ref_b"}
+MAPPING = {
+    "seg_id": "doc",
+    "doc_id": "doc",
+    "system": "model",
+    "source": "input",
+    "hypothesis": "output",
+    "references": "ref_a, ref_b",
+}
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet", ".tsv"])
@@ -233,10 +289,20 @@ def test_table_csv_parquet_tsv(tmp_path: Path, suffix: str) -> None:
     else:
         frame.to_csv(src, index=False, sep="," if suffix == ".csv" else "\t")
     out = tmp_path / "d2t.jsonl"
-    summary = import_table(src, out, columns=MAPPING, human={"fluency": "fluency", "adequacy": "adequacy"}, lp="data2text")
+    summary = import_table(
+        src, out, columns=MAPPING, human={"fluency": "fluency", "adequacy": "adequacy"}, lp="data2text"
+    )
     items = read_jsonl(out)
-    assert items[0] == {"lp": "data2text", "seg_id": "d1", "system": "A", "doc_id": "d1", "source": "table one",
-                        "references": ["r1a", "r1b"], "hypothesis": "out 1A", "human": {"fluency": 4.5, "adequacy": 1.0}}
+    assert items[0] == {
+        "lp": "data2text",
+        "seg_id": "d1",
+        "system": "A",
+        "doc_id": "d1",
+        "source": "table one",
+        "references": ["r1a", "r1b"],
+        "hypothesis": "out 1A",
+        "human": {"fluency": 4.5, "adequacy": 1.0},
+    }
     assert items[2]["human"] == {"fluency": None, "adequacy": 3.5}
     assert items[3]["hypothesis"] == "NA" and items[3]["references"] == ["r2a", "r2b"]
     assert [(i["seg_id"], i["system"]) for i in items] == [("d1", "A"), ("d1", "B"), ("d2", "A"), ("d2", "B")]
@@ -246,24 +312,58 @@ def test_table_csv_parquet_tsv(tmp_path: Path, suffix: str) -> None:
 
 def test_table_defaults_by_column_name_and_integer_seg_ids(tmp_path: Path) -> None:
     src = tmp_path / "mt.csv"
-    pd.DataFrame({"lp": ["de-en", "de-en"], "seg_id": ["2", "10"], "hypothesis": ["h2", "h10"],
-                  "reference": ["r2", "r10"], "human": ["0.5", "-1"]}).to_csv(src, index=False)
+    pd.DataFrame(
+        {
+            "lp": ["de-en", "de-en"],
+            "seg_id": ["2", "10"],
+            "hypothesis": ["h2", "h10"],
+            "reference": ["r2", "r10"],
+            "human": ["0.5", "-1"],
+        }
+    ).to_csv(src, index=False)
     out = tmp_path / "mt.jsonl"
     import_table(src, out)
     assert read_jsonl(out) == [
-        {"lp": "de-en", "seg_id": 2, "system": "", "source": "", "references": ["r2"], "hypothesis": "h2", "human": 0.5},
-        {"lp": "de-en", "seg_id": 10, "system": "", "source": "", "references": ["r10"], "hypothesis": "h10", "human": -1.0},
+        {
+            "lp": "de-en",
+            "seg_id": 2,
+            "system": "",
+            "source": "",
+            "references": ["r2"],
+            "hypothesis": "h2",
+            "human": 0.5,
+        },
+        {
+            "lp": "de-en",
+            "seg_id": 10,
+            "system": "",
+            "source": "",
+            "references": ["r10"],
+            "hypothesis": "h10",
+            "human": -1.0,
+        },
     ]
 
 
-@pytest.mark.parametrize(("edit", "kwargs", "message"), [
-    (lambda f: f.assign(output=["a", None, "c", "d"]), {}, "row 2: column 'output' is empty"),
-    (lambda f: f.assign(adequacy=[1, "good", 2, 3]), {}, "row 2: column 'adequacy': human score 'good' is not a number"),
-    (lambda f: f.assign(model=["A", "A", "A", "B"]), {}, "row 2: duplicate item lp='x' seg_id='d1' system='A' (first at row 1)"),
-    (lambda f: f, {"columns": {**MAPPING, "hypothesis": "outptu"}}, "no column 'outptu'; did you mean 'output'?"),
-    (lambda f: f, {"columns": {**MAPPING, "hyp": "output"}}, "unknown item field 'hyp'"),
-    (lambda f: f, {"lp": None}, "no column for lp"),
-])
+@pytest.mark.parametrize(
+    ("edit", "kwargs", "message"),
+    [
+        (lambda f: f.assign(output=["a", None, "c", "d"]), {}, "row 2: column 'output' is empty"),
+        (
+            lambda f: f.assign(adequacy=[1, "good", 2, 3]),
+            {},
+            "row 2: column 'adequacy': human score 'good' is not a number",
+        ),
+        (
+            lambda f: f.assign(model=["A", "A", "A", "B"]),
+            {},
+            "row 2: duplicate item lp='x' seg_id='d1' system='A' (first at row 1)",
+        ),
+        (lambda f: f, {"columns": {**MAPPING, "hypothesis": "outptu"}}, "no column 'outptu'; did you mean 'output'?"),
+        (lambda f: f, {"columns": {**MAPPING, "hyp": "output"}}, "unknown item field 'hyp'"),
+        (lambda f: f, {"lp": None}, "no column for lp"),
+    ],
+)
 def test_table_bad_input_is_one_line(tmp_path: Path, edit: Any, kwargs: dict[str, Any], message: str) -> None:
     src = tmp_path / "bad.csv"
     edit(_frame()).to_csv(src, index=False)
@@ -306,15 +406,22 @@ def test_cli_import_writes_and_summarises(tmp_path: Path, capsys: pytest.Capture
     assert read_jsonl(out)[3]["human"] == {"adequacy": 4.0}
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["wmt-da", str(DA_FOLDER), "--out", "x.jsonl", "--annotators", "expert"], "--annotators applies to summeval only"),
-    (["summeval", str(SUMMEVAL), "--out", "x.jsonl", "--column", "lp=a"], "--column applies to table only"),
-    (["summeval", str(SUMMEVAL), "--out", "x.txt"], "must end in .jsonl"),
-    (["table", "t.csv", "--out", "x.jsonl", "--human", "fluency"], "--human 'fluency': expected NAME=COLUMN"),
-    (["wmt-da", str(SUMMEVAL), "--out", "x.jsonl"], "not a folder"),
-])
-def test_cli_bad_options_exit_2_with_one_line(argv: list[str], message: str, tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["wmt-da", str(DA_FOLDER), "--out", "x.jsonl", "--annotators", "expert"],
+            "--annotators applies to summeval only",
+        ),
+        (["summeval", str(SUMMEVAL), "--out", "x.jsonl", "--column", "lp=a"], "--column applies to table only"),
+        (["summeval", str(SUMMEVAL), "--out", "x.txt"], "must end in .jsonl"),
+        (["table", "t.csv", "--out", "x.jsonl", "--human", "fluency"], "--human 'fluency': expected NAME=COLUMN"),
+        (["wmt-da", str(SUMMEVAL), "--out", "x.jsonl"], "not a folder"),
+    ],
+)
+def test_cli_bad_options_exit_2_with_one_line(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert run_cli(argv) == 2
     err = capsys.readouterr().err
@@ -341,11 +448,17 @@ def test_imported_files_load_as_own_data(tmp_path: Path) -> None:
     out = tmp_path / "da.jsonl"
     import_wmt_da(DA_FOLDER, out)
     ds = load_dataset(path=out)
-    assert ds.human_dims == ["human"] and not ds.has_docs and [it.seg_id for it in ds.items if it.lp == "de-en"] == [1, 2, 3]
+    assert (
+        ds.human_dims == ["human"]
+        and not ds.has_docs
+        and [it.seg_id for it in ds.items if it.lp == "de-en"] == [1, 2, 3]
+    )
     out = tmp_path / "table.jsonl"
     frame = _frame()
     frame.to_csv(tmp_path / "t.csv", index=False)
-    import_table(tmp_path / "t.csv", out, columns=MAPPING, human={"fluency": "fluency", "adequacy": "adequacy"}, lp="en")
+    import_table(
+        tmp_path / "t.csv", out, columns=MAPPING, human={"fluency": "fluency", "adequacy": "adequacy"}, lp="en"
+    )
     ds = load_dataset(path=out, human="fluency")
     assert ds.human_dims == ["fluency"] and ds.missing_human("fluency") == 1
     assert {it.references for it in ds.items} == {("r1a", "r1b"), ("r2a", "r2b")}

@@ -13,8 +13,9 @@ import json
 import os
 import shutil
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 
@@ -31,8 +32,17 @@ TRICKY_IDS = ["007", "7", "x9", "1_0", "10", "+5", "5", "\u0667", "-0", "0"]
 
 def write_jsonl(path: Path, ids: Sequence[Any], lp: str = "de-en") -> Path:
     """A user data file with one item per id (human scores varied, so correlations are defined)."""
-    rows = [{"lp": lp, "seg_id": seg, "source": f"s{i}", "reference": f"r{i}", "hypothesis": f"h{i}",
-             "human": float((i * 7) % 5)} for i, seg in enumerate(ids)]
+    rows = [
+        {
+            "lp": lp,
+            "seg_id": seg,
+            "source": f"s{i}",
+            "reference": f"r{i}",
+            "hypothesis": f"h{i}",
+            "human": float((i * 7) % 5),
+        }
+        for i, seg in enumerate(ids)
+    ]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
 
@@ -66,15 +76,17 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def imported(capsys: pytest.CaptureFixture[str], tmp_path: Path, ids: Sequence[Any],
-             encoders: Sequence[str] = ("a",)) -> tuple[Path, Path, list[str]]:
+def imported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, ids: Sequence[Any], encoders: Sequence[str] = ("a",)
+) -> tuple[Path, Path, list[str]]:
     """(run folder, data file, cell ids): one imported cell per encoder over a file with `ids`."""
     data, run = write_jsonl(tmp_path / "data.jsonl", ids), tmp_path / "run"
     keys = [(it.lp, str(it.seg_id)) for it in load_dataset(None, path=str(data)).items]
     for n, encoder in enumerate(encoders):
         scores = write_import(tmp_path / f"{encoder}.csv", keys, shift=n / 10)
-        code, _, err = cli(capsys, "import-scores", scores, "--dataset", data, "--metric", "m", "--encoder", encoder,
-                           "--out", run)
+        code, _, err = cli(
+            capsys, "import-scores", scores, "--dataset", data, "--metric", "m", "--encoder", encoder, "--out", run
+        )
         assert code == 0, err
     return run, data, [r["cell_id"] for r in read_csv(run / "results.csv")]
 
@@ -82,17 +94,20 @@ def imported(capsys: pytest.CaptureFixture[str], tmp_path: Path, ids: Sequence[A
 # ----------------------------------------------------------------------------- 7: seg_ids as written
 
 
-@pytest.mark.parametrize(("ids", "expected"), [
-    (["3", "1", "2"], [1, 2, 3]),  # plain integers (texts of a TSV, or JSON strings) are integers
-    ([3, 1, 2], [1, 2, 3]),
-    (["007", "7"], ["007", "7"]),  # int() reads each pair as one number: they are two texts
-    (["1_0", "10"], ["10", "1_0"]),
-    (["+5", "5"], ["+5", "5"]),
-    (["\u0667", "7"], ["7", "\u0667"]),
-    (["-0", "0"], ["-0", "0"]),
-    (["01", "2"], ["01", "2"]),  # one id not in plain form makes every id of the file text
-    (["-3", "2"], [-3, 2]),
-])
+@pytest.mark.parametrize(
+    ("ids", "expected"),
+    [
+        (["3", "1", "2"], [1, 2, 3]),  # plain integers (texts of a TSV, or JSON strings) are integers
+        ([3, 1, 2], [1, 2, 3]),
+        (["007", "7"], ["007", "7"]),  # int() reads each pair as one number: they are two texts
+        (["1_0", "10"], ["10", "1_0"]),
+        (["+5", "5"], ["+5", "5"]),
+        (["\u0667", "7"], ["7", "\u0667"]),
+        (["-0", "0"], ["-0", "0"]),
+        (["01", "2"], ["01", "2"]),  # one id not in plain form makes every id of the file text
+        (["-3", "2"], [-3, 2]),
+    ],
+)
 def test_seg_ids_are_integers_only_in_plain_form(ids: list[Any], expected: list[Any], tmp_path: Path) -> None:
     items = load_dataset(None, path=str(write_jsonl(tmp_path / "d.jsonl", ids))).items
     assert [it.seg_id for it in items] == expected
@@ -118,10 +133,24 @@ def test_integer_like_text_seg_ids_round_trip(capsys: pytest.CaptureFixture[str]
     published = read_csv(run / "report" / "metric_scores.csv")
     assert [r["seg_id"] for r in published if r["cell_id"] == a] == ids
     # import-scores of the cell's own scores.csv: the same keys, the same correlation
-    code, _, err = cli(capsys, "import-scores", run / "cells" / a / "scores.csv", "--dataset", data, "--metric", "m",
-                       "--encoder", "copy", "--out", tmp_path / "run2")
+    code, _, err = cli(
+        capsys,
+        "import-scores",
+        run / "cells" / a / "scores.csv",
+        "--dataset",
+        data,
+        "--metric",
+        "m",
+        "--encoder",
+        "copy",
+        "--out",
+        tmp_path / "run2",
+    )
     assert code == 0, err
-    assert read_csv(tmp_path / "run2" / "results.csv")[0]["pearson_pooled"] == read_csv(run / "results.csv")[0]["pearson_pooled"]
+    assert (
+        read_csv(tmp_path / "run2" / "results.csv")[0]["pearson_pooled"]
+        == read_csv(run / "results.csv")[0]["pearson_pooled"]
+    )
     # compare on the published report folder alone (what a clone of the repository holds)
     shutil.rmtree(run / "cells")
     (run / "results.sqlite").unlink()
@@ -130,16 +159,19 @@ def test_integer_like_text_seg_ids_round_trip(capsys: pytest.CaptureFixture[str]
     assert json.loads(out)["rows"][0]["n"] == len(TRICKY_IDS)
 
 
-def test_old_store_with_integer_column_still_loads_and_records_text(capsys: pytest.CaptureFixture[str],
-                                                                     tmp_path: Path) -> None:
+def test_old_store_with_integer_column_still_loads_and_records_text(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """A results.sqlite written before (seg_id INTEGER) loads; a cell recorded into it keeps text ids."""
     run, data, (a,) = imported(capsys, tmp_path, [1, 2, 3, 4, 5])
     db = sqlite3.connect(run / "results.sqlite")
     try:
         with db:
             db.execute("ALTER TABLE segment_scores RENAME TO kept")
-            db.execute("CREATE TABLE segment_scores (cell_id TEXT, idx INTEGER, lp TEXT, seg_id INTEGER, system TEXT, "
-                       "score REAL, human REAL, extra_json TEXT, PRIMARY KEY (cell_id, idx))")
+            db.execute(
+                "CREATE TABLE segment_scores (cell_id TEXT, idx INTEGER, lp TEXT, seg_id INTEGER, system TEXT, "
+                "score REAL, human REAL, extra_json TEXT, PRIMARY KEY (cell_id, idx))"
+            )
             db.execute("INSERT INTO segment_scores SELECT * FROM kept")
             db.execute("DROP TABLE kept")
     finally:
@@ -153,7 +185,9 @@ def test_old_store_with_integer_column_still_loads_and_records_text(capsys: pyte
     assert list(RunData.open(run).segments(a).seg_id) == [1, 2, 3, 4, 5]
     text = write_jsonl(tmp_path / "text.jsonl", ["007", "7", "x9"])
     scores = write_import(tmp_path / "t.csv", [("de-en", s) for s in ("007", "7", "x9")])
-    code, _, err = cli(capsys, "import-scores", scores, "--dataset", text, "--metric", "m", "--encoder", "t", "--out", run)
+    code, _, err = cli(
+        capsys, "import-scores", scores, "--dataset", text, "--metric", "m", "--encoder", "t", "--out", run
+    )
     assert code == 0, err
     cell = next(r["cell_id"] for r in read_csv(run / "results.csv") if r["encoder"] == "t")
     assert sorted(RunData.open(run).segments(cell).seg_id) == ["007", "7", "x9"]
@@ -165,8 +199,9 @@ def test_import_scores_matches_seg_ids_as_text(capsys: pytest.CaptureFixture[str
     data = write_jsonl(tmp_path / "d.jsonl", [7, 8, 9])
     scores = tmp_path / "s.csv"
     scores.write_text("lp,seg_id,system,score\nde-en,007,,0.1\nde-en, 8 ,,0.2\nde-en,9,,0.3\n", encoding="utf-8")
-    line = one_line(capsys, "import-scores", scores, "--dataset", data, "--metric", "m", "--encoder", "e",
-                    "--out", tmp_path / "run")
+    line = one_line(
+        capsys, "import-scores", scores, "--dataset", data, "--metric", "m", "--encoder", "e", "--out", tmp_path / "run"
+    )
     assert "(de-en, 007, -)" in line and "(de-en, 7, -)" in line
 
 
@@ -177,8 +212,10 @@ def test_load_scores_keeps_ids_and_texts_as_text(tmp_path: Path) -> None:
     from nlgbench.core.scores import write_scores
     from nlgbench.data.model import Item
 
-    items = [Item("de-en", seg, "", "s", "r", "h", float(i), doc_id=doc, extra={"note": note})
-             for i, (seg, doc, note) in enumerate([("007", "0012", "0042"), ("x9", "d2", "n/a"), ("7", "3", "1e5")])]
+    items = [
+        Item("de-en", seg, "", "s", "r", "h", float(i), doc_id=doc, extra={"note": note})
+        for i, (seg, doc, note) in enumerate([("007", "0012", "0042"), ("x9", "d2", "n/a"), ("7", "3", "1e5")])
+    ]
     cell = tmp_path / "run" / "cells" / "c1"
     cell.mkdir(parents=True)
     write_scores(cell / "scores.csv", items, [0.5, 0.25, 0.125])
@@ -187,8 +224,11 @@ def test_load_scores_keeps_ids_and_texts_as_text(tmp_path: Path) -> None:
     assert list(frame["doc_id"]) == ["0012", "d2", "3"]
     assert list(frame["item.note"]) == ["0042", "n/a", "1e5"]
     assert list(frame["score"]) == [0.5, 0.25, 0.125] and list(frame["human"]) == [0.0, 1.0, 2.0]
-    write_scores(cell / "scores.csv", [it.__class__(**{**it.__dict__, "seg_id": n}) for n, it in enumerate(items, 1)],
-                 [0.5, 0.25, 0.125])
+    write_scores(
+        cell / "scores.csv",
+        [it.__class__(**{**it.__dict__, "seg_id": n}) for n, it in enumerate(items, 1)],
+        [0.5, 0.25, 0.125],
+    )
     assert list(nlgbench.load_scores(tmp_path / "run", "c1")["seg_id"]) == [1, 2, 3]  # integer data stays integer
 
 
@@ -253,8 +293,9 @@ def test_edited_scores_csv_is_refused(capsys: pytest.CaptureFixture[str], tmp_pa
         w.writerows(rows)
     line = one_line(capsys, "report", run)
     assert str(path) in line and "sha256" in line
-    line = one_line(capsys, "import-scores", path, "--dataset", data, "--metric", "m", "--encoder", "x",
-                    "--out", tmp_path / "run2")
+    line = one_line(
+        capsys, "import-scores", path, "--dataset", data, "--metric", "m", "--encoder", "x", "--out", tmp_path / "run2"
+    )
     assert str(path) in line and "sha256" in line
     code, out, _ = cli(capsys, "repair", run)
     assert code == 0 and sum("skipped" in line for line in out.splitlines()) == 1, out
@@ -286,10 +327,12 @@ def test_non_numeric_score_is_one_line(capsys: pytest.CaptureFixture[str], tmp_p
     assert code == 0 and f"{path}:2" in out
 
 
-@pytest.mark.parametrize(("field", "value"), [("correlation", "garbage"), ("timing", None), ("correlation", None),
-                                              ("n_segments", "ten")])
-def test_malformed_result_json_is_one_line(field: str, value: Any, capsys: pytest.CaptureFixture[str],
-                                           tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("field", "value"), [("correlation", "garbage"), ("timing", None), ("correlation", None), ("n_segments", "ten")]
+)
+def test_malformed_result_json_is_one_line(
+    field: str, value: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     run, _, (a, b) = imported(capsys, tmp_path, list(range(1, 11)), encoders=("a", "b"))
     cells_only(run)
     path = run / "cells" / a / "result.json"
@@ -320,8 +363,9 @@ def test_non_utf8_results_csv_is_one_line(capsys: pytest.CaptureFixture[str], tm
 # ----------------------------------------------------------------------------- lower severity
 
 
-def test_import_dataset_path_is_kept_relative_to_the_run_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_import_dataset_path_is_kept_relative_to_the_run_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "work").mkdir()
     data = write_jsonl(tmp_path / "data" / "x.jsonl", list(range(1, 11)))
@@ -329,8 +373,19 @@ def test_import_dataset_path_is_kept_relative_to_the_run_folder(capsys: pytest.C
     monkeypatch.chdir(tmp_path / "work")
     for n, encoder in enumerate(("a", "b")):
         write_import(tmp_path / f"{encoder}.csv", keys, shift=n / 10)
-        code, _, err = cli(capsys, "import-scores", f"../{encoder}.csv", "--dataset", "../data/x.jsonl", "--metric", "m",
-                           "--encoder", encoder, "--out", "../proj/run")
+        code, _, err = cli(
+            capsys,
+            "import-scores",
+            f"../{encoder}.csv",
+            "--dataset",
+            "../data/x.jsonl",
+            "--metric",
+            "m",
+            "--encoder",
+            encoder,
+            "--out",
+            "../proj/run",
+        )
         assert code == 0, err
     run = tmp_path / "proj" / "run"
     assert cli(capsys, "report", run)[0] == 0
@@ -360,8 +415,19 @@ def test_import_scores_lines_end_at_newline_only(capsys: pytest.CaptureFixture[s
     ids = ["a\u2028b", "c\x85d", "e"]
     data = write_jsonl(tmp_path / "d.jsonl", ids)
     scores = write_import(tmp_path / "s.csv", [("de-en", seg) for seg in ids])
-    code, out, err = cli(capsys, "import-scores", str(scores), "--dataset", str(data), "--metric", "m",
-                         "--encoder", "e", "--out", str(tmp_path / "run"))
+    code, out, err = cli(
+        capsys,
+        "import-scores",
+        str(scores),
+        "--dataset",
+        str(data),
+        "--metric",
+        "m",
+        "--encoder",
+        "e",
+        "--out",
+        str(tmp_path / "run"),
+    )
     assert code == 0, err
     (cell,) = (tmp_path / "run" / "cells").iterdir()
     assert list(nlgbench.load_scores(tmp_path / "run", cell.name)["seg_id"]) == ids

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import torch
 
+from nlgbench.encoders.runtime import pad_ids
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.metrics.base import MetricInfo, option_table, with_second_model
 from nlgbench.metrics.common import length_sorted_batches, length_sorted_map, pad_tensors
-from nlgbench.encoders.runtime import pad_ids
 
 
 def test_length_sorted_batches_put_the_longest_first_and_keep_ties_in_input_order() -> None:
@@ -57,27 +57,44 @@ def _check_depth(options: dict[str, Any]) -> None:
         raise UserError(f"depth must be >= 1, got {options['depth']}")
 
 
-DEMO = MetricInfo(name="demo", description="", needs=("reference",), higher_is_better=True, corpus_state=False,
-                  options_class=DemoOptions, accepts_aligners=False, build=lambda *args: None, check_values=_check_depth)
+DEMO = MetricInfo(
+    name="demo",
+    description="",
+    needs=("reference",),
+    higher_is_better=True,
+    corpus_state=False,
+    options_class=DemoOptions,
+    accepts_aligners=False,
+    build=lambda *args: None,
+    check_values=_check_depth,
+)
 
 
 def test_options_table_is_read_from_the_dataclass() -> None:
-    assert option_table(DemoOptions) == {"depth": (int, 3), "name": (str, None), "weights": (list, []),
-                                         "scale": (float, 0.5), "on": (bool, True)}
+    assert option_table(DemoOptions) == {
+        "depth": (int, 3),
+        "name": (str, None),
+        "weights": (list, []),
+        "scale": (float, 0.5),
+        "on": (bool, True),
+    }
     assert DEMO.options == option_table(DemoOptions)
     for name in metric_names():  # every packaged metric: one options dataclass, the table derived from it
         info = get_metric(name)
         assert list(info.options) == list(option_table(info.options_class))
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"depth": "3"}, "metrics[0].options.depth must be int, got '3'"),
-    ({"depth": True}, "metrics[0].options.depth must be int, got True"),
-    ({"on": 1}, "metrics[0].options.on must be bool, got 1"),
-    ({"weights": (1.0,)}, "metrics[0].options.weights must be list, got (1.0,)"),
-    ({"depth": 0}, "metrics[0].options: depth must be >= 1, got 0"),
-    ({"dpth": 2}, "metrics[0].options: metric demo has no option 'dpth'"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"depth": "3"}, "metrics[0].options.depth must be int, got '3'"),
+        ({"depth": True}, "metrics[0].options.depth must be int, got True"),
+        ({"on": 1}, "metrics[0].options.on must be bool, got 1"),
+        ({"weights": (1.0,)}, "metrics[0].options.weights must be list, got (1.0,)"),
+        ({"depth": 0}, "metrics[0].options: depth must be >= 1, got 0"),
+        ({"dpth": 2}, "metrics[0].options: metric demo has no option 'dpth'"),
+    ],
+)
 def test_bad_options_give_one_line_naming_the_option(options: dict[str, Any], message: str) -> None:
     with pytest.raises(UserError) as info:
         DEMO.check_options(options, "metrics[0].options")

@@ -132,8 +132,11 @@ def test_parity_with_published_moverscore_v2_on_wmt16() -> None:
     items = load_dataset("wmt16", max_segments=40).items
     refs, hyps = [it.reference for it in items], [it.hypothesis for it in items]
     idf_ref, idf_hyp = ms.get_idf_dict(refs, nthreads=1), ms.get_idf_dict(hyps, nthreads=1)
-    theirs = np.array(ms.word_mover_score(refs, hyps, idf_ref, idf_hyp, stop_words=[], n_gram=1,
-                                          remove_subwords=True, batch_size=64, device="cpu"))
+    theirs = np.array(
+        ms.word_mover_score(
+            refs, hyps, idf_ref, idf_hyp, stop_words=[], n_gram=1, remove_subwords=True, batch_size=64, device="cpu"
+        )
+    )
     scorer = MoverScoreScorer(EncoderRef("all-MiniLM-L6-v2"), {"idf": True}, "cpu", 64, "wmd")
     scorer.prepare(items)
     ours = np.array(scorer.score(items, PhaseTimer()).score)

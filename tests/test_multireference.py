@@ -4,7 +4,6 @@ refusal of a metric without one, and parity with bert_score's multi-reference BE
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import statistics
@@ -26,13 +25,18 @@ from nlgbench.metrics.bertscore import BertScoreScorer
 from tiny import make_tiny_bert
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-REFUSAL = ("{metric} cannot use several references per item (dataset has up to 3); "
-           "set the option reference_policy: first|max|mean")
+REFUSAL = (
+    "{metric} cannot use several references per item (dataset has up to 3); "
+    "set the option reference_policy: first|max|mean"
+)
 
 # hypothesis, references (1 to 3), source
 ROWS = [
-    ("the cat sat on the mat", ["a cat sat on the mat", "the cat is sitting on a mat", "there is a cat on the mat"],
-     "die katze sass auf der matte"),
+    (
+        "the cat sat on the mat",
+        ["a cat sat on the mat", "the cat is sitting on a mat", "there is a cat on the mat"],
+        "die katze sass auf der matte",
+    ),
     ("a dog ran in the park", ["the dog runs through the park"], "ein hund lief im park"),
     ("it is raining today", ["today it rains", "rain falls today"], "heute regnet es"),
     ("good morning to you", ["good morning", "morning to you", "hello and good morning"], "guten morgen"),
@@ -41,8 +45,10 @@ TEXTS = [t for hyp, refs, src in ROWS for t in (hyp, src, *refs)]
 
 
 def items(rows: list[tuple[str, list[str], str]] = ROWS) -> list[Item]:
-    return [Item("de-en", i + 1, "", src, refs[0], hyp, float(i), references=tuple(refs))
-            for i, (hyp, refs, src) in enumerate(rows)]
+    return [
+        Item("de-en", i + 1, "", src, refs[0], hyp, float(i), references=tuple(refs))
+        for i, (hyp, refs, src) in enumerate(rows)
+    ]
 
 
 def first_only(rows: list[Item]) -> list[Item]:
@@ -105,8 +111,9 @@ def test_bertscore_max_and_mean_equal_each_reference_scored_alone(tiny_dir: Path
     assert scorer.describe()["reference_policy"] == policy
     reduce = max if policy == "max" else statistics.fmean
     for i, it in enumerate(data):
-        alone = pair_scores(lambda: BertScoreScorer(EncoderRef(str(tiny_dir)), {"idf": False}, "cpu", 2),
-                            it.hypothesis, it.references)
+        alone = pair_scores(
+            lambda: BertScoreScorer(EncoderRef(str(tiny_dir)), {"idf": False}, "cpu", 2), it.hypothesis, it.references
+        )
         for column in ("precision", "recall", "f1"):  # each column on its own, as bert_score takes P, R, F
             want = reduce([s.columns[column][0] for s in alone])
             # float32 P/R/F in [-1, 1] from passes in another batch shape (padding): ~1e-7; 1e-6 leaves room
@@ -170,7 +177,9 @@ def test_baryscore_refuses_several_references_and_max_takes_the_smallest_distanc
     got = best.score(data, PhaseTimer())
     assert set(got.columns) == {"w", "sd_1"}
     for i, it in enumerate(data):
-        alone = pair_scores(lambda: info.build(EncoderRef(str(tiny_dir)), options, "cpu", 2), it.hypothesis, it.references)
+        alone = pair_scores(
+            lambda: info.build(EncoderRef(str(tiny_dir)), options, "cpu", 2), it.hypothesis, it.references
+        )
         for column in got.columns:
             # squared distances of unit float32 states (float64 POT); passes in another batch shape: <= 1e-5
             assert got.columns[column][i] == pytest.approx(min(s.columns[column][0] for s in alone), abs=1e-5)
@@ -188,18 +197,39 @@ def test_metrics_without_a_rule_refuse_in_one_line(tiny_dir: Path, student_dir: 
     assert len(frugal.score(first_only(items()), PhaseTimer()).score) == len(ROWS)  # one reference each: scored
 
 
-def test_a_refusing_metric_is_refused_before_any_cell(student_dir: Path, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_refusing_metric_is_refused_before_any_cell(
+    student_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Issue 25 (lower severity): the refusal came from inside the cell, after the model loaded; now
     the sweep's data check refuses it (API and CLI, --dry-run included), and no cell is made."""
     from nlgbench.cli import main
 
     data = tmp_path / "multi.jsonl"
-    data.write_text("".join(json.dumps({"lp": "de-en", "seg_id": i + 1, "system": "s", "source": src,
-                                        "references": refs, "hypothesis": hyp, "human": float(i)}) + "\n"
-                            for i, (hyp, refs, src) in enumerate(ROWS)), encoding="utf-8")
-    spec = {"name": "multi", "datasets": [{"path": str(data)}], "repeats": 1, "batch_size": 2,
-            "metrics": [{"metric": "frugalscore", "encoders": [str(student_dir)]}]}
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "lp": "de-en",
+                    "seg_id": i + 1,
+                    "system": "s",
+                    "source": src,
+                    "references": refs,
+                    "hypothesis": hyp,
+                    "human": float(i),
+                }
+            )
+            + "\n"
+            for i, (hyp, refs, src) in enumerate(ROWS)
+        ),
+        encoding="utf-8",
+    )
+    spec = {
+        "name": "multi",
+        "datasets": [{"path": str(data)}],
+        "repeats": 1,
+        "batch_size": 2,
+        "metrics": [{"metric": "frugalscore", "encoders": [str(student_dir)]}],
+    }
     with pytest.raises(UserError) as err:
         nlgbench.run(spec, tmp_path / "out", quiet=True)
     assert str(err.value) == "dataset multi: " + REFUSAL.format(metric="frugalscore")
@@ -226,7 +256,9 @@ def test_one_reference_data_is_scored_as_before(tiny_dir: Path) -> None:
     assert wrapped.score(data, t_wrapped).columns == plain.score(data, t_plain).columns
     assert set(t_wrapped.seconds) == set(t_plain.seconds) and "references" not in t_wrapped.seconds
     assert wrapped.describe() == plain.describe()  # no reference_policy recorded where none was applied
-    lists = nlgbench.score_outputs([it.hypothesis for it in data], [[it.reference] for it in data], encoder=str(tiny_dir))
+    lists = nlgbench.score_outputs(
+        [it.hypothesis for it in data], [[it.reference] for it in data], encoder=str(tiny_dir)
+    )
     texts = nlgbench.score_outputs([it.hypothesis for it in data], [it.reference for it in data], encoder=str(tiny_dir))
     assert lists == texts
 
@@ -244,7 +276,11 @@ def test_reference_free_xmoverscore_ignores_references(tiny_dir: Path) -> None:
 
 def test_reference_policy_is_checked_in_one_line() -> None:
     cases = [
-        ("xmoverscore", {"reference_policy": "max"}, "metric xmoverscore reads no references, so reference_policy does not apply"),
+        (
+            "xmoverscore",
+            {"reference_policy": "max"},
+            "metric xmoverscore reads no references, so reference_policy does not apply",
+        ),
         ("sentsim", {"reference_policy": "max"}, "metric sentsim reads no references with these options"),
         ("bertscore", {"reference_policy": "median"}, "reference_policy must be one of first, max, mean, got 'median'"),
         ("bertscore", {"reference_policy": 1}, "reference_policy must be str, got 1"),
@@ -271,16 +307,27 @@ def test_api_takes_lists_of_references_and_the_option(tiny_dir: Path) -> None:
     with pytest.raises(UserError) as err:
         nlgbench.score(hyps, refs, metric="baryscore", encoder=str(tiny_dir), idf=False, last_layers=2)
     assert str(err.value) == REFUSAL.format(metric="baryscore")
-    lifted = nlgbench.score(hyps, refs, metric="baryscore", encoder=str(tiny_dir), idf=False, last_layers=2,
-                            reference_policy="first")
-    firsts = nlgbench.score(hyps, [r[0] for r in refs], metric="baryscore", encoder=str(tiny_dir), idf=False, last_layers=2)
+    lifted = nlgbench.score(
+        hyps, refs, metric="baryscore", encoder=str(tiny_dir), idf=False, last_layers=2, reference_policy="first"
+    )
+    firsts = nlgbench.score(
+        hyps, [r[0] for r in refs], metric="baryscore", encoder=str(tiny_dir), idf=False, last_layers=2
+    )
     assert lifted == firsts
     with pytest.raises(UserError, match="reads no references, so reference_policy does not apply"):
-        nlgbench.score(hyps, metric="xmoverscore", encoder=str(tiny_dir), sources=[it.source for it in data],
-                       layer=2, reference_policy="max")
-    for bad, message in [([["a"], [], ["b"], ["c"]], "references line 2 is an empty list"),
-                         ([["a"], ["b", " "], ["c"], ["d"]], "references line 2, reference 2 is blank"),
-                         ([["a"], ["b", 3], ["c"], ["d"]], "references line 2 is list, not a string or a list of strings")]:
+        nlgbench.score(
+            hyps,
+            metric="xmoverscore",
+            encoder=str(tiny_dir),
+            sources=[it.source for it in data],
+            layer=2,
+            reference_policy="max",
+        )
+    for bad, message in [
+        ([["a"], [], ["b"], ["c"]], "references line 2 is an empty list"),
+        ([["a"], ["b", " "], ["c"], ["d"]], "references line 2, reference 2 is blank"),
+        ([["a"], ["b", 3], ["c"], ["d"]], "references line 2 is list, not a string or a list of strings"),
+    ]:
         with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
             nlgbench.score(hyps, bad, encoder=str(tiny_dir))
 
@@ -289,7 +336,9 @@ def test_api_takes_lists_of_references_and_the_option(tiny_dir: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache (scripts/get_models.py)")
+@pytest.mark.skipif(
+    local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache (scripts/get_models.py)"
+)
 @pytest.mark.parametrize("idf", [False, True])
 def test_several_references_equal_bert_score_package(idf: bool) -> None:
     """P, R and F1 equal bert_score.score(cands, [[ref1, ref2, ...], ...]) on real MiniLM-L6 (layer 6),
@@ -300,8 +349,17 @@ def test_several_references_equal_bert_score_package(idf: bool) -> None:
     # the item's own reference last, after 0 to 2 references of other segments (so max differs from the first)
     refs = [[rows[(i + k) % len(rows)].reference for k in range(1 + i % 3)][::-1] for i in range(len(rows))]
     ours = nlgbench.score_outputs(hyps, refs, encoder="all-MiniLM-L6-v2", idf=idf, batch_size=16)
-    p, r, f = bert_score.score(hyps, refs, model_type=MINILM, num_layers=6, idf=idf, batch_size=16, device="cpu",
-                               use_fast_tokenizer=True, nthreads=0)
+    p, r, f = bert_score.score(
+        hyps,
+        refs,
+        model_type=MINILM,
+        num_layers=6,
+        idf=idf,
+        batch_size=16,
+        device="cpu",
+        use_fast_tokenizer=True,
+        nthreads=0,
+    )
     # bert_score's own tests compare at decimal=5, i.e. 1e-5 (tests/custom_assertions.py); both are float32 passes
     assert np.abs(np.array(ours["score"]) - f.numpy()).max() <= 1e-5
     assert np.abs(np.array(ours["precision"]) - p.numpy()).max() <= 1e-5

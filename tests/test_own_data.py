@@ -63,15 +63,20 @@ def test_loader_reads_references_dimensions_documents_and_string_ids() -> None:
     relevance = load_dataset(path=DATA, human="relevance")
     assert relevance.human_dims == ["relevance"]
     assert [it.human for it in relevance.items] == [by_key[it.key]["human"]["relevance"] for it in relevance.items]
-    with pytest.raises(UserError, match="dataset 'summarisation': unknown human dimension 'relevancy'; did you mean 'relevance'"):
+    with pytest.raises(
+        UserError, match="dataset 'summarisation': unknown human dimension 'relevancy'; did you mean 'relevance'"
+    ):
         load_dataset(path=DATA, human="relevancy")
 
 
 def test_tsv_reference_and_human_columns(tmp_path: Path) -> None:
     path = tmp_path / "d.tsv"
-    path.write_text("lp\tseg_id\tdoc_id\treference\treference_2\thypothesis\thuman.adequacy\thuman.fluency\n"
-                    "en\tb\td1\tr one\tr two\th one\t4\t\n"
-                    "en\ta\td1\tr three\t\th two\t2.5\t3\n", encoding="utf-8")
+    path.write_text(
+        "lp\tseg_id\tdoc_id\treference\treference_2\thypothesis\thuman.adequacy\thuman.fluency\n"
+        "en\tb\td1\tr one\tr two\th one\t4\t\n"
+        "en\ta\td1\tr three\t\th two\t2.5\t3\n",
+        encoding="utf-8",
+    )
     ds = load_dataset(path=path)
     assert [it.seg_id for it in ds.items] == ["a", "b"]  # text ids, text order
     a, b = ds.items
@@ -94,11 +99,20 @@ def test_mixed_integer_and_text_seg_ids_become_text(tmp_path: Path) -> None:
 
 
 def test_spec_human_selection() -> None:
-    spec = parse_spec({"datasets": [{"path": str(DATA)}, {"path": str(DATA), "human": "fluency"}],
-                       "human": "relevance", "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}]})
+    spec = parse_spec(
+        {
+            "datasets": [{"path": str(DATA)}, {"path": str(DATA), "human": "fluency"}],
+            "human": "relevance",
+            "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}],
+        }
+    )
     assert [d.human for d in spec.datasets] == ["relevance", "fluency"]
-    spec = parse_spec({"datasets": [{"name": "wmt16", "human": "all"}],
-                       "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}]})
+    spec = parse_spec(
+        {
+            "datasets": [{"name": "wmt16", "human": "all"}],
+            "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}],
+        }
+    )
     assert spec.datasets[0].human is None and "human" not in spec.datasets[0].to_dict()  # ids of old cells kept
     with pytest.raises(UserError, match=r"datasets\[0\]\.human must be a human dimension's name or 'all'"):
         parse_spec({"datasets": [{"path": str(DATA), "human": 3}], "metrics": [{"metric": "bertscore"}]})
@@ -118,11 +132,19 @@ def imported_run(tmp_path: Path) -> tuple[Path, dict, dict]:
     raw = items_of(DATA)
     sets = {}
     for encoder, noise in (("good", 0.3), ("poor", 1.5)):
-        sets[encoder] = {(r["lp"], r["seg_id"], r["system"]):
-                         float(np.mean([v for v in r["human"].values() if v is not None]) + rng.normal(0, noise))
-                         for r in raw}
-        import_scores(write_scores_file(tmp_path / f"{encoder}.csv", sets[encoder]), str(DATA), "mymetric", encoder,
-                      tmp_path / "run")
+        sets[encoder] = {
+            (r["lp"], r["seg_id"], r["system"]): float(
+                np.mean([v for v in r["human"].values() if v is not None]) + rng.normal(0, noise)
+            )
+            for r in raw
+        }
+        import_scores(
+            write_scores_file(tmp_path / f"{encoder}.csv", sets[encoder]),
+            str(DATA),
+            "mymetric",
+            encoder,
+            tmp_path / "run",
+        )
     return tmp_path / "run", sets, {(r["lp"], r["seg_id"], r["system"]): r for r in raw}
 
 
@@ -140,10 +162,15 @@ def test_one_results_row_per_dimension_and_every_figure_named(tmp_path: Path) ->
         assert float(row["kendall_pooled"]) == pytest.approx(stats.kendalltau(x, h)[0], abs=1e-12)
     long = read_csv(run / "correlations.csv")
     assert long and {"level", "grouping", "method", "human_dim"} <= set(long[0])
-    pooled = {(r["encoder"], r["human_dim"], r["method"]): float(r["value"]) for r in long
-              if r["level"] == "global" and r["value"] != ""}
+    pooled = {
+        (r["encoder"], r["human_dim"], r["method"]): float(r["value"])
+        for r in long
+        if r["level"] == "global" and r["value"] != ""
+    }
     for row in rows:
-        assert pooled[(row["encoder"], row["human_dim"], "pearson")] == pytest.approx(float(row["pearson_pooled"]), abs=1e-12)
+        assert pooled[(row["encoder"], row["human_dim"], "pearson")] == pytest.approx(
+            float(row["pearson_pooled"]), abs=1e-12
+        )
 
 
 def test_human_option_picks_the_dimension_in_compare_and_report(tmp_path: Path) -> None:
@@ -170,7 +197,9 @@ def test_human_option_picks_the_dimension_in_compare_and_report(tmp_path: Path) 
 
 def test_single_score_data_keeps_one_row_named_human(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
-    rows = [{"lp": "de-en", "seg_id": i + 1, "reference": "r", "hypothesis": "h", "human": float(i % 4)} for i in range(8)]
+    rows = [
+        {"lp": "de-en", "seg_id": i + 1, "reference": "r", "hypothesis": "h", "human": float(i % 4)} for i in range(8)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     scores = {("de-en", str(i + 1), ""): float((i * 3) % 5) for i in range(8)}
     import_scores(write_scores_file(tmp_path / "s.csv", scores), str(path), "m", "e", tmp_path / "run")
@@ -186,10 +215,13 @@ def test_import_scores_accepts_a_cells_own_scores_csv(tmp_path: Path) -> None:
     rows = read_csv(run / "results.csv")
     own = run / "cells" / rows[0]["cell_id"] / "scores.csv"
     header = own.read_text(encoding="utf-8").splitlines()[0].split(",")
-    assert header[:5] == ["lp", "seg_id", "system", "score", "human"] and "doc_id" in header and "human.fluency" in header
+    assert (
+        header[:5] == ["lp", "seg_id", "system", "score", "human"] and "doc_id" in header and "human.fluency" in header
+    )
     again = import_scores(own, str(DATA), "mymetric", "copy", tmp_path / "run2")
     assert again.correlation is not None and again.correlation["pearson_pooled"] == pytest.approx(
-        float(rows[0]["pearson_pooled"]), abs=1e-12)
+        float(rows[0]["pearson_pooled"]), abs=1e-12
+    )
     bad = tmp_path / "bad.csv"
     bad.write_text("lp,seg_id,system,score,scroe\nen,doc-00-M0,M0,1.0,2\n", encoding="utf-8")
     with pytest.raises(UserError, match="unknown column\\(s\\) scroe"):
@@ -207,8 +239,14 @@ def cli(*args: str, cwd: Path) -> str:
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "nlgbench.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-3000:])
     assert "Traceback" not in proc.stderr
     return proc.stdout
@@ -216,9 +254,12 @@ def cli(*args: str, cwd: Path) -> str:
 
 def end_to_end_spec(folder: Path, data: Path, model: Path) -> Path:
     spec = folder / "spec.yaml"
-    spec.write_text(f"name: e2e\ndatasets: [{{path: {data}}}]\nrepeats: 1\nwarmup: 0\nbatch_size: 4\nmetrics:\n"
-                    f"  - metric: bertscore\n    encoders: [{model}, {{name: {model}, num_layers: 1}}]\n"
-                    "  - metric: rouge1\n", encoding="utf-8")
+    spec.write_text(
+        f"name: e2e\ndatasets: [{{path: {data}}}]\nrepeats: 1\nwarmup: 0\nbatch_size: 4\nmetrics:\n"
+        f"  - metric: bertscore\n    encoders: [{model}, {{name: {model}, num_layers: 1}}]\n"
+        "  - metric: rouge1\n",
+        encoding="utf-8",
+    )
     return spec
 
 
@@ -228,8 +269,15 @@ def test_summeval_layout_imports_and_runs_sweep_report_compare(tmp_path: Path) -
     from tiny import make_tiny_bert
 
     data = tmp_path / "summeval.jsonl"
-    cli("datasets", "import", "summeval", str(IMPORTERS / "summeval" / "model_annotations.aligned.paired.jsonl"),
-        "--out", str(data), cwd=tmp_path)
+    cli(
+        "datasets",
+        "import",
+        "summeval",
+        str(IMPORTERS / "summeval" / "model_annotations.aligned.paired.jsonl"),
+        "--out",
+        str(data),
+        cwd=tmp_path,
+    )
     texts = [t for r in items_of(data) for t in (r["hypothesis"], *r["references"])]
     model = make_tiny_bert(tmp_path / "tiny", texts, num_layers=2)
     cli("run", str(end_to_end_spec(tmp_path, data, model)), "--out", str(tmp_path / "run"), cwd=tmp_path)
@@ -244,24 +292,47 @@ def test_summeval_layout_imports_and_runs_sweep_report_compare(tmp_path: Path) -
         x = np.array([float(s["score"]) for s in kept])
         h = np.array([raw[(s["lp"], s["seg_id"], s["system"])]["human"][dim] for s in kept])
         docs = sorted({s["doc_id"] for s in kept})
-        per_doc = [stats.pearsonr(x[idx], h[idx])[0] for d in docs
-                   for idx in [[i for i, s in enumerate(kept) if s["doc_id"] == d]]
-                   if len(idx) >= 3 and np.ptp(x[idx]) > 0 and np.ptp(h[idx]) > 0]
+        per_doc = [
+            stats.pearsonr(x[idx], h[idx])[0]
+            for d in docs
+            for idx in [[i for i, s in enumerate(kept) if s["doc_id"] == d]]
+            if len(idx) >= 3 and np.ptp(x[idx]) > 0 and np.ptp(h[idx]) > 0
+        ]
         if np.ptp(x) == 0:  # this fixture's summaries all overlap the same: ROUGE-1 is constant, nothing defined
-            assert row["item_pearson"] == row["system_pearson"] == "" and "metric scores constant" in row["correlation_note"]
+            assert (
+                row["item_pearson"] == row["system_pearson"] == ""
+                and "metric scores constant" in row["correlation_note"]
+            )
             continue
         assert float(row["item_pearson"]) == pytest.approx(float(np.mean(per_doc)), abs=1e-12)
         systems = sorted({s["system"] for s in kept})
-        sx = [math.fsum(x[i] for i, s in enumerate(kept) if s["system"] == m) / sum(s["system"] == m for s in kept)
-              for m in systems]
-        sh = [math.fsum(h[i] for i, s in enumerate(kept) if s["system"] == m) / sum(s["system"] == m for s in kept)
-              for m in systems]
+        sx = [
+            math.fsum(x[i] for i, s in enumerate(kept) if s["system"] == m) / sum(s["system"] == m for s in kept)
+            for m in systems
+        ]
+        sh = [
+            math.fsum(h[i] for i, s in enumerate(kept) if s["system"] == m) / sum(s["system"] == m for s in kept)
+            for m in systems
+        ]
         assert float(row["system_pearson"]) == pytest.approx(stats.pearsonr(sx, sh)[0], abs=1e-12)
     cli("report", str(tmp_path / "run"), "--level", "item", "--human", "relevance", cwd=tmp_path)
     index = (tmp_path / "run" / "report" / "index.html").read_text(encoding="utf-8")
     assert "pearson (item, by doc_id)" in index and "(relevance)" in index
-    out = cli("compare", str(tmp_path / "run"), "--candidate", f"{model}[num_layers=1]", "--baseline", str(model),
-              "--level", "system", "--correlation", "kendall", "--human", "coherence", cwd=tmp_path)
+    out = cli(
+        "compare",
+        str(tmp_path / "run"),
+        "--candidate",
+        f"{model}[num_layers=1]",
+        "--baseline",
+        str(model),
+        "--level",
+        "system",
+        "--correlation",
+        "kendall",
+        "--human",
+        "coherence",
+        cwd=tmp_path,
+    )
     assert "kendall (system, by lp) with human dimension coherence" in out and "| bertscore | summeval |" in out
 
 
@@ -281,6 +352,13 @@ def test_wmt_da_folder_imports_and_runs_sweep_report_compare(tmp_path: Path) -> 
         x, h = [float(s["score"]) for s in scores], [float(s["human"]) for s in scores]
         assert float(row["pearson_pooled"]) == pytest.approx(stats.pearsonr(x, h)[0], abs=1e-12)
     cli("report", str(tmp_path / "run"), cwd=tmp_path)
-    out = cli("compare", str(tmp_path / "run"), "--candidate", f"{model}[num_layers=1]", "--baseline", str(model),
-              cwd=tmp_path)
+    out = cli(
+        "compare",
+        str(tmp_path / "run"),
+        "--candidate",
+        f"{model}[num_layers=1]",
+        "--baseline",
+        str(model),
+        cwd=tmp_path,
+    )
     assert "pearson (global)" in out and "| bertscore | da |" in out

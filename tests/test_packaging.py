@@ -23,8 +23,23 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     """Build the wheel (no network: this environment's setuptools), install it with --target into a
     fresh folder that reuses the installed dependencies; return that folder and the environment."""
     root = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(root / "dist"),
-                    str(REPO)], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(root / "dist"),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     wheel = next((root / "dist").glob("nlgbench-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "nlgbench/encoders.yaml" in names and "nlgbench/catalogue.yaml" in names and "nlgbench/py.typed" in names
@@ -32,8 +47,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     assert not [n for n in names if n.split("/")[0] in ("bench", "metrics")]
     assert any(n.endswith("licenses/LICENSE") for n in names)
     site = root / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert (site / "nlgbench" / "encoders.yaml").is_file() and not (site / "nlgbench" / "encoders.yaml").is_symlink()
     env = dict(os.environ, PYTHONPATH=str(site))
     return site, env
@@ -47,15 +66,23 @@ def _shadow_folder(tmp_path: Path) -> Path:
 
 
 def _nlgbench(site: Path, env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(site / "bin" / "nlgbench"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [str(site / "bin" / "nlgbench"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.mark.slow
 def test_installed_wheel_lists_from_a_shadowing_folder(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     site, env = installed
     cwd = _shadow_folder(tmp_path)
-    where = subprocess.run([sys.executable, "-c", "import nlgbench; print(nlgbench.__file__)"], cwd=cwd, env=env,
-                           capture_output=True, text=True, check=True).stdout.strip()
+    where = subprocess.run(
+        [sys.executable, "-c", "import nlgbench; print(nlgbench.__file__)"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert Path(where).is_relative_to(site)  # the wheel's copy, not the repository's editable one
     version = _nlgbench(site, env, cwd, "--version")
     assert version.returncode == 0 and version.stdout.startswith("nlgbench ")
@@ -68,14 +95,20 @@ def test_installed_wheel_lists_from_a_shadowing_folder(installed: tuple[Path, di
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None, reason="real MiniLM-L6 not in the local HF cache")
-def test_installed_wheel_runs_a_cell_from_a_shadowing_folder(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None, reason="real MiniLM-L6 not in the local HF cache"
+)
+def test_installed_wheel_runs_a_cell_from_a_shadowing_folder(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
     """A one-cell sweep with the real MiniLM-L6; the worker imports the wheel's package (it checks)."""
     site, env = installed
     cwd = _shadow_folder(tmp_path)
     (cwd / "one.yaml").write_text(
         "name: one\ndatasets: [{name: wmt16, max_segments: 4}]\nrepeats: 1\n"
-        "metrics:\n  - metric: bertscore\n    encoders: [all-MiniLM-L6-v2]\n", encoding="utf-8")
+        "metrics:\n  - metric: bertscore\n    encoders: [all-MiniLM-L6-v2]\n",
+        encoding="utf-8",
+    )
     proc = _nlgbench(site, env, cwd, "run", "one.yaml", "--out", "out")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with (cwd / "out" / "results.csv").open(encoding="utf-8") as fh:

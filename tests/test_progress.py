@@ -36,14 +36,25 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def sweep(tmp_path: Path, tiny: Path, progress: str | None) -> subprocess.CompletedProcess[str]:
     """Two BERTScore cells (the tiny model and its 1-layer cut) on 6 WMT16 segments per pair,
     through the CLI with stdout and stderr captured (not a terminal); `progress` sets NLGBENCH_PROGRESS."""
-    spec = {"name": "progress", "datasets": [{"name": "wmt16", "max_segments": 6}], "batch_size": 4, "repeats": 2,
-            "threads": 1, "metrics": [{"metric": "bertscore", "encoders": [str(tiny), {"name": str(tiny), "num_layers": 1}]}]}
+    spec = {
+        "name": "progress",
+        "datasets": [{"name": "wmt16", "max_segments": 6}],
+        "batch_size": 4,
+        "repeats": 2,
+        "threads": 1,
+        "metrics": [{"metric": "bertscore", "encoders": [str(tiny), {"name": str(tiny), "num_layers": 1}]}],
+    }
     (tmp_path / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != PROGRESS_ENV}
     if progress is not None:
         env[PROGRESS_ENV] = progress
-    proc = subprocess.run([sys.executable, "-m", "nlgbench.cli", "run", str(tmp_path / "spec.json"), "--out",
-                           str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nlgbench.cli", "run", str(tmp_path / "spec.json"), "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
@@ -123,9 +134,18 @@ def test_parameters_from_the_safetensors_headers(tmp_path: Path, tiny: Path) -> 
 
 
 def cell(encoder: str, metric: str = "bertscore", items: int = 100, repeats: int = 3) -> CellConfig:
-    return CellConfig(metric=metric, options={}, encoder=EncoderRef(name=encoder), aligner=None,
-                      dataset=DatasetRef(name="wmt16", max_segments=items), device="cpu", batch_size=8,
-                      repeats=repeats, warmup=1, threads=1)
+    return CellConfig(
+        metric=metric,
+        options={},
+        encoder=EncoderRef(name=encoder),
+        aligner=None,
+        dataset=DatasetRef(name="wmt16", max_segments=items),
+        device="cpu",
+        batch_size=8,
+        repeats=repeats,
+        warmup=1,
+        threads=1,
+    )
 
 
 def test_eta_scales_by_parameters_not_by_the_mean_of_finished_cells(tmp_path: Path, tiny: Path) -> None:

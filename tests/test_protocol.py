@@ -12,8 +12,9 @@ import csv
 import random
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import pytest
 import torch
@@ -140,8 +141,14 @@ class CountingScorer:
 
 def test_whole_data_policy_warms_up_over_every_item_at_least_twice() -> None:
     scorer = CountingScorer()
-    run = measure_scoring(scorer, list(range(50)), warmup=1, repeats=2, batch_size=4,
-                          policy=WarmupPolicy(whole_data=True, until_stable=True))
+    run = measure_scoring(
+        scorer,
+        list(range(50)),
+        warmup=1,
+        repeats=2,
+        batch_size=4,
+        policy=WarmupPolicy(whole_data=True, until_stable=True),
+    )
     assert run.warmup_items == 50 and run.warmup_passes_s is not None
     assert 2 <= len(run.warmup_passes_s) <= WARMUP_MAX_PASSES and scorer.calls == [50] * (len(run.warmup_passes_s) + 2)
     assert run.warmup_stable is not None and run.warmup_s == pytest.approx(sum(run.warmup_passes_s))
@@ -166,10 +173,16 @@ def test_coefficient_of_variation() -> None:
 
 
 def scoring_run(repeat_s: list[float], **extra: Any) -> ScoringRun:
-    return ScoringRun(warmup_s=3.0, warmup_items=10, repeat_s=repeat_s,
-                      phases_s=[{"encode": t / 2, "tokenize_overlapped": 0.1, OTHER_PHASE: t / 2} for t in repeat_s],
-                      scores=Scores("f1", {"f1": [0.5] * 10}), max_abs_diff=0.0,
-                      warmup_passes_s=[2.0, 1.0], **extra)
+    return ScoringRun(
+        warmup_s=3.0,
+        warmup_items=10,
+        repeat_s=repeat_s,
+        phases_s=[{"encode": t / 2, "tokenize_overlapped": 0.1, OTHER_PHASE: t / 2} for t in repeat_s],
+        scores=Scores("f1", {"f1": [0.5] * 10}),
+        max_abs_diff=0.0,
+        warmup_passes_s=[2.0, 1.0],
+        **extra,
+    )
 
 
 def test_timing_records_cv_and_the_new_fields_only_where_measured() -> None:
@@ -182,8 +195,9 @@ def test_timing_records_cv_and_the_new_fields_only_where_measured() -> None:
     assert "repeat_cuda_s" not in shown and "gpu_sm_clock_mhz" not in shown and "warmup_stable" not in shown
     assert Timing(**shown) == cpu
 
-    cuda = Timing.of_protocol(0.1, 1.0, 0.2, scoring_run([1.0], repeat_cuda_s=[0.95], gpu_sm_clock_mhz=[1980],
-                                                         warmup_stable=True), 10)
+    cuda = Timing.of_protocol(
+        0.1, 1.0, 0.2, scoring_run([1.0], repeat_cuda_s=[0.95], gpu_sm_clock_mhz=[1980], warmup_stable=True), 10
+    )
     assert cuda.ms_per_segment_cv is None and "ms_per_segment_cv" not in cuda.to_dict()  # one repeat: no CV
     assert cuda.to_dict()["repeat_cuda_s"] == [0.95] and cuda.to_dict()["warmup_stable"] is True
 
@@ -192,9 +206,19 @@ def test_results_csv_has_the_new_columns_before_the_note() -> None:
     columns = CSV_COLUMNS + EXTRA_COLUMNS
     assert columns[-1] == "correlation_note"
     assert {"ms_per_segment_cv", "warmup_passes", "batch_tokens"} <= set(columns)
-    config = CellConfig(metric="bertscore", options={}, encoder=EncoderRef("m"), aligner=None,
-                        dataset=DatasetRef(name="wmt16"), device="cpu", batch_size=4, repeats=3, warmup=1,
-                        threads=None, batch_tokens=512)
+    config = CellConfig(
+        metric="bertscore",
+        options={},
+        encoder=EncoderRef("m"),
+        aligner=None,
+        dataset=DatasetRef(name="wmt16"),
+        device="cpu",
+        batch_size=4,
+        repeats=3,
+        warmup=1,
+        threads=None,
+        batch_tokens=512,
+    )
     failed = CellResult.not_finished("abc", "label", config, "boom", oom=False)
     assert csv_row(failed)["batch_tokens"] == 512
     assert CellResult.from_json(failed.to_json()).config.batch_tokens == 512
@@ -226,8 +250,9 @@ def test_group_sorted_cuts_a_batch_before_padding_outnumbers_real_tokens() -> No
 def test_group_sorted_batches_are_maximal_under_both_rules(tokens: int | None) -> None:
     rng = random.Random(7)
     for _ in range(200):
-        lengths = sorted((rng.choice([rng.randint(1, 30), rng.randint(30, 150)]) for _ in range(rng.randint(1, 90))),
-                         reverse=True)
+        lengths = sorted(
+            (rng.choice([rng.randint(1, 30), rng.randint(30, 150)]) for _ in range(rng.randint(1, 90))), reverse=True
+        )
         batches = list(group_sorted(lengths, 16, tokens))
         assert [i for b in batches for i in b] == list(range(len(lengths)))
 
@@ -398,11 +423,14 @@ def test_embed_texts_under_a_token_budget_equals_batch_size(tiny: Encoder) -> No
 # ----------------------------------------------------------------------------- tokenisation
 
 
-def reference_tokenize(encoder: Encoder, texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]], list[bool], list[bool]]]:
+def reference_tokenize(
+    encoder: Encoder, texts: Sequence[str]
+) -> list[tuple[list[int], list[tuple[int, int]], list[bool], list[bool]]]:
     """What `Encoder.tokenize` returned before it read the fast tokenizer's encodings directly."""
     stripped = [t.strip() for t in texts]
-    enc = encoder.tokenizer(stripped, add_special_tokens=True, truncation=True, max_length=encoder.max_length,
-                            return_offsets_mapping=True)
+    enc = encoder.tokenizer(
+        stripped, add_special_tokens=True, truncation=True, max_length=encoder.max_length, return_offsets_mapping=True
+    )
     out = []
     for i, ids in enumerate(enc["input_ids"]):
         word_ids = enc.word_ids(i)
@@ -437,15 +465,23 @@ def test_environment_records_node_and_slurm_keys(monkeypatch: pytest.MonkeyPatch
     env = environment("cpu")
     assert env["node"] and env["slurm_job_id"] is None and env["slurm_array_task_id"] is None
     assert job_record({"SLURM_JOB_ID": "4242", "SLURM_ARRAY_JOB_ID": "4240", "SLURM_ARRAY_TASK_ID": "2"}) == {
-        "node": env["node"], "slurm_job_id": "4242", "slurm_array_job_id": "4240", "slurm_array_task_id": "2"}
+        "node": env["node"],
+        "slurm_job_id": "4242",
+        "slurm_array_job_id": "4240",
+        "slurm_array_task_id": "2",
+    }
     monkeypatch.setenv("SLURM_JOB_ID", "77")
     assert environment("cpu")["slurm_job_id"] == "77"
 
 
 def test_parse_nvidia_smi() -> None:
     assert parse_nvidia_smi("570.86.15, 1980, 1980, 2619, 2619\n") == {
-        "gpu_driver": "570.86.15", "gpu_sm_clock_mhz": 1980, "gpu_sm_clock_max_mhz": 1980,
-        "gpu_mem_clock_mhz": 2619, "gpu_mem_clock_max_mhz": 2619}
+        "gpu_driver": "570.86.15",
+        "gpu_sm_clock_mhz": 1980,
+        "gpu_sm_clock_max_mhz": 1980,
+        "gpu_mem_clock_mhz": 2619,
+        "gpu_mem_clock_max_mhz": 2619,
+    }
     assert parse_nvidia_smi("570.86.15, [N/A], 1980, [N/A], 2619")["gpu_sm_clock_mhz"] is None
     assert parse_nvidia_smi("") == {} and parse_nvidia_smi("only, three, fields") == {}
 
@@ -556,24 +592,39 @@ def test_gpu_benchmark_says_no_cuda_device_and_stops(tmp_path: Path) -> None:
     import sys
 
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu.py"
-    done = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "gpu")], capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(script), "--out", str(tmp_path / "gpu")], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("no CUDA device") and not (tmp_path / "gpu").exists()
 
 
 def test_gpu_benchmark_summary_reads_results_csv_rows() -> None:
     gpu = load_gpu_benchmark()
-    row = {"metric": "bertscore", "aligner": "none", "encoder": "all-MiniLM-L6-v2", "device": "cuda",
-           "batch_size": "64", "status": "ok", "n_segments": "3360", "ms_per_segment_mean": "0.40",
-           "ms_per_segment_median": "0.39", "ms_per_segment_cv": "0.021", "warmup_passes": "3",
-           "phase_ms": "encode=0.30;tokenize=0.02;match=0.06;other=0.02;tokenize_overlapped=0.11",
-           "cuda_peak_allocated_mb": "484.0", "pearson": "0.5", "error": ""}
+    row = {
+        "metric": "bertscore",
+        "aligner": "none",
+        "encoder": "all-MiniLM-L6-v2",
+        "device": "cuda",
+        "batch_size": "64",
+        "status": "ok",
+        "n_segments": "3360",
+        "ms_per_segment_mean": "0.40",
+        "ms_per_segment_median": "0.39",
+        "ms_per_segment_cv": "0.021",
+        "warmup_passes": "3",
+        "phase_ms": "encode=0.30;tokenize=0.02;match=0.06;other=0.02;tokenize_overlapped=0.11",
+        "cuda_peak_allocated_mb": "484.0",
+        "pearson": "0.5",
+        "error": "",
+    }
     cut = {**row, "encoder": "all-MiniLM-L6-v2[num_layers=3]", "ms_per_segment_median": "0.30"}
     rows = [gpu.summary_row("quickstart", r) for r in (row, cut)]
     assert rows[0]["metric"] == "bertscore" and rows[0]["encode_share"] == pytest.approx(0.75)
     assert rows[0]["tokenize_overlapped_ms"] == pytest.approx(0.11) and rows[0]["cv"] == pytest.approx(0.021)
-    assert gpu.ratio(rows, "quickstart", "cuda", "all-MiniLM-L6-v2[num_layers=3]", "all-MiniLM-L6-v2") == pytest.approx(0.3 / 0.39)
+    assert gpu.ratio(rows, "quickstart", "cuda", "all-MiniLM-L6-v2[num_layers=3]", "all-MiniLM-L6-v2") == pytest.approx(
+        0.3 / 0.39
+    )
     lines = gpu.checks(rows, "cuda", None)
     assert any("encode share" in line and "75%" in line and "met" in line for line in lines)
     assert any("largest CV" in line and "2.1%" in line for line in lines)
@@ -592,12 +643,28 @@ def test_a_cell_with_a_token_budget_scores_as_its_batch_size_cell(tmp_path: Path
 
     model = make_tiny_bert(tmp_path / "bert", TEXTS, num_layers=2)
     data = tmp_path / "d.jsonl"
-    rows = [{"lp": lp, "seg_id": k + 1, "source": "s", "reference": TEXTS[(k + 2 * j) % len(TEXTS)],
-             "hypothesis": TEXTS[(k + 1) % len(TEXTS)], "human": float((k * 7 + j) % 5)}
-            for j, lp in enumerate(("de-en", "fr-en")) for k in range(6)]
+    rows = [
+        {
+            "lp": lp,
+            "seg_id": k + 1,
+            "source": "s",
+            "reference": TEXTS[(k + 2 * j) % len(TEXTS)],
+            "hypothesis": TEXTS[(k + 1) % len(TEXTS)],
+            "human": float((k * 7 + j) % 5),
+        }
+        for j, lp in enumerate(("de-en", "fr-en"))
+        for k in range(6)
+    ]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    spec = {"name": "budget", "datasets": [{"path": str(data)}], "batch_size": 4, "batch_tokens": [None, 24],
-            "repeats": 2, "warmup": 1, "metrics": [{"metric": "bertscore", "encoders": [str(model)]}]}
+    spec = {
+        "name": "budget",
+        "datasets": [{"path": str(data)}],
+        "batch_size": 4,
+        "batch_tokens": [None, 24],
+        "repeats": 2,
+        "warmup": 1,
+        "metrics": [{"metric": "bertscore", "encoders": [str(model)]}],
+    }
     frame = nlgbench.run(spec, tmp_path / "run", quiet=True)
     assert list(frame["status"]) == ["ok", "ok"]
     with (tmp_path / "run" / "results.csv").open(encoding="utf-8", newline="") as fh:
@@ -607,8 +674,11 @@ def test_a_cell_with_a_token_budget_scores_as_its_batch_size_cell(tmp_path: Path
     plain, budget = (nlgbench.load_scores(tmp_path / "run", r["cell_id"]) for r in csv_rows)
     assert (plain["score"] - budget["score"]).abs().max() <= 1e-6
     result = json.loads((tmp_path / "run" / "cells" / csv_rows[1]["cell_id"] / "result.json").read_text())
-    assert result["config"]["batch_tokens"] == 24 and "batch_tokens" not in json.loads(
-        (tmp_path / "run" / "cells" / csv_rows[0]["cell_id"] / "result.json").read_text())["config"]
+    assert (
+        result["config"]["batch_tokens"] == 24
+        and "batch_tokens"
+        not in json.loads((tmp_path / "run" / "cells" / csv_rows[0]["cell_id"] / "result.json").read_text())["config"]
+    )
     timing = result["timing"]
     assert len(timing["warmup_passes_s"]) == 1 and len(timing["repeat_cpu_s"]) == 2 and "repeat_cuda_s" not in timing
     for phases, wall in zip(timing["phases_s"], timing["repeat_s"]):

@@ -25,12 +25,14 @@ from tiny import make_tiny_bert, make_tiny_gpt2
 
 ITEMS = [
     Item("de-en", i, "", src, ref, hyp, float(i))
-    for i, (src, ref, hyp) in enumerate([
-        ("die katze sitzt auf der matte", "the cat sits on the mat", "a cat is sitting on a mat"),
-        ("hunde bellen laut", "dogs bark loudly", "the dogs are barking"),
-        ("guten morgen", "good morning", "morning"),
-        ("es regnet heute", "it is raining today", "today it rains"),
-    ])
+    for i, (src, ref, hyp) in enumerate(
+        [
+            ("die katze sitzt auf der matte", "the cat sits on the mat", "a cat is sitting on a mat"),
+            ("hunde bellen laut", "dogs bark loudly", "the dogs are barking"),
+            ("guten morgen", "good morning", "morning"),
+            ("es regnet heute", "it is raining today", "today it rains"),
+        ]
+    )
 ]
 TEXTS = [t for it in ITEMS for t in (it.source, it.reference, it.hypothesis)]
 
@@ -53,8 +55,9 @@ def test_identity_remapping_and_no_lm_give_exactly_the_aligners_score(bert_dir: 
     np.save(tmp_path / "de-en.clp.npy", np.eye(dim))
     for aligner in ("wmd", "rwmd", "wcd"):
         plain = XMoverScoreScorer(EncoderRef(str(bert_dir)), {"layer": 3}, "cpu", 2, aligner)
-        mapped = XMoverScoreScorer(EncoderRef(str(bert_dir)), {"layer": 3, "mapping": "clp", "mapping_dir": str(tmp_path)},
-                                   "cpu", 2, aligner)
+        mapped = XMoverScoreScorer(
+            EncoderRef(str(bert_dir)), {"layer": 3, "mapping": "clp", "mapping_dir": str(tmp_path)}, "cpu", 2, aligner
+        )
         mapped.prepare(ITEMS)
         a = plain.score(ITEMS, PhaseTimer()).score
         b = mapped.score(ITEMS, PhaseTimer()).score
@@ -99,8 +102,9 @@ def test_lm_term_equals_direct_log_likelihood_and_is_combined(bert_dir: Path, gp
         # plus u |log p| (|log p| < log 400 = 6): < 5e-6 -> abs 1e-5
         assert out.columns["lm"][i] == pytest.approx(direct, abs=1e-5)
         # the combination in float64 on the scorer's own parts: a + 0.1 b with |a|, |b| < 10 is within a few ulps
-        assert out.columns["combined"][i] == pytest.approx(out.columns["xmoverscore"][i] + 0.1 * out.columns["lm"][i],
-                                                           abs=1e-12)
+        assert out.columns["combined"][i] == pytest.approx(
+            out.columns["xmoverscore"][i] + 0.1 * out.columns["lm"][i], abs=1e-12
+        )
     assert out.primary == "combined"
     silent = XMoverScoreScorer(EncoderRef(str(bert_dir)), {"layer": 3, "lm": str(gpt2_dir), "lm_weight": 0.0}, "cpu", 3)
     zero = silent.score(ITEMS, PhaseTimer())
@@ -113,7 +117,9 @@ def test_lm_term_equals_direct_log_likelihood_and_is_combined(bert_dir: Path, gp
 
 
 def test_missing_mapping_file_is_one_clear_error(bert_dir: Path, tmp_path: Path) -> None:
-    scorer = XMoverScoreScorer(EncoderRef(str(bert_dir)), {"layer": 3, "mapping": "umd", "mapping_dir": str(tmp_path)}, "cpu", 2)
+    scorer = XMoverScoreScorer(
+        EncoderRef(str(bert_dir)), {"layer": 3, "mapping": "umd", "mapping_dir": str(tmp_path)}, "cpu", 2
+    )
     with pytest.raises(UserError, match="no file .*de-en.umd.npy for language pair de-en"):
         scorer.prepare(ITEMS)
 
@@ -219,10 +225,19 @@ def test_sentsim_runs_for_real_in_a_sweep_with_minilm(tmp_path: Path) -> None:
     from nlgbench.runs.views import CSV_COLUMNS
 
     spec = tmp_path / "spec.yaml"
-    spec.write_text(json.dumps({
-        "name": "sentsim", "datasets": [{"name": "wmt16", "max_segments": 20}], "repeats": 2, "batch_size": 32,
-        "metrics": [{"metric": "sentsim", "options": {"against": "reference"}, "encoders": ["all-MiniLM-L6-v2"]}],
-    }))
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "sentsim",
+                "datasets": [{"name": "wmt16", "max_segments": 20}],
+                "repeats": 2,
+                "batch_size": 32,
+                "metrics": [
+                    {"metric": "sentsim", "options": {"against": "reference"}, "encoders": ["all-MiniLM-L6-v2"]}
+                ],
+            }
+        )
+    )
     out = tmp_path / "out"
     assert main(["run", str(spec), "--out", str(out)]) == 0
     with (out / "results.csv").open(encoding="utf-8", newline="") as fh:

@@ -70,8 +70,22 @@ def test_unknown_name_did_you_mean_and_override() -> None:
 
 
 def test_packaged_registries_keep_their_names() -> None:
-    assert metric_names() == sorted(["bertscore", "moverscore", "baryscore", "bartscore", "xmoverscore", "sentsim", "frugalscore",
-                                     "sentbleu", "chrf", "rouge1", "rouge2", "rougeL"])
+    assert metric_names() == sorted(
+        [
+            "bertscore",
+            "moverscore",
+            "baryscore",
+            "bartscore",
+            "xmoverscore",
+            "sentsim",
+            "frugalscore",
+            "sentbleu",
+            "chrf",
+            "rouge1",
+            "rouge2",
+            "rougeL",
+        ]
+    )
     assert get_metric("bertscore").name == "bertscore"
     with pytest.raises(UserError, match="did you mean 'bertscore'"):
         get_metric("bertscor")
@@ -99,12 +113,18 @@ def write_yaml(path: Path, doc: object) -> Path:
     return path
 
 
-def test_env_encoder_file_merged_over_packaged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
-    mine = write_yaml(tmp_path / "enc.yaml", {"encoders": {
-        "my-minilm": {"hub_id": MINILM, "family": "bert", "layers": 6},
-        "bert-base": {"hub_id": "someone/my-bert", "layers": 12, "notes": "mine"},
-    }})
+def test_env_encoder_file_merged_over_packaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = write_yaml(
+        tmp_path / "enc.yaml",
+        {
+            "encoders": {
+                "my-minilm": {"hub_id": MINILM, "family": "bert", "layers": 6},
+                "bert-base": {"hub_id": "someone/my-bert", "layers": 12, "notes": "mine"},
+            }
+        },
+    )
     monkeypatch.setenv("NLGBENCH_ENCODERS", str(mine))
     assert resolve_source("my-minilm") == MINILM
     entry = find_entry("bert-base")
@@ -115,10 +135,14 @@ def test_env_encoder_file_merged_over_packaged(tmp_path: Path, monkeypatch: pyte
     assert "all-mpnet-base-v2" in rows
 
 
-def test_env_catalogue_file_merged_over_packaged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    catalogue = fake_da(tmp_path, monkeypatch, {"source": ["s1", "s2"], "reference": ["r1", "r2"],
-                                                 "mt-system": ["h1", "h2"], "human": ["0.5", "-1"]})
+def test_env_catalogue_file_merged_over_packaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalogue = fake_da(
+        tmp_path,
+        monkeypatch,
+        {"source": ["s1", "s2"], "reference": ["r1", "r2"], "mt-system": ["h1", "h2"], "human": ["0.5", "-1"]},
+    )
     catalogue["datasets"]["wmt16"] = dict(load_catalogue()["datasets"]["wmt16"], description="my wmt16")
     monkeypatch.setenv("NLGBENCH_CATALOGUE", str(write_yaml(tmp_path / "cat.yaml", catalogue)))
     assert dataset_names() == ["fake", "wmt15", "wmt16", "wmt20", "wmt21"]
@@ -127,18 +151,43 @@ def test_env_catalogue_file_merged_over_packaged(tmp_path: Path, monkeypatch: py
     assert "my wmt16" in out and any(line.split()[0] == "fake" for line in out.splitlines())
 
 
-@pytest.mark.parametrize("var, what, content, message", [
-    ("NLGBENCH_ENCODERS", "encoders", None, "cannot read the encoder registry {path}"),
-    ("NLGBENCH_ENCODERS", "encoders", "encoders: [unclosed", "encoder registry {path} is not valid YAML"),
-    ("NLGBENCH_ENCODERS", "encoders", "models: {}", "encoder registry {path} has no 'encoders' mapping"),
-    ("NLGBENCH_ENCODERS", "encoders", "encoders: {mine: {layers: 3}}", "encoder registry {path}: entry 'mine' needs a 'hub_id'"),
-    ("NLGBENCH_CATALOGUE", "datasets", None, "cannot read the dataset catalogue {path}"),
-    ("NLGBENCH_CATALOGUE", "datasets", "datasets: {mine: 3}", "dataset catalogue {path}: entry 'mine' must be a mapping"),
-    ("NLGBENCH_ENCODERS", "encoders", "encoders:\n  mine: {hub_id: a/b}\n  mine: {hub_id: c/d}\n",
-     "encoder registry {path} is not valid YAML at line 3, column 3: repeated key 'mine' (first at line 2)"),
-], ids=["enc-missing", "enc-yaml", "enc-key", "enc-hub_id", "cat-missing", "cat-entry", "enc-repeated"])
-def test_bad_env_file_is_one_line_exit_2(var: str, what: str, content: str | None, message: str, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "var, what, content, message",
+    [
+        ("NLGBENCH_ENCODERS", "encoders", None, "cannot read the encoder registry {path}"),
+        ("NLGBENCH_ENCODERS", "encoders", "encoders: [unclosed", "encoder registry {path} is not valid YAML"),
+        ("NLGBENCH_ENCODERS", "encoders", "models: {}", "encoder registry {path} has no 'encoders' mapping"),
+        (
+            "NLGBENCH_ENCODERS",
+            "encoders",
+            "encoders: {mine: {layers: 3}}",
+            "encoder registry {path}: entry 'mine' needs a 'hub_id'",
+        ),
+        ("NLGBENCH_CATALOGUE", "datasets", None, "cannot read the dataset catalogue {path}"),
+        (
+            "NLGBENCH_CATALOGUE",
+            "datasets",
+            "datasets: {mine: 3}",
+            "dataset catalogue {path}: entry 'mine' must be a mapping",
+        ),
+        (
+            "NLGBENCH_ENCODERS",
+            "encoders",
+            "encoders:\n  mine: {hub_id: a/b}\n  mine: {hub_id: c/d}\n",
+            "encoder registry {path} is not valid YAML at line 3, column 3: repeated key 'mine' (first at line 2)",
+        ),
+    ],
+    ids=["enc-missing", "enc-yaml", "enc-key", "enc-hub_id", "cat-missing", "cat-entry", "enc-repeated"],
+)
+def test_bad_env_file_is_one_line_exit_2(
+    var: str,
+    what: str,
+    content: str | None,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     path = tmp_path / "mine.yaml"
     if content is not None:
         path.write_text(content, encoding="utf-8")
@@ -151,28 +200,48 @@ def test_bad_env_file_is_one_line_exit_2(var: str, what: str, content: str | Non
 # --------------------------------------------------------------------------- user files: spec keys
 
 
-def test_spec_files_relative_to_the_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
-    catalogue = fake_da(tmp_path, monkeypatch, {"source": ["s1", "s2"], "reference": ["r1", "r2"],
-                                                 "mt-system": ["h1", "h2"], "human": ["0.5", "-1"]})
+def test_spec_files_relative_to_the_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalogue = fake_da(
+        tmp_path,
+        monkeypatch,
+        {"source": ["s1", "s2"], "reference": ["r1", "r2"], "mt-system": ["h1", "h2"], "human": ["0.5", "-1"]},
+    )
     (tmp_path / "reg").mkdir()
     write_yaml(tmp_path / "reg" / "cat.yaml", catalogue)
     write_yaml(tmp_path / "reg" / "enc.yaml", {"encoders": {"my-minilm": {"hub_id": MINILM, "layers": 6}}})
-    spec = minimal_spec(encoders_file="reg/enc.yaml", catalogue_file="reg/cat.yaml", datasets=["fake"],
-                        metrics=[{"metric": "bertscore", "encoders": [{"name": "my-minilm", "num_layers": 3}]}])
+    spec = minimal_spec(
+        encoders_file="reg/enc.yaml",
+        catalogue_file="reg/cat.yaml",
+        datasets=["fake"],
+        metrics=[{"metric": "bertscore", "encoders": [{"name": "my-minilm", "num_layers": 3}]}],
+    )
     write_yaml(tmp_path / "spec.yaml", spec)
     monkeypatch.chdir(tmp_path / "reg")  # paths resolve against the spec's folder, not the working one
     assert main(["run", str(tmp_path / "spec.yaml"), "--dry-run"]) == 0
     assert "bertscore | my-minilm[num_layers=3] | fake | cpu | bs64" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("key, content, message", [
-    ("encoders_file", None, "spec.yaml.encoders_file: cannot read the encoder registry {path}"),
-    ("catalogue_file", "datasets: [a, b]", "spec.yaml.catalogue_file: dataset catalogue {path} has no 'datasets' mapping"),
-    ("encoders_file", "encoders: {m: {hub_id: x/y, layers: 0}}", "encoder registry {path}: entry 'm': layers must be an integer >= 1"),
-])
-def test_bad_spec_file_is_one_line_exit_2(key: str, content: str | None, message: str, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "key, content, message",
+    [
+        ("encoders_file", None, "spec.yaml.encoders_file: cannot read the encoder registry {path}"),
+        (
+            "catalogue_file",
+            "datasets: [a, b]",
+            "spec.yaml.catalogue_file: dataset catalogue {path} has no 'datasets' mapping",
+        ),
+        (
+            "encoders_file",
+            "encoders: {m: {hub_id: x/y, layers: 0}}",
+            "encoder registry {path}: entry 'm': layers must be an integer >= 1",
+        ),
+    ],
+)
+def test_bad_spec_file_is_one_line_exit_2(
+    key: str, content: str | None, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "mine.yaml"
     if content is not None:
         path.write_text(content, encoding="utf-8")
@@ -261,8 +330,14 @@ def test_entry_point_without_info_is_a_user_error(install: Callable[[str], None]
 def nlgbench_command(*args: str, pythonpath: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The installed `nlgbench` command in a fresh process, with `pythonpath` first on its path."""
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
-    return subprocess.run([str(Path(sys.executable).parent / "nlgbench"), *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "nlgbench"), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_entry_point_metric_listed_by_the_command(tmp_path: Path) -> None:
@@ -276,12 +351,26 @@ def test_entry_point_metric_listed_by_the_command(tmp_path: Path) -> None:
 def test_sweep_with_plugin_metric_and_spec_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real sweep: plugin metric, the spec's own encoder and dataset files; the worker process sees all three."""
     site = make_distribution(tmp_path / "site", "hyplength = hyplength_plugin\n")
-    catalogue = fake_da(tmp_path, monkeypatch, {"source": ["s1", "s2", "s3"], "reference": ["r1", "r2", "r3"],
-                                                 "mt-system": ["a", "bbb", "cc"], "human": ["0.5", "-1", "0.2"]})
+    catalogue = fake_da(
+        tmp_path,
+        monkeypatch,
+        {
+            "source": ["s1", "s2", "s3"],
+            "reference": ["r1", "r2", "r3"],
+            "mt-system": ["a", "bbb", "cc"],
+            "human": ["0.5", "-1", "0.2"],
+        },
+    )
     write_yaml(tmp_path / "cat.yaml", catalogue)
     write_yaml(tmp_path / "enc.yaml", {"encoders": {"my-minilm": {"hub_id": MINILM, "layers": 6}}})
-    spec = minimal_spec(encoders_file="enc.yaml", catalogue_file="cat.yaml", datasets=["fake"], repeats=1, warmup=0,
-                        metrics=[{"metric": "hyplength", "encoders": ["my-minilm"]}])
+    spec = minimal_spec(
+        encoders_file="enc.yaml",
+        catalogue_file="cat.yaml",
+        datasets=["fake"],
+        repeats=1,
+        warmup=0,
+        metrics=[{"metric": "hyplength", "encoders": ["my-minilm"]}],
+    )
     write_yaml(tmp_path / "spec.yaml", spec)
     done = nlgbench_command("run", "spec.yaml", "--out", "out", pythonpath=site, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -301,13 +390,16 @@ def test_load_yaml_refuses_repeated_keys_at_any_depth() -> None:
 
 
 def test_uncached_registry_model_is_refused_at_spec_time_when_the_hub_is_off(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Issue 25.12: `roberta-large` (registered, not cached) passed --dry-run with a warning and then
     failed inside the cell; with HF_HUB_OFFLINE=1 it is now one line and exit 2, before any cell.
     With the Hub on, a registered name stays valid (it downloads on first use)."""
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    spec = write_yaml(tmp_path / "spec.yaml", minimal_spec(metrics=[{"metric": "bertscore", "encoders": ["roberta-large"]}]))
+    spec = write_yaml(
+        tmp_path / "spec.yaml", minimal_spec(metrics=[{"metric": "bertscore", "encoders": ["roberta-large"]}])
+    )
     for extra in (["--dry-run"], []):
         assert main(["run", str(spec), "--out", str(tmp_path / "run"), *extra]) == 2
         err = capsys.readouterr().err
@@ -319,13 +411,17 @@ def test_uncached_registry_model_is_refused_at_spec_time_when_the_hub_is_off(
     resolve_encoder("roberta-large").check("spec")  # online: accepted
 
 
-@pytest.mark.parametrize("metric", [
-    {"metric": "bertscore", "encoders": [""]},
-    {"metric": "bertscore", "encoders": [{"name": "  "}]},
-    {"metric": "xmoverscore", "encoders": ["all-MiniLM-L6-v2"], "options": {"lm": ""}},
-])
-def test_empty_model_name_in_a_spec_is_refused(metric: dict[str, object], tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "metric",
+    [
+        {"metric": "bertscore", "encoders": [""]},
+        {"metric": "bertscore", "encoders": [{"name": "  "}]},
+        {"metric": "xmoverscore", "encoders": ["all-MiniLM-L6-v2"], "options": {"lm": ""}},
+    ],
+)
+def test_empty_model_name_in_a_spec_is_refused(
+    metric: dict[str, object], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """An empty name was read as Path('') = the current folder, a model folder '.' (issue 25, lower severity)."""
     spec = write_yaml(tmp_path / "spec.yaml", minimal_spec(metrics=[metric]))
     assert main(["run", str(spec), "--dry-run"]) == 2

@@ -39,9 +39,17 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     items = load_dataset("wmt16", max_segments=8).items
     model = make_tiny_bert(root / "tiny", [t for it in items for t in (it.reference, it.hypothesis)], num_layers=4)
     spec = {
-        "name": "report-test", "datasets": [{"name": "wmt16", "max_segments": 8}], "batch_size": 8, "repeats": 3,
-        "threads": 1, "metrics": [{"metric": "bertscore", "encoders": [
-            str(model), {"name": str(model), "num_layers": 2}, {"name": str(model), "num_layers": 1}]}],
+        "name": "report-test",
+        "datasets": [{"name": "wmt16", "max_segments": 8}],
+        "batch_size": 8,
+        "repeats": 3,
+        "threads": 1,
+        "metrics": [
+            {
+                "metric": "bertscore",
+                "encoders": [str(model), {"name": str(model), "num_layers": 2}, {"name": str(model), "num_layers": 1}],
+            }
+        ],
     }
     (root / "spec.yaml").write_text(json.dumps(spec), encoding="utf-8")
     out = root / "run"
@@ -61,10 +69,21 @@ def test_quantity_correlations_average_per_metric_matrices() -> None:
     rows = []
     for metric, n_encoders in (("m1", 4), ("m2", 5), ("m3", 2)):  # m3: too few encoders for a matrix
         for e in range(n_encoders):
-            rows.append({"metric": metric, "encoder": f"e{e}", "device": "cpu", "ms_per_segment": rng.uniform(1, 9),
-                         "rss_growth_mb": rng.uniform(100, 900), "peak_rss_mb": rng.uniform(900, 1900),
-                         "cuda_peak_allocated_mb": np.nan, "cuda_peak_reserved_mb": np.nan,
-                         "params": rng.uniform(1e6, 9e6), "disk_mb": rng.uniform(10, 90), "quality": rng.uniform(0, 1)})
+            rows.append(
+                {
+                    "metric": metric,
+                    "encoder": f"e{e}",
+                    "device": "cpu",
+                    "ms_per_segment": rng.uniform(1, 9),
+                    "rss_growth_mb": rng.uniform(100, 900),
+                    "peak_rss_mb": rng.uniform(900, 1900),
+                    "cuda_peak_allocated_mb": np.nan,
+                    "cuda_peak_reserved_mb": np.nan,
+                    "params": rng.uniform(1e6, 9e6),
+                    "disk_mb": rng.uniform(10, 90),
+                    "quality": rng.uniform(0, 1),
+                }
+            )
     df = pd.DataFrame(rows)
     got = quantity_correlations(df)
     assert got.n_metrics == 2
@@ -76,7 +95,11 @@ def test_quantity_correlations_average_per_metric_matrices() -> None:
     assert got.r.loc["GPU time"].isna().all() and (got.n.loc["GPU time"] == 0).all()  # not measured: no number
     header, text = quantity_rows(got)
     cpu = dict(zip(header, next(r for r in text if r[0] == "CPU time")))
-    assert cpu["CPU time"] == "" and cpu["GPU time"] == "-" and cpu["quality"] == f"{got.r.loc['CPU time', 'quality']:.2f} (9)"
+    assert (
+        cpu["CPU time"] == ""
+        and cpu["GPU time"] == "-"
+        and cpu["quality"] == f"{got.r.loc['CPU time', 'quality']:.2f} (9)"
+    )
     # fewer than 3 encoders per metric: no matrix at all, said in words, not 1.00s
     few = quantity_correlations(df[df["metric"] == "m3"])
     assert few.n_metrics == 0 and few.r.isna().all().all()
@@ -92,9 +115,22 @@ def test_quantity_correlations_average_per_metric_matrices() -> None:
 def test_report_files_and_relative_table(run_dir: Path) -> None:
     assert main(["report", str(run_dir)]) == 0
     out = run_dir / "report"
-    for name in ("index.html", "runtime_cpu_wmt16_8.png", "memory_cpu_wmt16_8.png", "relative.md", "relative.tex",
-                 "relative.csv", "quantities.md", "quantities.tex", "quantities.csv", "tradeoff.md", "tradeoff.tex",
-                 "tradeoff.csv", "cells.jsonl", "metric_scores.csv"):
+    for name in (
+        "index.html",
+        "runtime_cpu_wmt16_8.png",
+        "memory_cpu_wmt16_8.png",
+        "relative.md",
+        "relative.tex",
+        "relative.csv",
+        "quantities.md",
+        "quantities.tex",
+        "quantities.csv",
+        "tradeoff.md",
+        "tradeoff.tex",
+        "tradeoff.csv",
+        "cells.jsonl",
+        "metric_scores.csv",
+    ):
         assert (out / name).stat().st_size > 0, name
     cells = read_csv(run_dir / "results.csv")
     base = max(cells, key=lambda r: int(r["params"]))  # default baseline: the most parameters (the 4-layer model)
@@ -145,8 +181,23 @@ def test_compare_numbers_match_direct_computations(run_dir: Path, capsys: pytest
     assert row["speedup"] == pytest.approx(float(np.median(b_rep)) / float(np.median(c_rep)), rel=1e-12)
     assert row["speedup_range"] == [min(ratios), max(ratios)]
     assert result["warnings"] == []  # same machine, same libraries
-    assert main(["compare", str(run_dir), "--candidate", cand["encoder"], "--baseline", base["encoder"],
-                 "--correlation", "kendall", "--level", "lp_mean"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(run_dir),
+                "--candidate",
+                cand["encoder"],
+                "--baseline",
+                base["encoder"],
+                "--correlation",
+                "kendall",
+                "--level",
+                "lp_mean",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "retained" in text and "kendall (segment, by lp)" in text and "speed-up" in text
     assert main(["compare", str(run_dir), "--candidate", "nope", "--baseline", base["encoder"]]) == 2
@@ -174,15 +225,49 @@ def known_correlation_file(path: Path, r: float, max_segments: int) -> tuple[Pat
 def test_import_scores_reproduces_a_known_correlation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path, items = known_correlation_file(tmp_path / "scores.csv", 0.6, 20)
     out = tmp_path / "run"
-    assert main(["import-scores", str(path), "--dataset", "wmt16", "--max-segments", "20", "--metric", "comet",
-                 "--encoder", "external-model", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "import-scores",
+                str(path),
+                "--dataset",
+                "wmt16",
+                "--max-segments",
+                "20",
+                "--metric",
+                "comet",
+                "--encoder",
+                "external-model",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     (row,) = read_csv(out / "results.csv")
     assert float(row["pearson_pooled"]) == pytest.approx(0.6, abs=1e-12)  # float64 over 120 values: ~1e-13
     assert row["n_segments"] == str(len(items)) and row["status"] == "ok" and row["ms_per_segment_median"] == ""
     # a second import into the same folder sits beside it, and the report runs on imported cells alone
     path2, _ = known_correlation_file(tmp_path / "scores2.csv", 0.3, 20)
-    assert main(["import-scores", str(path2), "--dataset", "wmt16", "--max-segments", "20", "--metric", "comet",
-                 "--encoder", "other-model", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "import-scores",
+                str(path2),
+                "--dataset",
+                "wmt16",
+                "--max-segments",
+                "20",
+                "--metric",
+                "comet",
+                "--encoder",
+                "other-model",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert main(["report", str(out), "--baseline", "external-model"]) == 0
     rel = pd.read_csv(out / "report" / "relative.csv")
     (row,) = rel[rel["encoder"] == "other-model"].to_dict("records")  # one dataset: its row, no 'mean' row
@@ -190,21 +275,39 @@ def test_import_scores_reproduces_a_known_correlation(tmp_path: Path, capsys: py
     capsys.readouterr()
 
 
-@pytest.mark.parametrize("content, message", [
-    ("lp,seg_id,score\nde-en,1,0.5\n", "missing column(s) system"),
-    ("lp,seg_id,system,score,extra\nde-en,1,,0.5,1\n", "unknown column(s) extra"),
-    ("lp,seg_id,system,score\nde-en,x,,0.5\n", "1 key(s) not in wmt16[:2]: (de-en, x, -)"),  # text ids are ids
-    ("lp,seg_id,system,score\nde-en,,,0.5\n", "empty seg_id"),
-    ("lp,seg_id,system,score\nde-en,1,,high\n", "score 'high' is not a number"),
-    ("lp,seg_id,system,score\nde-en,1,,0.5\nde-en,1,,0.6\n", "duplicate key (de-en, 1, -)"),
-    ("lp,seg_id,system,score\nde-en,1,,0.5\nxx-en,9,,0.6\n", "1 key(s) not in wmt16[:2]: (xx-en, 9, -)"),
-])
-def test_import_scores_bad_files_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str,
-                                              message: str) -> None:
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("lp,seg_id,score\nde-en,1,0.5\n", "missing column(s) system"),
+        ("lp,seg_id,system,score,extra\nde-en,1,,0.5,1\n", "unknown column(s) extra"),
+        ("lp,seg_id,system,score\nde-en,x,,0.5\n", "1 key(s) not in wmt16[:2]: (de-en, x, -)"),  # text ids are ids
+        ("lp,seg_id,system,score\nde-en,,,0.5\n", "empty seg_id"),
+        ("lp,seg_id,system,score\nde-en,1,,high\n", "score 'high' is not a number"),
+        ("lp,seg_id,system,score\nde-en,1,,0.5\nde-en,1,,0.6\n", "duplicate key (de-en, 1, -)"),
+        ("lp,seg_id,system,score\nde-en,1,,0.5\nxx-en,9,,0.6\n", "1 key(s) not in wmt16[:2]: (xx-en, 9, -)"),
+    ],
+)
+def test_import_scores_bad_files_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
     path = tmp_path / "s.csv"
     path.write_text(content, encoding="utf-8")
-    code = main(["import-scores", str(path), "--dataset", "wmt16", "--max-segments", "2", "--metric", "m",
-                 "--encoder", "e", "--out", str(tmp_path / "out")])
+    code = main(
+        [
+            "import-scores",
+            str(path),
+            "--dataset",
+            "wmt16",
+            "--max-segments",
+            "2",
+            "--metric",
+            "m",
+            "--encoder",
+            "e",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0], err
 
@@ -213,8 +316,25 @@ def test_import_scores_names_missing_items(tmp_path: Path, capsys: pytest.Captur
     path, items = known_correlation_file(tmp_path / "scores.csv", 0.5, 2)
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines[:-1]) + "\n")  # drop the last item
-    assert main(["import-scores", str(path), "--dataset", "wmt16", "--max-segments", "2", "--metric", "m",
-                 "--encoder", "e", "--out", str(tmp_path / "out")]) == 2
+    assert (
+        main(
+            [
+                "import-scores",
+                str(path),
+                "--dataset",
+                "wmt16",
+                "--max-segments",
+                "2",
+                "--metric",
+                "m",
+                "--encoder",
+                "e",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     last = items[-1]
     assert f"1 item(s) of wmt16[:2] missing from the file: ({last.lp}, {last.seg_id}, -)" in err
@@ -234,24 +354,36 @@ def test_index_html_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
     os.environ.setdefault("SE_OFFLINE", "true")
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
         options.add_argument(flag)
     browser = webdriver.Chrome(options=options, service=Service(driver_path))
     try:
         browser.get(index.as_uri())
         images = browser.execute_script(
-            "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);")
+            "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);"
+        )
         assert len(images) == 2  # runtime and memory on cpu
         assert all(complete and width > 100 for _, complete, width in images), images
         rows = browser.execute_script(
-            "return Array.from(document.querySelectorAll('table')).map(t => t.querySelectorAll('tbody tr').length);")
+            "return Array.from(document.querySelectorAll('table')).map(t => t.querySelectorAll('tbody tr').length);"
+        )
         tradeoff = pd.read_csv(run_dir / "report" / "tradeoff.csv")
         relative = pd.read_csv(run_dir / "report" / "relative.csv")
         assert rows == [len(tradeoff), len(relative), 3, 6] and len(tradeoff) == 3
-        first = browser.execute_script("return document.querySelectorAll('table')[1].querySelector('tbody tr td:nth-child(2)')"
-                                       ".textContent;")
+        first = browser.execute_script(
+            "return document.querySelectorAll('table')[1].querySelector('tbody tr td:nth-child(2)').textContent;"
+        )
         assert first == relative["encoder"].iloc[0]
         # every figure links its vector versions, which exist
         links = browser.execute_script("return Array.from(document.querySelectorAll('figcaption a')).map(a => a.href);")

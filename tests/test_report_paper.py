@@ -59,14 +59,29 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real sweep: BERTScore with a tiny random BERT and its 1-layer cut, and sentBLEU (no encoder),
     on two DA datasets (WMT15, WMT16 heads) and one MQM dataset (WMT21 zh-en head)."""
     root = tmp_path_factory.mktemp("paper")
-    datasets = [{"name": "wmt15", "max_segments": 6}, {"name": "wmt16", "max_segments": 5},
-                {"name": "wmt21", "max_segments": 20}]
-    texts = [t for d in datasets for it in load_dataset(d["name"], max_segments=d["max_segments"]).items
-             for t in (it.reference, it.hypothesis)]
+    datasets = [
+        {"name": "wmt15", "max_segments": 6},
+        {"name": "wmt16", "max_segments": 5},
+        {"name": "wmt21", "max_segments": 20},
+    ]
+    texts = [
+        t
+        for d in datasets
+        for it in load_dataset(d["name"], max_segments=d["max_segments"]).items
+        for t in (it.reference, it.hypothesis)
+    ]
     model = make_tiny_bert(root / "tiny", texts, num_layers=3)
-    spec = {"name": "paper", "datasets": datasets, "batch_size": 16, "repeats": 2, "threads": 1,
-            "metrics": [{"metric": "bertscore", "encoders": [str(model), {"name": str(model), "num_layers": 1}]},
-                        {"metric": "sentbleu"}]}
+    spec = {
+        "name": "paper",
+        "datasets": datasets,
+        "batch_size": 16,
+        "repeats": 2,
+        "threads": 1,
+        "metrics": [
+            {"metric": "bertscore", "encoders": [str(model), {"name": str(model), "num_layers": 1}]},
+            {"metric": "sentbleu"},
+        ],
+    }
     (root / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     out = root / "run"
     assert main(["run", str(root / "spec.json"), "--out", str(out)]) == 0
@@ -80,8 +95,10 @@ def figures(run_dir: Path) -> list[tuple[str, object]]:
     run = RunData.open(run_dir)
     df = with_quality(run, PEARSON)
     baselines = choose_baselines(df, None)
-    return [(name, fig) for name, _, _, _, fig in build_figures(df[~df["imported"]], PEARSON, baselines,
-                                                                   QualityIntervals(run, PEARSON))]
+    return [
+        (name, fig)
+        for name, _, _, _, fig in build_figures(df[~df["imported"]], PEARSON, baselines, QualityIntervals(run, PEARSON))
+    ]
 
 
 def label_boxes_outside(fig) -> list[str]:  # type: ignore[no-untyped-def]
@@ -105,8 +122,9 @@ def assert_inside_figure(fig) -> None:  # type: ignore[no-untyped-def]
     renderer = fig.canvas.get_renderer()
     for artist in (fig._suptitle, *fig.legends):
         b = artist.get_window_extent(renderer)
-        assert b.x0 >= -0.5 and b.y0 >= -0.5 and b.x1 <= fig.bbox.width + 0.5 and b.y1 <= fig.bbox.height + 0.5, \
+        assert b.x0 >= -0.5 and b.y0 >= -0.5 and b.x1 <= fig.bbox.width + 0.5 and b.y1 <= fig.bbox.height + 0.5, (
             artist.get_text() if hasattr(artist, "get_text") else "legend"
+        )
 
 
 # ----------------------------------------------------------------------------- figures
@@ -122,8 +140,11 @@ def test_figures_per_dataset_and_a_mean_only_within_one_kind_of_human_score(run_
     rel = pd.read_csv(out / "relative.csv")
     assert set(rel["dataset"]) == {"wmt15[:6]", "wmt16[:5]", "wmt21[:20]", "mean (DA)"}
     for _, mean in rel[rel["dataset"] == "mean (DA)"].iterrows():
-        da = rel[(rel["encoder"] == mean["encoder"]) & (rel["metric"] == mean["metric"])
-                 & rel["dataset"].isin(["wmt15[:6]", "wmt16[:5]"])]
+        da = rel[
+            (rel["encoder"] == mean["encoder"])
+            & (rel["metric"] == mean["metric"])
+            & rel["dataset"].isin(["wmt15[:6]", "wmt16[:5]"])
+        ]
         assert mean["quality"] == pytest.approx(da["quality"].mean(), abs=1e-12)
     # the per-encoder table and the quantity matrix keep one quality per kind of human score
     assert "<th>quality (DA)</th><th>quality (MQM)</th>" in page.replace("\n", "")
@@ -140,7 +161,9 @@ def test_png_pdf_and_svg_are_written(run_dir: Path) -> None:
         assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 1000
         root = ET.parse(svg).getroot()
         assert root.tag.endswith("svg") and len(list(root.iter())) > 50
-        assert "ms per segment" in svg.read_text(encoding="utf-8") or "MiB" in svg.read_text(encoding="utf-8")  # text stays text
+        assert "ms per segment" in svg.read_text(encoding="utf-8") or "MiB" in svg.read_text(
+            encoding="utf-8"
+        )  # text stays text
 
 
 def test_no_label_leaves_its_axes_and_every_figure_has_a_legend(figures: list[tuple[str, object]]) -> None:
@@ -148,7 +171,9 @@ def test_no_label_leaves_its_axes_and_every_figure_has_a_legend(figures: list[tu
     for name, fig in figures:
         assert fig.legends, name  # type: ignore[attr-defined]
         labels = [t.get_text() for t in fig.legends[0].get_texts()]  # type: ignore[attr-defined]
-        assert {"lexical baseline (no encoder)", "Pareto front", "95% bootstrap interval", "baseline encoder"} <= set(labels)
+        assert {"lexical baseline (no encoder)", "Pareto front", "95% bootstrap interval", "baseline encoder"} <= set(
+            labels
+        )
         assert sum(len(ax.texts) for ax in fig.axes) >= 3, name  # type: ignore[attr-defined]  # points are labelled
         assert label_boxes_outside(fig) == [], name
         assert_inside_figure(fig)
@@ -157,10 +182,23 @@ def test_no_label_leaves_its_axes_and_every_figure_has_a_legend(figures: list[tu
 def test_crowded_long_labels_stay_inside(tmp_path: Path) -> None:
     """Long variant labels on points at the axes' edges, several at one spot: all inside."""
     names = [f"sentence-transformers/all-MiniLM-L6-v2[num_layers={k},quantize=int8,early_exit=0.{k}]" for k in range(6)]
-    points = pd.DataFrame([{"metric": "bertscore", "encoder": n, "quality": q, "ci_low": q - 0.05, "ci_high": q + 0.05,
-                            "cell_ids": (), "ms_per_segment": x}
-                           for n, x, q in zip(names, [1.0, 1.0, 1.01, 50.0, 50.0, 49.0], [0.2, 0.21, 0.2, 0.7, 0.71, 0.69])])
-    fig = tradeoff_figure(points, [("ms_per_segment", "ms")], "pearson", encoder_styles(names), {"bertscore": names[3]}, "t")
+    points = pd.DataFrame(
+        [
+            {
+                "metric": "bertscore",
+                "encoder": n,
+                "quality": q,
+                "ci_low": q - 0.05,
+                "ci_high": q + 0.05,
+                "cell_ids": (),
+                "ms_per_segment": x,
+            }
+            for n, x, q in zip(names, [1.0, 1.0, 1.01, 50.0, 50.0, 49.0], [0.2, 0.21, 0.2, 0.7, 0.71, 0.69])
+        ]
+    )
+    fig = tradeoff_figure(
+        points, [("ms_per_segment", "ms")], "pearson", encoder_styles(names), {"bertscore": names[3]}, "t"
+    )
     assert fig is not None and fig.legends
     assert len(fig.axes[0].texts) == 6
     assert label_boxes_outside(fig) == []
@@ -168,20 +206,46 @@ def test_crowded_long_labels_stay_inside(tmp_path: Path) -> None:
 
 
 def test_one_point_pareto_front_is_drawn_and_in_the_legend() -> None:
-    points = pd.DataFrame([{"metric": "m", "encoder": "only", "quality": 0.5, "ci_low": 0.4, "ci_high": 0.6,
-                            "cell_ids": (), "ms_per_segment": 7.0}])
+    points = pd.DataFrame(
+        [
+            {
+                "metric": "m",
+                "encoder": "only",
+                "quality": 0.5,
+                "ci_low": 0.4,
+                "ci_high": 0.6,
+                "cell_ids": (),
+                "ms_per_segment": 7.0,
+            }
+        ]
+    )
     fig = tradeoff_figure(points, [("ms_per_segment", "ms")], "pearson", encoder_styles(["only"]), {}, "t")
     assert fig is not None
     ax = fig.axes[0]
-    dashed = [line for line in ax.lines if line.get_linestyle() == "--" and matplotlib.colors.same_color(line.get_color(), FRONT_COLOR)]
+    dashed = [
+        line
+        for line in ax.lines
+        if line.get_linestyle() == "--" and matplotlib.colors.same_color(line.get_color(), FRONT_COLOR)
+    ]
     assert len(dashed) == 1
     xs, ys = dashed[0].get_data()
     assert 7.0 in list(xs) and 0.5 in list(ys) and len(xs) >= 3  # the staircase through the point to the axes' edges
     assert "Pareto front" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
-@pytest.mark.parametrize("lo, hi", [(70.3, 71.0), (5.1, 9.8), (55.0, 140.0), (0.21, 0.29), (1010.0, 1900.0),
-                                    (0.0031, 0.0042), (0.5, 20000.0), (100.0, 100.0)])
+@pytest.mark.parametrize(
+    "lo, hi",
+    [
+        (70.3, 71.0),
+        (5.1, 9.8),
+        (55.0, 140.0),
+        (0.21, 0.29),
+        (1010.0, 1900.0),
+        (0.0031, 0.0042),
+        (0.5, 20000.0),
+        (100.0, 100.0),
+    ],
+)
 def test_log_ticks_label_any_range(lo: float, hi: float) -> None:
     ticks, a, b = log_ticks(lo, hi)
     assert a <= lo and b >= hi and len(ticks) >= 2 and all(a <= t <= b for t in ticks)
@@ -189,8 +253,20 @@ def test_log_ticks_label_any_range(lo: float, hi: float) -> None:
 
 
 def test_tick_labels_present_when_the_data_fit_one_decade() -> None:
-    points = pd.DataFrame([{"metric": "m", "encoder": e, "quality": q, "ci_low": q - 0.1, "ci_high": q + 0.1,
-                            "cell_ids": (), "peak_rss_mb": x} for e, x, q in (("a", 1010.0, 0.5), ("b", 1130.0, 0.6))])
+    points = pd.DataFrame(
+        [
+            {
+                "metric": "m",
+                "encoder": e,
+                "quality": q,
+                "ci_low": q - 0.1,
+                "ci_high": q + 0.1,
+                "cell_ids": (),
+                "peak_rss_mb": x,
+            }
+            for e, x, q in (("a", 1010.0, 0.5), ("b", 1130.0, 0.6))
+        ]
+    )
     fig = tradeoff_figure(points, [("peak_rss_mb", "MiB")], "pearson", encoder_styles(["a", "b"]), {}, "t")
     assert fig is not None
     fig.canvas.draw()
@@ -210,38 +286,58 @@ def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
     for _, p in points.iterrows():
         (cell_id,) = p["cell_ids"]
         seg = run.segments(cell_id)
-        want = bootstrap_ci(seg, lambda s: quality(s, "pearson", "global"))  # nlgbench.statistics.bootstrap's resamples and seed
+        want = bootstrap_ci(
+            seg, lambda s: quality(s, "pearson", "global")
+        )  # nlgbench.statistics.bootstrap's resamples and seed
         assert (p["ci_low"], p["ci_high"]) == want
         assert p["quality"] == pytest.approx(stats.pearsonr(seg.score, seg.human)[0], abs=1e-12)
         # the pooled Pearson interval the worker stored (same resamples, same seed) is the same interval
         row = next(r for r in read_csv(run_dir / "results.csv") if r["cell_id"] == cell_id)
         assert float(row["pearson_pooled_ci_low"]) == pytest.approx(want[0], abs=1e-12)
     # and the bars drawn in the figure are these numbers
-    fig = tradeoff_figure(points, [("ms_per_segment", "ms")], "pearson", encoder_styles(list(points["encoder"])), {}, "t")
+    fig = tradeoff_figure(
+        points, [("ms_per_segment", "ms")], "pearson", encoder_styles(list(points["encoder"])), {}, "t"
+    )
     assert fig is not None
-    drawn = sorted((round(seg[0][1], 12), round(seg[1][1], 12)) for coll in fig.axes[0].collections
-                   if hasattr(coll, "get_segments") for seg in coll.get_segments() if seg[0][0] == seg[1][0])
+    drawn = sorted(
+        (round(seg[0][1], 12), round(seg[1][1], 12))
+        for coll in fig.axes[0].collections
+        if hasattr(coll, "get_segments")
+        for seg in coll.get_segments()
+        if seg[0][0] == seg[1][0]
+    )
     assert drawn == sorted((round(lo, 12), round(hi, 12)) for lo, hi in zip(points["ci_low"], points["ci_high"]))
 
 
 def test_one_colour_and_marker_per_encoder_in_every_figure(figures: list[tuple[str, object]]) -> None:
     seen: dict[str, tuple[str, str]] = {}
     for name, fig in figures:
-        legend = {h.get_label(): (matplotlib.colors.to_hex(h.get_color()), h.get_marker())
-                  for h in fig.legends[0].legend_handles}  # type: ignore[attr-defined]
+        legend = {
+            h.get_label(): (matplotlib.colors.to_hex(h.get_color()), h.get_marker())
+            for h in fig.legends[0].legend_handles
+        }  # type: ignore[attr-defined]
         for label, style in legend.items():
             assert seen.setdefault(label, style) == style, (name, label)
-        drawn = {(matplotlib.colors.to_hex(line.get_color()), line.get_marker()) for ax in fig.axes  # type: ignore[attr-defined]
-                 for line in ax.lines if line.get_marker() not in (None, "None", "", "_")}
+        drawn = {
+            (matplotlib.colors.to_hex(line.get_color()), line.get_marker())
+            for ax in fig.axes  # type: ignore[attr-defined]
+            for line in ax.lines
+            if line.get_marker() not in (None, "None", "", "_")
+        }
         assert drawn <= set(legend.values()), name  # every plotted point is in the legend
     encoders = [label for label in seen if label.endswith("tiny") or "num_layers" in label]
     assert len(encoders) == 2 and seen[encoders[0]] != seen[encoders[1]]
 
 
-def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(run_dir: Path, figures: list[tuple[str, object]]) -> None:
+def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(
+    run_dir: Path, figures: list[tuple[str, object]]
+) -> None:
     fig = dict(figures)["memory_cpu_wmt16_5"]
     xlabels = [ax.get_xlabel() for ax in fig.axes if ax.get_visible()]  # type: ignore[attr-defined]
-    assert xlabels == ["model memory: RSS growth over the post-import baseline (MiB, log)", "process peak RSS (MiB, log)"]
+    assert xlabels == [
+        "model memory: RSS growth over the post-import baseline (MiB, log)",
+        "process peak RSS (MiB, log)",
+    ]
     run = RunData.open(run_dir)
     df = with_quality(run, PEARSON)
     group = DatasetGroup("wmt16[:5]", ("wmt16[:5]",), "DA")
@@ -287,7 +383,9 @@ def test_tradeoff_table_is_compares_numbers(run_dir: Path, capsys: pytest.Captur
         idx = rng.integers(0, len(h), size=len(h))
         ratios.append(stats.pearsonr(x[idx], h[idx])[0] / stats.pearsonr(y[idx], h[idx])[0])
     (row,) = table[(table["encoder"] == cand["encoder"]) & (table["dataset"] == "wmt16[:5]")].to_dict("records")
-    assert [row["retained_ci_low"], row["retained_ci_high"]] == pytest.approx(list(np.percentile(ratios, [2.5, 97.5])), abs=1e-9)
+    assert [row["retained_ci_low"], row["retained_ci_high"]] == pytest.approx(
+        list(np.percentile(ratios, [2.5, 97.5])), abs=1e-9
+    )
     tex = (out / "tradeoff.tex").read_text(encoding="utf-8")
     assert all(rule in tex for rule in ("\\toprule", "\\midrule", "\\bottomrule")) and "retained [95\\% CI]" in tex
     md = (out / "tradeoff.md").read_text(encoding="utf-8")
@@ -296,13 +394,23 @@ def test_tradeoff_table_is_compares_numbers(run_dir: Path, capsys: pytest.Captur
 
 def test_one_dataset_relative_table_has_no_mean_rows_and_means_stay_within_a_kind() -> None:
     def row(encoder: str, dataset: str, kind: str, q: float) -> dict:
-        return {"metric": "m", "encoder": encoder, "device": "cpu", "dataset": dataset, "score_type": kind,
-                "quality": q, "ms_per_segment": 2.0, "ms_per_segment_repeats": [2.0]}
+        return {
+            "metric": "m",
+            "encoder": encoder,
+            "device": "cpu",
+            "dataset": dataset,
+            "score_type": kind,
+            "quality": q,
+            "ms_per_segment": 2.0,
+            "ms_per_segment_repeats": [2.0],
+        }
 
     one = relative_table(pd.DataFrame([row("big", "d1", "DA", 0.5), row("small", "d1", "DA", 0.4)]), {"m": "big"})
     assert list(one["dataset"]) == ["d1", "d1"]
-    many = relative_table(pd.DataFrame([row("big", "d1", "DA", 0.5), row("big", "d2", "DA", 0.7),
-                                        row("big", "q1", "MQM", 0.2)]), {"m": "big"})
+    many = relative_table(
+        pd.DataFrame([row("big", "d1", "DA", 0.5), row("big", "d2", "DA", 0.7), row("big", "q1", "MQM", 0.2)]),
+        {"m": "big"},
+    )
     assert list(many["dataset"]) == ["d1", "d2", "mean (DA)", "q1"]  # MQM is not averaged with DA, nor alone
     assert many.set_index("dataset").loc["mean (DA)", "quality"] == pytest.approx(0.6)
 
@@ -311,11 +419,17 @@ def test_one_dataset_relative_table_has_no_mean_rows_and_means_stay_within_a_kin
 
 
 def test_metric_name_alone_when_unambiguous_and_aligner() -> None:
-    df = pd.DataFrame({"metric": ["moverscore (wmd)", "moverscore (wcd)", "bertscore", "sentsim[token_part=wmd]"],
-                       "metric_name": ["moverscore", "moverscore", "bertscore", "sentsim"],
-                       "aligner": ["wmd", "wcd", "none", "none"]})
+    df = pd.DataFrame(
+        {
+            "metric": ["moverscore (wmd)", "moverscore (wcd)", "bertscore", "sentsim[token_part=wmd]"],
+            "metric_name": ["moverscore", "moverscore", "bertscore", "sentsim"],
+            "aligner": ["wmd", "wcd", "none", "none"],
+        }
+    )
     assert select_metrics(df) is None
-    assert select_metrics(df, "bertscore") == ["bertscore"] and select_metrics(df, "sentsim") == ["sentsim[token_part=wmd]"]
+    assert select_metrics(df, "bertscore") == ["bertscore"] and select_metrics(df, "sentsim") == [
+        "sentsim[token_part=wmd]"
+    ]
     assert select_metrics(df, "moverscore (wcd)") == ["moverscore (wcd)"]
     assert select_metrics(df, "moverscore", "wmd") == ["moverscore (wmd)"]
     assert select_metrics(df, aligner="wcd") == ["moverscore (wcd)"]
@@ -345,9 +459,9 @@ def test_compare_and_report_take_the_metric_name(run_dir: Path, tmp_path: Path) 
     assert set(rel["metric"]) == {"sentbleu"}
 
 
-
-def test_compare_across_metrics_pairs_each_dataset_cell_of_the_two_metrics(run_dir: Path,
-                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_across_metrics_pairs_each_dataset_cell_of_the_two_metrics(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Issue 17: a student's metric against its teacher's. Here BERTScore with the 1-layer cut vs
     sentBLEU: one row per dataset named "bertscore vs sentbleu", each side's quality SciPy's Pearson
     of that cell's own scores.csv, speed-up the ratio of the two cells' median times."""
@@ -360,7 +474,9 @@ def test_compare_across_metrics_pairs_each_dataset_cell_of_the_two_metrics(run_d
     for dataset, row in rows.items():
         side = {}
         for metric, encoder in (("bertscore", cut), ("sentbleu", "none")):
-            cell = cells[(cells["metric"] == metric) & (cells["encoder"] == encoder) & (cells["dataset"] == dataset)].iloc[0]
+            cell = cells[
+                (cells["metric"] == metric) & (cells["encoder"] == encoder) & (cells["dataset"] == dataset)
+            ].iloc[0]
             scores = pd.read_csv(run_dir / "cells" / cell["cell_id"] / "scores.csv")
             side[metric] = (stats.pearsonr(scores["score"], scores["human"])[0], cell)
             assert row["n"] == len(scores)
@@ -369,16 +485,40 @@ def test_compare_across_metrics_pairs_each_dataset_cell_of_the_two_metrics(run_d
         b_ms, c_ms = side["sentbleu"][1]["ms_per_segment_repeats"], side["bertscore"][1]["ms_per_segment_repeats"]
         assert row["speedup"] == pytest.approx(float(np.median(b_ms) / np.median(c_ms)), rel=1e-12)
     # the same metric on both sides is the ordinary comparison
-    same = compare(run, cut, list(dict.fromkeys(cells[cells["metric"] == "bertscore"]["encoder"]))[0],
-                   candidate_metric="bertscore", baseline_metric="bertscore", n_resamples=50)
+    same = compare(
+        run,
+        cut,
+        list(dict.fromkeys(cells[cells["metric"] == "bertscore"]["encoder"]))[0],
+        candidate_metric="bertscore",
+        baseline_metric="bertscore",
+        n_resamples=50,
+    )
     assert {r["metric"] for r in same["rows"]} == {"bertscore"}
     with pytest.raises(UserError, match="--baseline-metric is missing"):
         compare(run, cut, "none", candidate_metric="bertscore")
     with pytest.raises(UserError, match="did you mean 'sentbleu'"):
         compare(run, cut, "none", candidate_metric="bertscore", baseline_metric="sentblue")
-    assert main(["compare", str(run_dir), "--candidate", cut, "--baseline", "none", "--candidate-metric", "bertscore",
-                 "--baseline-metric", "sentbleu", "--resamples", "100"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(run_dir),
+                "--candidate",
+                cut,
+                "--baseline",
+                "none",
+                "--candidate-metric",
+                "bertscore",
+                "--baseline-metric",
+                "sentbleu",
+                "--resamples",
+                "100",
+            ]
+        )
+        == 0
+    )
     assert "bertscore vs sentbleu" in capsys.readouterr().out
+
 
 # ----------------------------------------------------------------------------- without results.sqlite
 
@@ -387,8 +527,9 @@ def committed_part(run: Path, dest: Path, as_folder: str = "reports/example") ->
     """Copy what git would commit of run folder `run` (were it `as_folder`, by .gitignore) to `dest`."""
     files = sorted(p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file())
     asked = "".join(f"{as_folder}/{rel}\n" for rel in files)
-    found = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=REPO, input=asked, capture_output=True,
-                           text=True)
+    found = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"], cwd=REPO, input=asked, capture_output=True, text=True
+    )
     assert found.returncode in (0, 1), found.stderr  # 1: nothing ignored
     ignored = set(found.stdout.split())
     kept = [rel for rel in files if f"{as_folder}/{rel}" not in ignored]
@@ -398,7 +539,9 @@ def committed_part(run: Path, dest: Path, as_folder: str = "reports/example") ->
     return kept
 
 
-def test_report_and_compare_from_what_git_keeps(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_and_compare_from_what_git_keeps(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """No results.sqlite, no cells/ (both git-ignored: they hold the datasets' human scores): report
     and compare read report/cells.jsonl and report/metric_scores.csv, the human scores again from
     the datasets, and print the same numbers."""
@@ -411,7 +554,9 @@ def test_report_and_compare_from_what_git_keeps(run_dir: Path, tmp_path: Path, c
     store, published = RunData.open(run_dir), RunData.open(fresh)
     for cell_id in store.cells["cell_id"]:
         a, b = store.segments(cell_id), published.segments(cell_id)
-        assert np.array_equal(a.score, b.score) and np.array_equal(a.human, b.human) and list(a.seg_id) == list(b.seg_id)
+        assert (
+            np.array_equal(a.score, b.score) and np.array_equal(a.human, b.human) and list(a.seg_id) == list(b.seg_id)
+        )
     cells = read_csv(run_dir / "results.csv")
     base = max((c for c in cells if c["metric"] == "bertscore"), key=lambda c: int(c["params"]))["encoder"]
     cand = min((c for c in cells if c["metric"] == "bertscore"), key=lambda c: int(c["params"]))["encoder"]
@@ -441,14 +586,19 @@ def test_report_and_compare_from_cell_folders_without_the_store(run_dir: Path, t
 
 
 @pytest.mark.parametrize("folder", ["example", "similarity"])
-def test_readme_commands_on_the_committed_example(folder: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_commands_on_the_committed_example(
+    folder: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The README's `nlgbench report reports/<folder>` and `nlgbench compare reports/<folder> ...`
     on a copy of exactly what git holds of the folder (no store, no cells/): compare prints the
     committed trade-off table's numbers, and the report regenerates that table."""
-    listed = subprocess.run(["git", "ls-files", f"reports/{folder}"], cwd=REPO, capture_output=True, text=True, check=True)
+    listed = subprocess.run(
+        ["git", "ls-files", f"reports/{folder}"], cwd=REPO, capture_output=True, text=True, check=True
+    )
     files = listed.stdout.split()
-    assert f"reports/{folder}/report/cells.jsonl" in files and f"reports/{folder}/report/metric_scores.csv" in files, \
+    assert f"reports/{folder}/report/cells.jsonl" in files and f"reports/{folder}/report/metric_scores.csv" in files, (
         f"reports/{folder} must commit report/cells.jsonl and report/metric_scores.csv (`nlgbench report` writes them)"
+    )
     example = tmp_path / folder
     for name in files:
         (example / Path(name).relative_to(f"reports/{folder}")).parent.mkdir(parents=True, exist_ok=True)
@@ -461,7 +611,9 @@ def test_readme_commands_on_the_committed_example(folder: str, tmp_path: Path, c
     assert rows
     for row in rows:
         line = next(li for li in printed.splitlines() if li.startswith(f"| {row['metric']} | {row['dataset']} |"))
-        assert f"{100 * row['retained']:.1f}%" in line and f"{row['speedup']:.2f}x" in line  # the committed table's numbers
+        assert (
+            f"{100 * row['retained']:.1f}%" in line and f"{row['speedup']:.2f}x" in line
+        )  # the committed table's numbers
         assert math.isfinite(row["p_bootstrap"])
     regenerated = pd.read_csv(example / "report" / "tradeoff.csv")
     pd.testing.assert_frame_equal(regenerated, committed, check_exact=False, rtol=1e-9)
@@ -473,8 +625,11 @@ def test_committed_reports_hold_no_machine_path() -> None:
     import re
 
     absolute = re.compile(r"(?<![\w.])/(?:work|tmp|root|home|Users|var|opt)/")
-    found = [f"{path.relative_to(REPO)}:{n}" for path in sorted((REPO / "reports").rglob("*"))
-             if path.is_file() and path.suffix in {".csv", ".json", ".jsonl", ".md", ".html", ".tex", ".txt"}
-             for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
-             if absolute.search(line)]
+    found = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in sorted((REPO / "reports").rglob("*"))
+        if path.is_file() and path.suffix in {".csv", ".json", ".jsonl", ".md", ".html", ".tex", ".txt"}
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+        if absolute.search(line)
+    ]
     assert not found, found[:10]

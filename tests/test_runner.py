@@ -78,7 +78,9 @@ def test_sweep_output_contract_and_resume(tiny_dir: Path, tmp_path: Path, capsys
         result = json.loads((out / "cells" / row["cell_id"] / "result.json").read_text())
         assert len(result["timing"]["repeat_s"]) == 2
         assert result["repeat_agreement"]["agree"] is True
-        assert {"cpu_model", "torch", "transformers", "pot", "nlgbench", "git_commit", "torch_threads"} <= set(result["environment"])
+        assert {"cpu_model", "torch", "transformers", "pot", "nlgbench", "git_commit", "torch_threads"} <= set(
+            result["environment"]
+        )
         assert result["environment"]["torch_threads"] == 1
         scores = read_csv(out / "cells" / row["cell_id"] / "scores.csv")
         assert list(scores[0])[:5] == ["lp", "seg_id", "system", "score", "human"]
@@ -151,15 +153,24 @@ def test_killed_sweep_resumes_without_rerunning_or_duplicating(tiny_dir: Path, t
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None, reason="real MiniLM-L6 not cached")
+@pytest.mark.skipif(
+    local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None, reason="real MiniLM-L6 not cached"
+)
 def test_real_minilm_cell_matches_bert_score_package(tmp_path: Path) -> None:
     """Acceptance: scores.csv F1 equals bert_score's (MiniLM-L6, WMT16); correlations equal SciPy's."""
     bert_score = pytest.importorskip("bert_score")
     spec = tmp_path / "spec.yaml"
-    spec.write_text(json.dumps({
-        "name": "real", "datasets": [{"name": "wmt16", "max_segments": 30}], "batch_size": 64, "repeats": 1,
-        "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}],
-    }))
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "real",
+                "datasets": [{"name": "wmt16", "max_segments": 30}],
+                "batch_size": 64,
+                "repeats": 1,
+                "metrics": [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}],
+            }
+        )
+    )
     out = tmp_path / "out"
     assert main(["run", str(spec), "--out", str(out)]) == 0
     (row,) = read_csv(out / "results.csv")
@@ -169,8 +180,12 @@ def test_real_minilm_cell_matches_bert_score_package(tmp_path: Path) -> None:
     items = load_dataset("wmt16", max_segments=30).items
     assert [(r["lp"], int(r["seg_id"])) for r in scores] == [(it.lp, it.seg_id) for it in items]
     _, _, f = bert_score.score(
-        [it.hypothesis for it in items], [it.reference for it in items],
-        model_type="sentence-transformers/all-MiniLM-L6-v2", num_layers=6, batch_size=64, device="cpu",
+        [it.hypothesis for it in items],
+        [it.reference for it in items],
+        model_type="sentence-transformers/all-MiniLM-L6-v2",
+        num_layers=6,
+        batch_size=64,
+        device="cpu",
         use_fast_tokenizer=True,
     )
     assert np.abs(np.array([float(r["score"]) for r in scores]) - f.numpy()).max() <= 1e-5  # bert_score's decimal=5
@@ -179,10 +194,17 @@ def test_real_minilm_cell_matches_bert_score_package(tmp_path: Path) -> None:
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-GPU path")
 def test_cuda_cell_without_gpu_fails_clearly(tiny_dir: Path, tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
-    spec.write_text(json.dumps({
-        "name": "gpu", "datasets": [{"name": "wmt16", "max_segments": 4}], "devices": ["cpu", "cuda"],
-        "repeats": 1, "metrics": [{"metric": "bertscore", "encoders": [str(tiny_dir)]}],
-    }))
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "gpu",
+                "datasets": [{"name": "wmt16", "max_segments": 4}],
+                "devices": ["cpu", "cuda"],
+                "repeats": 1,
+                "metrics": [{"metric": "bertscore", "encoders": [str(tiny_dir)]}],
+            }
+        )
+    )
     out = tmp_path / "out"
     assert main(["run", str(spec), "--out", str(out)]) == 1
     rows = read_csv(out / "results.csv")
@@ -195,10 +217,17 @@ def test_cuda_cell_without_gpu_fails_clearly(tiny_dir: Path, tmp_path: Path) -> 
 
 def test_moverscore_sweep_crosses_aligners(tiny_dir: Path, tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
-    spec.write_text(json.dumps({
-        "name": "mover", "datasets": [{"name": "wmt16", "max_segments": 4}], "repeats": 1, "batch_size": 8,
-        "metrics": [{"metric": "moverscore", "encoders": [str(tiny_dir)], "aligners": ["wmd", "wcd"]}],
-    }))
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "mover",
+                "datasets": [{"name": "wmt16", "max_segments": 4}],
+                "repeats": 1,
+                "batch_size": 8,
+                "metrics": [{"metric": "moverscore", "encoders": [str(tiny_dir)], "aligners": ["wmd", "wcd"]}],
+            }
+        )
+    )
     out = tmp_path / "out"
     assert main(["run", str(spec), "--out", str(out)]) == 0
     rows = read_csv(out / "results.csv")

@@ -21,8 +21,16 @@ import pytest
 
 from tiny import make_tiny_bert
 
-TEXTS = ["the cat sat on the mat", "a dog ran in the park", "it is raining today", "the sun is shining",
-         "birds sing in the morning", "we went to the market", "she reads a book", "he plays the piano"]
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog ran in the park",
+    "it is raining today",
+    "the sun is shining",
+    "birds sing in the morning",
+    "we went to the market",
+    "she reads a book",
+    "he plays the piano",
+]
 KEEP = "outside the run folder: must stay as it is\n"
 
 
@@ -31,8 +39,9 @@ KEEP = "outside the run folder: must stay as it is\n"
 
 def nlgbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run the CLI as a user would, in a fresh process."""
-    return subprocess.run([sys.executable, "-m", "nlgbench.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "nlgbench.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def assert_one_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -49,12 +58,24 @@ def assert_one_line(proc: subprocess.CompletedProcess[str], *needles: str) -> st
 def write_spec(folder: Path, model: Path, *, extra: str = "") -> Path:
     """A one-cell sweep (BERTScore with the tiny model, 1 repeat, no warm-up) over 2 x 4 own segments."""
     data = folder / "data.jsonl"
-    rows = [{"lp": lp, "seg_id": k + 1, "reference": TEXTS[(i := 4 * j + k) % 8], "hypothesis": TEXTS[(i + 1) % 8],
-             "human": float((i * 7) % 5)} for j, lp in enumerate(("de-en", "fr-en")) for k in range(4)]
+    rows = [
+        {
+            "lp": lp,
+            "seg_id": k + 1,
+            "reference": TEXTS[(i := 4 * j + k) % 8],
+            "hypothesis": TEXTS[(i + 1) % 8],
+            "human": float((i * 7) % 5),
+        }
+        for j, lp in enumerate(("de-en", "fr-en"))
+        for k in range(4)
+    ]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     spec = folder / "sec.yaml"
-    spec.write_text(f"name: sec\ndatasets: [{{path: {data}}}]\nrepeats: 1\nwarmup: 0\nbatch_size: 4\nthreads: 1\n"
-                    f"{extra}metrics:\n  - metric: bertscore\n    encoders: [{model}]\n", encoding="utf-8")
+    spec.write_text(
+        f"name: sec\ndatasets: [{{path: {data}}}]\nrepeats: 1\nwarmup: 0\nbatch_size: 4\nthreads: 1\n"
+        f"{extra}metrics:\n  - metric: bertscore\n    encoders: [{model}]\n",
+        encoding="utf-8",
+    )
     return spec
 
 
@@ -109,21 +130,28 @@ def dry_run_error(*args: str) -> str:
 
 def test_newline_in_a_spec_slurm_arg_is_refused_at_spec_time(tiny_model: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    spec = write_spec(tmp_path, tiny_model, extra='executor: {kind: slurm, slurm_args: {account: "nlp\\ntouch PWNED #"}}\n')
+    spec = write_spec(
+        tmp_path, tiny_model, extra='executor: {kind: slurm, slurm_args: {account: "nlp\\ntouch PWNED #"}}\n'
+    )
     line = dry_run_error(str(spec), "--out", str(tmp_path / "run"))
     assert "sec.yaml.executor.slurm_args.account" in line and "control character" in line, line
     assert not (tmp_path / "PWNED").exists() and not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("arg, what", [
-    ("qos=high\ntouch PWNED2 #", "control character"),
-    ("qos=high\rtouch PWNED2", "control character"),
-    ("qos=high\x1b[2J", "control character"),
-    ("comment=a\u2028b", "control character"),  # a line separator to str.splitlines
-    ("qos=high\\", "backslash"),  # Slurm's directive parser escapes with it, even inside quotes
-    ("constr\nint=x", "not an sbatch option name"),
-])
-def test_bad_characters_in_slurm_arg_are_refused_at_spec_time(arg: str, what: str, tiny_model: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "arg, what",
+    [
+        ("qos=high\ntouch PWNED2 #", "control character"),
+        ("qos=high\rtouch PWNED2", "control character"),
+        ("qos=high\x1b[2J", "control character"),
+        ("comment=a\u2028b", "control character"),  # a line separator to str.splitlines
+        ("qos=high\\", "backslash"),  # Slurm's directive parser escapes with it, even inside quotes
+        ("constr\nint=x", "not an sbatch option name"),
+    ],
+)
+def test_bad_characters_in_slurm_arg_are_refused_at_spec_time(
+    arg: str, what: str, tiny_model: Path, tmp_path: Path
+) -> None:
     spec = write_spec(tmp_path, tiny_model)
     line = dry_run_error(str(spec), "--out", str(tmp_path / "run"), "--executor", "slurm", "--slurm-arg", arg)
     assert what in line, line
@@ -139,9 +167,9 @@ def test_newline_in_partition_or_run_folder_never_reaches_the_script(tiny_model:
 
 
 def test_assembled_script_holds_only_the_lines_nlgbench_meant(tmp_path: Path) -> None:
-    from nlgbench.foundations.errors import UserError
     from nlgbench.core.executor_options import ExecutorOptions
     from nlgbench.execution.slurm.submit import check_script, sbatch_parameters, sbatch_script
+    from nlgbench.foundations.errors import UserError
 
     options = ExecutorOptions(kind="slurm", partition="gpu", mem="8G", slurm_args={"account": "nlp", "exclusive": True})
     params = sbatch_parameters(options, "cuda", 2, "nlgbench-abc")
@@ -167,7 +195,9 @@ def test_assembled_script_holds_only_the_lines_nlgbench_meant(tmp_path: Path) ->
         sbatch_script(tmp_path, sbatch_parameters(unchecked, "cpu", 1, "x"), 2)
     # spaces and # are quoted, and stay one value to sbatch (its parser honours quotes)
     spaced = ExecutorOptions(kind="slurm", slurm_args={"comment": "a b #c"})
-    assert "#SBATCH --comment='a b #c'" in sbatch_script(tmp_path, sbatch_parameters(spaced, "cpu", 1, "x"), 2).split("\n")
+    assert "#SBATCH --comment='a b #c'" in sbatch_script(tmp_path, sbatch_parameters(spaced, "cpu", 1, "x"), 2).split(
+        "\n"
+    )
 
 
 # ----------------------------------------------------------------------------- 2: links in a run folder
@@ -228,8 +258,9 @@ def test_symlinked_file_in_report_is_replaced_not_followed(run: Path, tmp_path: 
     assert not (run / "report" / "tradeoff.csv").is_symlink()
 
 
-def test_run_force_never_deletes_through_a_symlinked_cell_folder(finished: tuple[Path, Path], run: Path,
-                                                                tmp_path: Path) -> None:
+def test_run_force_never_deletes_through_a_symlinked_cell_folder(
+    finished: tuple[Path, Path], run: Path, tmp_path: Path
+) -> None:
     spec = finished[0]
     (cell,) = (run / "cells").iterdir()
     outside = Path(shutil.move(str(cell), str(tmp_path / "outside-cell")))

@@ -22,8 +22,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -31,24 +31,42 @@ from tiny import make_tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "slurm-single-node.sh"
-TEXTS = ["the cat sat on the mat", "a dog ran in the park", "it is raining today", "the sun is shining",
-         "birds sing in the morning", "we went to the market", "she reads a book", "he plays the piano"]
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog ran in the park",
+    "it is raining today",
+    "the sun is shining",
+    "birds sing in the morning",
+    "we went to the market",
+    "she reads a book",
+    "he plays the piano",
+]
 
 
 # ----------------------------------------------------------------------------- helpers
 
 
 def nlgbench(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nlgbench.cli", *args], env={**os.environ, **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "nlgbench.cli", *args],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def start_nlgbench(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     """The CLI in the background, SIGINT at its default action (as a terminal's foreground job; a test run
     started with `&` from a non-interactive shell would otherwise hand it an ignored SIGINT)."""
-    return subprocess.Popen([sys.executable, "-m", "nlgbench.cli", *args], env={**os.environ, **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        [sys.executable, "-m", "nlgbench.cli", *args],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -75,8 +93,13 @@ def task_record(run: Path, cell_id: str) -> dict:
 
 
 def squeue_state(task_id: str, env: dict[str, str]) -> str:
-    out = subprocess.run(["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T", "--jobs",
-                          task_id.split("_")[0]], env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T", "--jobs", task_id.split("_")[0]],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     states = dict(line.split("|") for line in out.stdout.split())
     return states.get(task_id, "")
 
@@ -111,8 +134,15 @@ def write_data(path: Path, n_per_lp: int) -> Path:
     for lp in ("de-en", "fr-en"):
         for k in range(n_per_lp):
             i = len(rows)
-            rows.append({"lp": lp, "seg_id": k + 1, "reference": TEXTS[i % len(TEXTS)],
-                         "hypothesis": TEXTS[(i + 1) % len(TEXTS)], "human": float((i * 7) % 5)})
+            rows.append(
+                {
+                    "lp": lp,
+                    "seg_id": k + 1,
+                    "reference": TEXTS[i % len(TEXTS)],
+                    "hypothesis": TEXTS[(i + 1) % len(TEXTS)],
+                    "human": float((i * 7) % 5),
+                }
+            )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
@@ -126,7 +156,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     state = tmp_path_factory.mktemp("slurm")
     env = {**os.environ, "NLGBENCH_SLURM_DIR": str(state), "NLGBENCH_SLURM_PORT": str(free_port_pair())}
     start = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=300)
-    logs = "".join(f"\n--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((state / "log").glob("*.log")))
+    logs = "".join(
+        f"\n--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((state / "log").glob("*.log"))
+    )
     assert start.returncode == 0, start.stdout + start.stderr + logs
     assert "is idle" in start.stdout, start.stdout
     try:
@@ -139,17 +171,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("slurm-models")
-    return (make_tiny_bert(folder / "bert-a", TEXTS, num_layers=2, seed=0),
-            make_tiny_bert(folder / "bert-b", TEXTS, num_layers=2, seed=1))
+    return (
+        make_tiny_bert(folder / "bert-a", TEXTS, num_layers=2, seed=0),
+        make_tiny_bert(folder / "bert-b", TEXTS, num_layers=2, seed=1),
+    )
 
 
 def write_spec(folder: Path, models: tuple[Path, ...], data: Path, batch_sizes: list[int], name: str) -> Path:
     """BERTScore over `models` x `batch_sizes` on `data`; one thread per cell (so the Slurm tasks ask for
     one CPU each and two share this two-core machine), 2 repeats, no warm-up."""
     spec = folder / f"{name}.yaml"
-    spec.write_text(f"name: {name}\ndatasets: [{{path: {data}}}]\nrepeats: 2\nwarmup: 0\nthreads: 1\n"
-                    f"batch_size: {batch_sizes}\nmetrics:\n  - metric: bertscore\n"
-                    f"    encoders: [{', '.join(str(m) for m in models)}]\n", encoding="utf-8")
+    spec.write_text(
+        f"name: {name}\ndatasets: [{{path: {data}}}]\nrepeats: 2\nwarmup: 0\nthreads: 1\n"
+        f"batch_size: {batch_sizes}\nmetrics:\n  - metric: bertscore\n"
+        f"    encoders: [{', '.join(str(m) for m in models)}]\n",
+        encoding="utf-8",
+    )
     return spec
 
 
@@ -158,7 +195,8 @@ def write_spec(folder: Path, models: tuple[Path, ...], data: Path, batch_sizes: 
 
 @pytest.mark.slurm
 def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_cell(
-        cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path) -> None:
+    cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path
+) -> None:
     spec = write_spec(tmp_path, models, write_data(tmp_path / "data.jsonl", 12), [2, 4], "four")
     local, run = tmp_path / "local", tmp_path / "slurm"
     done = nlgbench("run", str(spec), "--out", str(local))
@@ -166,8 +204,11 @@ def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_ce
     assert [r["status"] for r in csv_rows(local).values()] == ["ok"] * 4
 
     # the sweep as one job array; one task is cancelled while its worker runs
-    proc = start_nlgbench("run", str(spec), "--out", str(run), "--executor", "slurm", "--poll-seconds", "0.5", env=cluster)
+    proc = start_nlgbench(
+        "run", str(spec), "--out", str(run), "--executor", "slurm", "--poll-seconds", "0.5", env=cluster
+    )
     try:
+
         def a_running_task() -> dict | None:
             for path in (run / "cells").glob("*/slurm.json"):
                 record = json.loads(path.read_text(encoding="utf-8"))
@@ -191,7 +232,9 @@ def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_ce
     rows = csv_rows(run)
     assert sorted(r["status"] for r in rows.values()) == ["failed", "ok", "ok", "ok"], rows
     assert rows[victim["cell_id"]]["status"] == "failed"
-    assert rows[victim["cell_id"]]["error"].startswith(f"Slurm CANCELLED: job {victim_task} on "), rows[victim["cell_id"]]
+    assert rows[victim["cell_id"]]["error"].startswith(f"Slurm CANCELLED: job {victim_task} on "), rows[
+        victim["cell_id"]
+    ]
     assert task_record(run, victim["cell_id"])["state"] == "CANCELLED"
     assert json.loads((run / "cells" / victim["cell_id"] / "result.json").read_text())["status"] == "failed"
 
@@ -214,7 +257,9 @@ def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_ce
     assert sorted(rows) == sorted(local_rows)
     assert all(r["status"] == "ok" for r in rows.values()), rows
     for cell_id in rows:
-        assert ((run / "cells" / cell_id / "scores.csv").read_text() == (local / "cells" / cell_id / "scores.csv").read_text())
+        assert (run / "cells" / cell_id / "scores.csv").read_text() == (
+            local / "cells" / cell_id / "scores.csv"
+        ).read_text()
         assert rows[cell_id]["pearson_pooled"] == local_rows[cell_id]["pearson_pooled"] != ""
         result = json.loads((run / "cells" / cell_id / "result.json").read_text())
         env = result["environment"]
@@ -226,13 +271,17 @@ def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_ce
 
     # nothing left to submit
     again = nlgbench("run", str(spec), "--out", str(run), "--executor", "slurm", env=cluster)
-    assert again.returncode == 0 and "4 finished already, 0 still in Slurm from an earlier submission, 0 to submit" in again.stdout
+    assert (
+        again.returncode == 0
+        and "4 finished already, 0 still in Slurm from an earlier submission, 0 to submit" in again.stdout
+    )
     assert len(book(run)) == 2
 
 
 @pytest.mark.slurm
 def test_ctrl_c_leaves_jobs_running_unless_cancel_on_exit_and_collect_records_them(
-        cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path) -> None:
+    cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path
+) -> None:
     spec = write_spec(tmp_path, models[:1], write_data(tmp_path / "data.jsonl", 6), [4], "one")
     run = tmp_path / "run"
     args = ("run", str(spec), "--out", str(run), "--executor", "slurm", "--poll-seconds", "0.5")
@@ -276,11 +325,13 @@ def test_ctrl_c_leaves_jobs_running_unless_cancel_on_exit_and_collect_records_th
 
 @pytest.mark.slurm
 def test_sbatch_refusal_is_one_line_and_leaves_no_submission(
-        cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path) -> None:
+    cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path
+) -> None:
     spec = write_spec(tmp_path, models[:1], write_data(tmp_path / "data.jsonl", 4), [4], "refused")
     run = tmp_path / "run"
-    proc = nlgbench("run", str(spec), "--out", str(run), "--executor", "slurm", "--partition", "nosuchpartition",
-                    env=cluster)
+    proc = nlgbench(
+        "run", str(spec), "--out", str(run), "--executor", "slurm", "--partition", "nosuchpartition", env=cluster
+    )
     one_error_line(proc, "sbatch refused the cpu cells' job array", "partition")
     assert book(run) == []
 
@@ -288,8 +339,9 @@ def test_sbatch_refusal_is_one_line_and_leaves_no_submission(
 # ----------------------------------------------------------------------------- without a cluster
 
 
-def test_executor_options_are_checked_with_one_line(models: tuple[Path, Path], tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_executor_options_are_checked_with_one_line(
+    models: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from nlgbench.cli import main
 
     spec = write_spec(tmp_path, models[:1], write_data(tmp_path / "data.jsonl", 4), [4], "opts")
@@ -305,23 +357,34 @@ def test_executor_options_are_checked_with_one_line(models: tuple[Path, Path], t
     assert "--partition is a Slurm setting; add --executor slurm" in error("run", str(spec), "--partition", "gpu")
     assert "unknown executor 'slrum'; did you mean 'slurm'?" in error("run", str(spec), "--executor", "slrum")
     assert "nlgbench sets sbatch's --array itself" in error(
-        "run", str(spec), "--executor", "slurm", "--slurm-arg", "array=0-3", "--dry-run")
+        "run", str(spec), "--executor", "slurm", "--slurm-arg", "array=0-3", "--dry-run"
+    )
     assert "set partition with the executor's 'partition'" in error(
-        "run", str(spec), "--executor", "slurm", "--slurm-arg=--partition=x", "--dry-run")
-    assert "--mem must be sbatch's --mem" in error("run", str(spec), "--executor", "slurm", "--mem", "16 GB", "--dry-run")
-    assert "--time must be an integer >= 1" in error("run", str(spec), "--executor", "slurm", "--time", "0", "--dry-run")
+        "run", str(spec), "--executor", "slurm", "--slurm-arg=--partition=x", "--dry-run"
+    )
+    assert "--mem must be sbatch's --mem" in error(
+        "run", str(spec), "--executor", "slurm", "--mem", "16 GB", "--dry-run"
+    )
+    assert "--time must be an integer >= 1" in error(
+        "run", str(spec), "--executor", "slurm", "--time", "0", "--dry-run"
+    )
     assert "--cancel-on-exit is for --executor slurm" in error("run", str(spec), "--cancel-on-exit")
     bad = tmp_path / "bad.yaml"
     bad.write_text(spec.read_text() + "executor: {kind: slurm, partitoin: gpu}\n", encoding="utf-8")
-    assert "bad.yaml.executor: unknown key 'partitoin'; did you mean 'partition'?" in error("run", str(bad), "--dry-run")
+    assert "bad.yaml.executor: unknown key 'partitoin'; did you mean 'partition'?" in error(
+        "run", str(bad), "--dry-run"
+    )
     bad.write_text(spec.read_text() + "executor: {kind: slurm, slurm_args: {qos: [a, b]}}\n", encoding="utf-8")
     assert "bad.yaml.executor.slurm_args.qos: --qos needs a value" in error("run", str(bad), "--dry-run")
 
 
 def test_spec_executor_block_and_dry_run_print_the_job_array(models: tuple[Path, Path], tmp_path: Path) -> None:
     spec = write_spec(tmp_path, models, write_data(tmp_path / "data.jsonl", 4), [2, 4], "dry")
-    spec.write_text(spec.read_text() + "devices: [cpu, cuda]\nexecutor:\n  kind: slurm\n  partition: gpu\n  time: 30\n"
-                    "  mem: 8G\n  max_parallel: 3\n  slurm_args: {account: nlp, exclusive: true}\n", encoding="utf-8")
+    spec.write_text(
+        spec.read_text() + "devices: [cpu, cuda]\nexecutor:\n  kind: slurm\n  partition: gpu\n  time: 30\n"
+        "  mem: 8G\n  max_parallel: 3\n  slurm_args: {account: nlp, exclusive: true}\n",
+        encoding="utf-8",
+    )
     run = tmp_path / "run"
     proc = nlgbench("run", str(spec), "--out", str(run), "--dry-run", "--time", "45")
     assert proc.returncode == 0, proc.stderr
@@ -330,8 +393,15 @@ def test_spec_executor_block_and_dry_run_print_the_job_array(models: tuple[Path,
     cpu, cuda = out.split("--- cpu cells:")[1].split("--- cuda cells:")
     for part in (cpu, cuda):
         assert "1 job array of 4 task(s), 1 cell per task, at most 3 at once" in part
-        for line in ("#SBATCH --array=0-3%3", "#SBATCH --partition=gpu", "#SBATCH --time=45", "#SBATCH --mem=8G",
-                     "#SBATCH --account=nlp", "#SBATCH --exclusive", "#SBATCH --cpus-per-task=1"):
+        for line in (
+            "#SBATCH --array=0-3%3",
+            "#SBATCH --partition=gpu",
+            "#SBATCH --time=45",
+            "#SBATCH --mem=8G",
+            "#SBATCH --account=nlp",
+            "#SBATCH --exclusive",
+            "#SBATCH --cpus-per-task=1",
+        ):
             assert line in part.splitlines(), (line, part)
         assert "-m submitit.core._submit" in part
     assert "#SBATCH --gpus-per-node=1" in cuda and "gpus" not in cpu
@@ -342,9 +412,22 @@ def test_full_study_dry_run_prints_the_job_arrays_without_submitting(tmp_path: P
     """With the Hub on (models not cached here would download in the cells; the dry run loads
     nothing), as on a cluster that plans the full study."""
     run = tmp_path / "full"
-    proc = nlgbench("run", str(REPO / "examples" / "full-study.yaml"), "--out", str(run), "--executor", "slurm",
-                    "--dry-run", "--partition", "gpu", "--mem", "16G", "--max-parallel", "32",
-                    env={"HF_HUB_OFFLINE": "0"})
+    proc = nlgbench(
+        "run",
+        str(REPO / "examples" / "full-study.yaml"),
+        "--out",
+        str(run),
+        "--executor",
+        "slurm",
+        "--dry-run",
+        "--partition",
+        "gpu",
+        "--mem",
+        "16G",
+        "--max-parallel",
+        "32",
+        env={"HF_HUB_OFFLINE": "0"},
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "384 cells;" in out and "slurm: would submit 384 of 384 cells" in out, out[-3000:]
@@ -356,7 +439,10 @@ def test_full_study_dry_run_prints_the_job_arrays_without_submitting(tmp_path: P
 
 def test_status_of_a_folder_without_submissions(tmp_path: Path) -> None:
     proc = nlgbench("status", str(tmp_path))
-    assert proc.returncode == 0 and proc.stdout.strip() == f"{tmp_path}: 0 cell(s) recorded (0 ok, 0 not ok); no Slurm submissions"
+    assert (
+        proc.returncode == 0
+        and proc.stdout.strip() == f"{tmp_path}: 0 cell(s) recorded (0 ok, 0 not ok); no Slurm submissions"
+    )
     one_error_line(nlgbench("status", str(tmp_path / "missing")), "no such run folder")
     one_error_line(nlgbench("collect", str(tmp_path / "missing")), "no such run folder")
 
@@ -366,11 +452,11 @@ def test_collect_records_slurm_states_of_tasks_without_a_result(models: tuple[Pa
     written to result.json and slurm.json too; a live task, and one ended too recently for its result
     to be visible over NFS, wait; a failed result of the worker keeps its own error when Slurm says COMPLETED."""
     from nlgbench.core.result import CellResult
+    from nlgbench.core.spec import load_spec
     from nlgbench.execution.base import prepare_cell
     from nlgbench.execution.slurm.book import Book, Submission, Task
     from nlgbench.execution.slurm.queue import TaskState
     from nlgbench.execution.slurm.watch import collect
-    from nlgbench.core.spec import load_spec
     from nlgbench.runs.store import Store
 
     spec = load_spec(write_spec(tmp_path, models, write_data(tmp_path / "data.jsonl", 4), [1, 2, 4], "states"))
@@ -381,15 +467,27 @@ def test_collect_records_slurm_states_of_tasks_without_a_result(models: tuple[Pa
         prepare_cell(cell, run / "cells" / cell.cell_id)
     crashed = cells[5]
     CellResult.not_finished(crashed.cell_id, crashed.label, crashed, "RuntimeError: boom", oom=False).write(
-        run / "cells" / crashed.cell_id)
+        run / "cells" / crashed.cell_id
+    )
     now = time.time()
     tasks = [Task(index=i, cell_id=c.cell_id, label=c.label, seq=i, slurm_id=f"7_{i}") for i, c in enumerate(cells)]
-    sub = Submission(uid="u", job_name="nlgbench-u", group="cpu", submitted_at=now - 600, parameters={"time": 30},
-                     tasks=tasks, job_id="7")
-    states = {"7_0": TaskState("TIMEOUT", "n1", None, now - 100), "7_1": TaskState("OUT_OF_MEMORY", "n2", None, now - 100),
-              "7_2": TaskState("RUNNING", "n1"), "7_3": TaskState("PREEMPTED", "n3", None, now - 5),
-              "7_4": TaskState("CANCELLED", None, None, now - 1),  # cancelled before it ran: no node, no result to wait for
-              "7_5": TaskState("COMPLETED", "n1", None, now - 100)}
+    sub = Submission(
+        uid="u",
+        job_name="nlgbench-u",
+        group="cpu",
+        submitted_at=now - 600,
+        parameters={"time": 30},
+        tasks=tasks,
+        job_id="7",
+    )
+    states = {
+        "7_0": TaskState("TIMEOUT", "n1", None, now - 100),
+        "7_1": TaskState("OUT_OF_MEMORY", "n2", None, now - 100),
+        "7_2": TaskState("RUNNING", "n1"),
+        "7_3": TaskState("PREEMPTED", "n3", None, now - 5),
+        "7_4": TaskState("CANCELLED", None, None, now - 1),  # cancelled before it ran: no node, no result to wait for
+        "7_5": TaskState("COMPLETED", "n1", None, now - 100),
+    }
     book_ = Book([sub])
     with Store(run) as store:
         run_id = store.start_run("t", {}, {})
@@ -403,9 +501,13 @@ def test_collect_records_slurm_states_of_tasks_without_a_result(models: tuple[Pa
     assert stored[cells[4].cell_id].error == "Slurm CANCELLED: job 7_4 was cancelled (scancel, or an administrator)"
     assert stored[cells[5].cell_id].error == "RuntimeError: boom"
     assert cells[2].cell_id not in stored and cells[3].cell_id not in stored  # running; ended 5 s ago
-    assert json.loads((run / "cells" / cells[0].cell_id / "result.json").read_text())["error"].startswith("Slurm TIMEOUT")
+    assert json.loads((run / "cells" / cells[0].cell_id / "result.json").read_text())["error"].startswith(
+        "Slurm TIMEOUT"
+    )
     assert task_record(run, cells[1].cell_id)["state"] == "OUT_OF_MEMORY"
-    assert json.loads((run / "slurm" / "submissions.json").read_text())["submissions"][0]["tasks"][0]["state"] == "TIMEOUT"
+    assert (
+        json.loads((run / "slurm" / "submissions.json").read_text())["submissions"][0]["tasks"][0]["state"] == "TIMEOUT"
+    )
     # later: the preempted task's grace has passed; the running one has left squeue and no accounting knows it
     del states["7_2"]
     with Store(run) as store:

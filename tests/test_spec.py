@@ -20,18 +20,18 @@ from typing import Any
 import pytest
 import yaml
 
-import nlgbench.encoders.runtime
-from nlgbench.metrics import get_metric, metric_names
-import nlgbench.execution.local
 import nlgbench.core.cell
+import nlgbench.encoders.runtime
+import nlgbench.execution.local
 import nlgbench.metrics.bertscore
-from nlgbench.cli import main
-from nlgbench.foundations.errors import UserError
-from nlgbench.encoders.registry import EncoderRef, resolve_source
-from nlgbench.encoders.hfcache import local_snapshot
 from helpers import minimal_spec
+from nlgbench.cli import main
 from nlgbench.core.cell import CellConfig
 from nlgbench.core.spec import DatasetRef, load_spec, parse_spec
+from nlgbench.encoders.hfcache import local_snapshot
+from nlgbench.encoders.registry import EncoderRef, resolve_source
+from nlgbench.foundations.errors import UserError
+from nlgbench.metrics import get_metric, metric_names
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -62,14 +62,23 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("a model was loaded / a worker started")
 
     for name in metric_names():  # import every metric module first: one imported while the patch is on
-        get_metric(name)         # would keep the stub as its `load_encoder` for the rest of the session
+        get_metric(name)  # would keep the stub as its `load_encoder` for the rest of the session
     monkeypatch.setattr(nlgbench.encoders.runtime, "load_encoder", forbidden)
     monkeypatch.setattr(nlgbench.metrics.bertscore, "load_encoder", forbidden)
     monkeypatch.setattr(nlgbench.execution.local, "execute", forbidden)
 
 
-MY_ROWS = [{"lp": "de-en", "seg_id": i + 1, "source": "s", "reference": f"ref {i}", "hypothesis": f"hyp {i}",
-            "human": float(i)} for i in range(3)]
+MY_ROWS = [
+    {
+        "lp": "de-en",
+        "seg_id": i + 1,
+        "source": "s",
+        "reference": f"ref {i}",
+        "hypothesis": f"hyp {i}",
+        "human": float(i),
+    }
+    for i in range(3)
+]
 
 
 def write_my_data(folder: Path) -> Path:
@@ -147,8 +156,15 @@ def test_defaults(tmp_path: Path) -> None:
 
 
 def test_scalars_or_lists() -> None:
-    spec = parse_spec(minimal_spec(datasets="wmt15", devices="cuda:1", batch_size=[1, 8], threads=4,
-                              metrics={"metric": "bertscore", "encoders": "all-MiniLM-L6-v2"}))
+    spec = parse_spec(
+        minimal_spec(
+            datasets="wmt15",
+            devices="cuda:1",
+            batch_size=[1, 8],
+            threads=4,
+            metrics={"metric": "bertscore", "encoders": "all-MiniLM-L6-v2"},
+        )
+    )
     assert spec.datasets == [DatasetRef(name="wmt15")]
     assert spec.devices == ["cuda:1"] and spec.batch_sizes == [1, 8] and spec.threads == 4
     assert spec.metrics[0].encoders == [EncoderRef("all-MiniLM-L6-v2")]
@@ -167,16 +183,24 @@ def test_absolute_data_path_kept(tmp_path: Path) -> None:
 
 
 def test_cell_expansion_count_and_order() -> None:
-    spec = parse_spec(minimal_spec(
-        datasets=["wmt16", {"name": "wmt15", "max_segments": 10}],
-        devices=["cpu", "cuda"],
-        batch_size=[1, 64],
-        metrics=[
-            {"metric": "bertscore", "encoders": ["all-mpnet-base-v2", "all-MiniLM-L6-v2",
-                                                 {"name": "all-MiniLM-L6-v2", "num_layers": 3}]},
-            {"metric": "bertscore", "options": {"idf": True}, "encoders": ["all-MiniLM-L6-v2"]},
-        ],
-    ))
+    spec = parse_spec(
+        minimal_spec(
+            datasets=["wmt16", {"name": "wmt15", "max_segments": 10}],
+            devices=["cpu", "cuda"],
+            batch_size=[1, 64],
+            metrics=[
+                {
+                    "metric": "bertscore",
+                    "encoders": [
+                        "all-mpnet-base-v2",
+                        "all-MiniLM-L6-v2",
+                        {"name": "all-MiniLM-L6-v2", "num_layers": 3},
+                    ],
+                },
+                {"metric": "bertscore", "options": {"idf": True}, "encoders": ["all-MiniLM-L6-v2"]},
+            ],
+        )
+    )
     cells = spec.cells()
     assert len(cells) == (3 + 1) * 2 * 2 * 2
     assert len({c.cell_id for c in cells}) == len(cells)
@@ -184,16 +208,24 @@ def test_cell_expansion_count_and_order() -> None:
     assert [(c.device, c.batch_size) for c in cells[:4]] == [("cpu", 1), ("cpu", 64), ("cuda", 1), ("cuda", 64)]
     assert [c.dataset.label for c in cells[:8]] == ["wmt16"] * 4 + ["wmt15[:10]"] * 4
     assert [c.encoder.label for c in cells[::8]] == [
-        "all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2[num_layers=3]", "all-MiniLM-L6-v2"]
+        "all-mpnet-base-v2",
+        "all-MiniLM-L6-v2",
+        "all-MiniLM-L6-v2[num_layers=3]",
+        "all-MiniLM-L6-v2",
+    ]
     assert [dict(c.options)["idf"] for c in cells[::8]] == [False, False, False, True]
     assert cells[0].label == "bertscore | all-mpnet-base-v2 | wmt16 | cpu | bs1"
 
 
 def test_duplicate_cells_collapse() -> None:
-    spec = parse_spec(minimal_spec(metrics=[
-        {"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2", "all-MiniLM-L6-v2"]},
-        {"metric": "bertscore", "options": {"idf": False}, "encoders": ["all-MiniLM-L6-v2"]},
-    ]))
+    spec = parse_spec(
+        minimal_spec(
+            metrics=[
+                {"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2", "all-MiniLM-L6-v2"]},
+                {"metric": "bertscore", "options": {"idf": False}, "encoders": ["all-MiniLM-L6-v2"]},
+            ]
+        )
+    )
     assert len(spec.cells()) == 1
 
 
@@ -277,15 +309,22 @@ def test_committed_example_cell_ids_unchanged() -> None:
     recorded = [json.loads(line) for line in (REPO / "reports" / "example" / "report" / "cells.jsonl").open()]
     cells = load_spec(REPO / "examples" / "quickstart.yaml").cells()
     assert [r["cell_id"] for r in recorded] == ["36b9a0ba53b2", "0fbc1befdac4", "f817189b6aae"]
-    then = [{**nlgbench.core.cell.recorded_score_versions(r["environment"]), **nlgbench.core.cell.metric_versions(c.metric)}
-            for c, r in zip(cells, recorded)]
+    then = [
+        {**nlgbench.core.cell.recorded_score_versions(r["environment"]), **nlgbench.core.cell.metric_versions(c.metric)}
+        for c, r in zip(cells, recorded)
+    ]
     assert [c.id_under(versions) for c, versions in zip(cells, then)] == [r["cell_id"] for r in recorded]
     assert all(not c.inputs for c in cells)
 
 
 def test_hub_id_and_registered_name_are_one_cell() -> None:
-    spec = parse_spec(minimal_spec(metrics=[{"metric": "bertscore", "encoders": [
-        "sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"]}]))
+    spec = parse_spec(
+        minimal_spec(
+            metrics=[
+                {"metric": "bertscore", "encoders": ["sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"]}
+            ]
+        )
+    )
     (cell,) = spec.cells()
     assert cell.encoder == EncoderRef("all-MiniLM-L6-v2") and cell.label.startswith("bertscore | all-MiniLM-L6-v2 |")
     assert cell.cell_id == ids(minimal_spec())[0]
@@ -299,8 +338,9 @@ def test_user_data_file_content_in_cell_id(tmp_path: Path) -> None:
     data.write_text(data.read_text(encoding="utf-8").replace('"human": 1.0', '"human": -1.0'), encoding="utf-8")
     (after,) = spec.cells()
     assert after.cell_id != before.cell_id
-    assert {k: v for k, v in after.to_dict().items() if k != "inputs"} == \
-        {k: v for k, v in before.to_dict().items() if k != "inputs"}
+    assert {k: v for k, v in after.to_dict().items() if k != "inputs"} == {
+        k: v for k, v in before.to_dict().items() if k != "inputs"
+    }
 
 
 def test_repeated_yaml_key_refused(tmp_path: Path) -> None:
@@ -357,8 +397,12 @@ def test_option_defaults_filled(options: dict[str, Any] | None) -> None:
 
 
 def test_non_default_options_change_id() -> None:
-    idf = ids(minimal_spec(metrics=[{"metric": "bertscore", "options": {"idf": True}, "encoders": ["all-MiniLM-L6-v2"]}]))
-    layer = ids(minimal_spec(metrics=[{"metric": "bertscore", "options": {"layer": 3}, "encoders": ["all-MiniLM-L6-v2"]}]))
+    idf = ids(
+        minimal_spec(metrics=[{"metric": "bertscore", "options": {"idf": True}, "encoders": ["all-MiniLM-L6-v2"]}])
+    )
+    layer = ids(
+        minimal_spec(metrics=[{"metric": "bertscore", "options": {"layer": 3}, "encoders": ["all-MiniLM-L6-v2"]}])
+    )
     assert len({*idf, *layer, *ids(minimal_spec())}) == 3
 
 
@@ -389,7 +433,9 @@ def test_lexical_cell_id_changes_with_its_library_version(monkeypatch: pytest.Mo
     import importlib.metadata
 
     bleu = dataclasses.replace(BASE_CELL, metric="sentbleu", options={}, encoder=EncoderRef(name="none"))
-    assert nlgbench.core.cell.metric_versions("sentbleu") == {"sacrebleu": ".".join(importlib.metadata.version("sacrebleu").split(".")[:2])}
+    assert nlgbench.core.cell.metric_versions("sentbleu") == {
+        "sacrebleu": ".".join(importlib.metadata.version("sacrebleu").split(".")[:2])
+    }
     assert nlgbench.core.cell.metric_versions("bertscore") == {}
     before, bert_before = bleu.cell_id, BASE_CELL.cell_id
     real = importlib.metadata.version

@@ -18,9 +18,13 @@ from nlgbench.statistics.summary import correlate
 
 def segments(score, human, lp=None, system=None) -> Segments:
     n = len(score)
-    return Segments(np.asarray(score, float), np.asarray(human, float),
-                    np.asarray(lp if lp is not None else ["xx-en"] * n), np.asarray(system if system is not None else [""] * n),
-                    np.arange(n))
+    return Segments(
+        np.asarray(score, float),
+        np.asarray(human, float),
+        np.asarray(lp if lp is not None else ["xx-en"] * n),
+        np.asarray(system if system is not None else [""] * n),
+        np.arange(n),
+    )
 
 
 def test_williams_matches_steigers_worked_example() -> None:
@@ -43,7 +47,9 @@ def test_williams_on_equal_or_affinely_related_scores() -> None:
         n = int(rng.integers(4, 40))
         x, h = rng.normal(size=n), rng.normal(size=n)
         y = x if i % 2 else x * rng.uniform(0.1, 10) + rng.normal()
-        t, p = williams_test(correlation("pearson", x, h), correlation("pearson", y, h), correlation("pearson", x, y), n)
+        t, p = williams_test(
+            correlation("pearson", x, h), correlation("pearson", y, h), correlation("pearson", x, y), n
+        )
         assert (t, p) == (0.0, 1.0)
     assert williams_test(0.3, 0.3, 1.0 + 2e-16, 20) == (0.0, 1.0)  # r23 rounded above 1
     assert all(math.isnan(v) for v in williams_test(math.nan, 0.3, 0.5, 20))  # an undefined correlation
@@ -67,13 +73,15 @@ def test_undefined_correlations_say_why() -> None:
     assert c["note"] == "human scores constant in de-en" and math.isfinite(c["pearson"])
     assert correlate([0.1, 0.3, 0.2], [1, 2, 3], ["x"] * 3)["note"] is None
     c = correlate([0.5] * 4, [1, 2, 3, 4], ["a", "a", "b", "b"], ["s1", "s2", "s1", "s1"])
-    assert c["note"] == ("fewer than 3 segments in a, b; pooled: metric scores constant; "
-                         "system level: fewer than 3 systems in a, b")
+    assert c["note"] == (
+        "fewer than 3 segments in a, b; pooled: metric scores constant; system level: fewer than 3 systems in a, b"
+    )
     # every system once per language pair: the system level would repeat the segment level (issue 19 item 8)
     c = correlate([0.5] * 4, [1, 2, 3, 4], ["a", "a", "b", "b"], ["s1", "s2", "s1", "s2"])
     assert c["system"] is None and c["note"] == (
         "fewer than 3 segments in a, b; pooled: metric scores constant; system level: every system has one segment "
-        "per language pair, so the system level would equal the segment level")
+        "per language pair, so the system level would equal the segment level"
+    )
 
 
 def test_williams_test_holds_its_size_under_the_null() -> None:
@@ -124,7 +132,8 @@ def test_system_level_means_per_system() -> None:
     x, h, lps = system_means(segments(score, human, system=system))
     assert x.tolist() == [2.0, 4.0, 5.0] and h.tolist() == [1.0, 1.0, 6.0] and set(lps) == {"xx-en"}
     assert quality(segments(score, human, system=system), "pearson", "system") == pytest.approx(
-        stats.pearsonr([2.0, 4.0, 5.0], [1.0, 1.0, 6.0])[0])
+        stats.pearsonr([2.0, 4.0, 5.0], [1.0, 1.0, 6.0])[0]
+    )
 
 
 def test_bootstrap_interval_matches_fishers_closed_form() -> None:
@@ -181,8 +190,12 @@ def test_unknown_method_or_level_is_named_whatever_the_size() -> None:
 
 
 def test_too_small_lps_per_level() -> None:
-    seg = segments([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1.0, 3.0, 2.0, 4.0, 6.0, 5.0], lp=["a"] * 4 + ["b"] * 2,
-                   system=["A", "B", "C", "A", "A", "B"])
+    seg = segments(
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        [1.0, 3.0, 2.0, 4.0, 6.0, 5.0],
+        lp=["a"] * 4 + ["b"] * 2,
+        system=["A", "B", "C", "A", "A", "B"],
+    )
     assert too_small_groups(seg, "pooled") == []
     assert too_small_groups(seg, "lp_mean") == ["b"]
     assert too_small_groups(seg, "system") == ["b"]  # b has 2 systems, a has 3

@@ -24,8 +24,12 @@ from nlgbench.statistics.levels import canonical_level
 from tiny import make_tiny_bert
 
 # lp -> systems of its segments: two normal pairs, one of 2 segments (2 systems), one of 1 segment
-LAYOUT = {"aa-en": ["S0", "S1", "S2", "S3"] * 2 + ["S0"], "bb-en": ["S0", "S1", "S2"] * 2, "cc-en": ["S0", "S1"],
-          "dd-en": ["S0"]}
+LAYOUT = {
+    "aa-en": ["S0", "S1", "S2", "S3"] * 2 + ["S0"],
+    "bb-en": ["S0", "S1", "S2"] * 2,
+    "cc-en": ["S0", "S1"],
+    "dd-en": ["S0"],
+}
 NORMAL, SMALL = ["aa-en", "bb-en"], ["cc-en", "dd-en"]
 WORDS = "the a cat dog sat ran on under mat house red green quickly slowly big small old new".split()
 METHODS = {"pearson": lambda x, h: stats.pearsonr(x, h)[0], "kendall": lambda x, h: stats.kendalltau(x, h)[0]}
@@ -39,9 +43,19 @@ def sentence(rng: np.random.Generator) -> str:
 
 def write_data(path: Path) -> list[dict]:
     rng = np.random.default_rng(0)
-    rows = [{"lp": lp, "seg_id": i + 1, "system": system, "source": sentence(rng), "reference": sentence(rng),
-             "hypothesis": sentence(rng), "human": float(rng.normal())}
-            for lp, systems in LAYOUT.items() for i, system in enumerate(systems)]
+    rows = [
+        {
+            "lp": lp,
+            "seg_id": i + 1,
+            "system": system,
+            "source": sentence(rng),
+            "reference": sentence(rng),
+            "hypothesis": sentence(rng),
+            "human": float(rng.normal()),
+        }
+        for lp, systems in LAYOUT.items()
+        for i, system in enumerate(systems)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return rows
 
@@ -59,10 +73,13 @@ def expected(scores_csv: Path, sign: float) -> dict[str, float]:
     out = {}
     for name, fn in METHODS.items():
         out[f"{name}/pooled"] = fn(df["score"], df["human"])
-        out[f"{name}/lp_mean"] = float(np.mean([fn(g["score"], g["human"]) for lp, g in df.groupby("lp") if lp in NORMAL]))
+        out[f"{name}/lp_mean"] = float(
+            np.mean([fn(g["score"], g["human"]) for lp, g in df.groupby("lp") if lp in NORMAL])
+        )
         per_system = df.groupby(["lp", "system"])[["score", "human"]].mean().reset_index()
-        out[f"{name}/system"] = float(np.mean([fn(g["score"], g["human"]) for lp, g in per_system.groupby("lp")
-                                               if lp in NORMAL]))
+        out[f"{name}/system"] = float(
+            np.mean([fn(g["score"], g["human"]) for lp, g in per_system.groupby("lp") if lp in NORMAL])
+        )
     return out
 
 
@@ -73,8 +90,15 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     data = root / "tiny.jsonl"
     rows = write_data(data)
     model = make_tiny_bert(root / "model", [r[k] for r in rows for k in ("reference", "hypothesis")], num_layers=2)
-    spec = {"name": "agree", "datasets": [{"path": str(data)}], "batch_size": 8, "repeats": 1, "warmup": 0,
-            "threads": 1, "metrics": [{"metric": "bertscore", "encoders": [str(model), {"name": str(model), "num_layers": 1}]}]}
+    spec = {
+        "name": "agree",
+        "datasets": [{"path": str(data)}],
+        "batch_size": 8,
+        "repeats": 1,
+        "warmup": 0,
+        "threads": 1,
+        "metrics": [{"metric": "bertscore", "encoders": [str(model), {"name": str(model), "num_layers": 1}]}],
+    }
     (root / "spec.yaml").write_text(json.dumps(spec), encoding="utf-8")
     out = root / "run"
     printed = io.StringIO()
@@ -89,8 +113,23 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
             for r in rows:
                 w.writerow([r["lp"], r["seg_id"], r["system"], repr(r["human"] + float(rng.normal()))])
         with contextlib.redirect_stdout(printed):
-            assert main(["import-scores", str(path), "--dataset", str(data), "--metric", "comet", "--encoder", encoder,
-                         "--out", str(out)]) == 0
+            assert (
+                main(
+                    [
+                        "import-scores",
+                        str(path),
+                        "--dataset",
+                        str(data),
+                        "--metric",
+                        "comet",
+                        "--encoder",
+                        encoder,
+                        "--out",
+                        str(out),
+                    ]
+                )
+                == 0
+            )
     cells = read_csv(out / "results.csv")
     assert len(cells) == 4 and all(c["status"] == "ok" for c in cells)
     return {"out": out, "cells": cells, "printed": printed.getvalue()}
@@ -107,8 +146,11 @@ def test_result_json_and_results_csv(run: dict) -> None:
         result, want = cell_expected(run["out"], row["cell_id"])
         c = result["correlation"]
         for method in METHODS:
-            for key, got in ((f"{method}_pooled", c[f"{method}_pooled"]), (method, c[method]),
-                             (f"system_{method}", c["system"][method])):
+            for key, got in (
+                (f"{method}_pooled", c[f"{method}_pooled"]),
+                (method, c[method]),
+                (f"system_{method}", c["system"][method]),
+            ):
                 level = "pooled" if key.endswith("pooled") else "system" if key.startswith("system") else "lp_mean"
                 assert got == pytest.approx(want[f"{method}/{level}"], abs=1e-12), key
                 assert float(row[key]) == pytest.approx(got, abs=1e-12), key  # results.csv holds the same number
@@ -128,14 +170,22 @@ def test_printed_by_run_and_import_scores(run: dict) -> None:
     printed = run["printed"]
     run_lines = re.findall(r"ok in .*pearson global -?[0-9.]+ / segment (-?[0-9.]+)", printed)
     pooled_lines = re.findall(r"ok in .*pearson global (-?[0-9.]+) / segment", printed)
-    imported = re.findall(r"as cell (\w+) .*: pearson (-?[0-9.]+), kendall (-?[0-9.]+), pearson_pooled (-?[0-9.]+)", printed)
+    imported = re.findall(
+        r"as cell (\w+) .*: pearson (-?[0-9.]+), kendall (-?[0-9.]+), pearson_pooled (-?[0-9.]+)", printed
+    )
     assert len(run_lines) == 2 and len(imported) == 2, printed
     measured = [c for c in run["cells"] if c["device"] == "cpu"]
-    assert sorted(run_lines) == sorted(f"{cell_expected(run['out'], c['cell_id'])[1]['pearson/lp_mean']:.4f}" for c in measured)
-    assert sorted(pooled_lines) == sorted(f"{cell_expected(run['out'], c['cell_id'])[1]['pearson/pooled']:.4f}" for c in measured)
+    assert sorted(run_lines) == sorted(
+        f"{cell_expected(run['out'], c['cell_id'])[1]['pearson/lp_mean']:.4f}" for c in measured
+    )
+    assert sorted(pooled_lines) == sorted(
+        f"{cell_expected(run['out'], c['cell_id'])[1]['pearson/pooled']:.4f}" for c in measured
+    )
     for cell_id, pearson, kendall, pooled in imported:
         _, want = cell_expected(run["out"], cell_id)
-        assert [pearson, kendall, pooled] == [f"{want[k]:.4f}" for k in ("pearson/lp_mean", "kendall/lp_mean", "pearson/pooled")]
+        assert [pearson, kendall, pooled] == [
+            f"{want[k]:.4f}" for k in ("pearson/lp_mean", "kendall/lp_mean", "pearson/pooled")
+        ]
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -165,8 +215,20 @@ def test_compare(run: dict, level: str, capsys: pytest.CaptureFixture[str]) -> N
     imported = sorted((c for c in cells if c["device"] == "none"), key=lambda c: c["encoder"])
     for method in METHODS:
         for base, cand in (measured, imported):
-            argv = ["compare", str(out), "--candidate", cand["encoder"], "--baseline", base["encoder"],
-                    "--correlation", method, "--level", level, "--resamples", str(RESAMPLES)]
+            argv = [
+                "compare",
+                str(out),
+                "--candidate",
+                cand["encoder"],
+                "--baseline",
+                base["encoder"],
+                "--correlation",
+                method,
+                "--level",
+                level,
+                "--resamples",
+                str(RESAMPLES),
+            ]
             assert main([*argv, "--json"]) == 0
             result = json.loads(capsys.readouterr().out)
             (row,) = result["rows"]

@@ -40,8 +40,9 @@ def same(got: Any, want: Any, path: str = "") -> None:
         for i, (g, w) in enumerate(zip(got, want)):
             same(g, w, f"{path}[{i}]")
     elif isinstance(want, float):
-        assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, rel=1e-12, abs=1e-12), \
+        assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, rel=1e-12, abs=1e-12), (
             f"{path}: {got} != {want}"
+        )
     else:
         assert got == want, f"{path}: {got!r} != {want!r}"
 
@@ -55,8 +56,15 @@ def test_the_golden_file_covers_every_case() -> None:
 @pytest.mark.parametrize("seed", range(N_CASES))
 def test_cell_correlations_equal_the_old_worker_engine(seed: int) -> None:
     case, golden = random_case(seed), GOLDEN[seed]
-    got = correlate(case["scores"], case["human"], case["lps"], case["systems"],
-                    higher_is_better=case["higher_is_better"], bootstrap=200, seed=seed)
+    got = correlate(
+        case["scores"],
+        case["human"],
+        case["lps"],
+        case["systems"],
+        higher_is_better=case["higher_is_better"],
+        bootstrap=200,
+        seed=seed,
+    )
     same(got, golden["correlate"])
     assert got["n_lps_too_small"] == 0  # every group of these cases has >= 3 points
 
@@ -67,8 +75,13 @@ def test_levels_tests_and_intervals_equal_the_old_report_engine(seed: int) -> No
     sign = 1.0 if case["higher_is_better"] else -1.0
 
     def seg(scores: list[float]) -> Segments:
-        return Segments(sign * np.asarray(scores, float), np.asarray(case["human"], float), np.asarray(case["lps"]),
-                        np.asarray(case["systems"]), np.arange(len(scores)))
+        return Segments(
+            sign * np.asarray(scores, float),
+            np.asarray(case["human"], float),
+            np.asarray(case["lps"]),
+            np.asarray(case["systems"]),
+            np.arange(len(scores)),
+        )
 
     cand, base = seg(case["scores"]), seg(case["baseline"])
     got = {f"{m}/{lv}": quality(cand, m, lv) for m in OLD_METHODS for lv in OLD_LEVELS}
@@ -76,10 +89,14 @@ def test_levels_tests_and_intervals_equal_the_old_report_engine(seed: int) -> No
     same(got, golden["quality"], "quality")
     renamed = {f"{m}/{old}": quality(cand, m, new) for m in OLD_METHODS for old, new in LEVEL_ALIASES.items()}
     same(renamed, {k: golden["quality"][k] for k in renamed}, "quality under the new level names")
-    same(list(bootstrap_ci(cand, lambda s: quality(s, "pearson", "pooled"), n_resamples=200, seed=seed)),
-         golden["bootstrap_ci"], "bootstrap_ci")
+    same(
+        list(bootstrap_ci(cand, lambda s: quality(s, "pearson", "pooled"), n_resamples=200, seed=seed)),
+        golden["bootstrap_ci"],
+        "bootstrap_ci",
+    )
     for key, want in golden["paired"].items():
         method, level = key.split("/")
+
         def stat(s: Segments) -> float:
             return quality(s, method, level)
 

@@ -7,8 +7,9 @@ fractions; and tau-b, tau-c and Kendall-like on a tiny example counted pair by p
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -50,18 +51,32 @@ def constructed() -> list[dict[str, Any]]:
             systems = SYSTEMS[:2] if (lp, doc) == ("aa-en", "d3") else SYSTEMS
             for system in systems:
                 human = 3.0 if (lp, doc) == ("bb-en", "d4") else float(rng.integers(1, 6))
-                rows.append({"lp": lp, "doc": doc, "system": system, "human": human,
-                             "score": round(0.1 * human + float(rng.normal(scale=0.15)), 3)})
+                rows.append(
+                    {
+                        "lp": lp,
+                        "doc": doc,
+                        "system": system,
+                        "human": human,
+                        "score": round(0.1 * human + float(rng.normal(scale=0.15)), 3),
+                    }
+                )
     rows[-3]["doc"] = ""  # a bb-en segment without a document
-    rows += [{"lp": "cc-en", "doc": "c0", "system": s, "human": h, "score": x}
-             for s, h, x in (("S0", 2.0, 0.4), ("S1", 4.0, 0.3))]
+    rows += [
+        {"lp": "cc-en", "doc": "c0", "system": s, "human": h, "score": x}
+        for s, h, x in (("S0", 2.0, 0.4), ("S1", 4.0, 0.3))
+    ]
     return rows
 
 
 def as_segments(rows: list[dict[str, Any]], docs: bool = True) -> Segments:
-    return Segments(np.array([r["score"] for r in rows]), np.array([r["human"] for r in rows]),
-                    np.array([r["lp"] for r in rows], dtype=object), np.array([r["system"] for r in rows], dtype=object),
-                    np.arange(len(rows)), np.array([r["doc"] for r in rows], dtype=object) if docs else None)
+    return Segments(
+        np.array([r["score"] for r in rows]),
+        np.array([r["human"] for r in rows]),
+        np.array([r["lp"] for r in rows], dtype=object),
+        np.array([r["system"] for r in rows], dtype=object),
+        np.arange(len(rows)),
+        np.array([r["doc"] for r in rows], dtype=object) if docs else None,
+    )
 
 
 # ----------------------------------------------------------------------------- the hand computation
@@ -132,8 +147,13 @@ def hand_figure(rows: list[dict[str, Any]], level: str, method: str) -> dict[str
             values.append(float(SCIPY[method](x, h)))
     used = [v for v in values if not math.isnan(v)]
     sizes = [len(x) for x, _ in hand_groups(rows, level)]
-    return {"value": sum(used) / len(used) if used else math.nan, "n": sum(sizes), "n_groups": len(sizes),
-            "n_groups_too_small": sum(s < MIN_POINTS for s in sizes), "n_groups_used": len(used)}
+    return {
+        "value": sum(used) / len(used) if used else math.nan,
+        "n": sum(sizes),
+        "n_groups": len(sizes),
+        "n_groups_too_small": sum(s < MIN_POINTS for s in sizes),
+        "n_groups_used": len(used),
+    }
 
 
 # ----------------------------------------------------------------------------- levels x methods
@@ -163,25 +183,40 @@ def test_every_figure_equals_the_hand_computation(level: str) -> None:
         assert got["grouping"] == GROUPING[level]
         assert got["value"] == pytest.approx(want["value"], abs=1e-12), (level, method)
         assert quality(seg, method, level) == pytest.approx(want["value"], abs=1e-12), (level, method)
-        assert {k: got[k] for k in ("n", "n_groups", "n_groups_too_small", "n_groups_used")} == \
-               {k: want[k] for k in ("n", "n_groups", "n_groups_too_small", "n_groups_used")}, (level, method)
+        assert {k: got[k] for k in ("n", "n_groups", "n_groups_too_small", "n_groups_used")} == {
+            k: want[k] for k in ("n", "n_groups", "n_groups_too_small", "n_groups_used")
+        }, (level, method)
 
 
 def test_counts_per_level_by_hand() -> None:
     """Group and point counts written out: 58 segments (aa-en 4 x 6 + 2, bb-en 5 x 6, cc-en 2)."""
     table = {(f["level"], f["method"]): f for f in figure_table(as_segments(constructed()))}
-    got = {lv: (table[lv, "pearson"]["n"], table[lv, "pearson"]["n_groups"], table[lv, "pearson"]["n_groups_too_small"],
-                table[lv, "pearson"]["n_groups_used"]) for lv in LEVELS}
-    assert got == {"global": (58, 1, 0, 1),
-                   "segment": (58, 3, 1, 2),  # cc-en: 2 segments
-                   "item": (57, 11, 2, 8),  # one segment without doc; aa-en/d3 and cc-en/c0 too small, bb-en/d4 constant
-                   "system": (14, 3, 1, 2)}  # 6 + 6 + 2 systems; cc-en: 2 systems
+    got = {
+        lv: (
+            table[lv, "pearson"]["n"],
+            table[lv, "pearson"]["n_groups"],
+            table[lv, "pearson"]["n_groups_too_small"],
+            table[lv, "pearson"]["n_groups_used"],
+        )
+        for lv in LEVELS
+    }
+    assert got == {
+        "global": (58, 1, 0, 1),
+        "segment": (58, 3, 1, 2),  # cc-en: 2 segments
+        "item": (57, 11, 2, 8),  # one segment without doc; aa-en/d3 and cc-en/c0 too small, bb-en/d4 constant
+        "system": (14, 3, 1, 2),
+    }  # 6 + 6 + 2 systems; cc-en: 2 systems
 
 
 def test_correlate_sections_equal_the_hand_computation() -> None:
     rows = constructed()
-    c = correlate([r["score"] for r in rows], [r["human"] for r in rows], [r["lp"] for r in rows],
-                  [r["system"] for r in rows], docs=[r["doc"] for r in rows])
+    c = correlate(
+        [r["score"] for r in rows],
+        [r["human"] for r in rows],
+        [r["lp"] for r in rows],
+        [r["system"] for r in rows],
+        docs=[r["doc"] for r in rows],
+    )
     want = {(lv, m): hand_figure(rows, lv, m)["value"] for lv in LEVELS for m in METHODS}
     for m in ("pearson", "kendall", "spearman"):
         assert c[m] == pytest.approx(want["segment", m], abs=1e-12)
@@ -194,8 +229,14 @@ def test_correlate_sections_equal_the_hand_computation() -> None:
     assert [(f["level"], f["method"]) for f in c["figures"]] == [(lv, m) for lv in LEVELS for m in METHODS]
     assert "item level: fewer than 3 segments in aa-en/d3, cc-en/c0; human scores constant in bb-en/d4" in c["note"]
     # a lower-is-better metric is negated first, at every level
-    neg = correlate([-r["score"] for r in rows], [r["human"] for r in rows], [r["lp"] for r in rows],
-                    [r["system"] for r in rows], docs=[r["doc"] for r in rows], higher_is_better=False)
+    neg = correlate(
+        [-r["score"] for r in rows],
+        [r["human"] for r in rows],
+        [r["lp"] for r in rows],
+        [r["system"] for r in rows],
+        docs=[r["doc"] for r in rows],
+        higher_is_better=False,
+    )
     assert neg["item"]["kendall"] == pytest.approx(want["item", "kendall"], abs=1e-12)
     assert neg["system"]["spearman"] == pytest.approx(want["system", "spearman"], abs=1e-12)
 
@@ -208,9 +249,11 @@ def test_left_out_groups_are_named_per_level() -> None:
     assert too_small_groups(seg, "system") == ["cc-en"]
     assert left_out_note("item", ["aa-en/d3", "cc-en/c0"]) == (
         "2 document(s) with fewer than 3 segments have no correlation and are left out of the item level: "
-        "aa-en/d3, cc-en/c0")
+        "aa-en/d3, cc-en/c0"
+    )
     assert quality_note(seg, "kendall", "item") == (
-        "fewer than 3 segments in aa-en/d3, cc-en/c0; human scores constant in bb-en/d4")
+        "fewer than 3 segments in aa-en/d3, cc-en/c0; human scores constant in bb-en/d4"
+    )
 
 
 # ----------------------------------------------------------------------------- the methods on a tiny example
@@ -248,8 +291,9 @@ def test_kendall_like_follows_wmt_darr_on_random_ties() -> None:
     for n in (3, 7, 40, 150):
         x, h = rng.integers(0, 6, size=n).astype(float), rng.integers(1, 6, size=n).astype(float)
         for threshold in (0.0, 1.0, 2.5):
-            assert kendall_like(x, h, threshold) == pytest.approx(hand_kendall_like(x.tolist(), h.tolist(), threshold),
-                                                                  abs=1e-15, nan_ok=True)
+            assert kendall_like(x, h, threshold) == pytest.approx(
+                hand_kendall_like(x.tolist(), h.tolist(), threshold), abs=1e-15, nan_ok=True
+            )
 
 
 # ----------------------------------------------------------------------------- exact system means
@@ -274,12 +318,15 @@ def test_equal_system_means_tie_exactly() -> None:
     assert naive["A"] == 0.20000000000000004 and naive["B"] == 0.19999999999999998
     assert stats.kendalltau([metric[s] for s in humans], list(naive.values()))[0] == pytest.approx(1.0)
 
-    seg = Segments(np.array(x), np.array(h), np.array(["xx"] * 12, dtype=object), np.array(systems, dtype=object),
-                   np.arange(12))
+    seg = Segments(
+        np.array(x), np.array(h), np.array(["xx"] * 12, dtype=object), np.array(systems, dtype=object), np.arange(12)
+    )
     assert quality(seg, "kendall", "system") == pytest.approx(want, abs=1e-15)
     c = correlate(x, h, ["xx"] * 12, systems)
     assert c["system"]["kendall"] == pytest.approx(want, abs=1e-15)
-    assert {(f["level"], f["method"]): f["value"] for f in c["figures"]}["system", "kendall"] == pytest.approx(want, abs=1e-15)
+    assert {(f["level"], f["method"]): f["value"] for f in c["figures"]}["system", "kendall"] == pytest.approx(
+        want, abs=1e-15
+    )
     # the order of the segments does not matter
     order = np.random.default_rng(0).permutation(12)
     assert quality(seg.take(order), "kendall", "system") == pytest.approx(want, abs=1e-15)
@@ -294,11 +341,18 @@ def test_system_level_is_undefined_with_one_segment_per_system() -> None:
     scores, human, lps, systems = ([r[k] for r in rows] for k in ("score", "human", "lp", "system"))
     c = correlate(scores, human, lps, systems)
     assert c["system"] is None
-    assert c["note"] == ("system level: every system has one segment per language pair, so the system level would "
-                         "equal the segment level")
+    assert c["note"] == (
+        "system level: every system has one segment per language pair, so the system level would "
+        "equal the segment level"
+    )
     assert {f["level"] for f in c["figures"]} == {"global", "segment"}
-    seg = Segments(np.array(scores), np.array(human), np.array(lps, dtype=object), np.array(systems, dtype=object),
-                   np.arange(len(rows)))
+    seg = Segments(
+        np.array(scores),
+        np.array(human),
+        np.array(lps, dtype=object),
+        np.array(systems, dtype=object),
+        np.arange(len(rows)),
+    )
     assert math.isnan(quality(seg, "pearson", "system")) and too_small_groups(seg, "system") == []
     assert quality_note(seg, "pearson", "system").startswith("every system has one segment per language pair")
     assert c["pearson"] == pytest.approx(hand_figure(rows, "segment", "pearson")["value"], abs=1e-12)
@@ -310,14 +364,23 @@ def test_item_level_is_refused_without_document_ids() -> None:
     with pytest.raises(UserError, match="item-level correlation needs datasets with document ids"):
         QualityOptions("pearson", "item").check_segments([seg])
     QualityOptions("pearson", "item").check_segments([seg, as_segments(rows)])  # one cell with documents suffices
-    assert math.isnan(quality(seg, "pearson", "item")) and quality_note(seg, "pearson", "item") == "no document ids (doc_id)"
-    c = correlate([r["score"] for r in rows], [r["human"] for r in rows], [r["lp"] for r in rows],
-                  [r["system"] for r in rows])
+    assert (
+        math.isnan(quality(seg, "pearson", "item"))
+        and quality_note(seg, "pearson", "item") == "no document ids (doc_id)"
+    )
+    c = correlate(
+        [r["score"] for r in rows], [r["human"] for r in rows], [r["lp"] for r in rows], [r["system"] for r in rows]
+    )
     assert c["item"] is None and "item" not in {f["level"] for f in c["figures"]}
     assert "item" not in {f["level"] for f in figure_table(seg)}
     # doc ids all empty: the same as none
-    empty = correlate([r["score"] for r in rows], [r["human"] for r in rows], [r["lp"] for r in rows],
-                      [r["system"] for r in rows], docs=[""] * len(rows))
+    empty = correlate(
+        [r["score"] for r in rows],
+        [r["human"] for r in rows],
+        [r["lp"] for r in rows],
+        [r["system"] for r in rows],
+        docs=[""] * len(rows),
+    )
     assert empty["item"] is None
 
 
@@ -331,8 +394,9 @@ def test_old_level_names_are_aliases() -> None:
     for method in METHODS:
         assert quality(seg, method, "pooled") == quality(seg, method, "global")
         assert quality(seg, method, "lp_mean") == quality(seg, method, "segment")
-    assert figure_table(seg, levels=["pooled", "lp_mean"], methods=["pearson"]) == \
-           figure_table(seg, levels=["global", "segment"], methods=["pearson"])
+    assert figure_table(seg, levels=["pooled", "lp_mean"], methods=["pearson"]) == figure_table(
+        seg, levels=["global", "segment"], methods=["pearson"]
+    )
     assert too_small_groups(seg, "lp_mean") == too_small_groups(seg, "segment")
     with pytest.raises(ValueError, match=r"unknown correlation level 'lp'.*global, segment, item, system"):
         quality(seg, "pearson", "lp")
@@ -345,8 +409,11 @@ def test_old_level_names_are_aliases() -> None:
 
 
 def test_quality_options_labels_and_threshold() -> None:
-    assert QualityOptions("kendall", "lp_mean").label == QualityOptions("kendall", "segment").label == \
-        "kendall (segment, by lp)"
+    assert (
+        QualityOptions("kendall", "lp_mean").label
+        == QualityOptions("kendall", "segment").label
+        == "kendall (segment, by lp)"
+    )
     assert QualityOptions("pearson", "pooled").label == "pearson (global)"
     assert QualityOptions("kendall_c", "item").label == "kendall-c (item, by doc_id)"
     assert QualityOptions("spearman", "system").label == "spearman (system, by lp)"

@@ -19,8 +19,21 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "bench" / "nlgbench"
 
 # Lowest first. `nlgbench` (the package's __init__) sits above them all.
-LAYERS = ("foundations", "statistics", "data", "encoders", "metrics", "measurement", "core", "runs",
-          "execution", "reporting", "distillation", "api", "cli")
+LAYERS = (
+    "foundations",
+    "statistics",
+    "data",
+    "encoders",
+    "metrics",
+    "measurement",
+    "core",
+    "runs",
+    "execution",
+    "reporting",
+    "distillation",
+    "api",
+    "cli",
+)
 
 
 def python_files(folder: Path) -> list[Path]:
@@ -60,8 +73,9 @@ def imports(name: str, path: Path, known: set[str]) -> list[tuple[str, list[str]
     tables, `runpy.run_module`): deferred imports are edges too."""
     package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   for n in ast.walk(f)}
+    in_function = {
+        id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)
+    }
     found: list[tuple[str, list[str], bool]] = []
     for node in ast.walk(tree):
         deferred = id(node) in in_function
@@ -70,7 +84,9 @@ def imports(name: str, path: Path, known: set[str]) -> list[tuple[str, list[str]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             if base not in known:
                 continue
             names = [a.name for a in node.names]
@@ -103,12 +119,18 @@ def test_the_walker_sees_deferred_and_package_imports() -> None:
     edges = graph()
     assert "nlgbench.api" in edges["nlgbench"]  # nlgbench/__init__ exports the API
     assert "nlgbench.metrics.base" in edges["nlgbench.metrics.bertscore"]
-    assert any(t.startswith("nlgbench.execution.worker") for m, ts in edges.items() if m.startswith("nlgbench.execution.")
-               for t in ts)  # the worker is started by name (runpy)
+    assert any(
+        t.startswith("nlgbench.execution.worker")
+        for m, ts in edges.items()
+        if m.startswith("nlgbench.execution.")
+        for t in ts
+    )  # the worker is started by name (runpy)
 
 
 def test_layers_import_only_downward() -> None:
-    up = sorted(f"{m} ({layer(m)}) imports {t} ({layer(t)})" for m, ts in graph().items() for t in ts if rank(t) > rank(m))
+    up = sorted(
+        f"{m} ({layer(m)}) imports {t} ({layer(t)})" for m, ts in graph().items() for t in ts if rank(t) > rank(m)
+    )
     assert not up, "imports from a higher layer:\n" + "\n".join(up)
 
 
@@ -121,7 +143,7 @@ def test_no_import_loop() -> None:
         state[node] = 1
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                loops.append(stack[stack.index(nxt):] + [nxt])
+                loops.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = 2
@@ -160,8 +182,13 @@ def test_deferred_libraries_are_third_party() -> None:
 
 def test_no_private_name_imported_across_modules() -> None:
     mods = modules()
-    bad = [f"{name} imports {target}.{n}" for name, path in mods.items() for target, names, _ in imports(name, path, set(mods))
-           for n in names if n.startswith("_") and not n.startswith("__")]
+    bad = [
+        f"{name} imports {target}.{n}"
+        for name, path in mods.items()
+        for target, names, _ in imports(name, path, set(mods))
+        for n in names
+        if n.startswith("_") and not n.startswith("__")
+    ]
     assert not bad, bad
 
 

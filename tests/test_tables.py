@@ -11,17 +11,37 @@ from nlgbench.reporting.tables import by_dataset_table, cells_table
 from nlgbench.runs.rundata import RunData
 
 
-def row(metric: str, aligner: str, encoder: str, dataset: str, ms: str, r: str, status: str = "ok", exit_layer: str = "") -> dict[str, str]:
-    return {"metric": metric, "aligner": aligner, "encoder": encoder, "dataset": dataset, "n_segments": "10",
-            "ms_per_segment_median": ms, "peak_rss_mb": "900", "params": "22600000", "weight_mb": "86.1",
-            "mean_exit_layer": exit_layer, "pearson": r, "kendall": "0.3", "pearson_pooled": r, "status": status}
+def row(
+    metric: str, aligner: str, encoder: str, dataset: str, ms: str, r: str, status: str = "ok", exit_layer: str = ""
+) -> dict[str, str]:
+    return {
+        "metric": metric,
+        "aligner": aligner,
+        "encoder": encoder,
+        "dataset": dataset,
+        "n_segments": "10",
+        "ms_per_segment_median": ms,
+        "peak_rss_mb": "900",
+        "params": "22600000",
+        "weight_mb": "86.1",
+        "mean_exit_layer": exit_layer,
+        "pearson": r,
+        "kendall": "0.3",
+        "pearson_pooled": r,
+        "status": status,
+    }
 
 
 def test_by_dataset_table_pivots_datasets_and_marks_failures() -> None:
-    rows = [row("moverscore", "wmd", "m", "a", "12.34", "0.5"), row("moverscore", "wmd", "m", "b", "", "", "failed"),
-            row("bertscore", "none", "m[early_exit=0.5]", "a", "3", "0.61234", exit_layer="7.5")]
+    rows = [
+        row("moverscore", "wmd", "m", "a", "12.34", "0.5"),
+        row("moverscore", "wmd", "m", "b", "", "", "failed"),
+        row("bertscore", "none", "m[early_exit=0.5]", "a", "3", "0.61234", exit_layer="7.5"),
+    ]
     table = by_dataset_table(rows).splitlines()
-    assert table[0] == "| metric | encoder | params (M) | weights MB | a ms/seg | a r | b ms/seg | b r | mean exit layer |"
+    assert (
+        table[0] == "| metric | encoder | params (M) | weights MB | a ms/seg | a r | b ms/seg | b r | mean exit layer |"
+    )
     assert table[2] == "| moverscore (wmd) | m | 22.6 | 86.1 | 12.3 | 0.500 | - | failed | - |"
     assert table[3] == "| bertscore | m[early_exit=0.5] | 22.6 | 86.1 | 3.0 | 0.612 | - | - | 7.50 |"
     assert len(cells_table(rows).splitlines()) == 2 + 3
@@ -35,7 +55,10 @@ def test_missing_results_is_one_clear_error(tmp_path: Path) -> None:
 def test_cells_that_differ_only_in_metric_options_get_their_own_rows() -> None:
     from nlgbench.core.labels import options_label
 
-    assert options_label("sentsim", {"against": "reference", "token_part": "wmd", "layer": None}) == "against=reference,token_part=wmd"
+    assert (
+        options_label("sentsim", {"against": "reference", "token_part": "wmd", "layer": None})
+        == "against=reference,token_part=wmd"
+    )
     assert options_label("bertscore", {"idf": False, "layer": None}) == ""  # all defaults
     assert options_label("moverscore", {"stop_words": ["a", "an", "the", "of"]}) == "stop_words=[4 items]"
     assert options_label("not-registered", {"x": 1}) == ""  # imported scores of an unknown metric

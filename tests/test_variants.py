@@ -11,8 +11,8 @@ import torch
 from nlgbench.cli import main
 from nlgbench.encoders.registry import EncoderRef, parse_encoder_ref
 from nlgbench.encoders.runtime import load_encoder
-from nlgbench.foundations.errors import UserError
 from nlgbench.encoders.variants import count_params
+from nlgbench.foundations.errors import UserError
 from test_runner import read_csv
 from tiny import make_tiny_bert
 
@@ -117,7 +117,9 @@ def test_checkpoint_exit_heads_decide_by_entropy(tiny_dir: Path, tmp_path: Path)
     got, _ = enc.hidden_states(ids, [6])
     assert enc.describe()["exit_criterion"] == "entropy"
     assert set(enc.exit_layers.values()) == {3}
-    assert torch.allclose(got[0][0, : len(ids[0])], states[3][0, : len(ids[0])], atol=1e-5)  # backbone loaded (as above)
+    assert torch.allclose(
+        got[0][0, : len(ids[0])], states[3][0, : len(ids[0])], atol=1e-5
+    )  # backbone loaded (as above)
     enc = load_encoder(EncoderRef(str(deebert), early_exit=0.7), "cpu")  # above log 2: every head is confident
     enc.hidden_states(ids, [6])
     assert set(enc.exit_layers.values()) == {1}
@@ -154,12 +156,26 @@ def test_bf16_runs_in_half_precision_and_metrics_get_float32(tiny_dir: Path) -> 
 
 def test_variants_run_in_a_sweep(tiny_dir: Path, tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
-    spec.write_text(json.dumps({
-        "name": "variants", "datasets": [{"name": "wmt16", "max_segments": 4}], "repeats": 1, "batch_size": 8,
-        "metrics": [{"metric": "bertscore", "encoders": [
-            str(tiny_dir), {"name": str(tiny_dir), "early_exit": 0.5}, {"name": str(tiny_dir), "quantize": "int8"},
-        ]}],
-    }))
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "variants",
+                "datasets": [{"name": "wmt16", "max_segments": 4}],
+                "repeats": 1,
+                "batch_size": 8,
+                "metrics": [
+                    {
+                        "metric": "bertscore",
+                        "encoders": [
+                            str(tiny_dir),
+                            {"name": str(tiny_dir), "early_exit": 0.5},
+                            {"name": str(tiny_dir), "quantize": "int8"},
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     out = tmp_path / "out"
     assert main(["run", str(spec), "--out", str(out)]) == 0
     plain, early, int8 = read_csv(out / "results.csv")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -24,8 +24,12 @@ def make_tiny_bert(folder: Path, texts: Iterable[str], num_layers: int = 4, seed
     tokenizer.save_pretrained(folder)
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=num_layers, num_attention_heads=2,
-        intermediate_size=37, max_position_embeddings=512,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=num_layers,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=512,
     )
     BertModel(config).save_pretrained(folder)
     return folder
@@ -36,8 +40,13 @@ def _byte_bpe(folder: Path, texts: Iterable[str], vocab_size: int = 400) -> tupl
     from tokenizers import ByteLevelBPETokenizer
 
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(list(texts), vocab_size=vocab_size, min_frequency=1,
-                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
+    bpe.train_from_iterator(
+        list(texts),
+        vocab_size=vocab_size,
+        min_frequency=1,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        show_progress=False,
+    )
     bpe.save_model(str(folder))
     return folder / "vocab.json", folder / "merges.txt"
 
@@ -53,10 +62,20 @@ def make_tiny_bart(folder: Path, texts: Iterable[str], seed: int = 0) -> Path:
     tokenizer.save_pretrained(folder)
     torch.manual_seed(seed)
     config = BartConfig(
-        vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=256,
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=None,
+        vocab_size=len(tokenizer),
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=37,
+        decoder_ffn_dim=37,
+        max_position_embeddings=256,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.eos_token_id,
+        forced_eos_token_id=None,
     )
     BartForConditionalGeneration(config).save_pretrained(folder)
     return folder
@@ -69,11 +88,19 @@ def make_tiny_gpt2(folder: Path, texts: Iterable[str], seed: int = 0) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     vocab, merges = _byte_bpe(folder, texts)
-    tokenizer = GPT2TokenizerFast(vocab=str(vocab), merges=str(merges), bos_token="<s>", eos_token="</s>",
-                                  unk_token="<unk>", pad_token="<pad>")
+    tokenizer = GPT2TokenizerFast(
+        vocab=str(vocab), merges=str(merges), bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>"
+    )
     tokenizer.save_pretrained(folder)
     torch.manual_seed(seed)
-    config = GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=256,
-                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        n_positions=256,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     GPT2LMHeadModel(config).save_pretrained(folder)
     return folder

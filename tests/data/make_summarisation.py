@@ -11,13 +11,35 @@ import json
 import random
 from pathlib import Path
 
-SUBJECTS = ["The city council", "A local hospital", "The national team", "A small startup", "The university",
-            "The weather service", "A regional airline", "The central bank"]
+SUBJECTS = [
+    "The city council",
+    "A local hospital",
+    "The national team",
+    "A small startup",
+    "The university",
+    "The weather service",
+    "A regional airline",
+    "The central bank",
+]
 VERBS = ["announced", "approved", "rejected", "postponed", "celebrated", "reviewed", "expanded", "cancelled"]
-OBJECTS = ["a new budget plan", "the summer festival", "a research programme", "its annual report",
-           "a bridge repair project", "the ticket prices", "a training centre", "the merger talks"]
-DETAILS = ["after a long debate on Monday", "despite strong protests from residents", "following a surprise vote",
-           "to the delight of local businesses", "amid growing financial pressure", "for the third time this year"]
+OBJECTS = [
+    "a new budget plan",
+    "the summer festival",
+    "a research programme",
+    "its annual report",
+    "a bridge repair project",
+    "the ticket prices",
+    "a training centre",
+    "the merger talks",
+]
+DETAILS = [
+    "after a long debate on Monday",
+    "despite strong protests from residents",
+    "following a surprise vote",
+    "to the delight of local businesses",
+    "amid growing financial pressure",
+    "for the third time this year",
+]
 SYSTEMS = {"M0": 0.0, "M1": 0.15, "M2": 0.3, "M3": 0.5}  # fraction of reference words dropped or replaced
 DIMENSIONS = ("coherence", "consistency", "fluency", "relevance")
 N_DOCS = 8
@@ -54,8 +76,18 @@ def main() -> None:
             human = {dim: round(min(5.0, max(1.0, quality + rng.gauss(0, 0.6))) * 3) / 3 for dim in DIMENSIONS}
             if d == 3 and system == "M2":
                 human["fluency"] = None  # a missing annotation
-            lines.append({"lp": "en", "seg_id": f"{doc_id}-{system}", "system": system, "doc_id": doc_id,
-                          "source": source, "references": references, "hypothesis": hypothesis, "human": human})
+            lines.append(
+                {
+                    "lp": "en",
+                    "seg_id": f"{doc_id}-{system}",
+                    "system": system,
+                    "doc_id": doc_id,
+                    "source": source,
+                    "references": references,
+                    "hypothesis": hypothesis,
+                    "human": human,
+                }
+            )
     path = Path(__file__).with_name("summarisation.jsonl")
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     print(f"{len(lines)} items -> {path}")

@@ -67,8 +67,14 @@ class DatasetRef:
 
     def load(self) -> Dataset:
         """The dataset this reference names, cut or sampled, with its human dimension(s) selected."""
-        return load_dataset(self.name, path=self.path, max_segments=self.max_segments, human=self.human,
-                            sample=self.sample, columns=self.columns)
+        return load_dataset(
+            self.name,
+            path=self.path,
+            max_segments=self.max_segments,
+            human=self.human,
+            sample=self.sample,
+            columns=self.columns,
+        )
 
 
 @dataclass(frozen=True)
@@ -116,10 +122,18 @@ class CellConfig:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> CellConfig:
         return cls(
-            metric=raw["metric"], options=dict(raw["options"]), encoder=EncoderRef(**raw["encoder"]),
-            aligner=raw["aligner"], dataset=DatasetRef(**raw["dataset"]), device=raw["device"],
-            batch_size=raw["batch_size"], repeats=raw["repeats"], warmup=raw["warmup"], threads=raw["threads"],
-            inputs=dict(raw.get("inputs") or {}), batch_tokens=raw.get("batch_tokens"),
+            metric=raw["metric"],
+            options=dict(raw["options"]),
+            encoder=EncoderRef(**raw["encoder"]),
+            aligner=raw["aligner"],
+            dataset=DatasetRef(**raw["dataset"]),
+            device=raw["device"],
+            batch_size=raw["batch_size"],
+            repeats=raw["repeats"],
+            warmup=raw["warmup"],
+            threads=raw["threads"],
+            inputs=dict(raw.get("inputs") or {}),
+            batch_tokens=raw.get("batch_tokens"),
         )
 
     @property
@@ -137,8 +151,15 @@ class CellConfig:
     @property
     def label(self) -> str:
         """The sweep's one-line name of this cell (progress lines, `run --dry-run`)."""
-        return cell_label(self.metric, self.options, self.encoder.label, self.aligner, self.dataset.label,
-                          self.device, self.batch_size)
+        return cell_label(
+            self.metric,
+            self.options,
+            self.encoder.label,
+            self.aligner,
+            self.dataset.label,
+            self.device,
+            self.batch_size,
+        )
 
     @property
     def options_label(self) -> str:
@@ -166,15 +187,19 @@ def score_versions() -> dict[str, str]:
     import torch
     import transformers
 
-    return recorded_score_versions({"nlgbench": __version__, "torch": torch.__version__,
-                                    "transformers": transformers.__version__})
+    return recorded_score_versions(
+        {"nlgbench": __version__, "torch": torch.__version__, "transformers": transformers.__version__}
+    )
 
 
 def recorded_score_versions(environment: Mapping[str, Any]) -> dict[str, str]:
     """The score-changing versions out of full version strings as a result's environment records
     them (`score_versions` passes this process's): with `metric_versions`, what a cell id hashes."""
-    return {"nlgbench": str(environment["nlgbench"]), "torch": _major_minor(str(environment["torch"])),
-            "transformers": _major_minor(str(environment["transformers"]))}
+    return {
+        "nlgbench": str(environment["nlgbench"]),
+        "torch": _major_minor(str(environment["torch"])),
+        "transformers": _major_minor(str(environment["transformers"])),
+    }
 
 
 def _major_minor(version: str) -> str:

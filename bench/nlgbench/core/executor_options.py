@@ -16,13 +16,27 @@ LOCAL, SLURM = "local", "slurm"
 EXECUTORS = (LOCAL, SLURM)
 DEFAULT_TIME_MIN = 60  # a task's time limit when none is given (submitit's own default is 5 minutes)
 DEFAULT_POLL_S = 5.0  # how often the watching parent asks Slurm about its tasks
-EXECUTOR_KEYS = {"kind", "partition", "gpus_per_cell", "cpus_per_cell", "mem", "time", "max_parallel", "slurm_args",
-                 "poll_seconds"}
+EXECUTOR_KEYS = {
+    "kind",
+    "partition",
+    "gpus_per_cell",
+    "cpus_per_cell",
+    "mem",
+    "time",
+    "max_parallel",
+    "slurm_args",
+    "poll_seconds",
+}
 MEM_RE = re.compile(r"^[1-9][0-9]*[KMGTkmgt]?$")  # sbatch --mem: an integer, MiB unless a K/M/G/T suffix
 # sbatch options nlgbench sets itself (the array, its logs, the signal submitit asks for, the job
 # name it finds its jobs by) or that have an option of their own; --slurm-arg cannot set them.
-OWN_OPTIONS = {"partition": "partition", "time": "time", "mem": "mem", "cpus-per-task": "cpus_per_cell",
-               "gpus-per-node": "gpus_per_cell"}
+OWN_OPTIONS = {
+    "partition": "partition",
+    "time": "time",
+    "mem": "mem",
+    "cpus-per-task": "cpus_per_cell",
+    "gpus-per-node": "gpus_per_cell",
+}
 MANAGED = {"array", "output", "error", "open-mode", "signal", "wrap", "parsable", "job-name"}
 
 
@@ -53,8 +67,11 @@ class ExecutorOptions:
 def _kind(raw: Any, where: str) -> str:
     if raw not in EXECUTORS:
         hits = closest(str(raw), EXECUTORS)
-        raise UserError(f"{where}: unknown executor {raw!r}" + (f"; did you mean {hits[0]!r}?" if hits else "")
-                        + f" (valid: {', '.join(EXECUTORS)})")
+        raise UserError(
+            f"{where}: unknown executor {raw!r}"
+            + (f"; did you mean {hits[0]!r}?" if hits else "")
+            + f" (valid: {', '.join(EXECUTORS)})"
+        )
     return str(raw)
 
 
@@ -67,8 +84,9 @@ def _count(raw: Any, where: str, minimum: int) -> int:
 def _mem(raw: Any, where: str) -> str:
     text = str(raw).strip()
     if isinstance(raw, bool) or not MEM_RE.match(text):
-        raise UserError(f"{where} must be sbatch's --mem: an integer with an optional K, M, G or T suffix "
-                        f"(16G, 8000M), got {raw!r}")
+        raise UserError(
+            f"{where} must be sbatch's --mem: an integer with an optional K, M, G or T suffix (16G, 8000M), got {raw!r}"
+        )
     return text
 
 
@@ -80,8 +98,10 @@ def script_safe(text: str, where: str) -> str:
     bad = next((c for c in text if not c.isprintable() or c == "\\"), None)
     if bad is not None:
         what = "a backslash" if bad == "\\" else f"a control character ({bad!r})"
-        raise UserError(f"{where}: {text!r} holds {what}, which cannot go into the sbatch script (a value there "
-                        "must be one plain line)")
+        raise UserError(
+            f"{where}: {text!r} holds {what}, which cannot go into the sbatch script (a value there "
+            "must be one plain line)"
+        )
     return text
 
 
@@ -111,11 +131,15 @@ def slurm_arg(key: Any, value: Any, where: str) -> tuple[str, str | bool]:
     if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
         raise UserError(f"{where}: {str(key)!r} is not an sbatch option name (e.g. account, qos, constraint)")
     if name in OWN_OPTIONS:
-        raise UserError(f"{where}: set {name} with the executor's {OWN_OPTIONS[name]!r} "
-                        f"(--{OWN_OPTIONS[name].replace('_', '-')}), not as a further sbatch option")
+        raise UserError(
+            f"{where}: set {name} with the executor's {OWN_OPTIONS[name]!r} "
+            f"(--{OWN_OPTIONS[name].replace('_', '-')}), not as a further sbatch option"
+        )
     if name in MANAGED:
-        raise UserError(f"{where}: nlgbench sets sbatch's --{name} itself (one job array task per cell, logs in "
-                        "DIR/slurm/); leave it out")
+        raise UserError(
+            f"{where}: nlgbench sets sbatch's --{name} itself (one job array task per cell, logs in "
+            "DIR/slurm/); leave it out"
+        )
     if value is True or value is None:
         return name, True
     if isinstance(value, bool) or isinstance(value, (dict, list)) or not str(value).strip():
@@ -151,13 +175,22 @@ def parse_executor(raw: Any, where: str) -> ExecutorOptions:
     for key in raw:
         if key not in EXECUTOR_KEYS:
             hits = closest(str(key), EXECUTOR_KEYS)
-            raise UserError(f"{where}: unknown key {key!r}" + (f"; did you mean {hits[0]!r}?" if hits else "")
-                            + f" (valid: {', '.join(sorted(EXECUTOR_KEYS))})")
+            raise UserError(
+                f"{where}: unknown key {key!r}"
+                + (f"; did you mean {hits[0]!r}?" if hits else "")
+                + f" (valid: {', '.join(sorted(EXECUTOR_KEYS))})"
+            )
     out = ExecutorOptions()
     checks: dict[str, Callable[[Any, str], Any]] = {
-        "kind": _kind, "partition": _partition, "mem": _mem, "poll_seconds": _poll, "slurm_args": parse_slurm_args,
-        "gpus_per_cell": lambda v, w: _count(v, w, 0), "cpus_per_cell": lambda v, w: _count(v, w, 1),
-        "time": lambda v, w: _count(v, w, 1), "max_parallel": lambda v, w: _count(v, w, 1),
+        "kind": _kind,
+        "partition": _partition,
+        "mem": _mem,
+        "poll_seconds": _poll,
+        "slurm_args": parse_slurm_args,
+        "gpus_per_cell": lambda v, w: _count(v, w, 0),
+        "cpus_per_cell": lambda v, w: _count(v, w, 1),
+        "time": lambda v, w: _count(v, w, 1),
+        "max_parallel": lambda v, w: _count(v, w, 1),
     }
     for key, check in checks.items():
         if raw.get(key) is not None:
@@ -165,25 +198,47 @@ def parse_executor(raw: Any, where: str) -> ExecutorOptions:
     return out
 
 
-def with_cli(base: ExecutorOptions | None, *, kind: str | None = None, partition: str | None = None,
-             gpus_per_cell: int | None = None, cpus_per_cell: int | None = None, mem: str | None = None,
-             time: int | None = None, max_parallel: int | None = None, slurm_args: Sequence[str] = (),
-             poll_seconds: float | None = None) -> ExecutorOptions:
+def with_cli(
+    base: ExecutorOptions | None,
+    *,
+    kind: str | None = None,
+    partition: str | None = None,
+    gpus_per_cell: int | None = None,
+    cpus_per_cell: int | None = None,
+    mem: str | None = None,
+    time: int | None = None,
+    max_parallel: int | None = None,
+    slurm_args: Sequence[str] = (),
+    poll_seconds: float | None = None,
+) -> ExecutorOptions:
     """The spec's executor options (or the defaults) with the command line's over them. Slurm
     settings on the command line of a local run are refused (they would be silently unused)."""
     out = base or ExecutorOptions()
-    given = {"partition": partition, "gpus_per_cell": gpus_per_cell, "cpus_per_cell": cpus_per_cell, "mem": mem,
-             "time": time, "max_parallel": max_parallel, "poll_seconds": poll_seconds}
+    given = {
+        "partition": partition,
+        "gpus_per_cell": gpus_per_cell,
+        "cpus_per_cell": cpus_per_cell,
+        "mem": mem,
+        "time": time,
+        "max_parallel": max_parallel,
+        "poll_seconds": poll_seconds,
+    }
     if kind is not None:
         out = replace(out, kind=_kind(kind, "--executor"))
     flags = [k for k, v in given.items() if v is not None] + (["slurm_arg"] if slurm_args else [])
     if flags and not out.on_slurm:
-        raise UserError(f"--{flags[0].replace('_', '-')} is a Slurm setting; add --executor slurm "
-                        "(or kind: slurm in the spec's executor block)")
+        raise UserError(
+            f"--{flags[0].replace('_', '-')} is a Slurm setting; add --executor slurm "
+            "(or kind: slurm in the spec's executor block)"
+        )
     checks: dict[str, Callable[[Any, str], Any]] = {
-        "partition": _partition, "mem": _mem, "poll_seconds": _poll,
-        "gpus_per_cell": lambda v, w: _count(v, w, 0), "cpus_per_cell": lambda v, w: _count(v, w, 1),
-        "time": lambda v, w: _count(v, w, 1), "max_parallel": lambda v, w: _count(v, w, 1),
+        "partition": _partition,
+        "mem": _mem,
+        "poll_seconds": _poll,
+        "gpus_per_cell": lambda v, w: _count(v, w, 0),
+        "cpus_per_cell": lambda v, w: _count(v, w, 1),
+        "time": lambda v, w: _count(v, w, 1),
+        "max_parallel": lambda v, w: _count(v, w, 1),
     }
     for key, value in given.items():
         if value is not None:

@@ -17,8 +17,9 @@ from nlgbench.metrics import get_metric, metric_names
 NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
 
 
-def dataset_label(name: str | None, path: str | None, max_segments: int | None,
-                  sample: tuple[int, int] | None = None) -> str:
+def dataset_label(
+    name: str | None, path: str | None, max_segments: int | None, sample: tuple[int, int] | None = None
+) -> str:
     """A catalogue name or the file's stem, with the cut or the sample: `wmt16`, `my[:10]`, `wmt17[~100,seed=0]`."""
     base = name if name else Path(path or "").stem
     if sample:
@@ -54,8 +55,15 @@ def metric_label(metric: str, aligner: str | None, options: str = "") -> str:
     return name if aligner in ("", NO_ALIGNER, None) else f"{name} ({aligner})"
 
 
-def cell_label(metric: str, options: Mapping[str, Any], encoder: str, aligner: str | None, dataset: str,
-               device: str, batch_size: int) -> str:
+def cell_label(
+    metric: str,
+    options: Mapping[str, Any],
+    encoder: str,
+    aligner: str | None,
+    dataset: str,
+    device: str,
+    batch_size: int,
+) -> str:
     """The sweep's one-line name of a cell: `bertscore | all-MiniLM-L6-v2 | wmt16 | cpu | bs64`
     (the aligner, when there is one, after the encoder)."""
     parts = [metric_label(metric, None, options_label(metric, options)), encoder]
@@ -76,5 +84,7 @@ def distinct_dataset_labels(labels: Sequence[str], identities: Sequence[str]) ->
     contents: dict[str, set[str]] = {}
     for label, identity in zip(labels, identities, strict=False):
         contents.setdefault(label, set()).add(identity)
-    return [f"{label}@{identity.removeprefix('sha256:')[:8]}" if len(contents[label]) > 1 and identity else label
-            for label, identity in zip(labels, identities, strict=False)]
+    return [
+        f"{label}@{identity.removeprefix('sha256:')[:8]}" if len(contents[label]) > 1 and identity else label
+        for label, identity in zip(labels, identities, strict=False)
+    ]

@@ -33,7 +33,9 @@ def training_hashes(pairs: Iterable[tuple[str, str]]) -> list[str]:
     sets, and a text scored against another reference is not the evaluated pair."""
     pairs = list(pairs)
     refs = {f"r:{text_hash(reference)}" for reference, _ in pairs}
-    return sorted(refs | {f"p:{text_hash(text_hash(reference) + text_hash(candidate))}" for reference, candidate in pairs})
+    return sorted(
+        refs | {f"p:{text_hash(text_hash(reference) + text_hash(candidate))}" for reference, candidate in pairs}
+    )
 
 
 def read_record(student_dir: Path) -> dict[str, Any] | None:
@@ -63,18 +65,25 @@ def overlaps(student_dir: Path, datasets: Sequence[Dataset], name: str | None = 
     try:
         seen = set(path.read_text(encoding="utf-8").split())
     except OSError as exc:
-        raise UserError(f"{path}: cannot read the student's training-text hashes ({exc.strerror or exc}); "
-                        "the leakage guard needs them") from None
+        raise UserError(
+            f"{path}: cannot read the student's training-text hashes ({exc.strerror or exc}); "
+            "the leakage guard needs them"
+        ) from None
     lines = []
     for ds in datasets:
-        hits = [it for it in ds.items
-                if not seen.isdisjoint(training_hashes([(ref, it.hypothesis) for ref in it.references]))]
+        hits = [
+            it
+            for it in ds.items
+            if not seen.isdisjoint(training_hashes([(ref, it.hypothesis) for ref in it.references]))
+        ]
         if hits:
             first = hits[0]
-            lines.append(f"student {label} was distilled on texts of evaluation dataset {ds.name!r}: "
-                         f"{len(hits)} of {len(ds.items)} items have a reference (or reference-hypothesis pair) of its training pairs "
-                         f"(first: lp={first.lp!r} seg_id={first.seg_id!r} system={first.system!r}); "
-                         "distil on other data, or rerun nlgbench distill with --allow-overlap to accept it")
+            lines.append(
+                f"student {label} was distilled on texts of evaluation dataset {ds.name!r}: "
+                f"{len(hits)} of {len(ds.items)} items have a reference (or reference-hypothesis pair) of its training pairs "
+                f"(first: lp={first.lp!r} seg_id={first.seg_id!r} system={first.system!r}); "
+                "distil on other data, or rerun nlgbench distill with --allow-overlap to accept it"
+            )
     return lines
 
 

@@ -54,10 +54,16 @@ def correlate_scores(score: Sequence[float], dataset: Dataset, higher_is_better:
     sections = {}
     for dim in dataset.human_dims:
         kept = [(s, it) for s, it in zip(score, items, strict=False) if dim in it.humans]
-        section = correlate([s for s, _ in kept], [it.humans[dim] for _, it in kept], [it.lp for _, it in kept],
-                            [it.system for _, it in kept], higher_is_better=higher_is_better,
-                            bootstrap=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED,
-                            **({"docs": [it.doc_id for _, it in kept]} if docs else {}))
+        section = correlate(
+            [s for s, _ in kept],
+            [it.humans[dim] for _, it in kept],
+            [it.lp for _, it in kept],
+            [it.system for _, it in kept],
+            higher_is_better=higher_is_better,
+            bootstrap=BOOTSTRAP_RESAMPLES,
+            seed=BOOTSTRAP_SEED,
+            **({"docs": [it.doc_id for _, it in kept]} if docs else {}),
+        )
         sections[dim] = {**section, "human_dim": dim, "n_missing_human": len(items) - len(kept)}
     primary = dict(sections[dataset.human_dims[0]])
     if len(sections) > 1:
@@ -119,8 +125,14 @@ class Timing:
 
     # Fields added after the first results were written: left out of the JSON when None, so
     # older result.json files round-trip byte for byte.
-    OPTIONAL = ("ms_per_segment_cv", "warmup_passes_s", "warmup_stable", "repeat_cpu_s", "repeat_cuda_s",
-                "gpu_sm_clock_mhz")
+    OPTIONAL = (
+        "ms_per_segment_cv",
+        "warmup_passes_s",
+        "warmup_stable",
+        "repeat_cpu_s",
+        "repeat_cuda_s",
+        "gpu_sm_clock_mhz",
+    )
 
     @classmethod
     def of_protocol(cls, data_s: float, load_s: float, prepare_s: float, run: ScoringRun, n_segments: int) -> Timing:
@@ -129,8 +141,13 @@ class Timing:
         phases = run.phases_s
         names = list(dict.fromkeys(k for p in phases for k in p))
         return cls(
-            data_s=data_s, load_s=load_s, prepare_s=prepare_s, warmup_s=run.warmup_s, warmup_items=run.warmup_items,
-            repeat_s=run.repeat_s, ms_per_segment=per_seg,
+            data_s=data_s,
+            load_s=load_s,
+            prepare_s=prepare_s,
+            warmup_s=run.warmup_s,
+            warmup_items=run.warmup_items,
+            repeat_s=run.repeat_s,
+            ms_per_segment=per_seg,
             ms_per_segment_mean=statistics.fmean(per_seg),
             ms_per_segment_median=statistics.median(per_seg),
             ms_per_segment_std=statistics.stdev(per_seg) if len(per_seg) > 1 else 0.0,
@@ -139,8 +156,11 @@ class Timing:
                 k: statistics.fmean(p.get(k, 0.0) for p in phases) / n_segments * 1000 for k in names
             },
             ms_per_segment_cv=coefficient_of_variation(per_seg),
-            warmup_passes_s=run.warmup_passes_s, warmup_stable=run.warmup_stable,
-            repeat_cpu_s=run.repeat_cpu_s, repeat_cuda_s=run.repeat_cuda_s, gpu_sm_clock_mhz=run.gpu_sm_clock_mhz,
+            warmup_passes_s=run.warmup_passes_s,
+            warmup_stable=run.warmup_stable,
+            repeat_cpu_s=run.repeat_cpu_s,
+            repeat_cuda_s=run.repeat_cuda_s,
+            gpu_sm_clock_mhz=run.gpu_sm_clock_mhz,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -161,9 +181,11 @@ class Memory:
     @classmethod
     def of_tracker(cls, tracker: MemoryTracker) -> Memory:
         return cls(
-            baseline_rss_mb=tracker.baseline_rss_mb, peak_rss_mb=tracker.peak_rss_mb,
+            baseline_rss_mb=tracker.baseline_rss_mb,
+            peak_rss_mb=tracker.peak_rss_mb,
             rss_growth_mb=tracker.peak_rss_mb - tracker.baseline_rss_mb,
-            cuda_peak_allocated_mb=tracker.cuda_peak_allocated_mb, cuda_peak_reserved_mb=tracker.cuda_peak_reserved_mb,
+            cuda_peak_allocated_mb=tracker.cuda_peak_allocated_mb,
+            cuda_peak_reserved_mb=tracker.cuda_peak_reserved_mb,
         )
 
 
@@ -220,8 +242,9 @@ class CellResult:
     @classmethod
     def not_finished(cls, cell_id: str, label: str, config: CellConfig, error: str, *, oom: bool) -> CellResult:
         """The result of a cell that failed (or ran out of memory): one error line, nothing measured."""
-        return cls(cell_id=cell_id, label=label, status=OOM if oom else FAILED, error=error[:MAX_ERROR_CHARS],
-                   config=config)
+        return cls(
+            cell_id=cell_id, label=label, status=OOM if oom else FAILED, error=error[:MAX_ERROR_CHARS], config=config
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """result.json's keys, in its order; a cell that did not finish stops after `config`."""
@@ -235,19 +258,21 @@ class CellResult:
         def section(value: Any) -> Any:
             return asdict(value) if value is not None else None
 
-        out.update({
-            "metric": section(self.metric),
-            "scorer": self.scorer,
-            "n_segments": self.n_segments,
-            "dataset": section(self.dataset),
-            "timing": self.timing.to_dict() if self.timing is not None else None,
-            "memory": section(self.memory),
-            "params": self.params,
-            "disk_bytes": self.disk_bytes,
-            "repeat_agreement": section(self.repeat_agreement),
-            "correlation": self.correlation,
-            "environment": self.environment,
-        })
+        out.update(
+            {
+                "metric": section(self.metric),
+                "scorer": self.scorer,
+                "n_segments": self.n_segments,
+                "dataset": section(self.dataset),
+                "timing": self.timing.to_dict() if self.timing is not None else None,
+                "memory": section(self.memory),
+                "params": self.params,
+                "disk_bytes": self.disk_bytes,
+                "repeat_agreement": section(self.repeat_agreement),
+                "correlation": self.correlation,
+                "environment": self.environment,
+            }
+        )
         if self.scores_csv is not None:  # left out where unknown, so older result.json files round-trip
             out["scores_csv"] = self.scores_csv
         return out
@@ -262,13 +287,24 @@ class CellResult:
             return kind(**value) if value is not None else None
 
         return cls(
-            cell_id=raw["cell_id"], label=raw["label"], status=raw["status"], error=raw.get("error"),
-            config=CellConfig.from_dict(raw["config"]), imported=bool(raw.get("imported", False)),
-            metric=section(MetricRecord, "metric"), scorer=raw.get("scorer"), n_segments=raw.get("n_segments"),
-            dataset=section(DatasetRecord, "dataset"), timing=section(Timing, "timing"),
-            memory=section(Memory, "memory"), params=raw.get("params"), disk_bytes=raw.get("disk_bytes"),
-            repeat_agreement=section(RepeatAgreement, "repeat_agreement"), correlation=raw.get("correlation"),
-            environment=raw.get("environment"), scores_csv=raw.get("scores_csv"),
+            cell_id=raw["cell_id"],
+            label=raw["label"],
+            status=raw["status"],
+            error=raw.get("error"),
+            config=CellConfig.from_dict(raw["config"]),
+            imported=bool(raw.get("imported", False)),
+            metric=section(MetricRecord, "metric"),
+            scorer=raw.get("scorer"),
+            n_segments=raw.get("n_segments"),
+            dataset=section(DatasetRecord, "dataset"),
+            timing=section(Timing, "timing"),
+            memory=section(Memory, "memory"),
+            params=raw.get("params"),
+            disk_bytes=raw.get("disk_bytes"),
+            repeat_agreement=section(RepeatAgreement, "repeat_agreement"),
+            correlation=raw.get("correlation"),
+            environment=raw.get("environment"),
+            scores_csv=raw.get("scores_csv"),
         )
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -296,20 +332,41 @@ class CellResult:
             raise UserError(f"{path}: {exc if not isinstance(exc, KeyError) else f'no field {exc}'}") from None
 
 
-def measured_result(cell_id: str, label: str, config: CellConfig, *, metric: MetricRecord, scorer: dict[str, Any],
-                    dataset: Dataset, timing: Timing, memory: Memory, agreement: RepeatAgreement,
-                    environment: dict[str, Any], scores: Sequence[float],
-                    scores_csv: dict[str, Any] | None = None) -> CellResult:
+def measured_result(
+    cell_id: str,
+    label: str,
+    config: CellConfig,
+    *,
+    metric: MetricRecord,
+    scorer: dict[str, Any],
+    dataset: Dataset,
+    timing: Timing,
+    memory: Memory,
+    agreement: RepeatAgreement,
+    environment: dict[str, Any],
+    scores: Sequence[float],
+    scores_csv: dict[str, Any] | None = None,
+) -> CellResult:
     """The result of a measured cell; its correlation is computed here from `scores`; `scores_csv` is
     what `write_scores` returned for them."""
     return CellResult(
-        cell_id=cell_id, label=label, status=OK, error=None, config=config,
-        metric=metric, scorer=scorer, n_segments=len(dataset.items),
+        cell_id=cell_id,
+        label=label,
+        status=OK,
+        error=None,
+        config=config,
+        metric=metric,
+        scorer=scorer,
+        n_segments=len(dataset.items),
         dataset=DatasetRecord(name=dataset.name, files=dataset.files, has_systems=dataset.has_systems),
-        timing=timing, memory=memory, params=scorer["params"], disk_bytes=scorer["disk_bytes"],
+        timing=timing,
+        memory=memory,
+        params=scorer["params"],
+        disk_bytes=scorer["disk_bytes"],
         repeat_agreement=agreement,
         correlation=correlate_scores(scores, dataset, metric.higher_is_better),
-        environment=environment, scores_csv=scores_csv,
+        environment=environment,
+        scores_csv=scores_csv,
     )
 
 
@@ -339,11 +396,28 @@ def check_shape(raw: Any) -> None:
     for key in ["metric", "dataset", "correlation", *measured]:
         need(isinstance(raw.get(key), Mapping), key, "an object")
     record = raw.get("scores_csv")
-    need(record is None or (isinstance(record, Mapping) and isinstance(record.get("rows"), int)
-                            and isinstance(record.get("sha256"), str)), "scores_csv", "an object with rows and sha256")
+    need(
+        record is None
+        or (
+            isinstance(record, Mapping)
+            and isinstance(record.get("rows"), int)
+            and isinstance(record.get("sha256"), str)
+        ),
+        "scores_csv",
+        "an object with rows and sha256",
+    )
     dims = raw["correlation"].get("dimensions")
     sections = list(dims.values()) if isinstance(dims, Mapping) and dims else [raw["correlation"]]
-    need(all(isinstance(section, Mapping) and all(
-        k in section and (section[k] is None or (isinstance(section[k], (int, float)) and not isinstance(section[k], bool)))
-        for k in CORRELATION_FIGURES) for section in sections), "correlation",
-        f"an object with the numbers {', '.join(CORRELATION_FIGURES)}")
+    need(
+        all(
+            isinstance(section, Mapping)
+            and all(
+                k in section
+                and (section[k] is None or (isinstance(section[k], (int, float)) and not isinstance(section[k], bool)))
+                for k in CORRELATION_FIGURES
+            )
+            for section in sections
+        ),
+        "correlation",
+        f"an object with the numbers {', '.join(CORRELATION_FIGURES)}",
+    )

@@ -30,8 +30,9 @@ def human_columns(items: Sequence[Item]) -> list[str]:
     return [] if dims in ([], [HUMAN]) else dims
 
 
-def write_scores(path: Path, items: Sequence[Item], score: Sequence[float],
-                 extra: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
+def write_scores(
+    path: Path, items: Sequence[Item], score: Sequence[float], extra: Mapping[str, Sequence[float]] | None = None
+) -> dict[str, Any]:
     """scores.csv: one row per item in dataset order: `lp, seg_id, system, score, human` (`score` the
     metric's primary output, `human` the primary human dimension), then `doc_id` where items name
     documents, `human.DIM` per named human dimension (blank: missing), `item.NAME` per column the spec
@@ -43,12 +44,33 @@ def write_scores(path: Path, items: Sequence[Item], score: Sequence[float],
     carried = list(dict.fromkeys(c for it in items for c in it.extra))
     text = io.StringIO(newline="")
     w = csv.writer(text)
-    w.writerow(["lp", "seg_id", "system", "score", "human", *(["doc_id"] if docs else []),
-                *(f"{HUMAN_COLUMN_PREFIX}{d}" for d in dims), *(f"{ITEM_COLUMN_PREFIX}{c}" for c in carried), *extra])
+    w.writerow(
+        [
+            "lp",
+            "seg_id",
+            "system",
+            "score",
+            "human",
+            *(["doc_id"] if docs else []),
+            *(f"{HUMAN_COLUMN_PREFIX}{d}" for d in dims),
+            *(f"{ITEM_COLUMN_PREFIX}{c}" for c in carried),
+            *extra,
+        ]
+    )
     for i, it in enumerate(items):
-        w.writerow([it.lp, it.seg_id, it.system, repr(score[i]), repr(it.human), *([it.doc_id] if docs else []),
-                    *(repr(it.humans[d]) if d in it.humans else "" for d in dims),
-                    *(it.extra.get(c, "") for c in carried), *(repr(extra[c][i]) for c in extra)])
+        w.writerow(
+            [
+                it.lp,
+                it.seg_id,
+                it.system,
+                repr(score[i]),
+                repr(it.human),
+                *([it.doc_id] if docs else []),
+                *(repr(it.humans[d]) if d in it.humans else "" for d in dims),
+                *(it.extra.get(c, "") for c in carried),
+                *(repr(extra[c][i]) for c in extra),
+            ]
+        )
     write_atomic(path, text.getvalue())
     return scores_record(text.getvalue().encode("utf-8"), len(items))
 
@@ -74,11 +96,15 @@ def read_scores(path: Path, result: CellResult | None) -> tuple[list[str], list[
     record = result.scores_csv if result is not None else None
     expected = record["rows"] if record is not None else (result.n_segments if result is not None else None)
     if expected is not None and len(raw) != expected:
-        raise UserError(f"{path}: {len(raw)} row(s) where {RESULT_FILE} records {expected} (truncated or changed "
-                        "since the cell wrote it); run the cell again")
+        raise UserError(
+            f"{path}: {len(raw)} row(s) where {RESULT_FILE} records {expected} (truncated or changed "
+            "since the cell wrote it); run the cell again"
+        )
     if record is not None and hashlib.sha256(data).hexdigest() != record["sha256"]:
-        raise UserError(f"{path}: its sha256 is not the one {RESULT_FILE} records (changed since the cell wrote "
-                        "it); run the cell again")
+        raise UserError(
+            f"{path}: its sha256 is not the one {RESULT_FILE} records (changed since the cell wrote "
+            "it); run the cell again"
+        )
     ids = seg_id_values([row["seg_id"] or "" for _, row in raw])
     rows = []
     for (line, row), seg_id in zip(raw, ids, strict=False):

@@ -37,8 +37,22 @@ from nlgbench.metrics.alignment import get_aligner
 if TYPE_CHECKING:
     from nlgbench.metrics.base import MetricInfo
 
-TOP_KEYS = {"name", "description", "datasets", "devices", "batch_size", "batch_tokens", "repeats", "warmup", "threads", "metrics",
-            "encoders_file", "catalogue_file", "human", "executor"}
+TOP_KEYS = {
+    "name",
+    "description",
+    "datasets",
+    "devices",
+    "batch_size",
+    "batch_tokens",
+    "repeats",
+    "warmup",
+    "threads",
+    "metrics",
+    "encoders_file",
+    "catalogue_file",
+    "human",
+    "executor",
+}
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
 DATASET_KEYS = {"name", "path", "max_segments", "human", "sample", "columns"}
 MAX_NAME_CHARS = 100  # a sweep's name (it names the folder reports/<name>)
@@ -110,12 +124,22 @@ class SweepSpec:
                         for device in self.devices:
                             for bs in self.batch_sizes:
                                 for tokens in self.batch_tokens:
-                                    out.append(CellConfig(
-                                        metric=entry.metric, options=dict(sorted(entry.options.items())),
-                                        encoder=enc, aligner=aligner, dataset=ds, device=device,
-                                        batch_size=bs, repeats=self.repeats, warmup=self.warmup,
-                                        threads=self.threads, inputs=inputs, batch_tokens=tokens,
-                                    ))
+                                    out.append(
+                                        CellConfig(
+                                            metric=entry.metric,
+                                            options=dict(sorted(entry.options.items())),
+                                            encoder=enc,
+                                            aligner=aligner,
+                                            dataset=ds,
+                                            device=device,
+                                            batch_size=bs,
+                                            repeats=self.repeats,
+                                            warmup=self.warmup,
+                                            threads=self.threads,
+                                            inputs=inputs,
+                                            batch_tokens=tokens,
+                                        )
+                                    )
         seen: set[str] = set()
         unique = []
         for c in out:
@@ -191,8 +215,14 @@ def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> Data
         raise UserError(f"{where}.columns must be a list of column names to carry into scores.csv, got {columns!r}")
     if columns and name is not None:
         raise UserError(f"{where}.columns: further columns are carried from own data files (path:) only")
-    return DatasetRef(name=name, path=path, max_segments=max_seg, human=selected, sample=sample,
-                      columns=tuple(dict.fromkeys(c.strip() for c in columns)))
+    return DatasetRef(
+        name=name,
+        path=path,
+        max_segments=max_seg,
+        human=selected,
+        sample=sample,
+        columns=tuple(dict.fromkeys(c.strip() for c in columns)),
+    )
 
 
 def _sample(raw: Any, where: str) -> tuple[int, int] | None:
@@ -217,8 +247,9 @@ def _options(metric: str, raw: Any, where: str) -> dict[str, Any]:
     return info.cell_options(raw, where)
 
 
-def _check_depths(options: dict[str, Any], encoders: list[EncoderRef], models: dict[str, ResolvedEncoder],
-                  where: str) -> None:
+def _check_depths(
+    options: dict[str, Any], encoders: list[EncoderRef], models: dict[str, ResolvedEncoder], where: str
+) -> None:
     """`layer` and `num_layers` against each encoder's registered depth (before any model is loaded)."""
     for i, enc in enumerate(encoders):
         model = models.get(enc.name)
@@ -248,20 +279,28 @@ def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> tuple[Encode
     models = [kind for kind in info.encoder_kinds if kind != NO_ENCODER]
     if enc.name == NO_ENCODER:
         if NO_ENCODER not in info.encoder_kinds:
-            raise UserError(f"{where}: metric {info.name!r} needs a {' or '.join(models)} model; "
-                            f"{NO_ENCODER!r} is for metrics that run no model")
+            raise UserError(
+                f"{where}: metric {info.name!r} needs a {' or '.join(models)} model; "
+                f"{NO_ENCODER!r} is for metrics that run no model"
+            )
         if enc.variant():
-            raise UserError(f"{where}: {NO_ENCODER!r} (no model) takes no encoder options, got {', '.join(enc.variant())}")
+            raise UserError(
+                f"{where}: {NO_ENCODER!r} (no model) takes no encoder options, got {', '.join(enc.variant())}"
+            )
         return enc, None
     if not models:
-        raise UserError(f"{where}: metric {info.name!r} runs no model; write 'encoders: [{NO_ENCODER}]' or leave "
-                        f"the key out, got {enc.label!r}")
+        raise UserError(
+            f"{where}: metric {info.name!r} runs no model; write 'encoders: [{NO_ENCODER}]' or leave "
+            f"the key out, got {enc.label!r}"
+        )
     enc = _registered(_local_folder(enc, base))
     model = resolve_encoder(enc.name)
     model.check(where)
     kind = model.kind
     if kind is not None and kind not in models:
-        raise UserError(f"{where}: metric {info.name!r} needs a {' or '.join(models)} model; {enc.name} is of kind {kind}")
+        raise UserError(
+            f"{where}: metric {info.name!r} needs a {' or '.join(models)} model; {enc.name} is of kind {kind}"
+        )
     return enc, model
 
 
@@ -276,8 +315,10 @@ def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     options = _options(name, raw.get("options"), f"{where}.options")
     if "encoders" not in raw and NO_ENCODER not in info.encoder_kinds:
         raise UserError(f"{where}.encoders is required")
-    parsed = [_encoder(e, f"{where}.encoders[{i}]", info, base)
-              for i, e in enumerate(_list(raw.get("encoders", [NO_ENCODER]), f"{where}.encoders"))]
+    parsed = [
+        _encoder(e, f"{where}.encoders[{i}]", info, base)
+        for i, e in enumerate(_list(raw.get("encoders", [NO_ENCODER]), f"{where}.encoders"))
+    ]
     encoders = [enc for enc, _ in parsed]
     models = {enc.name: model for enc, model in parsed if model is not None}
     for key, kind in info.model_options.items():
@@ -316,11 +357,15 @@ def _run_name(name: Any, where: str) -> str:
         raise UserError(f"{where} must be a non-empty string, got {name!r}")
     shown = name if len(name) <= 40 else name[:40] + "..."
     if len(name) > MAX_NAME_CHARS:
-        raise UserError(f"{where} {shown!r} is {len(name)} characters; use at most {MAX_NAME_CHARS} "
-                        "(it names the run folder reports/<name>)")
+        raise UserError(
+            f"{where} {shown!r} is {len(name)} characters; use at most {MAX_NAME_CHARS} "
+            "(it names the run folder reports/<name>)"
+        )
     if name.strip() in (".", "..") or any(c in name for c in "/\\") or not name.isprintable():
-        raise UserError(f"{where} {shown!r} is not a plain folder name (no '/' or '\\', not '.' or '..', no "
-                        "control characters): it names the run folder reports/<name>")
+        raise UserError(
+            f"{where} {shown!r} is not a plain folder name (no '/' or '\\', not '.' or '..', no "
+            "control characters): it names the run folder reports/<name>"
+        )
     return name
 
 
@@ -338,8 +383,10 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
             raise UserError(f"{source}: missing required key {key!r}")
     name = _run_name(raw.get("name", Path(source).stem), f"{source}.name")
     human = _human(raw.get("human"), f"{source}.human")
-    datasets = [_dataset(d, f"{source}.datasets[{i}]", base, human)
-                for i, d in enumerate(_list(raw["datasets"], f"{source}.datasets"))]
+    datasets = [
+        _dataset(d, f"{source}.datasets[{i}]", base, human)
+        for i, d in enumerate(_list(raw["datasets"], f"{source}.datasets"))
+    ]
     devices = [str(d) for d in _list(raw.get("devices", ["cpu"]), f"{source}.devices")]
     for d in devices:
         if not DEVICE_RE.match(d):
@@ -348,20 +395,33 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     batch_tokens: list[int | None] = [None]
     if raw.get("batch_tokens") is not None:
         # null in a list: a cell batched by batch_size alone, beside the budgets
-        batch_tokens = [None if b is None else _int(b, f"{source}.batch_tokens", 1)
-                        for b in _list(raw["batch_tokens"], f"{source}.batch_tokens")]
+        batch_tokens = [
+            None if b is None else _int(b, f"{source}.batch_tokens", 1)
+            for b in _list(raw["batch_tokens"], f"{source}.batch_tokens")
+        ]
     repeats = _int(raw.get("repeats", 3), f"{source}.repeats", 1)
     warmup = _int(raw.get("warmup", 1), f"{source}.warmup", 0)
     threads = raw.get("threads")
     if threads is not None:
         threads = _int(threads, f"{source}.threads", 1)
-    metrics = [parse_metric_entry(m, f"{source}.metrics[{i}]", base) for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))]
+    metrics = [
+        parse_metric_entry(m, f"{source}.metrics[{i}]", base)
+        for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))
+    ]
     executor = None
     if raw.get("executor") is not None:
         executor = parse_executor(raw["executor"], f"{source}.executor")
     return SweepSpec(
-        name=name, datasets=datasets, metrics=metrics, devices=devices, batch_sizes=batch_sizes,
-        repeats=repeats, warmup=warmup, threads=threads, batch_tokens=batch_tokens, description=str(raw.get("description", "")),
+        name=name,
+        datasets=datasets,
+        metrics=metrics,
+        devices=devices,
+        batch_sizes=batch_sizes,
+        repeats=repeats,
+        warmup=warmup,
+        threads=threads,
+        batch_tokens=batch_tokens,
+        description=str(raw.get("description", "")),
         executor=executor,
     )
 

@@ -25,9 +25,7 @@ JUNK_FILES = frozenset({"desktop.ini", "thumbs.db", ".ds_store"})
 JUNK_DIRS = frozenset({"__macosx", ".git", ".cache"})
 
 #: `.bin` files in model folders that hold no model weights.
-NON_WEIGHT_BINS = frozenset(
-    {"optimizer.bin", "scheduler.bin", "training_args.bin", "scaler.bin", "rng_state.bin"}
-)
+NON_WEIGHT_BINS = frozenset({"optimizer.bin", "scheduler.bin", "training_args.bin", "scaler.bin", "rng_state.bin"})
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)?$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -116,8 +114,9 @@ def check_model_folder(folder: Path, *, need_weights: bool = True) -> None:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{where}: cannot read config.json: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise UserError(f"{where}: config.json is not valid JSON ({exc.msg} at line {exc.lineno}, "
-                        f"column {exc.colno})") from None
+        raise UserError(
+            f"{where}: config.json is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        ) from None
     if not isinstance(parsed, dict):
         raise UserError(f"{where}: config.json must hold a JSON object, got {type(parsed).__name__}")
     files = weight_files(folder)
@@ -129,8 +128,21 @@ def check_model_folder(folder: Path, *, need_weights: bool = True) -> None:
 
 #: Bytes per element of the safetensors dtypes.
 SAFETENSORS_DTYPE_BYTES = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-    "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "F8_E5M2": 1,
+    "F8_E4M3": 1,
+    "I16": 2,
+    "U16": 2,
+    "F16": 2,
+    "BF16": 2,
+    "I32": 4,
+    "U32": 4,
+    "F32": 4,
+    "I64": 8,
+    "U64": 8,
+    "F64": 8,
 }
 MAX_SAFETENSORS_HEADER = 100 * 2**20  # the format's own limit on the JSON header
 
@@ -189,7 +201,9 @@ def check_weight_file(path: Path, where: str) -> None:
             raise UserError(f"{where}: {path.name} has a corrupt safetensors header (offsets of tensor {name!r})")
         end = max(end, stop)
     if size < 8 + len(header) + end:
-        raise UserError(f"{where}: {path.name} is truncated: {size} bytes, its header describes {8 + len(header) + end}")
+        raise UserError(
+            f"{where}: {path.name} is truncated: {size} bytes, its header describes {8 + len(header) + end}"
+        )
 
 
 def weights_fingerprint(folder: Path) -> str:

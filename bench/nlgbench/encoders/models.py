@@ -35,8 +35,13 @@ class LoadedModel:
     disk_bytes: int
 
     def describe(self) -> dict[str, Any]:
-        return {"params": count_params(self.model), "disk_bytes": self.disk_bytes, "source": self.source,
-                "variant": self.ref.variant(), "weight_bytes": weight_bytes(self.model)}
+        return {
+            "params": count_params(self.model),
+            "disk_bytes": self.disk_bytes,
+            "source": self.source,
+            "variant": self.ref.variant(),
+            "weight_bytes": weight_bytes(self.model),
+        }
 
 
 def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None = None) -> LoadedModel:
@@ -63,7 +68,9 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
             state = torch.load(path, map_location="cpu", weights_only=True)
             model.load_state_dict(state.get("state_dict", state) if isinstance(state, dict) else state)
         except (OSError, RuntimeError, KeyError) as exc:
-            raise UserError(f"state_dict {path}: cannot load onto {ref.label}: {' '.join(str(exc).split())[:300]}") from None
+            raise UserError(
+                f"state_dict {path}: cannot load onto {ref.label}: {' '.join(str(exc).split())[:300]}"
+            ) from None
     model.eval()
     if ref.quantize == "int8":
         model = quantize_int8(model, device)

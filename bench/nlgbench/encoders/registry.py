@@ -176,9 +176,11 @@ class ResolvedEncoder:
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}
         entry = self.entry
         if entry and offline:  # it would only fail later, inside the cell, with transformers' OSError
-            raise UserError(f"{where}: encoder {name!r} ({entry.hub_id}) is not in the local Hugging Face cache and "
-                            "the Hub is off (HF_HUB_OFFLINE=1): download it where the Hub is reachable, or "
-                            "`nlgbench models import FOLDER --as " + entry.hub_id + "`")
+            raise UserError(
+                f"{where}: encoder {name!r} ({entry.hub_id}) is not in the local Hugging Face cache and "
+                "the Hub is off (HF_HUB_OFFLINE=1): download it where the Hub is reachable, or "
+                "`nlgbench models import FOLDER --as " + entry.hub_id + "`"
+            )
         if entry:
             return
         looks_like_hub_id = name.count("/") == 1 and all(name.split("/"))
@@ -192,8 +194,13 @@ def resolve_encoder(name: str) -> ResolvedEncoder:
     """`name` resolved once: its source, registry entry, local folder and local snapshot."""
     path = Path(name).expanduser()
     source = resolve_source(name)
-    return ResolvedEncoder(name=name, source=source, entry=find_entry(name), folder=path if path.is_dir() else None,
-                           snapshot=local_snapshot(source))
+    return ResolvedEncoder(
+        name=name,
+        source=source,
+        entry=find_entry(name),
+        folder=path if path.is_dir() else None,
+        snapshot=local_snapshot(source),
+    )
 
 
 # ----------------------------------------------------------------------------- references in specs

@@ -99,8 +99,12 @@ class Encoder:
     def describe(self) -> dict[str, Any]:
         """What runs: parameters, disk, layers, variant, and (early exit) the mean exit layer over inputs run."""
         out: dict[str, Any] = {
-            "params": self.params_run, "disk_bytes": self.disk_bytes, "total_layers": self.total_layers,
-            "source": self.source, "variant": self.ref.variant(), "weight_bytes": weight_bytes(self.model),
+            "params": self.params_run,
+            "disk_bytes": self.disk_bytes,
+            "total_layers": self.total_layers,
+            "source": self.source,
+            "variant": self.ref.variant(),
+            "weight_bytes": weight_bytes(self.model),
         }
         if self.exit_state is not None:
             exits = list(self.exit_layers.values())
@@ -115,7 +119,11 @@ class Encoder:
         positions = getattr(self.model.config, "max_position_embeddings", None)
         if positions:
             # RoBERTa-style models reserve padding_idx + 1 positions.
-            reserve = 2 if getattr(self.model.config, "model_type", "") in {"roberta", "mpnet", "xlm-roberta", "camembert"} else 0
+            reserve = (
+                2
+                if getattr(self.model.config, "model_type", "") in {"roberta", "mpnet", "xlm-roberta", "camembert"}
+                else 0
+            )
             limit = min(limit, positions - reserve)
         return int(min(limit, 100_000))
 
@@ -139,10 +147,7 @@ class Encoder:
         for text, e in zip(stripped, enc.encodings, strict=False):
             word_ids = e.word_ids
             special = [wid is None for wid in word_ids]
-            starts = [
-                (not special[j]) and (j == 0 or word_ids[j] != word_ids[j - 1])
-                for j in range(len(word_ids))
-            ]
+            starts = [(not special[j]) and (j == 0 or word_ids[j] != word_ids[j - 1]) for j in range(len(word_ids))]
             out.append(Tokenized(list(e.ids), [tuple(o) for o in e.offsets], starts, special, text))
         return out
 
@@ -156,8 +161,9 @@ class Encoder:
             ids, mask = ids.pin_memory(), mask.pin_memory()
         return ids, mask
 
-    def hidden_states(self, batch: Sequence[Sequence[int]], layers: Sequence[int],
-                      padded: tuple[Any, Any] | None = None) -> tuple[list[Any], Any]:
+    def hidden_states(
+        self, batch: Sequence[Sequence[int]], layers: Sequence[int], padded: tuple[Any, Any] | None = None
+    ) -> tuple[list[Any], Any]:
         """Run the model on a padded batch; returns ([B, T, D] per requested layer on the device, mask [B, T]).
 
         `padded`: the batch's (ids, mask) from `pad`, when prepared ahead (`nlgbench.metrics.embedding`);
@@ -178,8 +184,9 @@ class Encoder:
             return [out.last_hidden_state], mask
         return [out.hidden_states[layer] for layer in layers], mask
 
-    def _hidden_states_early_exit(self, batch: Sequence[Sequence[int]], input_ids: Any, mask: Any,
-                                  layers: Sequence[int]) -> list[Any]:
+    def _hidden_states_early_exit(
+        self, batch: Sequence[Sequence[int]], input_ids: Any, mask: Any, layers: Sequence[int]
+    ) -> list[Any]:
         """Hidden states where each input's layers past its exit repeat the exit layer's state."""
         st = self.exit_state
         assert st is not None

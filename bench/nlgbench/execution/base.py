@@ -73,16 +73,25 @@ class Launcher(ABC):
 
     where: ClassVar[str] = ""  # in the sweep's first line, after its name: " on Slurm"
 
-    def run(self, spec: SweepSpec, out_dir: Path, *, force: bool = False, wait: bool = False,
-            log: Callable[[str], None] = print) -> list[CellResult]:
+    def run(
+        self,
+        spec: SweepSpec,
+        out_dir: Path,
+        *,
+        force: bool = False,
+        wait: bool = False,
+        log: Callable[[str], None] = print,
+    ) -> list[CellResult]:
         guard_spec(spec)  # a distilled student evaluated on data it was trained on: refused at every entry point
         spec, sizes = check_datasets(spec)
         cells = spec.cells()
         with locked(out_dir, wait=wait, log=log), open_store(out_dir) as store:
             run_id = store.start_run(spec.name, self.run_record(spec), {})
             sweep = Sweep(spec, cells, sizes, out_dir, store, run_id, force, log)
-            log(f"sweep {spec.name!r}{self.where}: {len(cells)} cells -> {out_dir} "
-                f"({', '.join(f'{k}: {v} items' for k, v in sizes.items())})")
+            log(
+                f"sweep {spec.name!r}{self.where}: {len(cells)} cells -> {out_dir} "
+                f"({', '.join(f'{k}: {v} items' for k, v in sizes.items())})"
+            )
             results = self.launch(sweep)
             store.write_csv()
             store.finish_run(run_id)
@@ -121,8 +130,11 @@ def check_datasets(spec: SweepSpec, *, catalogue: bool = True) -> tuple[SweepSpe
             print(f"warning: {warning}", file=sys.stderr, flush=True)
         if ref.sample is not None and ds.drawn_whole:
             whole = replace(ref, sample=None)
-            print(f"warning: {ref.label} draws every item of the dataset: its cells are {whole.label}'s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"warning: {ref.label} draws every item of the dataset: its cells are {whole.label}'s",
+                file=sys.stderr,
+                flush=True,
+            )
             ref = whole
         refs.append(ref)
         sizes[ref.label] = len(ds.items)
@@ -139,9 +151,11 @@ def summary(result: CellResult, elapsed: float) -> str:
     def show(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.4f}"
 
-    return (f"ok in {duration(elapsed)}: {result.timing.ms_per_segment_mean:.2f} ms/segment, "
-            f"pearson global {show(c.get('pearson_pooled'))} / segment {show(c['pearson'])}"
-            + (f" ({note})" if note else ""))
+    return (
+        f"ok in {duration(elapsed)}: {result.timing.ms_per_segment_mean:.2f} ms/segment, "
+        f"pearson global {show(c.get('pearson_pooled'))} / segment {show(c['pearson'])}"
+        + (f" ({note})" if note else "")
+    )
 
 
 # ----------------------------------------------------------------------------- one cell in a worker process
@@ -167,6 +181,7 @@ def worker_command(cell_dir: Path) -> list[str]:
 def die_with(parent_pid: int) -> Callable[[], None]:
     """For Popen's preexec_fn: the child gets SIGKILL when its parent dies (Linux prctl
     PR_SET_PDEATHSIG), and exits at once if the parent died before the prctl took effect."""
+
     def arm() -> None:
         try:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
@@ -174,6 +189,7 @@ def die_with(parent_pid: int) -> Callable[[], None]:
             return
         if os.getppid() != parent_pid:
             os._exit(1)
+
     return arm
 
 

@@ -35,8 +35,10 @@ def truncation_warning(result: CellResult) -> str | None:
     n = (result.scorer or {}).get("truncated_segments") or 0
     if not n:
         return None
-    return (f"warning: {n} of {result.n_segments} segments were longer than the model's maximum length and were cut "
-            "(counted per cell: results.csv truncated_segments); warned once per sweep")
+    return (
+        f"warning: {n} of {result.n_segments} segments were longer than the model's maximum length and were cut "
+        "(counted per cell: results.csv truncated_segments); warned once per sweep"
+    )
 
 
 @dataclass
@@ -93,8 +95,10 @@ def run_one(sweep: Sweep, seq: int, cell: CellConfig, prefix: str, progress: Pro
     sweep.store.write_csv()
     sweep.note_environment(result)
     eta = progress.eta()
-    sweep.log(f"{prefix}: {summary(result, elapsed)} (cell {cell.cell_id})"
-              + (f" — {len(progress.pending)} left, ETA {eta}" if progress.pending and eta else ""))
+    sweep.log(
+        f"{prefix}: {summary(result, elapsed)} (cell {cell.cell_id})"
+        + (f" — {len(progress.pending)} left, ETA {eta}" if progress.pending and eta else "")
+    )
     warning = None if progress.warned else truncation_warning(result)
     if warning:
         sweep.log(warning)

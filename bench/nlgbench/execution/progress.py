@@ -62,8 +62,15 @@ class CellProgress:
             self._close()
             self._key = (what, total)
             unit = what.split(" ")[0]
-            self._bar = tqdm(total=total, desc=f"    {self._stage} {what}".rstrip(), unit=f" {unit}", leave=False,
-                             file=self.stream, mininterval=self.refresh_s, dynamic_ncols=True)
+            self._bar = tqdm(
+                total=total,
+                desc=f"    {self._stage} {what}".rstrip(),
+                unit=f" {unit}",
+                leave=False,
+                file=self.stream,
+                mininterval=self.refresh_s,
+                dynamic_ncols=True,
+            )
         self._bar.update(max(0, done - self._bar.n))
 
     def _close(self) -> None:
@@ -74,6 +81,7 @@ class CellProgress:
     def __enter__(self) -> CellProgress:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._close()

@@ -25,8 +25,16 @@ def launcher(options: ExecutorOptions | None, *, cancel_on_exit: bool = False) -
     return LocalLauncher()
 
 
-def run(spec: SweepSpec, out_dir: Path, *, force: bool = False, wait: bool = False, log: Callable[[str], None] = print,
-        executor: ExecutorOptions | None = None, cancel_on_exit: bool = False) -> list[CellResult]:
+def run(
+    spec: SweepSpec,
+    out_dir: Path,
+    *,
+    force: bool = False,
+    wait: bool = False,
+    log: Callable[[str], None] = print,
+    executor: ExecutorOptions | None = None,
+    cancel_on_exit: bool = False,
+) -> list[CellResult]:
     """Run every unfinished cell; `executor` (default: the spec's `executor:` block, else local): on
     Slurm the cells run as job array tasks (`cancel_on_exit`: Ctrl-C cancels the submitted jobs
     instead of leaving them running). A distilled student evaluated on its own training data is

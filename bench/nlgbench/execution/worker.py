@@ -77,8 +77,10 @@ def run_cell(cell_dir: Path) -> CellResult:
             dataset = cfg.dataset.load()
         items = dataset.items
         _log(f"data: {len(items)} items from {dataset.name} ({data.seconds:.1f} s)")
-        models = [*([cfg.encoder.name] if cfg.encoder.name != NO_ENCODER else []),
-                  *(str(cfg.options[k]) for k in info.model_options if cfg.options.get(k))]
+        models = [
+            *([cfg.encoder.name] if cfg.encoder.name != NO_ENCODER else []),
+            *(str(cfg.options[k]) for k in info.model_options if cfg.options.get(k)),
+        ]
         leakage = guard_cell(models, dataset)  # not timed: a distilled student on its own training data fails here
 
         with LatencyTracker(sync) as load:
@@ -92,19 +94,36 @@ def run_cell(cell_dir: Path) -> CellResult:
                 scorer.prepare(items)
             _log(f"prepare {prepare.seconds:.1f} s")
 
-            run = measure_scoring(scorer, items, warmup=cfg.warmup, repeats=cfg.repeats, batch_size=cfg.batch_size,
-                                  device=device, sync=sync, log=_log, on_pass=bar.stage)
+            run = measure_scoring(
+                scorer,
+                items,
+                warmup=cfg.warmup,
+                repeats=cfg.repeats,
+                batch_size=cfg.batch_size,
+                device=device,
+                sync=sync,
+                log=_log,
+                on_pass=bar.stage,
+            )
 
     written = write_scores(cell_dir / SCORES_FILE, items, run.scores.score, run.scores.columns)
     return measured_result(
-        cell_id, label, cfg,
+        cell_id,
+        label,
+        cfg,
         metric=MetricRecord(name=info.name, higher_is_better=info.higher_is_better, primary=run.scores.primary),
-        scorer={**scorer.describe(), "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs)),
-                "leakage_guard": leakage}, dataset=dataset,
+        scorer={
+            **scorer.describe(),
+            "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs)),
+            "leakage_guard": leakage,
+        },
+        dataset=dataset,
         timing=Timing.of_protocol(data.seconds, load.seconds, prepare.seconds, run, len(items)),
         memory=Memory.of_tracker(memory),
         agreement=RepeatAgreement(max_abs_diff=run.max_abs_diff, agree=run.agree),
-        environment=environment(device), scores=run.scores.score, scores_csv=written,
+        environment=environment(device),
+        scores=run.scores.score,
+        scores_csv=written,
     )
 
 
@@ -112,8 +131,11 @@ def failure(cell_dir: Path, exc: BaseException) -> CellResult:
     """The result of a cell that raised: status failed, or oom when the error says memory ran out
     (MemoryError, torch's OutOfMemoryError, torch's CPU allocator failing); traceback saved."""
     cell_id, label, cfg = read_config(cell_dir)
-    oom = (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
-           or (isinstance(exc, RuntimeError) and CPU_ALLOCATION_FAILED in str(exc)))
+    oom = (
+        isinstance(exc, MemoryError)
+        or type(exc).__name__ == "OutOfMemoryError"
+        or (isinstance(exc, RuntimeError) and CPU_ALLOCATION_FAILED in str(exc))
+    )
     write_atomic(cell_dir / TRACEBACK_FILE, "".join(traceback.format_exception(exc)))
     message = " ".join(str(exc).split()) or type(exc).__name__
     return CellResult.not_finished(cell_id, label, cfg, f"{type(exc).__name__}: {message}", oom=oom)

@@ -10,16 +10,18 @@ tests/test_structure.py holds every function-level import to this list.
 
 from __future__ import annotations
 
-DEFERRED_LIBRARIES = frozenset({
-    "torch",  # ~1 s to import; the metrics and encoders import it at their top
-    "transformers",  # ~1-2 s; models load through it
-    "safetensors",
-    "ot",  # POT
-    "scipy",  # ~0.5 s (scipy.stats)
-    "pandas",
-    "matplotlib",  # figures of `report` only
-    "tqdm",
-    "submitit",  # --executor slurm only
-    "pynvml",  # CUDA memory, on a GPU machine only
-    "pyarrow",  # parquet tables only
-})
+DEFERRED_LIBRARIES = frozenset(
+    {
+        "torch",  # ~1 s to import; the metrics and encoders import it at their top
+        "transformers",  # ~1-2 s; models load through it
+        "safetensors",
+        "ot",  # POT
+        "scipy",  # ~0.5 s (scipy.stats)
+        "pandas",
+        "matplotlib",  # figures of `report` only
+        "tqdm",
+        "submitit",  # --executor slurm only
+        "pynvml",  # CUDA memory, on a GPU machine only
+        "pyarrow",  # parquet tables only
+    }
+)

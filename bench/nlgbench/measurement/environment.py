@@ -55,12 +55,16 @@ def cpu_model() -> str:
 def git_commit() -> str | None:
     """The project's git commit (with `-dirty` when the work tree has changes), if in a checkout."""
     try:
-        head = subprocess.run(["git", "-C", str(REPOSITORY_DIR), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "-C", str(REPOSITORY_DIR), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
         if head.returncode != 0:
             return None
         dirty = subprocess.run(
             ["git", "-C", str(REPOSITORY_DIR), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
@@ -83,8 +87,11 @@ def gpu_record(device: str) -> dict[str, Any]:
         "gpu_capability": f"{props.major}.{props.minor}",
         "gpu_memory_mb": round(props.total_memory / 2**20),
         "gpu_multiprocessors": props.multi_processor_count,
-        "gpu_driver": None, "gpu_sm_clock_mhz": None, "gpu_sm_clock_max_mhz": None,
-        "gpu_mem_clock_mhz": None, "gpu_mem_clock_max_mhz": None,
+        "gpu_driver": None,
+        "gpu_sm_clock_mhz": None,
+        "gpu_sm_clock_max_mhz": None,
+        "gpu_mem_clock_mhz": None,
+        "gpu_mem_clock_max_mhz": None,
     }
     try:
         import pynvml  # type: ignore[import-not-found]
@@ -92,13 +99,15 @@ def gpu_record(device: str) -> dict[str, Any]:
         pynvml.nvmlInit()
         handle = _nvml_handle(pynvml, device)
         driver = pynvml.nvmlSystemGetDriverVersion()
-        out.update({
-            "gpu_driver": driver.decode() if isinstance(driver, bytes) else driver,
-            "gpu_sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
-            "gpu_sm_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
-            "gpu_mem_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
-            "gpu_mem_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM),
-        })
+        out.update(
+            {
+                "gpu_driver": driver.decode() if isinstance(driver, bytes) else driver,
+                "gpu_sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                "gpu_sm_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                "gpu_mem_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+                "gpu_mem_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+            }
+        )
         return out
     except Exception:  # no pynvml or NVML: ask nvidia-smi
         pass
@@ -108,8 +117,11 @@ def gpu_record(device: str) -> dict[str, Any]:
 
 
 NVIDIA_SMI_FIELDS = {  # nvidia-smi --query-gpu field -> environment key
-    "driver_version": "gpu_driver", "clocks.sm": "gpu_sm_clock_mhz", "clocks.max.sm": "gpu_sm_clock_max_mhz",
-    "clocks.mem": "gpu_mem_clock_mhz", "clocks.max.mem": "gpu_mem_clock_max_mhz",
+    "driver_version": "gpu_driver",
+    "clocks.sm": "gpu_sm_clock_mhz",
+    "clocks.max.sm": "gpu_sm_clock_max_mhz",
+    "clocks.mem": "gpu_mem_clock_mhz",
+    "clocks.max.mem": "gpu_mem_clock_max_mhz",
 }
 
 
@@ -118,7 +130,9 @@ def nvidia_smi_record(gpu_id: str) -> dict[str, Any]:
     try:
         done = subprocess.run(
             ["nvidia-smi", "-i", gpu_id, f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=20,
+            capture_output=True,
+            text=True,
+            timeout=20,
         )
     except (OSError, subprocess.SubprocessError):
         return {}

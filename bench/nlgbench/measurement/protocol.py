@@ -111,10 +111,19 @@ def with_other(phases: dict[str, float], wall_s: float) -> dict[str, float]:
     return {**phases, OTHER_PHASE: max(0.0, wall_s - counted)}
 
 
-def measure_scoring(scorer: Scorer, items: Sequence[Any], *, warmup: int, repeats: int, batch_size: int,
-                    device: str = "cpu", sync: Callable[[], None] | None = None, policy: WarmupPolicy | None = None,
-                    log: Callable[[str], None] = lambda _: None,
-                    on_pass: Callable[[str], None] = lambda _: None) -> ScoringRun:
+def measure_scoring(
+    scorer: Scorer,
+    items: Sequence[Any],
+    *,
+    warmup: int,
+    repeats: int,
+    batch_size: int,
+    device: str = "cpu",
+    sync: Callable[[], None] | None = None,
+    policy: WarmupPolicy | None = None,
+    log: Callable[[str], None] = lambda _: None,
+    on_pass: Callable[[str], None] = lambda _: None,
+) -> ScoringRun:
     """The warm-up (`warm_up`, untimed: at least `warmup` passes over the items `policy` picks,
     default `warmup_policy(device)`), then `repeats` (>= 1) timed passes over all items, each
     timed by the wall clock (device synchronised), process CPU time and, on CUDA, CUDA events;
@@ -136,8 +145,11 @@ def measure_scoring(scorer: Scorer, items: Sequence[Any], *, warmup: int, repeat
 
     warm = warm_up(warm_pass, warmup, policy.until_stable)
     stable = is_stable(warm) if policy.until_stable and warm else None
-    log(f"warm-up {sum(warm):.1f} s ({len(warm)} x {n_warm} items"
-        + ("" if stable is None else ", stable" if stable else f", not stable within {WARMUP_TOLERANCE:.0%}") + ")")
+    log(
+        f"warm-up {sum(warm):.1f} s ({len(warm)} x {n_warm} items"
+        + ("" if stable is None else ", stable" if stable else f", not stable within {WARMUP_TOLERANCE:.0%}")
+        + ")"
+    )
 
     repeat_s: list[float] = []
     cpu_s: list[float] = []
@@ -166,9 +178,19 @@ def measure_scoring(scorer: Scorer, items: Sequence[Any], *, warmup: int, repeat
         rate = f", {len(items) / repeat_s[-1]:.0f} items/s" if repeat_s[-1] > 0 else ""
         log(f"repeat {r + 1}/{repeats}: {repeat_s[-1]:.2f} s{rate}")
     assert first is not None
-    return ScoringRun(warmup_s=sum(warm), warmup_items=n_warm, repeat_s=repeat_s, phases_s=phases,
-                      scores=first, max_abs_diff=max_diff, warmup_passes_s=warm, warmup_stable=stable,
-                      repeat_cpu_s=cpu_s, repeat_cuda_s=cuda_s or None, gpu_sm_clock_mhz=clocks or None)
+    return ScoringRun(
+        warmup_s=sum(warm),
+        warmup_items=n_warm,
+        repeat_s=repeat_s,
+        phases_s=phases,
+        scores=first,
+        max_abs_diff=max_diff,
+        warmup_passes_s=warm,
+        warmup_stable=stable,
+        repeat_cpu_s=cpu_s,
+        repeat_cuda_s=cuda_s or None,
+        gpu_sm_clock_mhz=clocks or None,
+    )
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float | None:

@@ -137,8 +137,12 @@ def oom_kills() -> int | None:
         lines = []
     own = {kind: path for _, kind, path in (line.split(":", 2) for line in lines if line.count(":") >= 2)}
     v2, v1 = own.get("", "/").lstrip("/"), own.get("memory", "/").lstrip("/")
-    candidates = [Path("/sys/fs/cgroup", v2, "memory.events"), Path("/sys/fs/cgroup/memory.events"),
-                  Path("/sys/fs/cgroup/memory", v1, "memory.oom_control"), Path("/sys/fs/cgroup/memory/memory.oom_control")]
+    candidates = [
+        Path("/sys/fs/cgroup", v2, "memory.events"),
+        Path("/sys/fs/cgroup/memory.events"),
+        Path("/sys/fs/cgroup/memory", v1, "memory.oom_control"),
+        Path("/sys/fs/cgroup/memory/memory.oom_control"),
+    ]
     for path in candidates:
         try:
             text = path.read_text()

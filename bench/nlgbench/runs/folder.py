@@ -74,8 +74,10 @@ def refuse_link(path: Path) -> None:
     """One line when `path` is a symbolic link: writing (or deleting) through it would change
     files outside the run folder."""
     if path.is_symlink():
-        raise UserError(f"{path} is a symbolic link; nlgbench does not write through links in a run folder (it "
-                        "could change files elsewhere): replace it with the file or folder itself, or remove it")
+        raise UserError(
+            f"{path} is a symbolic link; nlgbench does not write through links in a run folder (it "
+            "could change files elsewhere): replace it with the file or folder itself, or remove it"
+        )
 
 
 def own_folder(path: Path) -> Path:
@@ -130,8 +132,13 @@ def open_lock(path: Path) -> int:
             refuse_link(path)
         raise UserError(f"cannot write to the run folder {path.parent}: {exc.strerror}") from None
     info = os.fstat(fd)
-    why = ("is not a regular file" if not stat.S_ISREG(info.st_mode) else
-           f"is a hard link ({info.st_nlink} names for one file)" if info.st_nlink > 1 else None)
+    why = (
+        "is not a regular file"
+        if not stat.S_ISREG(info.st_mode)
+        else f"is a hard link ({info.st_nlink} names for one file)"
+        if info.st_nlink > 1
+        else None
+    )
     if why is not None:
         os.close(fd)
         raise UserError(f"{path} {why}; nlgbench writes its pid into it: remove it (a new one is created)")
@@ -152,8 +159,10 @@ def locked(folder: Path, *, wait: bool = False, log: Callable[[str], None] = pri
         except BlockingIOError:
             holder = lock_holder(folder)
             if not wait:
-                raise UserError(f"{folder} is in use by another nlgbench process (pid {holder}); run again when it "
-                                "has finished (`nlgbench run --wait` waits for it)") from None
+                raise UserError(
+                    f"{folder} is in use by another nlgbench process (pid {holder}); run again when it "
+                    "has finished (`nlgbench run --wait` waits for it)"
+                ) from None
             log(f"waiting for pid {holder} to finish with {folder} ...")
             fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)

@@ -55,9 +55,14 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
         read_cell_scores(path, CellResult.read(path.parent))
     unknown = [] if own else [f for f in fields if f not in COLUMNS]
     if missing or unknown:
-        raise UserError(f"{path}: " + "; ".join(
-            ([f"missing column(s) {', '.join(missing)}"] if missing else [])
-            + ([f"unknown column(s) {', '.join(unknown)}"] if unknown else [])) + f" (expected: {', '.join(COLUMNS)})")
+        raise UserError(
+            f"{path}: "
+            + "; ".join(
+                ([f"missing column(s) {', '.join(missing)}"] if missing else [])
+                + ([f"unknown column(s) {', '.join(unknown)}"] if unknown else [])
+            )
+            + f" (expected: {', '.join(COLUMNS)})"
+        )
     out: dict[tuple[str, str, str], float] = {}
     for line, raw in enumerate(reader, start=2):
         row = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
@@ -79,8 +84,16 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
     return out
 
 
-def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path, *,
-                  max_segments: int | None = None, lower_is_better: bool | None = None) -> CellResult:
+def import_scores(
+    path: Path,
+    dataset: str,
+    metric: str,
+    encoder: str,
+    out: Path,
+    *,
+    max_segments: int | None = None,
+    lower_is_better: bool | None = None,
+) -> CellResult:
     """Join the file to the dataset's items, correlate, and record the cell; returns its result.
     `lower_is_better` None takes the registered metric's direction (higher is better for a name
     not registered); True or False overrides it, e.g. for distances already stored negated. The
@@ -92,8 +105,13 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
     ds = load_dataset(None if is_file else dataset, path=dataset if is_file else None, max_segments=max_segments)
     # A data file is recorded by its path from the run folder, so the run (and its committed report)
     # reads on any clone and from any directory, with no path of this machine in it.
-    ref = DatasetRef(path=Path(os.path.relpath(Path(dataset).resolve(), out.resolve())).as_posix(),
-                     max_segments=max_segments) if is_file else DatasetRef(name=dataset, max_segments=max_segments)
+    ref = (
+        DatasetRef(
+            path=Path(os.path.relpath(Path(dataset).resolve(), out.resolve())).as_posix(), max_segments=max_segments
+        )
+        if is_file
+        else DatasetRef(name=dataset, max_segments=max_segments)
+    )
     scores = read_scores(path)
     wanted = [(it.lp, str(it.seg_id), it.system) for it in ds.items]  # str(): integer ids as plainly written
     unknown = [k for k in scores if k not in set(wanted)]
@@ -103,13 +121,25 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
         if unknown:
             parts.append(f"{len(unknown)} key(s) not in {ref.label}: {_examples(unknown)}")
         if absent:
-            parts.append(f"{len(absent)} item(s) of {ref.label} missing from the file: {_examples(absent)}"
-                         + ("" if max_segments else " (a subset? give --max-segments N)"))
+            parts.append(
+                f"{len(absent)} item(s) of {ref.label} missing from the file: {_examples(absent)}"
+                + ("" if max_segments else " (a subset? give --max-segments N)")
+            )
         raise UserError(f"{path}: keys (lp, seg_id, system) do not match the dataset: " + "; ".join(parts))
 
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    config = CellConfig(metric=metric, options={}, encoder=EncoderRef(name=encoder), aligner=None, dataset=ref,
-                        device=IMPORTED_DEVICE, batch_size=0, repeats=0, warmup=0, threads=None)
+    config = CellConfig(
+        metric=metric,
+        options={},
+        encoder=EncoderRef(name=encoder),
+        aligner=None,
+        dataset=ref,
+        device=IMPORTED_DEVICE,
+        batch_size=0,
+        repeats=0,
+        warmup=0,
+        threads=None,
+    )
     payload = {"imported": sha, **config.to_dict()}
     cell_id = short_hash(payload)
     items = ds.items
@@ -117,21 +147,31 @@ def import_scores(path: Path, dataset: str, metric: str, encoder: str, out: Path
     # a data file keyed as the config names it
     files = {ref.path: next(reversed(ds.files.values()))} if ref.path and ds.files else ds.files
     result = CellResult(
-        cell_id=cell_id, label=imported_label(metric, encoder, ref.label), status=OK, error=None, config=config,
-        imported=True, metric=MetricRecord(name=metric, higher_is_better=not lower_is_better, primary="score"),
-        scorer={}, n_segments=len(items),
+        cell_id=cell_id,
+        label=imported_label(metric, encoder, ref.label),
+        status=OK,
+        error=None,
+        config=config,
+        imported=True,
+        metric=MetricRecord(name=metric, higher_is_better=not lower_is_better, primary="score"),
+        scorer={},
+        n_segments=len(items),
         dataset=DatasetRecord(name=ds.name, files=files, has_systems=ds.has_systems),
         correlation=correlate_scores(values, ds, higher_is_better=not lower_is_better),
-        environment={"imported_from": Path(os.path.relpath(path.resolve(), out.resolve())).as_posix(), "sha256": sha,
-                     "imported_at": time.time()},
+        environment={
+            "imported_from": Path(os.path.relpath(path.resolve(), out.resolve())).as_posix(),
+            "sha256": sha,
+            "imported_at": time.time(),
+        },
     )
     folder = cell_dir(out, cell_id)
     with locked(out), open_store(out) as store:  # one writer per run folder (nlgbench.runs.folder)
         folder.mkdir(parents=True, exist_ok=True)
         result = replace(result, scores_csv=write_scores(folder / SCORES_FILE, items, values))
         result.write(folder)
-        run_id = store.start_run(f"import-scores {path.name}", {"import": str(path), **config.to_dict()},
-                                 result.environment or {})
+        run_id = store.start_run(
+            f"import-scores {path.name}", {"import": str(path), **config.to_dict()}, result.environment or {}
+        )
         store.record(run_id, store.next_seq(), result, folder / SCORES_FILE)
         store.write_csv()
         store.finish_run(run_id)

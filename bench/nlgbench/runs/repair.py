@@ -85,4 +85,3 @@ def describe(folder: Path, done: Repair) -> str:
     if done.added:
         return f"repaired {folder / STORE_FILE}: added {added} it was missing"
     return f"nothing to repair: {folder / STORE_FILE} is readable and holds every finished cell of {cells_dir(folder)}"
-

@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS segment_meta (
 CREATE INDEX IF NOT EXISTS measurements_cell ON measurements (cell_id);
 """
 
+
 class StoreFault(UserError):
     """results.sqlite cannot be written (disk full, read-only, locked): one line naming it."""
 
@@ -75,8 +76,10 @@ def check_store_files(path: Path) -> None:
     for side in (path, *(path.with_name(path.name + s) for s in STORE_SIDE_FILES)):
         refuse_link(side)
         if side.is_file() and side.stat().st_nlink > 1:
-            raise StoreFault(f"{side} is a hard link ({side.stat().st_nlink} names for one file); SQLite would change "
-                             "the other names too: copy it to a file of its own (cp, then mv over it)")
+            raise StoreFault(
+                f"{side} is a hard link ({side.stat().st_nlink} names for one file); SQLite would change "
+                "the other names too: copy it to a file of its own (cp, then mv over it)"
+            )
 
 
 @contextmanager
@@ -87,11 +90,14 @@ def sqlite_faults(path: Path) -> Iterator[None]:
     except sqlite3.DatabaseError as exc:
         message = " ".join(str(exc).split())
         if "not a database" in message or "malformed" in message:
-            raise StoreCorrupt(f"{path} is corrupt ({message}); rebuild it from the cell folders with "
-                               f"`nlgbench repair {path.parent}`") from None
+            raise StoreCorrupt(
+                f"{path} is corrupt ({message}); rebuild it from the cell folders with `nlgbench repair {path.parent}`"
+            ) from None
         if "disk is full" in message or "disk I/O error" in message:
-            raise StoreFault(f"cannot write {path} ({message}); free some space and run the same command again "
-                             "(finished cells are kept)") from None
+            raise StoreFault(
+                f"cannot write {path} ({message}); free some space and run the same command again "
+                "(finished cells are kept)"
+            ) from None
         if "readonly" in message or "unable to open" in message or "locked" in message:
             raise StoreFault(f"cannot write {path}: {message}") from None
         raise
@@ -126,8 +132,10 @@ def check_store(folder: Path) -> None:
     """Refuse to write a run folder whose store is missing or empty while its cells are finished:
     a new empty store would hide them (`repair` brings them back)."""
     if not has_store(folder) and finished_cells(folder):
-        raise UserError(f"{folder} has finished cells but no {STORE_FILE} (deleted or emptied); rebuild it from the "
-                        f"cell folders with `nlgbench repair {folder}`")
+        raise UserError(
+            f"{folder} has finished cells but no {STORE_FILE} (deleted or emptied); rebuild it from the "
+            f"cell folders with `nlgbench repair {folder}`"
+        )
 
 
 def open_store(folder: Path) -> Store:
@@ -141,10 +149,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def translated(method: F) -> F:
     """A Store method whose SQLite faults are one line (`sqlite_faults`)."""
+
     @functools.wraps(method)
     def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
         with sqlite_faults(self.path):
             return method(self, *args, **kwargs)
+
     return wrapper  # type: ignore[return-value]
 
 
@@ -221,10 +231,16 @@ class Store:
             columns, parsed = read_scores(scores_csv, result)
             has_meta = "doc_id" in columns or any(k.startswith(HUMAN_COLUMN_PREFIX) for k in columns)
             for idx, r in enumerate(parsed):
-                dims = {k[len(HUMAN_COLUMN_PREFIX):]: v for k, v in r.items()
-                        if k.startswith(HUMAN_COLUMN_PREFIX) and not math.isnan(v)}
-                extra = {k: v for k, v in r.items()  # the metric's outputs; carried data columns stay in the csv
-                         if k not in SCORES_KEY_COLUMNS and not k.startswith((HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX))}
+                dims = {
+                    k[len(HUMAN_COLUMN_PREFIX) :]: v
+                    for k, v in r.items()
+                    if k.startswith(HUMAN_COLUMN_PREFIX) and not math.isnan(v)
+                }
+                extra = {
+                    k: v
+                    for k, v in r.items()  # the metric's outputs; carried data columns stay in the csv
+                    if k not in SCORES_KEY_COLUMNS and not k.startswith((HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX))
+                }
                 rows.append((cid, idx, r["lp"], r["seg_id"], r["system"], r["score"], r["human"], json.dumps(extra)))
                 if has_meta:
                     meta.append((cid, idx, r.get("doc_id", ""), json.dumps(dims)))
@@ -240,9 +256,23 @@ class Store:
             self._untype_seg_ids()  # in this transaction: an old store changes with the cell or not at all
             self.db.execute(
                 "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (cid, run_id, seq, result.label, cfg.metric, cfg.encoder.label, cfg.aligner_label, cfg.dataset.label,
-                 cfg.device, cfg.batch_size, result.status, result.error, json.dumps(cfg.to_dict()),
-                 result.to_json(indent=None), time.time()),
+                (
+                    cid,
+                    run_id,
+                    seq,
+                    result.label,
+                    cfg.metric,
+                    cfg.encoder.label,
+                    cfg.aligner_label,
+                    cfg.dataset.label,
+                    cfg.device,
+                    cfg.batch_size,
+                    result.status,
+                    result.error,
+                    json.dumps(cfg.to_dict()),
+                    result.to_json(indent=None),
+                    time.time(),
+                ),
             )
             self.db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?)", measurements)
             self.db.executemany("INSERT INTO segment_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
@@ -255,7 +285,7 @@ class Store:
         declared = {name: kind for _, name, kind, *_ in self.db.execute("PRAGMA table_info(segment_scores)")}
         if declared.get("seg_id", "").upper() != "INTEGER":
             return
-        create = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS segment_scores"):]
+        create = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS segment_scores") :]
         create = create[: create.index(";")].replace("segment_scores", "segment_scores_new")
         self.db.execute(create)
         self.db.execute("INSERT INTO segment_scores_new SELECT * FROM segment_scores")
@@ -286,8 +316,9 @@ class Store:
     def segment_meta(self, cell_id: str) -> list[tuple[str, dict[str, float]]] | None:
         """A cell's (doc_id, {human dimension: score}) per segment in dataset order; None for a cell
         whose data has neither documents nor named human dimensions."""
-        rows = self.db.execute("SELECT doc_id, human_json FROM segment_meta WHERE cell_id = ? ORDER BY idx",
-                               (cell_id,)).fetchall()
+        rows = self.db.execute(
+            "SELECT doc_id, human_json FROM segment_meta WHERE cell_id = ? ORDER BY idx", (cell_id,)
+        ).fetchall()
         return [(doc or "", json.loads(humans)) for doc, humans in rows] if rows else None
 
     @translated

@@ -17,22 +17,83 @@ from nlgbench.runs.folder import CORRELATIONS_FILE, CSV_FILE
 
 # The output contract of docs/architecture.md (Result files), in order; extra columns follow.
 CSV_COLUMNS = [
-    "cell_id", "metric", "encoder", "aligner", "dataset", "device", "batch_size", "status", "n_segments",
-    "load_s", "ms_per_segment_mean", "ms_per_segment_median", "ms_per_segment_std", "n_repeats",
-    "peak_rss_mb", "rss_growth_mb", "cuda_peak_allocated_mb", "params", "disk_mb", "pearson", "kendall",
-    "pearson_pooled", "kendall_pooled", "error",
+    "cell_id",
+    "metric",
+    "encoder",
+    "aligner",
+    "dataset",
+    "device",
+    "batch_size",
+    "status",
+    "n_segments",
+    "load_s",
+    "ms_per_segment_mean",
+    "ms_per_segment_median",
+    "ms_per_segment_std",
+    "n_repeats",
+    "peak_rss_mb",
+    "rss_growth_mb",
+    "cuda_peak_allocated_mb",
+    "params",
+    "disk_mb",
+    "pearson",
+    "kendall",
+    "pearson_pooled",
+    "kendall_pooled",
+    "error",
 ]
 EXTRA_COLUMNS = [
-    "layer", "prepare_s", "warmup_s", "cuda_peak_reserved_mb", "n_lps", "system_pearson", "system_kendall",
-    "pearson_pooled_ci_low", "pearson_pooled_ci_high", "scores_agree", "threads", "cpu_model", "gpu", "phase_ms",
-    "mean_exit_layer", "weight_mb", "metric_options", "truncated_segments",
-    "human_dim", "n_missing_human", "spearman", "spearman_pooled", "system_spearman", "item_pearson", "item_kendall",
-    "item_spearman", "n_docs", "dataset_path", "dataset_sha256", "ms_per_segment_cv", "warmup_passes", "batch_tokens",
+    "layer",
+    "prepare_s",
+    "warmup_s",
+    "cuda_peak_reserved_mb",
+    "n_lps",
+    "system_pearson",
+    "system_kendall",
+    "pearson_pooled_ci_low",
+    "pearson_pooled_ci_high",
+    "scores_agree",
+    "threads",
+    "cpu_model",
+    "gpu",
+    "phase_ms",
+    "mean_exit_layer",
+    "weight_mb",
+    "metric_options",
+    "truncated_segments",
+    "human_dim",
+    "n_missing_human",
+    "spearman",
+    "spearman_pooled",
+    "system_spearman",
+    "item_pearson",
+    "item_kendall",
+    "item_spearman",
+    "n_docs",
+    "dataset_path",
+    "dataset_sha256",
+    "ms_per_segment_cv",
+    "warmup_passes",
+    "batch_tokens",
     "correlation_note",  # the note stays last: it says why any figure left of it is blank
 ]
 # correlations.csv: every figure of every cell, long format, naming its level and grouping (nlgbench.statistics.levels).
-CORRELATION_COLUMNS = ["cell_id", "metric", "encoder", "aligner", "dataset", "device", "human_dim", "level", "grouping",
-                       "method", "value", "n", "n_groups", "n_groups_too_small"]
+CORRELATION_COLUMNS = [
+    "cell_id",
+    "metric",
+    "encoder",
+    "aligner",
+    "dataset",
+    "device",
+    "human_dim",
+    "level",
+    "grouping",
+    "method",
+    "value",
+    "n",
+    "n_groups",
+    "n_groups_too_small",
+]
 
 
 def write_views(folder: Path, results: list[CellResult]) -> Path:
@@ -82,11 +143,19 @@ def figure_rows(result: CellResult) -> list[dict[str, Any]]:
     if not result.ok:
         return []
     cfg = result.config
-    key = {"cell_id": result.cell_id, "metric": cfg.metric, "encoder": cfg.encoder.label, "aligner": cfg.aligner_label,
-           "dataset": cfg.dataset.label, "device": cfg.device}
-    return [{**key, "human_dim": section.get("human_dim", ""),
-             **{k: _num(figure.get(k)) for k in CORRELATION_COLUMNS[7:]}}
-            for section in dimension_sections(result) for figure in section.get("figures") or []]
+    key = {
+        "cell_id": result.cell_id,
+        "metric": cfg.metric,
+        "encoder": cfg.encoder.label,
+        "aligner": cfg.aligner_label,
+        "dataset": cfg.dataset.label,
+        "device": cfg.device,
+    }
+    return [
+        {**key, "human_dim": section.get("human_dim", ""), **{k: _num(figure.get(k)) for k in CORRELATION_COLUMNS[7:]}}
+        for section in dimension_sections(result)
+        for figure in section.get("figures") or []
+    ]
 
 
 def csv_row(result: CellResult, section: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -94,17 +163,28 @@ def csv_row(result: CellResult, section: dict[str, Any] | None = None) -> dict[s
     section of the human dimension the row is for (default: the primary one)."""
     cfg = result.config
     row: dict[str, Any] = {
-        "cell_id": result.cell_id, "metric": cfg.metric, "encoder": cfg.encoder.label, "aligner": cfg.aligner_label,
-        "dataset": cfg.dataset.label, "device": cfg.device, "batch_size": cfg.batch_size, "status": result.status,
-        "n_repeats": cfg.repeats, "error": result.error or "", "threads": cfg.threads or "",
+        "cell_id": result.cell_id,
+        "metric": cfg.metric,
+        "encoder": cfg.encoder.label,
+        "aligner": cfg.aligner_label,
+        "dataset": cfg.dataset.label,
+        "device": cfg.device,
+        "batch_size": cfg.batch_size,
+        "status": result.status,
+        "n_repeats": cfg.repeats,
+        "error": result.error or "",
+        "threads": cfg.threads or "",
         "metric_options": cfg.options_label,
-        "dataset_path": result.dataset_file[0], "dataset_sha256": result.dataset_file[1],
+        "dataset_path": result.dataset_file[0],
+        "dataset_sha256": result.dataset_file[1],
         "batch_tokens": cfg.batch_tokens if cfg.batch_tokens is not None else "",
     }
     if not result.ok:
         return row
-    row.update(correlation_columns(section if section is not None else (result.correlation or {})),
-               n_segments=result.n_segments)
+    row.update(
+        correlation_columns(section if section is not None else (result.correlation or {})),
+        n_segments=result.n_segments,
+    )
     if result.imported:  # precomputed scores (import-scores): correlations only, nothing measured
         row.update({"n_repeats": 0, "threads": ""})
         return row
@@ -118,16 +198,24 @@ def correlation_columns(c: dict[str, Any]) -> dict[str, Any]:
     item = c.get("item") or {}
     ci = (c.get("bootstrap") or {}).get("pearson_pooled_ci") or [None, None]
     return {
-        "pearson": _num(c["pearson"]), "kendall": _num(c["kendall"]),
-        "pearson_pooled": _num(c["pearson_pooled"]), "kendall_pooled": _num(c["kendall_pooled"]),
+        "pearson": _num(c["pearson"]),
+        "kendall": _num(c["kendall"]),
+        "pearson_pooled": _num(c["pearson_pooled"]),
+        "kendall_pooled": _num(c["kendall_pooled"]),
         "n_lps": c.get("n_lps", ""),
-        "system_pearson": _num(system.get("pearson")), "system_kendall": _num(system.get("kendall")),
-        "pearson_pooled_ci_low": _num(ci[0]), "pearson_pooled_ci_high": _num(ci[1]),
+        "system_pearson": _num(system.get("pearson")),
+        "system_kendall": _num(system.get("kendall")),
+        "pearson_pooled_ci_low": _num(ci[0]),
+        "pearson_pooled_ci_high": _num(ci[1]),
         "correlation_note": c.get("note") or "",
-        "human_dim": c.get("human_dim", ""), "n_missing_human": c.get("n_missing_human", ""),
-        "spearman": _num(c.get("spearman")), "spearman_pooled": _num(c.get("spearman_pooled")),
-        "system_spearman": _num(system.get("spearman")), "item_pearson": _num(item.get("pearson")),
-        "item_kendall": _num(item.get("kendall")), "item_spearman": _num(item.get("spearman")),
+        "human_dim": c.get("human_dim", ""),
+        "n_missing_human": c.get("n_missing_human", ""),
+        "spearman": _num(c.get("spearman")),
+        "spearman_pooled": _num(c.get("spearman_pooled")),
+        "system_spearman": _num(system.get("spearman")),
+        "item_pearson": _num(item.get("pearson")),
+        "item_kendall": _num(item.get("kendall")),
+        "item_spearman": _num(item.get("spearman")),
         "n_docs": item.get("n_docs", ""),
     }
 
@@ -150,9 +238,12 @@ def measured_columns(result: CellResult) -> dict[str, Any]:
         "params": result.params,
         "disk_mb": _num(result.disk_bytes / 2**20, 2) if result.disk_bytes is not None else "",
         "layer": scorer.get("layer", ""),
-        "prepare_s": _num(t.prepare_s, 3), "warmup_s": _num(t.warmup_s, 3),
+        "prepare_s": _num(t.prepare_s, 3),
+        "warmup_s": _num(t.warmup_s, 3),
         "scores_agree": result.repeat_agreement.agree,
-        "threads": env.get("torch_threads", ""), "cpu_model": env.get("cpu_model", ""), "gpu": env.get("gpu") or "",
+        "threads": env.get("torch_threads", ""),
+        "cpu_model": env.get("cpu_model", ""),
+        "gpu": env.get("gpu") or "",
         "mean_exit_layer": _num(scorer.get("mean_exit_layer"), 3),
         "truncated_segments": scorer.get("truncated_segments", ""),  # blank in results written before it was counted
         "weight_mb": _num(scorer["weight_bytes"] / 2**20, 2) if "weight_bytes" in scorer else "",

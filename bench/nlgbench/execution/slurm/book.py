@@ -73,12 +73,16 @@ class Book:
             raw = json.loads(path.read_text(encoding="utf-8"))
             return cls([Submission.from_dict(s) for s in raw["submissions"]])
         except (ValueError, KeyError, TypeError) as exc:
-            raise UserError(f"{path} is not a submissions record nlgbench can read ({exc}); move it aside to "
-                            "start the Slurm bookkeeping afresh (finished cells are kept in the store)") from None
+            raise UserError(
+                f"{path} is not a submissions record nlgbench can read ({exc}); move it aside to "
+                "start the Slurm bookkeeping afresh (finished cells are kept in the store)"
+            ) from None
 
     def write(self, folder: Path) -> None:
-        write_atomic(own_folder(slurm_dir(folder)) / BOOK_FILE,
-                     json.dumps({"submissions": [asdict(s) for s in self.submissions]}, indent=1))
+        write_atomic(
+            own_folder(slurm_dir(folder)) / BOOK_FILE,
+            json.dumps({"submissions": [asdict(s) for s in self.submissions]}, indent=1),
+        )
 
     def latest(self) -> dict[str, tuple[Submission, Task]]:
         """Each cell's last task (a resubmitted cell's older tasks are history)."""
@@ -90,8 +94,10 @@ class Book:
 
     def uncollected_jobs(self) -> list[str]:
         """The job ids of the cells' latest tasks not collected yet, in submission order."""
-        return sorted({sub.job_id for sub, task in self.latest().values() if task.collected_at is None and sub.job_id},
-                      key=lambda j: (len(j), j))
+        return sorted(
+            {sub.job_id for sub, task in self.latest().values() if task.collected_at is None and sub.job_id},
+            key=lambda j: (len(j), j),
+        )
 
 
 def read_task_record(cell_dir: Path) -> dict[str, Any]:

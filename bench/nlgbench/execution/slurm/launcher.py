@@ -56,15 +56,19 @@ class SlurmLauncher(Launcher):
         recover_unrecorded(sweep.folder, book)
         states = query_states(book.uncollected_jobs())
         for task, result in collect(sweep.folder, sweep.store, sweep.run_id, book, states, sweep.log):
-            sweep.log(f"collected {task.label} (cell {task.cell_id}, Slurm {task.slurm_id}) from an earlier "
-                      f"submission: {result.status}")
+            sweep.log(
+                f"collected {task.label} (cell {task.cell_id}, Slurm {task.slurm_id}) from an earlier "
+                f"submission: {result.status}"
+            )
         seq_of = {c.cell_id: i for i, c in enumerate(sweep.cells)}
         live = live_tasks(book, states, seq_of)
-        todo = [c for c in sweep.cells
-                if c.cell_id not in live and (sweep.force or sweep.store.status(c.cell_id) != OK)]
+        todo = [
+            c for c in sweep.cells if c.cell_id not in live and (sweep.force or sweep.store.status(c.cell_id) != OK)
+        ]
         done = len(sweep.cells) - len(todo) - len(live)
-        sweep.log(f"{done} finished already, {len(live)} still in Slurm from an earlier submission, "
-                  f"{len(todo)} to submit")
+        sweep.log(
+            f"{done} finished already, {len(live)} still in Slurm from an earlier submission, {len(todo)} to submit"
+        )
         for cell in todo:
             prepare_cell(cell, cell_dir(sweep.folder, cell.cell_id))
             (cell_dir(sweep.folder, cell.cell_id) / TASK_FILE).unlink(missing_ok=True)
@@ -77,8 +81,11 @@ class SlurmLauncher(Launcher):
         folder = sweep.folder
         if self.cancel_on_exit and jobs:
             cancel(jobs)
-            sweep.log(f"cancelled Slurm job(s) {', '.join(jobs)} (--cancel-on-exit); the same command resubmits "
-                      "their cells")
+            sweep.log(
+                f"cancelled Slurm job(s) {', '.join(jobs)} (--cancel-on-exit); the same command resubmits their cells"
+            )
         elif jobs:
-            sweep.log(f"Slurm job(s) {', '.join(jobs)} keep running: `nlgbench status {folder}` shows them, "
-                      f"`nlgbench collect {folder}` (or the same command) records their cells")
+            sweep.log(
+                f"Slurm job(s) {', '.join(jobs)} keep running: `nlgbench status {folder}` shows them, "
+                f"`nlgbench collect {folder}` (or the same command) records their cells"
+            )

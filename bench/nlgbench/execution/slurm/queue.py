@@ -13,8 +13,18 @@ from nlgbench.foundations.errors import UserError
 
 # States after which a job does nothing more (squeue's and sacct's long names). Everything else
 # Slurm reports (PENDING, CONFIGURING, RUNNING, COMPLETING, SUSPENDED, REQUEUED, ...) is still live.
-TERMINAL = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL",
-            "DEADLINE", "REVOKED"}
+TERMINAL = {
+    "COMPLETED",
+    "CANCELLED",
+    "FAILED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "NODE_FAIL",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "REVOKED",
+}
 PENDING_STATES = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "RESV_DEL_HOLD"}
 EXPLAINED = {
     "TIMEOUT": "reached its time limit",
@@ -68,8 +78,9 @@ def _end_time(text: str) -> float | None:
 def _squeue_states(ids: Sequence[str]) -> dict[str, TaskState]:
     """What squeue says about the tasks of these jobs (those slurmctld still knows)."""
     out: dict[str, TaskState] = {}
-    proc = slurm_command(["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T|%N|%r|%e",
-                          "--jobs", ",".join(ids)])
+    proc = slurm_command(
+        ["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T|%N|%r|%e", "--jobs", ",".join(ids)]
+    )
     if proc.returncode != 0 and "Invalid job id" not in proc.stderr:
         raise SlurmUnavailable(f"squeue failed: {' '.join(proc.stderr.split()) or f'exit code {proc.returncode}'}")
     for line in proc.stdout.splitlines():
@@ -77,23 +88,38 @@ def _squeue_states(ids: Sequence[str]) -> dict[str, TaskState]:
         if len(parts) == 5:
             task_id, state, node, reason, end = parts
             state = state.split()[0] if state.strip() else "UNKNOWN"
-            out[task_id] = TaskState(state, node or None, None if reason in ("", "None") else reason,
-                                     _end_time(end) if state in TERMINAL else None)
+            out[task_id] = TaskState(
+                state,
+                node or None,
+                None if reason in ("", "None") else reason,
+                _end_time(end) if state in TERMINAL else None,
+            )
     return out
 
 
 def _sacct_states(ids: Sequence[str]) -> dict[str, TaskState]:
     """What sacct says about the tasks of these jobs; nothing where the cluster keeps no accounting."""
     out: dict[str, TaskState] = {}
-    acct = slurm_command(["sacct", "--noheader", "--allocations", "--parsable2",
-                          "--format=JobID,State,NodeList,End", "--jobs", ",".join(ids)])
+    acct = slurm_command(
+        [
+            "sacct",
+            "--noheader",
+            "--allocations",
+            "--parsable2",
+            "--format=JobID,State,NodeList,End",
+            "--jobs",
+            ",".join(ids),
+        ]
+    )
     if acct.returncode == 0:  # else: no accounting on this cluster (sacct says so); squeue was all there is
         for line in acct.stdout.splitlines():
             parts = line.strip().split("|")
             if len(parts) == 4 and parts[1]:
                 state = parts[1].split()[0]
-                out.setdefault(parts[0], TaskState(state, parts[2] or None, None,
-                                                   _end_time(parts[3]) if state in TERMINAL else None))
+                out.setdefault(
+                    parts[0],
+                    TaskState(state, parts[2] or None, None, _end_time(parts[3]) if state in TERMINAL else None),
+                )
     return out
 
 

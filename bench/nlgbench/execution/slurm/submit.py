@@ -67,8 +67,9 @@ def submit_command(folder: Path) -> str:
     """The batch script's command line, as submitit writes it: this Python runs submitit's task runner."""
     for what, text in (("the run folder", str(submitit_dir(folder))), ("the Python executable", sys.executable)):
         script_safe(text, what)
-    return " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit",
-                     shlex.quote(str(submitit_dir(folder)))])
+    return " ".join(
+        [shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(submitit_dir(folder)))]
+    )
 
 
 def sbatch_script(folder: Path, params: Mapping[str, Any], n_tasks: int) -> str:
@@ -77,8 +78,9 @@ def sbatch_script(folder: Path, params: Mapping[str, Any], n_tasks: int) -> str:
     from submitit.slurm.slurm import _make_sbatch_string
 
     command = submit_command(folder)
-    script = _make_sbatch_string(command=command, folder=submitit_dir(folder),
-                                 map_count=n_tasks if n_tasks > 1 else None, **params)
+    script = _make_sbatch_string(
+        command=command, folder=submitit_dir(folder), map_count=n_tasks if n_tasks > 1 else None, **params
+    )
     check_script(script, params, folder)
     return script
 
@@ -102,7 +104,7 @@ def directive(line: str) -> tuple[str, str | bool]:
     """(option, value; True for a bare flag) of one `#SBATCH --option[=value]` line that is exactly
     one argument to sbatch (as its directive parser splits it: quotes, whitespace, `#`); refused else."""
     try:
-        words = shlex.split(line[len("#SBATCH "):], comments=True)  # an unquoted # starts a comment, as for Slurm
+        words = shlex.split(line[len("#SBATCH ") :], comments=True)  # an unquoted # starts a comment, as for Slurm
     except ValueError:
         raise _refused(f"unbalanced quotes in {line!r}") from None
     option = re.fullmatch(r"--([a-z][a-z0-9-]*)(?:=(.*))?", words[0], re.DOTALL) if len(words) == 1 else None
@@ -145,12 +147,16 @@ def thread_warnings(spec: SweepSpec, options: ExecutorOptions) -> list[str]:
     """Lines that say when a task's CPUs and its worker's threads disagree (timings not like for like)."""
     cpus = options.cpus_per_cell or spec.threads
     if spec.threads is None:
-        return [f"warning: threads: null in the spec: each worker uses every core of its node (os.cpu_count()) while "
-                f"Slurm gives its task {cpus or 'the default number of'} CPU(s); set threads: N in the spec "
-                "(tasks then ask for N CPUs) for timings that do not depend on the node"]
+        return [
+            f"warning: threads: null in the spec: each worker uses every core of its node (os.cpu_count()) while "
+            f"Slurm gives its task {cpus or 'the default number of'} CPU(s); set threads: N in the spec "
+            "(tasks then ask for N CPUs) for timings that do not depend on the node"
+        ]
     if options.cpus_per_cell is not None and options.cpus_per_cell < spec.threads:
-        return [f"warning: --cpus-per-cell {options.cpus_per_cell} is less than the spec's threads: {spec.threads}; "
-                "workers will share CPUs"]
+        return [
+            f"warning: --cpus-per-cell {options.cpus_per_cell} is less than the spec's threads: {spec.threads}; "
+            "workers will share CPUs"
+        ]
     return []
 
 
@@ -161,12 +167,20 @@ def slurm_executor(folder: Path) -> Any:
     try:
         return submitit.SlurmExecutor(folder=submitit_dir(folder), max_num_timeout=0)
     except RuntimeError:
-        raise UserError("Slurm's srun/sbatch are not on PATH on this machine: run on the cluster's login node (or "
-                        "start a single-node cluster: scripts/slurm-single-node.sh start)") from None
+        raise UserError(
+            "Slurm's srun/sbatch are not on PATH on this machine: run on the cluster's login node (or "
+            "start a single-node cluster: scripts/slurm-single-node.sh start)"
+        ) from None
 
 
-def submit(folder: Path, book: Book, spec: SweepSpec, options: ExecutorOptions, cells: Sequence[tuple[int, CellConfig]],
-           log: Callable[[str], None]) -> list[Submission]:
+def submit(
+    folder: Path,
+    book: Book,
+    spec: SweepSpec,
+    options: ExecutorOptions,
+    cells: Sequence[tuple[int, CellConfig]],
+    log: Callable[[str], None],
+) -> list[Submission]:
     """Submit `cells` ((seq, config) pairs, their folders already prepared) as one job array per
     device kind. Each submission is recorded before sbatch runs (with a unique job name, so a parent
     that dies before recording sbatch's answer leaves a job that can be found again) and again
@@ -182,29 +196,35 @@ def submit(folder: Path, book: Book, spec: SweepSpec, options: ExecutorOptions, 
         params = sbatch_parameters(options, group, spec.threads, f"nlgbench-{uid}")
         sbatch_script(folder, params, len(chosen))  # checked before anything is recorded or submitted
         tasks = [Task(index=i, cell_id=c.cell_id, label=c.label, seq=seq) for i, (seq, c) in enumerate(chosen)]
-        sub = Submission(uid=uid, job_name=params["job_name"], group=group, submitted_at=time.time(), parameters=params,
-                         tasks=tasks)
+        sub = Submission(
+            uid=uid, job_name=params["job_name"], group=group, submitted_at=time.time(), parameters=params, tasks=tasks
+        )
         book.submissions.append(sub)
         book.write(folder)
         executor.update_parameters(**params)
         submit_array(folder, book, sub, executor, [c for _, c in chosen], extra_env)
-        log(f"submitted Slurm job {sub.job_id}: {len(tasks)} {group} cell(s), one per task"
+        log(
+            f"submitted Slurm job {sub.job_id}: {len(tasks)} {group} cell(s), one per task"
             + (f", at most {options.max_parallel} at once" if options.max_parallel and len(tasks) > 1 else "")
-            + f"; logs in {submitit_dir(folder)}")
+            + f"; logs in {submitit_dir(folder)}"
+        )
         out.append(sub)
     return out
 
 
-def submit_array(folder: Path, book: Book, sub: Submission, executor: Any, cells: Sequence[CellConfig],
-                 extra_env: dict[str, str]) -> None:
+def submit_array(
+    folder: Path, book: Book, sub: Submission, executor: Any, cells: Sequence[CellConfig], extra_env: dict[str, str]
+) -> None:
     """sbatch one recorded submission (its tasks run `run_task`) and record its job and task ids; a
     refusal drops the record and is one line."""
     from submitit.core.utils import FailedJobError
 
     try:
         with executor.batch():
-            jobs = [executor.submit(run_task, str(cell_dir(folder.resolve(), c.cell_id)), c.threads, extra_env)
-                    for c in cells]
+            jobs = [
+                executor.submit(run_task, str(cell_dir(folder.resolve(), c.cell_id)), c.threads, extra_env)
+                for c in cells
+            ]
     except (FailedJobError, OSError) as exc:
         book.submissions.remove(sub)
         book.write(folder)
@@ -243,8 +263,10 @@ def dry_run_text(spec: SweepSpec, out_dir: Path, options: ExecutorOptions) -> st
         with Store(out_dir) as store:
             finished = {r.cell_id for r in store.results() if r.status == OK}
     todo = [c for c in cells if c.cell_id not in finished]
-    lines = [f"slurm: would submit {len(todo)} of {len(cells)} cells ({len(cells) - len(todo)} finished already), "
-             "one cell per job array task; nothing is submitted (--dry-run)"]
+    lines = [
+        f"slurm: would submit {len(todo)} of {len(cells)} cells ({len(cells) - len(todo)} finished already), "
+        "one cell per job array task; nothing is submitted (--dry-run)"
+    ]
     lines += thread_warnings(spec, options)
     for group in GROUPS:
         chosen = [c for c in todo if group_of(c) == group]
@@ -252,7 +274,9 @@ def dry_run_text(spec: SweepSpec, out_dir: Path, options: ExecutorOptions) -> st
             continue
         params = sbatch_parameters(options, group, spec.threads, "nlgbench-<id>")
         throttle = min(len(chosen), options.max_parallel or len(chosen))
-        lines.append(f"--- {group} cells: 1 job array of {len(chosen)} task(s), 1 cell per task, at most "
-                     f"{throttle if options.max_parallel else 'all (no --max-parallel)'} at once; sbatch script:")
+        lines.append(
+            f"--- {group} cells: 1 job array of {len(chosen)} task(s), 1 cell per task, at most "
+            f"{throttle if options.max_parallel else 'all (no --max-parallel)'} at once; sbatch script:"
+        )
         lines.append(sbatch_script(out_dir, params, len(chosen)).rstrip())
     return "\n".join(lines)

@@ -50,8 +50,9 @@ def run_task(cell_dir: str, threads: int | None, extra_env: dict[str, str]) -> s
         result.write(folder)  # the worker died: its cause (signal, exit code) is the cell's result
     elif result.ok:
         env = dict(result.environment or {})
-        missing = {k: v for k, v in where.items()
-                   if k in ("node", "slurm_job_id", "slurm_array_task_id") and k not in env}
+        missing = {
+            k: v for k, v in where.items() if k in ("node", "slurm_job_id", "slurm_array_task_id") and k not in env
+        }
         if missing:
             result = replace(result, environment={**env, **missing})
             result.write(folder)

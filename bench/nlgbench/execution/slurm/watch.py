@@ -36,8 +36,10 @@ def outcome_error(task: Task, state: TaskState | None, options_time: Any, worker
     """The error line of a task that did not finish its cell, with Slurm's state first."""
     where = f"job {task.slurm_id}" + (f" on {state.node}" if state and state.node else "")
     if state is None:
-        head = (f"Slurm job {task.slurm_id} ended without a result and Slurm no longer knows its state "
-                "(no accounting on this cluster, or it was purged)")
+        head = (
+            f"Slurm job {task.slurm_id} ended without a result and Slurm no longer knows its state "
+            "(no accounting on this cluster, or it was purged)"
+        )
     elif state.state == "COMPLETED":
         head = f"Slurm COMPLETED ({where}) but the task wrote no result"
     else:
@@ -65,12 +67,18 @@ def ready(result: CellResult | None, record: Mapping[str, Any], state: TaskState
     if state is not None and state.live:
         return False
     # it ran: a result written on its node may not be visible here yet
-    return not (result is None and state is not None and state.node and state.ended_at is not None
-                and now - state.ended_at < RESULT_GRACE_S)
+    return not (
+        result is None
+        and state is not None
+        and state.node
+        and state.ended_at is not None
+        and now - state.ended_at < RESULT_GRACE_S
+    )
 
 
-def failed_result(folder: Path, sub: Submission, task: Task, state: TaskState | None,
-                  result: CellResult | None) -> CellResult:
+def failed_result(
+    folder: Path, sub: Submission, task: Task, state: TaskState | None, result: CellResult | None
+) -> CellResult:
     """The result of a task that did not finish its cell, with Slurm's state first in its error line
     (`oom` for OUT_OF_MEMORY), written to result.json."""
     _, label, cfg = read_config(folder)
@@ -85,8 +93,15 @@ def failed_result(folder: Path, sub: Submission, task: Task, state: TaskState | 
     return failed
 
 
-def collect(folder: Path, store: Store, run_id: str, book: Book, states: Mapping[str, TaskState],
-            log: Callable[[str], None] = print, now: float | None = None) -> list[tuple[Task, CellResult]]:
+def collect(
+    folder: Path,
+    store: Store,
+    run_id: str,
+    book: Book,
+    states: Mapping[str, TaskState],
+    log: Callable[[str], None] = print,
+    now: float | None = None,
+) -> list[tuple[Task, CellResult]]:
     """Merge every finished task's cell into the store (the caller holds the run folder's lock):
     a finished result as soon as its task has ended; a failed one, or none, once Slurm says the task
     is over (`failed_result`). The verdict goes into result.json and slurm.json too, so cells/ and
@@ -109,8 +124,18 @@ def collect(folder: Path, store: Store, run_id: str, book: Book, states: Mapping
         # None: merged before Slurm's last word
         task.state = state.state if state is not None and not state.live else None
         task.node = (state.node if state else None) or record.get("node")
-        write_task_record(where, {**record, "slurm_id": task.slurm_id, "submitted_at": sub.submitted_at,
-                                  "state": task.state, "node": task.node, "collected_at": now, "status": result.status})
+        write_task_record(
+            where,
+            {
+                **record,
+                "slurm_id": task.slurm_id,
+                "submitted_at": sub.submitted_at,
+                "state": task.state,
+                "node": task.node,
+                "collected_at": now,
+                "status": result.status,
+            },
+        )
         merged.append((task, result))
     if merged:
         book.write(folder)
@@ -137,12 +162,12 @@ class Counts:
         parts = [f"{self.pending} pending", f"{self.running} running", f"{self.done} done", f"{self.failed} failed"]
         if self.unsubmitted:
             parts.append(f"{self.unsubmitted} not submitted")
-        return ", ".join(parts) + (f" (Slurm job{'s' if len(self.jobs) > 1 else ''} {', '.join(self.jobs)})"
-                                   if self.jobs else "")
+        return ", ".join(parts) + (
+            f" (Slurm job{'s' if len(self.jobs) > 1 else ''} {', '.join(self.jobs)})" if self.jobs else ""
+        )
 
 
-def count(cell_ids: Iterable[str], book: Book, states: Mapping[str, TaskState],
-          stored: Mapping[str, str]) -> Counts:
+def count(cell_ids: Iterable[str], book: Book, states: Mapping[str, TaskState], stored: Mapping[str, str]) -> Counts:
     latest = book.latest()
     out = Counts()
     jobs: set[str] = set()
@@ -207,15 +232,21 @@ def watch(sweep: Sweep, book: Book, options: ExecutorOptions, started: float) ->
                 continue
             took = float(read_task_record(cell_dir(sweep.folder, task.cell_id)).get("worker_s") or 0.0)
             sweep.note_environment(result)
-            sweep.log(f"[{order[task.cell_id] + 1}/{len(cell_ids)}] {task.label} (Slurm {task.slurm_id}"
-                      + (f" on {task.node}" if task.node else "") + f"): {summary(result, took)}")
+            sweep.log(
+                f"[{order[task.cell_id] + 1}/{len(cell_ids)}] {task.label} (Slurm {task.slurm_id}"
+                + (f" on {task.node}" if task.node else "")
+                + f"): {summary(result, took)}"
+            )
         stored = {r.cell_id: r.status for r in sweep.store.results() if r.cell_id in wanted}
         line = count(cell_ids, book, states, stored).line()
         if line != last:
             sweep.log(f"[slurm {_clock(time.perf_counter() - started)}] {line}")
             last = line
-        if not any(task.collected_at is None and task.slurm_id is not None
-                   for cell_id, (_, task) in book.latest().items() if cell_id in wanted):
+        if not any(
+            task.collected_at is None and task.slurm_id is not None
+            for cell_id, (_, task) in book.latest().items()
+            if cell_id in wanted
+        ):
             return
         time.sleep(options.poll_seconds)
 
@@ -242,8 +273,10 @@ def collect_folder(folder: Path, log: Callable[[str], None] = print) -> str:
         stored = {r.cell_id: r.status for r in store.results()}
         counts = count(cells, book, states, stored)
     n_ok = sum(r.ok for _, r in merged)
-    return (f"collected {len(merged)} cell(s) ({n_ok} ok, {len(merged) - n_ok} not ok) into {folder / STORE_FILE}; "
-            f"cells submitted to Slurm: {counts.line()}")
+    return (
+        f"collected {len(merged)} cell(s) ({n_ok} ok, {len(merged) - n_ok} not ok) into {folder / STORE_FILE}; "
+        f"cells submitted to Slurm: {counts.line()}"
+    )
 
 
 @dataclass(frozen=True)
@@ -260,15 +293,21 @@ class Figures:
     overhead: float
 
     def line(self) -> str:
-        return (f"per cell (mean of {self.n}): submit -> result recorded {self.submit_to_result:.1f} s = worker "
-                f"{self.worker:.1f} s + waiting for a free slot {self.waiting:.1f} s + scheduler overhead "
-                f"{self.overhead:.1f} s")
+        return (
+            f"per cell (mean of {self.n}): submit -> result recorded {self.submit_to_result:.1f} s = worker "
+            f"{self.worker:.1f} s + waiting for a free slot {self.waiting:.1f} s + scheduler overhead "
+            f"{self.overhead:.1f} s"
+        )
 
 
 def figures(folder: Path, book: Book) -> Figures | None:
     records = [(sub, read_task_record(cell_dir(folder, cell_id))) for cell_id, (sub, _) in book.latest().items()]
-    done = [(sub, r) for sub, r in records if r.get("status") == "ok"
-            and all(isinstance(r.get(k), float) for k in ("started_at", "ended_at", "worker_s", "collected_at"))]
+    done = [
+        (sub, r)
+        for sub, r in records
+        if r.get("status") == "ok"
+        and all(isinstance(r.get(k), float) for k in ("started_at", "ended_at", "worker_s", "collected_at"))
+    ]
     ends = sorted(r["ended_at"] for _, r in done)
     rows = []
     for sub, r in done:
@@ -292,18 +331,24 @@ def job_lines(folder: Path, book: Book, states: Mapping[str, TaskState], stored:
             st = states.get(task.slurm_id or "")
             name = st.state if st else (task.state or ("collected" if task.collected_at else "unknown to Slurm"))
             tally[name] = tally.get(name, 0) + 1
-        lines.append(f"  job {sub.job_id or '(not recorded)'} ({sub.group}, {len(sub.tasks)} task(s), submitted "
-                     f"{datetime.fromtimestamp(sub.submitted_at).strftime('%Y-%m-%d %H:%M:%S')}): "
-                     + ", ".join(f"{v} {k}" for k, v in sorted(tally.items())))
+        lines.append(
+            f"  job {sub.job_id or '(not recorded)'} ({sub.group}, {len(sub.tasks)} task(s), submitted "
+            f"{datetime.fromtimestamp(sub.submitted_at).strftime('%Y-%m-%d %H:%M:%S')}): "
+            + ", ".join(f"{v} {k}" for k, v in sorted(tally.items()))
+        )
     for cell_id, (_, task) in book.latest().items():
         st = states.get(task.slurm_id or "")
         if task.collected_at is None:
             where = (st.node if st and st.node else (st.reason if st and st.reason else "")) if st else ""
-            lines.append(f"  {task.slurm_id}  {st.state if st else 'unknown'}  {where}  {task.label} (cell {cell_id})"
-                         + ("" if st else "  (ended? `nlgbench collect` records it)"))
+            lines.append(
+                f"  {task.slurm_id}  {st.state if st else 'unknown'}  {where}  {task.label} (cell {cell_id})"
+                + ("" if st else "  (ended? `nlgbench collect` records it)")
+            )
         elif cell_id in stored and not stored[cell_id].ok:
-            lines.append(f"  {task.slurm_id}  {stored[cell_id].status.upper()}  {task.label} (cell {cell_id}): "
-                         f"{stored[cell_id].error}; log: {log_path(folder, task.slurm_id or '')}")
+            lines.append(
+                f"  {task.slurm_id}  {stored[cell_id].status.upper()}  {task.label} (cell {cell_id}): "
+                f"{stored[cell_id].error}; log: {log_path(folder, task.slurm_id or '')}"
+            )
     return lines
 
 
@@ -325,8 +370,10 @@ def status_text(folder: Path) -> str:
     try:
         states = query_states([s.job_id for s in book.submissions if s.job_id])
     except SlurmUnavailable as exc:  # say what the files say, and that Slurm was not asked
-        states, unreachable = {}, (f"Slurm not reachable ({exc}): uncollected tasks are shown as running, "
-                                   "their states unknown")
+        states, unreachable = (
+            {},
+            (f"Slurm not reachable ({exc}): uncollected tasks are shown as running, their states unknown"),
+        )
     counts = count(list(book.latest()), book, states, {k: r.status for k, r in stored.items()})
     lines = [head, f"cells submitted to Slurm: {counts.line()}", *([unreachable] if unreachable else [])]
     lines += job_lines(folder, book, states, stored)
