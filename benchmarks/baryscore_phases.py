@@ -121,7 +121,7 @@ def report(result: dict[str, Any]) -> float:
     ms = {phase: statistics.median(v) / n * 1000 for phase, v in result["phases"].items()}
     bary_ms = statistics.median(result["totals"]["baryscore"]) / n * 1000
     bert_ms = statistics.median(result["totals"]["bertscore"]) / n * 1000
-    ratios = [a / b for a, b in zip(result["totals"]["baryscore"], result["totals"]["bertscore"])]
+    ratios = [a / b for a, b in zip(result["totals"]["baryscore"], result["totals"]["bertscore"], strict=True)]
     print(f"BaryScore ms/segment (median over {len(ratios)} rounds, {n} segments, layers {result['layers']}):")
     for phase in ("tokenize", "encode", "barycentre", "transport"):
         print(f"  {phase:<10} {ms.get(phase, 0.0):8.2f}")
@@ -133,7 +133,7 @@ def report(result: dict[str, Any]) -> float:
     print(f"BERTScore (same model, last layer, no idf): {bert_ms:.2f} ms/segment")
     print(f"BaryScore / BERTScore per round: median {spread(ratios)} (target <= 2)")
     if "pot" in result:
-        pot = [a / b for a, b in zip(result["pot"]["nlgbench"], result["pot"]["pot"])]
+        pot = [a / b for a, b in zip(result["pot"]["nlgbench"], result["pot"]["pot"], strict=True)]
         print(f"barycentres nlgbench / POT per text: median {spread(pot)}")
     print(f"load average (1 min) during the rounds: {', '.join(f'{x:.1f}' for x in result['load'])}")
     return statistics.median(ratios)

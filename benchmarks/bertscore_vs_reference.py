@@ -114,7 +114,8 @@ def main() -> None:
     enc_ref = statistics.median(ref_encode)
     print(
         f"nlgbench   median {ours_med:.2f} s = {ours_med / n * 1000:.2f} ms/segment "
-        f"(tokenize {ph.get('tokenize', 0):.2f} s, encode {ph.get('encode', 0):.2f} s, match {ph.get('match', 0):.2f} s)"
+        f"(tokenize {ph.get('tokenize', 0):.2f} s, encode {ph.get('encode', 0):.2f} s, "
+        f"match {ph.get('match', 0):.2f} s)"
     )
     print(
         f"bert_score median {ref_med:.2f} s = {ref_med / n * 1000:.2f} ms/segment "

@@ -387,7 +387,8 @@ def checks(rows: list[dict[str, Any]], device: str, reference: dict[str, Any] | 
     if reference is not None:
         lines.append(
             f"nlgbench / bert_score time on {reference['device']}: {reference['ratio']:.2f} "
-            f"(target <= {TARGET_REFERENCE_RATIO}: {'met' if reference['ratio'] <= TARGET_REFERENCE_RATIO else 'NOT met'}), "
+            f"(target <= {TARGET_REFERENCE_RATIO}: "
+            f"{'met' if reference['ratio'] <= TARGET_REFERENCE_RATIO else 'NOT met'}), "
             f"max |dF| {reference['max_abs_diff_f1']:.1e}"
         )
     return lines

@@ -51,7 +51,7 @@ def measure(model: str, max_segments: int | None, batch_size: int, rounds: int) 
 
     times: dict[str, list[float]] = {"nlgbench": [], "moverscore_v2": []}
     phases: list[dict[str, float]] = []
-    same = np.array([ms.tokenizer.tokenize(h) == ms.tokenizer.tokenize(r) for h, r in zip(hyps, refs)])
+    same = np.array([ms.tokenizer.tokenize(h) == ms.tokenizer.tokenize(r) for h, r in zip(hyps, refs, strict=True)])
     max_diff = 0.0
     load = [os.getloadavg()[0]]
     for r in range(rounds):
@@ -99,7 +99,7 @@ def report(result: dict[str, Any]) -> float:
     n, times = result["n"], result["times"]
     o, t = statistics.median(times["nlgbench"]), statistics.median(times["moverscore_v2"])
     ph = {k: statistics.median(p[k] for p in result["phases"]) for k in result["phases"][0]}
-    ratios = [a / b for a, b in zip(times["nlgbench"], times["moverscore_v2"])]
+    ratios = [a / b for a, b in zip(times["nlgbench"], times["moverscore_v2"], strict=True)]
     print(
         f"nlgbench      median {o:.2f} s = {o / n * 1000:.2f} ms/segment ("
         + ", ".join(f"{k} {v:.2f} s" for k, v in ph.items())

@@ -8,8 +8,8 @@ value names a module defining `INFO` (`my_pkg.my_metric`) or the MetricInfo itse
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib.metadata import entry_points
+from functools import lru_cache, partial
+from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 
 from nlgbench.encoders.registry import NO_ENCODER
@@ -40,6 +40,11 @@ def _metric_info(obj: object) -> object:
     return getattr(obj, "INFO", obj) if isinstance(obj, ModuleType) else obj
 
 
+def _load_entry_point(point: EntryPoint) -> object:
+    """The registry entry an installed entry point names (loaded on first use)."""
+    return _metric_info(point.load())
+
+
 @lru_cache(maxsize=1)
 def metric_registry() -> Registry[MetricInfo]:
     """Packaged metrics, then the installed `nlgbench.metrics` entry points (read once per process)."""
@@ -47,7 +52,7 @@ def metric_registry() -> Registry[MetricInfo]:
     for name, path in PACKAGED.items():
         registry.register_lazy(name, path)
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        registry.register_lazy(point.name, lambda point=point: _metric_info(point.load()))
+        registry.register_lazy(point.name, partial(_load_entry_point, point))
     return registry
 
 

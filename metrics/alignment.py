@@ -298,7 +298,7 @@ def pad_pairs(
     """The pairs (x[i], a[i]), (y[i], b[i]) in batches of `batch_pairs` of similar size (sorted by
     n_i + m_i: little padding), padded, `points` (e.g. a normalisation) applied to the padded points,
     with the cost matrices `aligner` needs. Batches are made on `threads` threads (`parallel`)."""
-    batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(a, b, strict=False)], batch_pairs))
+    batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(a, b, strict=True)], batch_pairs))
     out: list[PairBatch | None] = [None] * len(batches)
 
     def make(j: int) -> None:

@@ -88,7 +88,7 @@ class BartScoreScorer(ScorerBase[BartScoreOptions]):
 
         with timer.phase(name):
             return length_sorted_map(
-                batch_scores, [len(s) + len(t) for s, t in zip(s_ids, t_ids, strict=False)], self.batch_size
+                batch_scores, [len(s) + len(t) for s, t in zip(s_ids, t_ids, strict=True)], self.batch_size
             )
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
@@ -98,7 +98,7 @@ class BartScoreScorer(ScorerBase[BartScoreOptions]):
         cols = {
             "precision": precision,
             "recall": recall,
-            "f": [(p + r) / 2 for p, r in zip(precision, recall, strict=False)],
+            "f": [(p + r) / 2 for p, r in zip(precision, recall, strict=True)],
         }
         if self.options.faithfulness:
             sources = [it.source for it in items]
@@ -123,7 +123,8 @@ def check_values(options: dict[str, Any]) -> None:
 
 INFO = MetricInfo(
     name="bartscore",
-    description="BARTScore (Yuan et al. 2021): mean target log-likelihood under a seq2seq LM; P (ref->hyp), R (hyp->ref), F = mean (primary), optional faithfulness (src->hyp)",
+    description="BARTScore (Yuan et al. 2021): mean target log-likelihood under a seq2seq LM; "
+    "P (ref->hyp), R (hyp->ref), F = mean (primary), optional faithfulness (src->hyp)",
     needs=("reference",),
     higher_is_better=True,
     corpus_state=False,

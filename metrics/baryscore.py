@@ -134,13 +134,13 @@ def _stack_supports(layers: Sequence[torch.Tensor], weights: Sequence[np.ndarray
     k, _, dim = layers[0].shape
     device = layers[0].device
     sizes = [int(layer.shape[1]) for layer in layers]  # n_t: one support point per token
-    marginals = [solver_marginals(np.full(n_t, 1.0 / n_t), w) for n_t, w in zip(sizes, weights, strict=False)]
+    marginals = [solver_marginals(np.full(n_t, 1.0 / n_t), w) for n_t, w in zip(sizes, weights, strict=True)]
     held = [np.flatnonzero(b) for _, b in marginals]  # tokens with mass: the solver leaves the others out
-    marginals = [(a, b[h]) for (a, b), h in zip(marginals, held, strict=False)]
+    marginals = [(a, b[h]) for (a, b), h in zip(marginals, held, strict=True)]
     padded = torch.nn.utils.rnn.pad_sequence(
         [
             layer[:, torch.from_numpy(h).to(device)].transpose(0, 1).double()
-            for layer, h in zip(layers, held, strict=False)
+            for layer, h in zip(layers, held, strict=True)
         ],
         batch_first=True,
     )
@@ -212,9 +212,10 @@ def _exact_plans(supports: _Supports, state: _Iterate) -> torch.Tensor:
     new_np = np.zeros(cost_np.shape)
     for row, t in enumerate(state.active.tolist()):
         n_t = supports.sizes[t]
+        a, b = supports.marginals[t]
         for i in range(k):
             cols = slice(i * m, i * m + supports.heights[t])
-            new_np[row, :n_t, cols] = network_simplex(*supports.marginals[t], cost_np[row, :n_t, cols])[0]
+            new_np[row, :n_t, cols] = network_simplex(a, b, cost_np[row, :n_t, cols])[0]
     return torch.from_numpy(new_np).to(supports.points.device)
 
 
@@ -253,7 +254,7 @@ def wasserstein_batch(
     (`wmd_batch`); the batches run on `threads` threads (`parallel`).
     """
     out = torch.zeros(len(x), dtype=torch.float64)
-    batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(x, y, strict=False)], batch_pairs))
+    batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(x, y, strict=True)], batch_pairs))
 
     def solve(j: int) -> None:
         idx = batches[j]
@@ -333,9 +334,7 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
         with parallel(threads, "barycentre batches solved") as run:
             run(solve, len(batches))
         return {
-            key: bary
-            for batch, bars in zip(batches, found, strict=False)
-            for key, bary in zip(batch, bars, strict=False)
+            key: bary for batch, bars in zip(batches, found, strict=True) for key, bary in zip(batch, bars, strict=True)
         }
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
@@ -355,8 +354,8 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
             with timer.phase("barycentre"):
                 todo = {
                     key: emb
-                    for pair_keys, embs in zip(group_keys, group, strict=False)
-                    for key, emb in zip(pair_keys, embs, strict=False)
+                    for pair_keys, embs in zip(group_keys, group, strict=True)
+                    for key, emb in zip(pair_keys, embs, strict=True)
                     if key not in known
                 }
                 known.update(self.barycentres(todo, threads))
@@ -366,7 +365,7 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
                 for reg in self.options.sinkhorn_regs:
                     cols[f"sd_{reg:g}"].extend(
                         sinkhorn_divergence(x.cpu().numpy(), y.cpu().numpy(), reg)
-                        for x, y in zip(refs, hyps, strict=False)
+                        for x, y in zip(refs, hyps, strict=True)
                     )
             for key in (key for pair_keys in group_keys for key in pair_keys):
                 uses[key] -= 1
@@ -395,7 +394,8 @@ def check_values(options: dict[str, Any]) -> None:
 
 INFO = MetricInfo(
     name="baryscore",
-    description="BaryScore (Colombo et al. 2021): Wasserstein distance of idf-weighted barycentres of the last k layers (lower is better)",
+    description="BaryScore (Colombo et al. 2021): Wasserstein distance of idf-weighted barycentres "
+    "of the last k layers (lower is better)",
     needs=("reference",),
     higher_is_better=False,
     corpus_state=True,

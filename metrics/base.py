@@ -109,13 +109,21 @@ def _value_type(hint: Any) -> type:
     return typing.get_origin(hint) or hint
 
 
+def _field_default(f: dataclasses.Field[Any]) -> Any:
+    """A dataclass field's default value: `default`, else a fresh `default_factory()`."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    raise TypeError(f"option {f.name!r} has no default")
+
+
 def option_table(options_class: type) -> dict[str, tuple[type, Any]]:
     """option -> (type, default), read from an options dataclass (its fields, in order)."""
     hints = typing.get_type_hints(options_class)
     table: dict[str, tuple[type, Any]] = {}
     for f in dataclasses.fields(options_class):
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
-        table[f.name] = (_value_type(hints[f.name]), default)
+        table[f.name] = (_value_type(hints[f.name]), _field_default(f))
     return table
 
 
@@ -177,7 +185,8 @@ class MetricInfo:
         return "reference" in self.needs
 
     def check_options(self, options: dict[str, Any], where: str = "options") -> None:
-        """Unknown names and wrong types, then the metric's value constraints: a one-line UserError naming the option."""
+        """Unknown names and wrong types, then the metric's value constraints: a one-line UserError naming the
+        option."""
         table = {**self.options, **self.harness_options}
         for key, value in options.items():
             if key == REFERENCE_POLICY and key not in table:

@@ -116,7 +116,7 @@ def prepared_batches(
     pending: list[tuple[int, Tokenized]] = []
     for start in range(0, len(order), step):
         index = order[start : start + step]
-        pending += zip(index, encoder.tokenize([texts[i] for i in index]), strict=False)
+        pending += zip(index, encoder.tokenize([texts[i] for i in index]), strict=True)
         pending.sort(key=lambda pair: len(pair[1].ids), reverse=True)  # stable: ties keep their order
         groups = list(group_sorted([len(tok.ids) for _, tok in pending], batch_size, tokens))
         last = start + step >= len(order)
@@ -269,7 +269,7 @@ def embed_texts(
             states, _ = encoder.hidden_states([t.ids for t in batch.tokens], layers, padded=(batch.ids, batch.mask))
             # half-precision variants: metrics work in float32
             hidden = states[0].float() if isinstance(layer, int) else torch.stack(states, dim=1).float()
-            for row, (i, tok) in enumerate(zip(batch.index, batch.tokens, strict=False)):
+            for row, (i, tok) in enumerate(zip(batch.index, batch.tokens, strict=True)):
                 out[i] = (tok, hidden[row, ..., : len(tok.ids), :])
             advance("texts encoded", len(out), len(unique))
     timer.seconds["encode"] -= stream.wait_s
@@ -291,7 +291,8 @@ def embed_pairs(
 
 
 class AlignerScorer(ScorerBase[L]):
-    """A scorer comparing token clouds of one encoder layer (`options.layer`) with an aligner (MoverScore, XMoverScore)."""
+    """A scorer comparing token clouds of one encoder layer (`options.layer`) with an aligner (MoverScore,
+    XMoverScore)."""
 
     def __init__(
         self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int, aligner: str | None = None

@@ -86,7 +86,8 @@ def check_values(options: dict[str, Any]) -> None:
 
 INFO = MetricInfo(
     name="frugalscore",
-    description="FrugalScore (Kamal Eddine et al. 2022): a distilled cross-encoder student's output for (hypothesis, reference)",
+    description="FrugalScore (Kamal Eddine et al. 2022): a distilled cross-encoder student's output "
+    "for (hypothesis, reference)",
     needs=("reference",),
     higher_is_better=True,
     corpus_state=False,

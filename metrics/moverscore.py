@@ -136,7 +136,7 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
                     cloud(*hyp, idf.hypothesis, idf.unseen_hypothesis, self.stop_words, self.options.n_gram)
                     for _, hyp in group
                 ]
-                for it, (_, a), (_, b) in zip(items[start:], refs, hyps, strict=False):
+                for it, (_, a), (_, b) in zip(items[start : start + len(group)], refs, hyps, strict=True):
                     if not len(a) or not len(b) or a.sum() <= 0 or b.sum() <= 0:
                         raise ValueError(
                             f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
@@ -186,7 +186,8 @@ def check_values(options: dict[str, Any]) -> None:
 
 INFO = MetricInfo(
     name="moverscore",
-    description="MoverScore (Zhao et al. 2019, moverscore_v2 semantics): 1 - transport distance of idf-weighted token embeddings",
+    description="MoverScore (Zhao et al. 2019, moverscore_v2 semantics): 1 - transport distance "
+    "of idf-weighted token embeddings",
     needs=("reference",),
     higher_is_better=True,
     corpus_state=True,

@@ -77,8 +77,8 @@ def rouge_info(rouge_type: str) -> MetricInfo:
 
     return MetricInfo(
         name=rouge_type,
-        description=f"{rouge_type} (rouge_score RougeScorer; 0-1): P, R, F (F primary), several references: the best by F; "
-        "English-only tokenizer; runs no model",
+        description=f"{rouge_type} (rouge_score RougeScorer; 0-1): P, R, F (F primary), "
+        "several references: the best by F; English-only tokenizer; runs no model",
         needs=("reference",),
         higher_is_better=True,
         corpus_state=False,

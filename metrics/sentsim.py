@@ -151,7 +151,8 @@ def reads_references(options: dict[str, Any]) -> bool:
 
 INFO = MetricInfo(
     name="sentsim",
-    description="SentSim (Song et al. 2021): exp(normalised sentence cosine) + exp(normalised token BERTScore F1 or 1 - WMD); reference-free (source) by default",
+    description="SentSim (Song et al. 2021): exp(normalised sentence cosine) "
+    "+ exp(normalised token BERTScore F1 or 1 - WMD); reference-free (source) by default",
     needs=("source",),
     higher_is_better=True,
     corpus_state=True,

@@ -31,7 +31,7 @@ from nlgbench.metrics.common import length_sorted_map
 from nlgbench.metrics.embedding import AlignerScorer, embed_pairs
 
 
-def remap(x: np.ndarray, mapping: str | None, matrix: np.ndarray | None) -> np.ndarray:
+def remap(x: np.ndarray, mapping: str | None, matrix: np.ndarray) -> np.ndarray:
     """Source-side remapping: CLP multiplies by W [D, D]; UMD removes the component along b [D]."""
     if mapping is None:
         return x
@@ -125,7 +125,7 @@ class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):
         xmover: list[float] = []
         pairs = [(it.source, it.hypothesis) for it in items]
         for it, (src, hyp) in zip(
-            items, embed_pairs(self.encoder, pairs, self.layer, self.batch_size, timer), strict=False
+            items, embed_pairs(self.encoder, pairs, self.layer, self.batch_size, timer), strict=True
         ):
             with timer.phase("distance"):
                 x, a = self._cloud(*src, it.lp if self.options.mapping else None)
@@ -138,7 +138,7 @@ class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):
         if self.lm is not None:
             lm = self.lm_scores([it.hypothesis for it in items], timer)
             cols["lm"] = lm
-            cols["combined"] = [s + self.options.lm_weight * v for s, v in zip(xmover, lm, strict=False)]
+            cols["combined"] = [s + self.options.lm_weight * v for s, v in zip(xmover, lm, strict=True)]
         return Scores(primary="combined" if self.lm is not None else "xmoverscore", columns=cols)
 
     def describe(self) -> dict[str, Any]:
@@ -166,7 +166,8 @@ def check_values(options: dict[str, Any]) -> None:
 
 INFO = MetricInfo(
     name="xmoverscore",
-    description="XMoverScore (Zhao et al. 2020): reference-free 1 - transport distance of (remapped) source and hypothesis token states, + lm_weight x causal-LM log-likelihood",
+    description="XMoverScore (Zhao et al. 2020): reference-free 1 - transport distance of (remapped) source "
+    "and hypothesis token states, + lm_weight x causal-LM log-likelihood",
     needs=("source",),
     higher_is_better=True,
     corpus_state=False,

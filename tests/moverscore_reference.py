@@ -37,7 +37,8 @@ def load_moverscore_v2(model_name: str) -> types.ModuleType:
         ("tokenizer.max_len", "tokenizer.model_max_length"),
         (
             "output, x_encoded_layers, _ = model(input_ids = x, attention_mask = attention_mask)",
-            "x_encoded_layers = model(input_ids = x, attention_mask = attention_mask, output_hidden_states=True).hidden_states",
+            "x_encoded_layers = model(input_ids = x, attention_mask = attention_mask, "
+            "output_hidden_states=True).hidden_states",
         ),
         ("np.float)", "np.float64)"),
         ("import matplotlib.pyplot as plt", ""),

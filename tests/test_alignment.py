@@ -106,7 +106,7 @@ def _clouds(rng: np.random.Generator, count: int, dim: int = 16) -> list[tuple[n
 
 def test_exact_transport_is_pots_emd_and_emd2() -> None:
     rng = np.random.default_rng(11)
-    for (x, a), (y, b) in zip(_clouds(rng, 30), _clouds(rng, 30)):
+    for (x, a), (y, b) in zip(_clouds(rng, 30), _clouds(rng, 30), strict=True):
         a, b = a / a.sum(), b / b.sum()
         cost = euclidean_cost(x, y)
         plan, value = exact_transport(a, b, cost)
@@ -126,7 +126,7 @@ def test_exact_transport_is_pots_emd_and_emd2() -> None:
 def test_batched_aligners_equal_per_pair(name: str, device: str) -> None:
     rng = np.random.default_rng(5)
     refs, hyps = _clouds(rng, 40), _clouds(rng, 40)
-    per_pair = np.array([align(name, x, a, y, b) for (x, a), (y, b) in zip(refs, hyps)])
+    per_pair = np.array([align(name, x, a, y, b) for (x, a), (y, b) in zip(refs, hyps, strict=True)])
     for threads, batch_pairs in ((1, 64), (3, 7)):  # one padded batch; 6 batches sorted by size, 3 threads
         batched = align_batch(
             name,
@@ -161,7 +161,7 @@ def test_parallel_runs_every_job_once_restores_torch_threads_and_raises() -> Non
         seen: list[int] = []
         inside: list[int] = []
         with parallel(threads) as run:
-            run(lambda i: (seen.append(i), inside.append(torch.get_num_threads())), 7)
+            run(lambda i, seen=seen, inside=inside: (seen.append(i), inside.append(torch.get_num_threads())), 7)
         assert sorted(seen) == list(range(7))
         assert set(inside) == ({before} if threads == 1 else {1})  # one torch thread per job when parallel
         assert torch.get_num_threads() == before

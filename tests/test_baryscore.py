@@ -81,7 +81,7 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device 
 def test_batched_barycentres_equal_pots_free_support_barycenter(use_gram: bool, device: str) -> None:
     rng = np.random.default_rng(3)
     layers, weights = _texts(rng, 24, k=4, dim=12)
-    want = [pot_barycentre(x, w) for x, w in zip(layers, weights)]
+    want = [pot_barycentre(x, w) for x, w in zip(layers, weights, strict=True)]
     got = free_support_barycentres([torch.from_numpy(x).to(device) for x in layers], weights, use_gram=use_gram)
     assert all(g.device.type == device for g in got)
     got = [g.cpu() for g in got]
@@ -90,7 +90,7 @@ def test_batched_barycentres_equal_pots_free_support_barycenter(use_gram: bool, 
     # differs is rounding: X_r = (n / k) sum_i sum_j T_i[r, j] L_ij, <= k m terms with |L_ij| = 1, each
     # flow T_i[r, j] a sum of <= n + m marginals (rounding <= (n + m) u), the sum taken in another order:
     # |dX| <= (n / k) k m (n + m) u + k m u = n m (n + m) u + ... = 6e-13 for n, m <= 14 (u = 1.1e-16)
-    worst = max(np.abs(g.numpy() - x).max() for g, x in zip(got, want))
+    worst = max(np.abs(g.numpy() - x).max() for g, x in zip(got, want, strict=True))
     assert worst <= 1e-12
     # the same with the texts in another order and other batch mates (other padding)
     order = rng.permutation(len(layers))
@@ -105,12 +105,13 @@ def test_barycentres_stop_after_max_iter_as_pot() -> None:
     layers, weights = _texts(rng, 6, k=3, dim=8)
     for max_iter in (1, 2):
         got = free_support_barycentres([torch.from_numpy(x) for x in layers], weights, max_iter=max_iter)
-        want = [pot_barycentre(x, w, max_iter) for x, w in zip(layers, weights)]
+        want = [pot_barycentre(x, w, max_iter) for x, w in zip(layers, weights, strict=True)]
         # as above: <= n m (n + m) u = 6e-13 with n, m <= 14
-        assert max(np.abs(g.numpy() - x).max() for g, x in zip(got, want)) <= 1e-12
+        assert max(np.abs(g.numpy() - x).max() for g, x in zip(got, want, strict=True)) <= 1e-12
     one = free_support_barycentres([torch.from_numpy(x) for x in layers], weights, max_iter=1)
     full = free_support_barycentres([torch.from_numpy(x) for x in layers], weights)
-    assert max(np.abs(a.numpy() - b.numpy()).max() for a, b in zip(one, full)) > 1e-3  # one step is not the end
+    # one step is not the end
+    assert max(np.abs(a.numpy() - b.numpy()).max() for a, b in zip(one, full, strict=True)) > 1e-3
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
@@ -118,7 +119,10 @@ def test_wasserstein_batch_equals_emd2_per_pair(device: str) -> None:
     rng = np.random.default_rng(4)
     xs = [rng.normal(size=(int(rng.integers(1, 10)), 6)) for _ in range(20)]
     ys = [rng.normal(size=(int(rng.integers(1, 10)), 6)) for _ in range(20)]
-    want = [ot.emd2(np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), ot.dist(x, y)) for x, y in zip(xs, ys)]
+    want = [
+        ot.emd2(np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), ot.dist(x, y))
+        for x, y in zip(xs, ys, strict=True)
+    ]
     for batch_pairs in (32, 3):  # all pairs in one batch; sorted by size into 7 batches (scattered back)
         got = wasserstein_batch(
             [torch.from_numpy(x).to(device) for x in xs],

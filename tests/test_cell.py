@@ -1,4 +1,5 @@
-"""Typed cell config and result (nlgbench.core.cell), the measurement trackers and protocol (nlgbench.measurement.protocol).
+"""Typed cell config and result (nlgbench.core.cell), the measurement trackers and protocol
+(nlgbench.measurement.protocol).
 
 tests/data/run_v0/ is a run folder written before CellResult existed (result.json of measured,
 failed and imported cells, and its results.csv): the typed path must reproduce both byte for byte.
@@ -152,7 +153,7 @@ def test_protocol_warms_up_then_repeats_and_checks_agreement() -> None:
     assert scorer.calls == [WARMUP_MIN_ITEMS, WARMUP_MIN_ITEMS, 100, 100, 100]
     assert len(run.repeat_s) == 3 and [set(p) for p in run.phases_s] == [{"encode", "other"}] * 3
     # the phases add up to the repeat's wall time: `other` is the rest
-    assert all(sum(p.values()) == pytest.approx(t, rel=1e-9) for p, t in zip(run.phases_s, run.repeat_s))
+    assert all(sum(p.values()) == pytest.approx(t, rel=1e-9) for p, t in zip(run.phases_s, run.repeat_s, strict=True))
     assert run.warmup_passes_s is not None and len(run.warmup_passes_s) == 2 and run.warmup_stable is None  # CPU policy
     assert run.repeat_cpu_s is not None and len(run.repeat_cpu_s) == 3 and run.repeat_cuda_s is None
     assert run.warmup_items == WARMUP_MIN_ITEMS and run.agree and run.max_abs_diff == 0.0

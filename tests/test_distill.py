@@ -149,7 +149,7 @@ def test_the_saved_student_scores_the_held_out_pairs_as_validated(trained: Disti
     got = scorer.score(items, PhaseTimer()).score
     # float32 logits of the same model over other batch shapes: ~1e-6 relative of |y| <= 100
     assert got == pytest.approx(trained.val_predictions, abs=1e-3)
-    mse = sum((g - y) ** 2 for g, y in zip(got, trained.val_targets)) / len(got)
+    mse = sum((g - y) ** 2 for g, y in zip(got, trained.val_targets, strict=True)) / len(got)
     assert mse == pytest.approx(trained.record["validation"]["mse"], rel=1e-4)
     # swapping the inputs gives other scores: the order matters, so the test above checks it
     swapped = [Item("", it.seg_id, "", "", it.hypothesis, it.reference, 0.0) for it in items]

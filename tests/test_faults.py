@@ -310,7 +310,7 @@ def test_import_direction_flags(tmp_path: Path) -> None:
     assert_consistent(run, expected_ok=1)
 
 
-# ----------------------------------------------------------------------------- 2, 5, 6: cell identity, encoder folders, spec
+# ------------------------------------------------------------------ 2, 5, 6: cell identity, encoder folders, spec
 
 
 def copy_model(src: Path, dest: Path) -> Path:
@@ -502,7 +502,7 @@ def test_dry_run_checks_data_as_run_does(case: str, tmp_path: Path, tiny_model: 
     assert not (tmp_path / "run").exists()
 
 
-# ----------------------------------------------------------------------------- 3, 4, 9: lock, filesystem and store faults, signals
+# ------------------------------------------------------------- 3, 4, 9: lock, filesystem and store faults, signals
 
 
 def two_cell_spec(folder: Path, model: Path, *, name: str = "faults", n_per_lp: int = 4, extra: str = "") -> Path:

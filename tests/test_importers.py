@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from nlgbench.data.importers.command import add_import_arguments, cmd_import
+from nlgbench.cli.assets import cmd_import
+from nlgbench.cli.parser import add_import_arguments
 from nlgbench.data.importers.summeval import import_summeval
 from nlgbench.data.importers.table import import_table
 from nlgbench.data.importers.wmt_da import import_wmt_da
@@ -90,7 +91,7 @@ def test_summeval_every_line_field_by_field(tmp_path: Path) -> None:
     raw = read_jsonl(SUMMEVAL)
     items = read_jsonl(out)
     assert len(items) == len(raw)
-    for line, item in zip(raw, items):
+    for line, item in zip(raw, items, strict=True):
         assert (item["seg_id"], item["doc_id"], item["system"]) == (line["id"], line["id"], line["model_id"])
         assert (item["source"], item["references"], item["hypothesis"]) == (
             line["text"],

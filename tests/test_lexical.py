@@ -310,10 +310,12 @@ def test_cli_score_needs_no_encoder(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main([*args, "--metric", "sentbleu", "--out", str(tmp_path / "out.csv")]) == 0
     assert "2 scores (sentbleu, none)" in capsys.readouterr().err
     rows = list(csv.DictReader((tmp_path / "out.csv").open(encoding="utf-8")))
-    assert [float(r["score"]) for r in rows] == [sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(hyps, refs)]
+    assert [float(r["score"]) for r in rows] == [
+        sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(hyps, refs, strict=True)
+    ]
     assert main([*args, "--metric", "rouge2", "--out", str(tmp_path / "rouge.csv")]) == 0
     rows = list(csv.DictReader((tmp_path / "rouge.csv").open(encoding="utf-8")))
-    expected = [rouge_scorer.RougeScorer(["rouge2"]).score(r, h)["rouge2"] for h, r in zip(hyps, refs)]
+    expected = [rouge_scorer.RougeScorer(["rouge2"]).score(r, h)["rouge2"] for h, r in zip(hyps, refs, strict=True)]
     assert [(float(r["score"]), float(r["precision"]), float(r["recall"])) for r in rows] == [
         (s.fmeasure, s.precision, s.recall) for s in expected
     ]
@@ -337,8 +339,8 @@ def check_correlations(run_dir: Path) -> list[dict[str, str]]:
         by_lp: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for s in segs:
             by_lp[s["lp"]].append((float(s["score"]), float(s["human"])))
-        pearson = statistics.fmean(stats.pearsonr(*zip(*pairs))[0] for pairs in by_lp.values())
-        kendall = statistics.fmean(stats.kendalltau(*zip(*pairs))[0] for pairs in by_lp.values())
+        pearson = statistics.fmean(stats.pearsonr(*zip(*pairs, strict=True))[0] for pairs in by_lp.values())
+        kendall = statistics.fmean(stats.kendalltau(*zip(*pairs, strict=True))[0] for pairs in by_lp.values())
         assert float(row["pearson"]) == pytest.approx(pearson, rel=1e-12, abs=1e-12)
         assert float(row["kendall"]) == pytest.approx(kendall, rel=1e-12, abs=1e-12)
         assert float(row["pearson_pooled"]) == pytest.approx(stats.pearsonr(score, human)[0], rel=1e-12, abs=1e-12)

@@ -141,7 +141,7 @@ def test_parity_with_published_moverscore_v2_on_wmt16() -> None:
     scorer.prepare(items)
     ours = np.array(scorer.score(items, PhaseTimer()).score)
     assert len(ours) == len(theirs) == 240
-    same = np.array([ms.tokenizer.tokenize(h) == ms.tokenizer.tokenize(r) for h, r in zip(hyps, refs)])
+    same = np.array([ms.tokenizer.tokenize(h) == ms.tokenizer.tokenize(r) for h, r in zip(hyps, refs, strict=True)])
     assert (~same).sum() >= 200
     # moverscore_v2 forms costs in float32 as sqrt(|x|^2 + |y|^2 - 2 x.y): error <= 4 u / (2 d) for unit vectors
     # at distance d, i.e. <= 1.2e-6 for distinct tokens (d >= 0.1), and WMD = sum P c keeps it -> 1e-5

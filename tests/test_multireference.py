@@ -157,7 +157,8 @@ def test_moverscore_default_is_the_mean_and_its_distance_column_is_best_when_sma
         alone = pair_scores(plain, it.hypothesis, it.references)
         scores = [s.columns["moverscore"][0] for s in alone]
         distances = [s.columns["distance"][0] for s in alone]
-        # 1 - WMD of unit float32 token states (float64 transport); passes in another batch shape: 2e-5 (see test_reference_free)
+        # 1 - WMD of unit float32 token states (float64 transport); passes in another batch shape: 2e-5
+        # (see test_reference_free)
         assert got_mean.columns["moverscore"][i] == pytest.approx(statistics.fmean(scores), abs=2e-5)
         assert got_best.columns["moverscore"][i] == pytest.approx(max(scores), abs=2e-5)
         assert got_best.columns["distance"][i] == pytest.approx(min(distances), abs=2e-5)
@@ -365,4 +366,5 @@ def test_several_references_equal_bert_score_package(idf: bool) -> None:
     assert np.abs(np.array(ours["precision"]) - p.numpy()).max() <= 1e-5
     assert np.abs(np.array(ours["recall"]) - r.numpy()).max() <= 1e-5
     single = nlgbench.score(hyps, [group[0] for group in refs], encoder="all-MiniLM-L6-v2", idf=idf, batch_size=16)
-    assert sum(a > b + 1e-3 for a, b in zip(ours["score"], single)) >= len(rows) // 2  # the own reference is found
+    # the own reference is found
+    assert sum(a > b + 1e-3 for a, b in zip(ours["score"], single, strict=True)) >= len(rows) // 2

@@ -94,7 +94,9 @@ def test_mixed_integer_and_text_seg_ids_become_text(tmp_path: Path) -> None:
     rows = [{"lp": "en", "seg_id": s, "reference": "r", "hypothesis": "h", "human": 1.0} for s in (10, "9", "x")]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     assert [it.seg_id for it in load_dataset(path=path).items] == ["10", "9", "x"]
-    path.write_text("".join(json.dumps(dict(r, seg_id=s)) + "\n" for r, s in zip(rows, (10, "9", 2))), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(dict(r, seg_id=s)) + "\n" for r, s in zip(rows, (10, "9", 2), strict=True)), encoding="utf-8"
+    )
     assert [it.seg_id for it in load_dataset(path=path).items] == [2, 9, 10]  # all integers: numeric order
 
 

@@ -66,7 +66,7 @@ def test_not_a_terminal_one_line_per_cell_naming_both_pearsons(tmp_path: Path, t
     assert "texts encoded" not in proc.stderr and "repeat 1/2" not in proc.stderr, proc.stderr  # no bar, no phase lines
     with (tmp_path / "run" / "results.csv").open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    for line, row in zip(cell_lines, rows):
+    for line, row in zip(cell_lines, rows, strict=True):
         shown = re.search(r"pearson global (\S+) / segment (\S+)", line)
         assert shown is not None, line
         assert float(shown.group(1)) == pytest.approx(float(row["pearson_pooled"]), abs=5e-5)  # what report shows

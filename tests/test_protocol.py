@@ -157,7 +157,7 @@ def test_whole_data_policy_warms_up_over_every_item_at_least_twice() -> None:
 def test_phases_add_up_to_the_wall_time_with_overlap_apart() -> None:
     run = measure_scoring(CountingScorer(), list(range(10)), warmup=0, repeats=3, batch_size=4)
     assert run.warmup_passes_s == [] and run.warmup_s == 0.0
-    for phases, wall in zip(run.phases_s, run.repeat_s):
+    for phases, wall in zip(run.phases_s, run.repeat_s, strict=True):
         assert set(phases) == {"encode", "tokenize_overlapped", OTHER_PHASE}
         counted = sum(v for k, v in phases.items() if not k.endswith(embedding.OVERLAPPED))
         assert counted == pytest.approx(wall, rel=1e-9)
@@ -256,7 +256,7 @@ def test_group_sorted_batches_are_maximal_under_both_rules(tokens: int | None) -
         batches = list(group_sorted(lengths, 16, tokens))
         assert [i for b in batches for i in b] == list(range(len(lengths)))
 
-        def fits(batch: list[int]) -> bool:
+        def fits(batch: list[int], lengths: list[int] = lengths) -> bool:
             padded, real = len(batch) * lengths[batch[0]], sum(lengths[i] for i in batch)
             size_ok = padded <= tokens if tokens is not None else len(batch) <= 16
             return len(batch) == 1 or (size_ok and padded <= 2 * real)
@@ -509,7 +509,7 @@ def test_cuda_scores_equal_cpu_scores(idf: bool) -> None:
     cpu = score_outputs(hyps, refs, "bertscore", "all-MiniLM-L6-v2", device="cpu", idf=idf)
     cuda = score_outputs(hyps, refs, "bertscore", "all-MiniLM-L6-v2", device="cuda", idf=idf)
     for column in ("score", "precision", "recall"):
-        assert max(abs(a - b) for a, b in zip(cpu[column], cuda[column])) <= 1e-5, column
+        assert max(abs(a - b) for a, b in zip(cpu[column], cuda[column], strict=True)) <= 1e-5, column
 
 
 class CudaScorer:
@@ -530,7 +530,7 @@ def test_cuda_protocol_records_events_clocks_and_a_stable_warm_up() -> None:
     assert run.warmup_passes_s is not None and 2 <= len(run.warmup_passes_s) <= WARMUP_MAX_PASSES
     assert run.repeat_cuda_s is not None and len(run.repeat_cuda_s) == 3
     # events span the GPU work inside the wall-clock window
-    assert all(0 < c <= w * 1.05 + 1e-3 for c, w in zip(run.repeat_cuda_s, run.repeat_s))
+    assert all(0 < c <= w * 1.05 + 1e-3 for c, w in zip(run.repeat_cuda_s, run.repeat_s, strict=True))
     assert run.gpu_sm_clock_mhz is not None and len(run.gpu_sm_clock_mhz) == 3
     env = environment("cuda")
     assert env["gpu"] and env["gpu_capability"] and env["gpu_memory_mb"] > 0 and "gpu_driver" in env
@@ -681,7 +681,7 @@ def test_a_cell_with_a_token_budget_scores_as_its_batch_size_cell(tmp_path: Path
     )
     timing = result["timing"]
     assert len(timing["warmup_passes_s"]) == 1 and len(timing["repeat_cpu_s"]) == 2 and "repeat_cuda_s" not in timing
-    for phases, wall in zip(timing["phases_s"], timing["repeat_s"]):
+    for phases, wall in zip(timing["phases_s"], timing["repeat_s"], strict=True):
         assert {"tokenize", "encode", "match", "other"} <= set(phases)
         assert sum(v for k, v in phases.items() if not k.endswith("_overlapped")) == pytest.approx(wall, rel=1e-6)
     env = result["environment"]

@@ -64,7 +64,7 @@ def test_identity_remapping_and_no_lm_give_exactly_the_aligners_score(bert_dir: 
         assert a == b
         # and that score is 1 - the aligner's distance of the unit token states, computed directly
         enc = plain.encoder
-        for it, got in zip(ITEMS, a):
+        for it, got in zip(ITEMS, a, strict=True):
             states = []
             for text in (it.source, it.hypothesis):
                 (tok,) = enc.tokenize([text])
@@ -167,7 +167,8 @@ def test_sentsim_combines_corpus_normalised_parts(bert_dir: Path) -> None:
     assert rc == pytest.approx(c[keep], abs=1e-5) and rt == pytest.approx(t[keep], abs=1e-5)  # same parts, as above
     # every score moves by more than what part differences of up to 1e-5 could explain
     noise = min_max_exp_error(1e-5, np.ptp(rc)) + min_max_exp_error(1e-5, np.ptp(rt))
-    assert all(abs(a - b) > noise for a, b in zip(again.score, np.array(out.score)[keep])), (again.score, noise)
+    pairs = zip(again.score, np.array(out.score)[keep], strict=True)
+    assert all(abs(a - b) > noise for a, b in pairs), (again.score, noise)
 
 
 def test_sentsim_wmd_part_is_a_distance(bert_dir: Path) -> None:
@@ -200,7 +201,7 @@ def test_frugalscore_equals_a_direct_forward_pass(tmp_path: Path, batch_size: in
     student = make_student(tmp_path / "student")
     scorer = FrugalScoreScorer(EncoderRef(str(student)), {"max_length": 64}, "cpu", batch_size)
     out = scorer.score(ITEMS, PhaseTimer())
-    for it, got in zip(ITEMS, out.score):
+    for it, got in zip(ITEMS, out.score, strict=True):
         enc = scorer.lm.tokenizer(it.hypothesis, it.reference, return_tensors="pt")
         with torch.no_grad():
             want = float(scorer.lm.model(**enc).logits[0, 0])

@@ -94,7 +94,7 @@ def test_quantity_correlations_average_per_metric_matrices() -> None:
     assert (got.n.loc[order, order].to_numpy() == 4 + 5).all()  # the encoders behind each entry
     assert got.r.loc["GPU time"].isna().all() and (got.n.loc["GPU time"] == 0).all()  # not measured: no number
     header, text = quantity_rows(got)
-    cpu = dict(zip(header, next(r for r in text if r[0] == "CPU time")))
+    cpu = dict(zip(header, next(r for r in text if r[0] == "CPU time"), strict=True))
     assert (
         cpu["CPU time"] == ""
         and cpu["GPU time"] == "-"
@@ -108,7 +108,7 @@ def test_quantity_correlations_average_per_metric_matrices() -> None:
     # a quantity constant across the encoders (one checkpoint, fewer layers): n/a, not '-'
     same_disk = df[df["metric"] == "m1"].assign(disk_mb=50.0)
     flat = quantity_correlations(same_disk)
-    disk = dict(zip(quantity_rows(flat)[0], next(r for r in quantity_rows(flat)[1] if r[0] == "disk")))
+    disk = dict(zip(quantity_rows(flat)[0], next(r for r in quantity_rows(flat)[1] if r[0] == "disk"), strict=True))
     assert disk["quality"] == "n/a" and disk["GPU time"] == "-"
 
 
@@ -217,7 +217,7 @@ def known_correlation_file(path: Path, r: float, max_segments: int) -> tuple[Pat
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["lp", "seg_id", "system", "score"])
-        for it, s in zip(items, score):
+        for it, s in zip(items, score, strict=True):
             w.writerow([it.lp, it.seg_id, it.system, repr(float(s))])
     return path, items
 

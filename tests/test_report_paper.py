@@ -193,7 +193,9 @@ def test_crowded_long_labels_stay_inside(tmp_path: Path) -> None:
                 "cell_ids": (),
                 "ms_per_segment": x,
             }
-            for n, x, q in zip(names, [1.0, 1.0, 1.01, 50.0, 50.0, 49.0], [0.2, 0.21, 0.2, 0.7, 0.71, 0.69])
+            for n, x, q in zip(
+                names, [1.0, 1.0, 1.01, 50.0, 50.0, 49.0], [0.2, 0.21, 0.2, 0.7, 0.71, 0.69], strict=True
+            )
         ]
     )
     fig = tradeoff_figure(
@@ -306,7 +308,9 @@ def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
         for seg in coll.get_segments()
         if seg[0][0] == seg[1][0]
     )
-    assert drawn == sorted((round(lo, 12), round(hi, 12)) for lo, hi in zip(points["ci_low"], points["ci_high"]))
+    assert drawn == sorted(
+        (round(lo, 12), round(hi, 12)) for lo, hi in zip(points["ci_low"], points["ci_high"], strict=True)
+    )
 
 
 def test_one_colour_and_marker_per_encoder_in_every_figure(figures: list[tuple[str, object]]) -> None:

@@ -235,4 +235,5 @@ def test_moverscore_sweep_crosses_aligners(tiny_dir: Path, tmp_path: Path) -> No
     assert all("transport=" in r["phase_ms"] and "distance=" in r["phase_ms"] for r in rows)
     wmd_scores = [float(r["score"]) for r in read_csv(out / "cells" / rows[0]["cell_id"] / "scores.csv")]
     wcd_scores = [float(r["score"]) for r in read_csv(out / "cells" / rows[1]["cell_id"] / "scores.csv")]
-    assert all(c >= w - 1e-12 for w, c in zip(wmd_scores, wcd_scores))  # WCD <= WMD, score = 1 - d; float64 ~1e-14
+    # WCD <= WMD, score = 1 - d; float64 ~1e-14
+    assert all(c >= w - 1e-12 for w, c in zip(wmd_scores, wcd_scores, strict=True))

@@ -243,7 +243,10 @@ def test_sweep_name_does_not_change_cell_ids() -> None:
 def test_cell_ids_stable_across_processes(tmp_path: Path) -> None:
     """Resuming needs the same ids in a new process (no hash randomisation, no dict-order effects)."""
     path = write_spec(tmp_path, QUICKSTART)
-    code = "import sys; from nlgbench.core.spec import load_spec; print(' '.join(c.cell_id for c in load_spec(sys.argv[1]).cells()))"
+    code = (
+        "import sys; from nlgbench.core.spec import load_spec; "
+        "print(' '.join(c.cell_id for c in load_spec(sys.argv[1]).cells()))"
+    )
     env = dict(os.environ, PYTHONHASHSEED="12345")
     out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == [c.cell_id for c in load_spec(path).cells()]
@@ -311,9 +314,9 @@ def test_committed_example_cell_ids_unchanged() -> None:
     assert [r["cell_id"] for r in recorded] == ["36b9a0ba53b2", "0fbc1befdac4", "f817189b6aae"]
     then = [
         {**nlgbench.core.cell.recorded_score_versions(r["environment"]), **nlgbench.core.cell.metric_versions(c.metric)}
-        for c, r in zip(cells, recorded)
+        for c, r in zip(cells, recorded, strict=True)
     ]
-    assert [c.id_under(versions) for c, versions in zip(cells, then)] == [r["cell_id"] for r in recorded]
+    assert [c.id_under(versions) for c, versions in zip(cells, then, strict=True)] == [r["cell_id"] for r in recorded]
     assert all(not c.inputs for c in cells)
 
 

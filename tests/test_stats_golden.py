@@ -37,7 +37,7 @@ def same(got: Any, want: Any, path: str = "") -> None:
             same(got[key], want[key], f"{path}/{key}")
     elif isinstance(want, list):
         assert len(got) == len(want), path
-        for i, (g, w) in enumerate(zip(got, want)):
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
             same(g, w, f"{path}[{i}]")
     elif isinstance(want, float):
         assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, rel=1e-12, abs=1e-12), (
@@ -97,7 +97,7 @@ def test_levels_tests_and_intervals_equal_the_old_report_engine(seed: int) -> No
     for key, want in golden["paired"].items():
         method, level = key.split("/")
 
-        def stat(s: Segments) -> float:
+        def stat(s: Segments, method: str = method, level: str = level) -> float:
             return quality(s, method, level)
 
         b = paired_bootstrap(cand, base, stat, n_resamples=200, seed=seed)

@@ -183,7 +183,7 @@ def test_same_stem_different_files_are_told_apart(tmp_path: Path) -> None:
     assert [r["dataset"] for r in table] == [f"summeval@{sha[:8]}" for sha in shas]
     # imported cells store the data path relative to the run folder (issue 25: no machine path in a published run)
     assert [(r["dataset_path"], r["dataset_sha256"]) for r in table] == [
-        (os.path.relpath(p, tmp_path / "run"), sha) for p, sha in zip(paths, shas)
+        (os.path.relpath(p, tmp_path / "run"), sha) for p, sha in zip(paths, shas, strict=True)
     ]
     assert sorted(RunData.open(tmp_path / "run").cells["dataset"]) == sorted(r["dataset"] for r in table)
     # one file only: the plain stem

@@ -65,7 +65,7 @@ def test_no_exit_equals_the_plain_model(tiny_dir: Path) -> None:
     states, _, ids = plain_states(tiny_dir)
     enc = load_encoder(EncoderRef(str(tiny_dir), early_exit=1e-12), "cpu")
     got, _ = enc.hidden_states(ids, list(range(7)))
-    assert all(torch.equal(a, b) for a, b in zip(states, got))
+    assert all(torch.equal(a, b) for a, b in zip(states, got, strict=True))
     assert enc.describe()["mean_exit_layer"] == 6.0
 
 

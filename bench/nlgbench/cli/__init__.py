@@ -27,7 +27,7 @@ COMMANDS = {
     "list aligners": "nlgbench.cli.aligners:cmd_list_aligners",
     "models import": "nlgbench.cli.assets:cmd_models_import",
     "datasets fetch": "nlgbench.cli.assets:cmd_datasets_fetch",
-    "datasets import": "nlgbench.data.importers.command:cmd_import",
+    "datasets import": "nlgbench.cli.assets:cmd_import",
     "distill": "nlgbench.cli.distill:cmd_distill",
     "report": "nlgbench.cli.report:cmd_report",
     "compare": "nlgbench.cli.report:cmd_compare",

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from nlgbench.data.importers.command import add_import_arguments
+from nlgbench.data.importers import FORMATS
+from nlgbench.data.importers.summeval import ANNOTATORS
+from nlgbench.data.importers.table import TABLE_FIELDS
 from nlgbench.distillation.config import TrainConfig
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.version import __version__
@@ -368,3 +370,41 @@ def _add_repair(sub: Commands) -> None:
     rp = sub.add_parser("repair", help="rebuild DIR/results.sqlite from DIR/cells/ (a corrupt store is kept aside)")
     rp.add_argument("dir", help="run folder")
     rp.set_defaults(handler="repair")
+
+
+def add_import_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``nlgbench datasets import FORMAT SRC --out FILE.jsonl``."""
+    p.add_argument(
+        "format",
+        choices=FORMATS,
+        help="summeval: model_annotations.aligned.paired.jsonl; "
+        "wmt-da: a DAseg-wmtNN folder; table: a .csv, .tsv or .parquet file",
+    )
+    p.add_argument("src", help="the downloaded file or folder")
+    p.add_argument("--out", required=True, help="the JSONL file to write (replaced atomically)")
+    p.add_argument(
+        "--annotators",
+        choices=sorted(ANNOTATORS),
+        help="summeval: whose scores to average per dimension (default expert: 3 per summary)",
+    )
+    p.add_argument(
+        "--lp",
+        action="append",
+        metavar="LP",
+        help="wmt-da: only these language pairs (repeatable or comma-separated); "
+        "table: the language pair (or domain label) of every row",
+    )
+    p.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="FIELD=COLUMN",
+        help=f"table: the column of an item field ({', '.join(TABLE_FIELDS)}); references=COL1,COL2,...",
+    )
+    p.add_argument(
+        "--human",
+        action="append",
+        default=[],
+        metavar="DIM=COLUMN",
+        help="table: a human dimension and its column (repeatable); empty cells are missing values",
+    )

@@ -64,14 +64,16 @@ class ExecutorOptions:
         return self.kind == SLURM
 
 
+def _unknown(where: str, what: str, raw: Any, valid: Sequence[str]) -> UserError:
+    """`WHERE: unknown WHAT 'x'; did you mean 'y'? (valid: ...)`, the closest valid name only."""
+    hits = closest(str(raw), valid)
+    hint = f"; did you mean {hits[0]!r}?" if hits else ""
+    return UserError(f"{where}: unknown {what} {raw!r}{hint} (valid: {', '.join(valid)})")
+
+
 def _kind(raw: Any, where: str) -> str:
     if raw not in EXECUTORS:
-        hits = closest(str(raw), EXECUTORS)
-        raise UserError(
-            f"{where}: unknown executor {raw!r}"
-            + (f"; did you mean {hits[0]!r}?" if hits else "")
-            + f" (valid: {', '.join(EXECUTORS)})"
-        )
+        raise _unknown(where, "executor", raw, EXECUTORS)
     return str(raw)
 
 
@@ -166,6 +168,18 @@ def cli_slurm_args(items: Sequence[str]) -> dict[str, str | bool]:
     return out
 
 
+# The check of each Slurm setting, shared by the spec's executor block and the command line's flags.
+SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
+    "partition": _partition,
+    "mem": _mem,
+    "poll_seconds": _poll,
+    "gpus_per_cell": lambda v, w: _count(v, w, 0),
+    "cpus_per_cell": lambda v, w: _count(v, w, 1),
+    "time": lambda v, w: _count(v, w, 1),
+    "max_parallel": lambda v, w: _count(v, w, 1),
+}
+
+
 def parse_executor(raw: Any, where: str) -> ExecutorOptions:
     """The spec's `executor:` block: `local`/`slurm`, or a mapping with `kind` and Slurm settings."""
     if isinstance(raw, str):
@@ -174,24 +188,9 @@ def parse_executor(raw: Any, where: str) -> ExecutorOptions:
         raise UserError(f"{where} must be 'local', 'slurm' or a mapping (kind, partition, time, ...), got {raw!r}")
     for key in raw:
         if key not in EXECUTOR_KEYS:
-            hits = closest(str(key), EXECUTOR_KEYS)
-            raise UserError(
-                f"{where}: unknown key {key!r}"
-                + (f"; did you mean {hits[0]!r}?" if hits else "")
-                + f" (valid: {', '.join(sorted(EXECUTOR_KEYS))})"
-            )
+            raise _unknown(where, "key", key, sorted(EXECUTOR_KEYS))
     out = ExecutorOptions()
-    checks: dict[str, Callable[[Any, str], Any]] = {
-        "kind": _kind,
-        "partition": _partition,
-        "mem": _mem,
-        "poll_seconds": _poll,
-        "slurm_args": parse_slurm_args,
-        "gpus_per_cell": lambda v, w: _count(v, w, 0),
-        "cpus_per_cell": lambda v, w: _count(v, w, 1),
-        "time": lambda v, w: _count(v, w, 1),
-        "max_parallel": lambda v, w: _count(v, w, 1),
-    }
+    checks: dict[str, Callable[[Any, str], Any]] = {"kind": _kind, "slurm_args": parse_slurm_args, **SETTING_CHECKS}
     for key, check in checks.items():
         if raw.get(key) is not None:
             out = replace(out, **{key: check(raw[key], f"{where}.{key}")})
@@ -231,18 +230,9 @@ def with_cli(
             f"--{flags[0].replace('_', '-')} is a Slurm setting; add --executor slurm "
             "(or kind: slurm in the spec's executor block)"
         )
-    checks: dict[str, Callable[[Any, str], Any]] = {
-        "partition": _partition,
-        "mem": _mem,
-        "poll_seconds": _poll,
-        "gpus_per_cell": lambda v, w: _count(v, w, 0),
-        "cpus_per_cell": lambda v, w: _count(v, w, 1),
-        "time": lambda v, w: _count(v, w, 1),
-        "max_parallel": lambda v, w: _count(v, w, 1),
-    }
     for key, value in given.items():
         if value is not None:
-            out = replace(out, **{key: checks[key](value, f"--{key.replace('_', '-')}")})
+            out = replace(out, **{key: SETTING_CHECKS[key](value, f"--{key.replace('_', '-')}")})
     if slurm_args:
         out = replace(out, slurm_args={**out.slurm_args, **cli_slurm_args(slurm_args)})
     return out

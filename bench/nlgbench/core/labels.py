@@ -82,9 +82,9 @@ def distinct_dataset_labels(labels: Sequence[str], identities: Sequence[str]) ->
     different contents (`identities`: a file's sha256, '' for catalogue data), each gets its short
     hash, `summeval@3fa2c1d0`; labels of a single content stay as they are."""
     contents: dict[str, set[str]] = {}
-    for label, identity in zip(labels, identities, strict=False):
+    for label, identity in zip(labels, identities, strict=True):
         contents.setdefault(label, set()).add(identity)
     return [
         f"{label}@{identity.removeprefix('sha256:')[:8]}" if len(contents[label]) > 1 and identity else label
-        for label, identity in zip(labels, identities, strict=False)
+        for label, identity in zip(labels, identities, strict=True)
     ]

@@ -80,7 +80,8 @@ def overlaps(student_dir: Path, datasets: Sequence[Dataset], name: str | None = 
             first = hits[0]
             lines.append(
                 f"student {label} was distilled on texts of evaluation dataset {ds.name!r}: "
-                f"{len(hits)} of {len(ds.items)} items have a reference (or reference-hypothesis pair) of its training pairs "
+                f"{len(hits)} of {len(ds.items)} items have a reference (or reference-hypothesis pair) "
+                "of its training pairs "
                 f"(first: lp={first.lp!r} seg_id={first.seg_id!r} system={first.system!r}); "
                 "distil on other data, or rerun nlgbench distill with --allow-overlap to accept it"
             )

@@ -53,7 +53,7 @@ def correlate_scores(score: Sequence[float], dataset: Dataset, higher_is_better:
     docs = dataset.has_docs
     sections = {}
     for dim in dataset.human_dims:
-        kept = [(s, it) for s, it in zip(score, items, strict=False) if dim in it.humans]
+        kept = [(s, it) for s, it in zip(score, items, strict=True) if dim in it.humans]
         section = correlate(
             [s for s, _ in kept],
             [it.humans[dim] for _, it in kept],

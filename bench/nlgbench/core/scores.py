@@ -107,7 +107,7 @@ def read_scores(path: Path, result: CellResult | None) -> tuple[list[str], list[
         )
     ids = seg_id_values([row["seg_id"] or "" for _, row in raw])
     rows = []
-    for (line, row), seg_id in zip(raw, ids, strict=False):
+    for (line, row), seg_id in zip(raw, ids, strict=True):
         if None in row or any(value is None for value in row.values()):
             raise UserError(f"{path}:{line}: {len(row)} field(s) where the header has {len(columns)}")
         out: dict[str, Any] = {}

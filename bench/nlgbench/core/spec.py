@@ -338,7 +338,8 @@ def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
 
 
 def _user_registries(raw: dict[str, Any], source: str, base: Path) -> None:
-    """Merge the spec's own encoder registry / dataset catalogue files (paths relative to the spec) over the packaged ones."""
+    """Merge the spec's own encoder registry / dataset catalogue files (paths relative to the spec) over the
+    packaged ones."""
     for key, add in (("encoders_file", add_encoders_file), ("catalogue_file", add_catalogue_file)):
         if key in raw:
             if not isinstance(raw[key], str):

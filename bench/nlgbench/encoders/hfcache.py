@@ -350,7 +350,7 @@ def _bin_params(path: Path) -> int:
     for tensor in state.values():
         if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
             continue
-        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
+        key = (tensor.untyped_storage().data_ptr(), int(tensor.storage_offset()), tuple(tensor.shape))
         if key in seen:
             continue
         seen.add(key)

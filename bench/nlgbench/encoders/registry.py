@@ -245,10 +245,11 @@ def parse_encoder_ref(raw: Any, where: str) -> EncoderRef:
             hint = f"; did you mean {hits[0]!r}?" if hits else ""
             raise UserError(f"{where}: unknown encoder option {key!r}{hint} (valid: {', '.join(VARIANT_OPTIONS)})")
         want = VARIANT_OPTIONS[key]
-        accepted = (int, float) if want is float else want
-        if not isinstance(value, accepted) or isinstance(value, bool):
+        if want is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = float(value)  # an integer threshold is accepted as a float
+        elif not isinstance(value, want) or isinstance(value, bool):
             raise UserError(f"{where}: encoder option {key!r} must be {want.__name__}, got {value!r}")
-        opts[key] = float(value) if want is float else value
+        opts[key] = value
     _check_variant(opts, where)
     return EncoderRef(name=raw["name"], **opts)
 

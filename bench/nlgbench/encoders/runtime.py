@@ -142,9 +142,9 @@ class Encoder:
             return_attention_mask=False,
             return_token_type_ids=False,
         )
-        _TRUNCATED.update(text for text, e in zip(stripped, enc.encodings, strict=False) if e.overflowing)
+        _TRUNCATED.update(text for text, e in zip(stripped, enc.encodings, strict=True) if e.overflowing)
         out = []
-        for text, e in zip(stripped, enc.encodings, strict=False):
+        for text, e in zip(stripped, enc.encodings, strict=True):
             word_ids = e.word_ids
             special = [wid is None for wid in word_ids]
             starts = [(not special[j]) and (j == 0 or word_ids[j] != word_ids[j - 1]) for j in range(len(word_ids))]
@@ -193,7 +193,8 @@ class Encoder:
         st.start(mask, self.layers_run)
         with torch.inference_mode():
             self.model(input_ids=input_ids, attention_mask=mask)
-        for ids, layer in zip(batch, st.exit_layer.tolist(), strict=False):
+        assert st.exit_layer is not None  # set by st.start
+        for ids, layer in zip(batch, st.exit_layer.tolist(), strict=True):
             self.exit_layers[tuple(ids)] = layer
         return [st.states[layer] for layer in layers]
 
@@ -217,7 +218,8 @@ def _layer_stack(model: Any) -> tuple[str, Any] | None:
 
 
 def _truncate(model: Any, num_layers: int) -> int:
-    """Keep only the first `num_layers` (<= the total, checked by the caller) transformer layers, as bert_score does; returns the total before."""
+    """Keep only the first `num_layers` (<= the total, checked by the caller) transformer layers, as bert_score
+    does; returns the total before."""
     found = _layer_stack(model)
     if found is None:
         raise UserError(f"cannot truncate {type(model).__name__}: no known layer stack")

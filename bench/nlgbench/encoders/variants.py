@@ -176,9 +176,12 @@ def _packed(model: torch.nn.Module) -> list[torch.Tensor]:
     """Weights and biases held packed by quantised linear layers (not in `parameters()`)."""
     out = []
     for module in model.modules():
-        if getattr(module, "_packed_params", None) is not None and callable(getattr(module, "weight", None)):
-            out.append(module.weight())
-            bias = module.bias() if callable(getattr(module, "bias", None)) else None
+        # a quantised linear layer's `weight` and `bias` are methods unpacking `_packed_params`
+        weight = getattr(module, "weight", None)
+        if getattr(module, "_packed_params", None) is not None and callable(weight):
+            out.append(weight())
+            unpack_bias = getattr(module, "bias", None)
+            bias = unpack_bias() if callable(unpack_bias) else None
             if bias is not None:
                 out.append(bias)
     return out

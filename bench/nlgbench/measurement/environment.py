@@ -22,7 +22,7 @@ def gpu_sm_clock_mhz(device: str) -> int | None:
     if not device.startswith("cuda"):
         return None
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
         handle = _nvml_handle(pynvml, device)
@@ -94,7 +94,7 @@ def gpu_record(device: str) -> dict[str, Any]:
         "gpu_mem_clock_max_mhz": None,
     }
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
         handle = _nvml_handle(pynvml, device)
@@ -151,7 +151,7 @@ def parse_nvidia_smi(text: str) -> dict[str, Any]:
     if len(values) != len(NVIDIA_SMI_FIELDS):
         return {}
     out: dict[str, Any] = {}
-    for (field, key), value in zip(NVIDIA_SMI_FIELDS.items(), values, strict=False):
+    for (field, key), value in zip(NVIDIA_SMI_FIELDS.items(), values, strict=True):
         if field == "driver_version":
             out[key] = value or None
         else:

@@ -173,7 +173,7 @@ def measure_scoring(
         if first is None:
             first = scores
         else:
-            diffs = [abs(a - b) for a, b in zip(first.score, scores.score, strict=False)]
+            diffs = [abs(a - b) for a, b in zip(first.score, scores.score, strict=True)]
             max_diff = max([max_diff, *diffs]) if diffs else max_diff
         rate = f", {len(items) / repeat_s[-1]:.0f} items/s" if repeat_s[-1] > 0 else ""
         log(f"repeat {r + 1}/{repeats}: {repeat_s[-1]:.2f} s{rate}")

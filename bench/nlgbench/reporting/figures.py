@@ -354,6 +354,7 @@ def tradeoff_figure(
         nrows, ncols, figsize=(max(4.6 * ncols, 7.0), 3.7 * nrows + 0.9), squeeze=False, dpi=DPI, layout="constrained"
     )
     labels: list[tuple[Axes, list[PointLabel]]] = []
+    # the grid may hold more axes than cells: the extra ones are hidden below
     for ax, (metric, (x, xlabel)) in zip(axes.flat, cells, strict=False):
         pts = data[data["metric"] == metric]
         labels.append(
