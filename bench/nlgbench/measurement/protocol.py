@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nlgbench.measurement.environment import gpu_sm_clock_mhz
@@ -135,7 +135,40 @@ def measure_scoring(
     policy = policy if policy is not None else warmup_policy(device)
     timer = PhaseTimer(sync=sync)
     n_warm = len(items) if policy.whole_data else warmup_items(len(items), batch_size)
-    warm_items = items[:n_warm]
+    warm, stable = _warm_up_phase(scorer, items[:n_warm], timer, sync, warmup, policy, log, on_pass)
+    timed = _TimedRepeats()
+    for r in range(repeats):
+        on_pass(f"repeat {r + 1}/{repeats}")
+        timed.run(scorer, items, timer, sync, device)
+        rate = f", {len(items) / timed.repeat_s[-1]:.0f} items/s" if timed.repeat_s[-1] > 0 else ""
+        log(f"repeat {r + 1}/{repeats}: {timed.repeat_s[-1]:.2f} s{rate}")
+    assert timed.first is not None
+    return ScoringRun(
+        warmup_s=sum(warm),
+        warmup_items=n_warm,
+        repeat_s=timed.repeat_s,
+        phases_s=timed.phases,
+        scores=timed.first,
+        max_abs_diff=timed.max_diff,
+        warmup_passes_s=warm,
+        warmup_stable=stable,
+        repeat_cpu_s=timed.cpu_s,
+        repeat_cuda_s=timed.cuda_s or None,
+        gpu_sm_clock_mhz=timed.clocks or None,
+    )
+
+
+def _warm_up_phase(
+    scorer: Scorer,
+    warm_items: Sequence[Any],
+    timer: PhaseTimer,
+    sync: Callable[[], None],
+    warmup: int,
+    policy: WarmupPolicy,
+    log: Callable[[str], None],
+    on_pass: Callable[[str], None],
+) -> tuple[list[float], bool | None]:
+    """The untimed warm-up passes (`warm_up`) and whether they ended stable (None: not asked)."""
 
     def warm_pass() -> float:
         on_pass("warm-up")
@@ -146,51 +179,46 @@ def measure_scoring(
     warm = warm_up(warm_pass, warmup, policy.until_stable)
     stable = is_stable(warm) if policy.until_stable and warm else None
     log(
-        f"warm-up {sum(warm):.1f} s ({len(warm)} x {n_warm} items"
+        f"warm-up {sum(warm):.1f} s ({len(warm)} x {len(warm_items)} items"
         + ("" if stable is None else ", stable" if stable else f", not stable within {WARMUP_TOLERANCE:.0%}")
         + ")"
     )
+    return warm, stable
 
-    repeat_s: list[float] = []
-    cpu_s: list[float] = []
-    cuda_s: list[float] = []
-    clocks: list[int | None] = []
-    phases: list[dict[str, float]] = []
+
+@dataclass
+class _TimedRepeats:
+    """The timed repeats so far: wall, CPU and CUDA seconds, phases, and the first repeat's scores
+    with the largest difference any later repeat's scores showed from them."""
+
+    repeat_s: list[float] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
+    cuda_s: list[float] = field(default_factory=list)
+    clocks: list[int | None] = field(default_factory=list)
+    phases: list[dict[str, float]] = field(default_factory=list)
     first: Scores | None = None
-    max_diff = 0.0
-    for r in range(repeats):
+    max_diff: float = 0.0
+
+    def run(
+        self, scorer: Scorer, items: Sequence[Any], timer: PhaseTimer, sync: Callable[[], None], device: str
+    ) -> None:
+        """One timed pass over all items (wall clock with the device synchronised, process CPU time,
+        CUDA events on CUDA), its scores compared with the first repeat's."""
         timer.reset()
-        on_pass(f"repeat {r + 1}/{repeats}")
         cpu_start = time.process_time()
         with LatencyTracker(sync) as lap, CudaEventTracker(device) as events:
             scores = scorer.score(items, timer)
-        cpu_s.append(time.process_time() - cpu_start)
-        repeat_s.append(lap.seconds)
+        self.cpu_s.append(time.process_time() - cpu_start)
+        self.repeat_s.append(lap.seconds)
         if events.seconds is not None:
-            cuda_s.append(events.seconds)
-            clocks.append(gpu_sm_clock_mhz(device))
-        phases.append(with_other(dict(timer.seconds), lap.seconds))
-        if first is None:
-            first = scores
+            self.cuda_s.append(events.seconds)
+            self.clocks.append(gpu_sm_clock_mhz(device))
+        self.phases.append(with_other(dict(timer.seconds), lap.seconds))
+        if self.first is None:
+            self.first = scores
         else:
-            diffs = [abs(a - b) for a, b in zip(first.score, scores.score, strict=True)]
-            max_diff = max([max_diff, *diffs]) if diffs else max_diff
-        rate = f", {len(items) / repeat_s[-1]:.0f} items/s" if repeat_s[-1] > 0 else ""
-        log(f"repeat {r + 1}/{repeats}: {repeat_s[-1]:.2f} s{rate}")
-    assert first is not None
-    return ScoringRun(
-        warmup_s=sum(warm),
-        warmup_items=n_warm,
-        repeat_s=repeat_s,
-        phases_s=phases,
-        scores=first,
-        max_abs_diff=max_diff,
-        warmup_passes_s=warm,
-        warmup_stable=stable,
-        repeat_cpu_s=cpu_s,
-        repeat_cuda_s=cuda_s or None,
-        gpu_sm_clock_mhz=clocks or None,
-    )
+            diffs = [abs(a - b) for a, b in zip(self.first.score, scores.score, strict=True)]
+            self.max_diff = max([self.max_diff, *diffs]) if diffs else self.max_diff
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float | None:

@@ -13,6 +13,7 @@ import io
 import math
 import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from nlgbench.core.scores import read_scores as read_cell_scores
 from nlgbench.core.scores import write_scores
 from nlgbench.data.catalogue import names_a_file
 from nlgbench.data.loaders import load_dataset
+from nlgbench.data.model import Dataset, Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric, metric_names
@@ -31,6 +33,9 @@ from nlgbench.runs.store import open_store
 
 COLUMNS = ("lp", "seg_id", "system", "score")
 OWN_SCORES_HEAD = ("lp", "seg_id", "system", "score", "human")  # how nlgbench's own cells/<id>/scores.csv starts
+
+
+Key = tuple[str, str, str]  # (lp, seg_id, system): how a scores file names an item
 
 
 def _examples(keys: list[tuple[str, str, str]], n: int = 3) -> str:
@@ -101,32 +106,10 @@ def import_scores(
     replaces the cell."""
     if lower_is_better is None:
         lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False
-    is_file = names_a_file(dataset)
-    ds = load_dataset(None if is_file else dataset, path=dataset if is_file else None, max_segments=max_segments)
-    # A data file is recorded by its path from the run folder, so the run (and its committed report)
-    # reads on any clone and from any directory, with no path of this machine in it.
-    ref = (
-        DatasetRef(
-            path=Path(os.path.relpath(Path(dataset).resolve(), out.resolve())).as_posix(), max_segments=max_segments
-        )
-        if is_file
-        else DatasetRef(name=dataset, max_segments=max_segments)
-    )
+    ds, ref = _imported_dataset(dataset, out, max_segments)
     scores = read_scores(path)
     wanted = [(it.lp, str(it.seg_id), it.system) for it in ds.items]  # str(): integer ids as plainly written
-    unknown = [k for k in scores if k not in set(wanted)]
-    absent = [k for k in wanted if k not in scores]
-    if unknown or absent:
-        parts = []
-        if unknown:
-            parts.append(f"{len(unknown)} key(s) not in {ref.label}: {_examples(unknown)}")
-        if absent:
-            parts.append(
-                f"{len(absent)} item(s) of {ref.label} missing from the file: {_examples(absent)}"
-                + ("" if max_segments else " (a subset? give --max-segments N)")
-            )
-        raise UserError(f"{path}: keys (lp, seg_id, system) do not match the dataset: " + "; ".join(parts))
-
+    _check_keys(path, scores, wanted, ref.label, max_segments)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     config = CellConfig(
         metric=metric,
@@ -140,9 +123,7 @@ def import_scores(
         warmup=0,
         threads=None,
     )
-    payload = {"imported": sha, **config.to_dict()}
-    cell_id = short_hash(payload)
-    items = ds.items
+    cell_id = short_hash({"imported": sha, **config.to_dict()})
     values = [scores[key] for key in wanted]
     # a data file keyed as the config names it
     files = {ref.path: next(reversed(ds.files.values()))} if ref.path and ds.files else ds.files
@@ -155,7 +136,7 @@ def import_scores(
         imported=True,
         metric=MetricRecord(name=metric, higher_is_better=not lower_is_better, primary="score"),
         scorer={},
-        n_segments=len(items),
+        n_segments=len(ds.items),
         dataset=DatasetRecord(name=ds.name, files=files, has_systems=ds.has_systems),
         correlation=correlate_scores(values, ds, higher_is_better=not lower_is_better),
         environment={
@@ -164,7 +145,46 @@ def import_scores(
             "imported_at": time.time(),
         },
     )
-    folder = cell_dir(out, cell_id)
+    return _record(out, path, result, ds.items, values)
+
+
+def _imported_dataset(dataset: str, out: Path, max_segments: int | None) -> tuple[Dataset, DatasetRef]:
+    """The dataset the scores belong to, and its reference as the cell records it: a data file by its
+    path from the run folder, so the run (and its committed report) reads on any clone and from any
+    directory, with no path of this machine in it."""
+    is_file = names_a_file(dataset)
+    ds = load_dataset(None if is_file else dataset, path=dataset if is_file else None, max_segments=max_segments)
+    if is_file:
+        relative = Path(os.path.relpath(Path(dataset).resolve(), out.resolve())).as_posix()
+        return ds, DatasetRef(path=relative, max_segments=max_segments)
+    return ds, DatasetRef(name=dataset, max_segments=max_segments)
+
+
+def _check_keys(
+    path: Path, scores: Mapping[Key, float], wanted: Sequence[Key], label: str, max_segments: int | None
+) -> None:
+    """One line when the file's keys (lp, seg_id, system) are not exactly the dataset's items."""
+    wanted_set = set(wanted)
+    unknown = [k for k in scores if k not in wanted_set]
+    absent = [k for k in wanted if k not in scores]
+    if not unknown and not absent:
+        return
+    parts = []
+    if unknown:
+        parts.append(f"{len(unknown)} key(s) not in {label}: {_examples(unknown)}")
+    if absent:
+        parts.append(
+            f"{len(absent)} item(s) of {label} missing from the file: {_examples(absent)}"
+            + ("" if max_segments else " (a subset? give --max-segments N)")
+        )
+    raise UserError(f"{path}: keys (lp, seg_id, system) do not match the dataset: " + "; ".join(parts))
+
+
+def _record(out: Path, path: Path, result: CellResult, items: Sequence[Item], values: list[float]) -> CellResult:
+    """The imported cell written into the run folder (its folder, scores.csv, result.json, the store
+    and results.csv), under the run folder's lock; returns the result with its scores.csv record."""
+    config = result.config
+    folder = cell_dir(out, result.cell_id)
     with locked(out), open_store(out) as store:  # one writer per run folder (nlgbench.runs.folder)
         folder.mkdir(parents=True, exist_ok=True)
         result = replace(result, scores_csv=write_scores(folder / SCORES_FILE, items, values))
