@@ -25,19 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tiny import make_tiny_bert
-
-TEXTS = [
-    "the cat sat on the mat",
-    "a dog ran in the park",
-    "it is raining today",
-    "the sun is shining",
-    "birds sing in the morning",
-    "we went to the market",
-    "she reads a book",
-    "he plays the piano",
-]
-
+from tiny import TEXTS, make_tiny_bert
 
 # ----------------------------------------------------------------------------- shared helpers
 

@@ -19,18 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tiny import make_tiny_bert
+from tiny import TEXTS, make_tiny_bert
 
-TEXTS = [
-    "the cat sat on the mat",
-    "a dog ran in the park",
-    "it is raining today",
-    "the sun is shining",
-    "birds sing in the morning",
-    "we went to the market",
-    "she reads a book",
-    "he plays the piano",
-]
 KEEP = "outside the run folder: must stay as it is\n"
 
 

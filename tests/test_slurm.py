@@ -27,20 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from tiny import make_tiny_bert
+from tiny import TEXTS, make_tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "slurm-single-node.sh"
-TEXTS = [
-    "the cat sat on the mat",
-    "a dog ran in the park",
-    "it is raining today",
-    "the sun is shining",
-    "birds sing in the morning",
-    "we went to the market",
-    "she reads a book",
-    "he plays the piano",
-]
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -10,6 +10,19 @@ from pathlib import Path
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
+# Eight short English texts: the data of the tests' tiny sweeps (written to a user data file).
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog ran in the park",
+    "it is raining today",
+    "the sun is shining",
+    "birds sing in the morning",
+    "we went to the market",
+    "she reads a book",
+    "he plays the piano",
+]
+
+
 def make_tiny_bert(folder: Path, texts: Iterable[str], num_layers: int = 4, seed: int = 0) -> Path:
     """Save a tiny random BertModel with a WordPiece vocabulary built from `texts` into `folder`."""
     import torch
