@@ -222,52 +222,22 @@ def known_correlation_file(path: Path, r: float, max_segments: int) -> tuple[Pat
     return path, items
 
 
+def import_scores(path: Path, out: Path, max_segments: int, metric: str, encoder: str) -> int:
+    """`nlgbench import-scores PATH --dataset wmt16 --max-segments N --metric M --encoder E --out OUT`."""
+    argv = ["import-scores", str(path), "--dataset", "wmt16", "--max-segments", str(max_segments)]
+    return main([*argv, "--metric", metric, "--encoder", encoder, "--out", str(out)])
+
+
 def test_import_scores_reproduces_a_known_correlation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path, items = known_correlation_file(tmp_path / "scores.csv", 0.6, 20)
     out = tmp_path / "run"
-    assert (
-        main(
-            [
-                "import-scores",
-                str(path),
-                "--dataset",
-                "wmt16",
-                "--max-segments",
-                "20",
-                "--metric",
-                "comet",
-                "--encoder",
-                "external-model",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert import_scores(path, out, 20, "comet", "external-model") == 0
     (row,) = read_csv(out / "results.csv")
     assert float(row["pearson_pooled"]) == pytest.approx(0.6, abs=1e-12)  # float64 over 120 values: ~1e-13
     assert row["n_segments"] == str(len(items)) and row["status"] == "ok" and row["ms_per_segment_median"] == ""
     # a second import into the same folder sits beside it, and the report runs on imported cells alone
     path2, _ = known_correlation_file(tmp_path / "scores2.csv", 0.3, 20)
-    assert (
-        main(
-            [
-                "import-scores",
-                str(path2),
-                "--dataset",
-                "wmt16",
-                "--max-segments",
-                "20",
-                "--metric",
-                "comet",
-                "--encoder",
-                "other-model",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert import_scores(path2, out, 20, "comet", "other-model") == 0
     assert main(["report", str(out), "--baseline", "external-model"]) == 0
     rel = pd.read_csv(out / "report" / "relative.csv")
     (row,) = rel[rel["encoder"] == "other-model"].to_dict("records")  # one dataset: its row, no 'mean' row
@@ -292,22 +262,7 @@ def test_import_scores_bad_files_are_one_line(
 ) -> None:
     path = tmp_path / "s.csv"
     path.write_text(content, encoding="utf-8")
-    code = main(
-        [
-            "import-scores",
-            str(path),
-            "--dataset",
-            "wmt16",
-            "--max-segments",
-            "2",
-            "--metric",
-            "m",
-            "--encoder",
-            "e",
-            "--out",
-            str(tmp_path / "out"),
-        ]
-    )
+    code = import_scores(path, tmp_path / "out", 2, "m", "e")
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0], err
 
@@ -316,25 +271,7 @@ def test_import_scores_names_missing_items(tmp_path: Path, capsys: pytest.Captur
     path, items = known_correlation_file(tmp_path / "scores.csv", 0.5, 2)
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines[:-1]) + "\n")  # drop the last item
-    assert (
-        main(
-            [
-                "import-scores",
-                str(path),
-                "--dataset",
-                "wmt16",
-                "--max-segments",
-                "2",
-                "--metric",
-                "m",
-                "--encoder",
-                "e",
-                "--out",
-                str(tmp_path / "out"),
-            ]
-        )
-        == 2
-    )
+    assert import_scores(path, tmp_path / "out", 2, "m", "e") == 2
     err = capsys.readouterr().err
     last = items[-1]
     assert f"1 item(s) of wmt16[:2] missing from the file: ({last.lp}, {last.seg_id}, -)" in err
