@@ -13,7 +13,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nlgbench.core.cell import RESULT_FILE
+from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
 from nlgbench.core.result import CellResult
 from nlgbench.core.scores import read_scores
 from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
@@ -23,7 +23,7 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import check_device
 from nlgbench.metrics import default_encoder, get_metric
 from nlgbench.metrics.base import REFERENCE_POLICY, PhaseTimer, ReferencePolicy
-from nlgbench.runs.folder import CELLS
+from nlgbench.runs.folder import cell_dir
 from nlgbench.runs.rundata import RunData
 
 if TYPE_CHECKING:
@@ -227,10 +227,10 @@ def load_scores(path: str | Path, cell_id: str) -> pd.DataFrame:
     folder = _path("path", path, "a run folder's path")
     if not isinstance(cell_id, str) or Path(cell_id).name != cell_id or cell_id in ("", ".", ".."):
         raise UserError(f"cell_id must be a cell's id (a folder name under cells/), got {cell_id!r}")
-    csv_path = folder / CELLS / cell_id / "scores.csv"
+    cell = cell_dir(folder, cell_id)
+    csv_path = cell / SCORES_FILE
     if not csv_path.is_file():
         raise UserError(f"{csv_path}: no such file (is {cell_id!r} a finished cell of {path}?)")
-
-    cell_dir = csv_path.parent  # ids and texts stay text, checked against result.json where there is one
-    columns, rows = read_scores(csv_path, CellResult.read(cell_dir) if (cell_dir / RESULT_FILE).is_file() else None)
+    # ids and texts stay text, checked against result.json where there is one
+    columns, rows = read_scores(csv_path, CellResult.read(cell) if (cell / RESULT_FILE).is_file() else None)
     return pd.DataFrame(rows, columns=columns)

@@ -27,6 +27,7 @@ from nlgbench.data.loaders import load_dataset
 from nlgbench.data.model import Dataset, Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.files import BOM, read_bytes, utf8_text
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.runs.folder import cell_dir, locked
 from nlgbench.runs.store import open_store
@@ -47,10 +48,7 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
     """The file's scores by (lp, seg_id, system); every problem is one UserError line."""
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = utf8_text(path, read_bytes(path)).removeprefix(BOM)
     reader = csv.DictReader(io.StringIO(text, newline=""))  # records end at \n / \r\n only, not at U+2028
     fields = [f.strip() for f in reader.fieldnames or []]
     missing = [c for c in COLUMNS if c not in fields]
