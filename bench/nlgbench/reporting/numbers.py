@@ -358,8 +358,8 @@ def quantity_note(matrix: QuantityMatrix) -> str:
 
 
 class QualityIntervals:
-    """95% bootstrap intervals of cells' quality, resampling segments (nlgbench.statistics.bootstrap; the resampled
-    qualities kept by the run, `RunData.replicates`, which compare's paired tests reuse). One
+    """95% bootstrap intervals of cells' quality, resampling the level's unit (nlgbench.statistics.resampling;
+    the resampled qualities kept by the run, `RunData.replicates`, which compare's paired tests reuse). One
     cell's interval is `bootstrap_ci` of its segments with `seed`; a mean over the cells of several
     datasets resamples each dataset on its own stream (seed, seed + 1, ...) and takes the
     percentile interval of the resampled means."""
@@ -370,7 +370,8 @@ class QualityIntervals:
         self.run, self.options, self.n_resamples, self.seed = run, options, n_resamples, seed
 
     def replicates(self, cell_id: str, seed: int) -> np.ndarray:
-        return self.run.replicates(cell_id, self.options, self.options.value, self.n_resamples, seed)
+        unit = self.options.unit(self.run.segments(cell_id))
+        return self.run.replicates(cell_id, self.options, self.options.value, self.n_resamples, seed, unit)
 
     def interval(self, cell_ids: Sequence[str]) -> tuple[float, float]:
         if len(cell_ids) == 1:

@@ -308,7 +308,7 @@ def _names(names: Sequence[str]) -> str:
 def quality_note(seg: Segments, method: str = "pearson", level: str = "global", threshold: float = 0.0) -> str:
     """Why `quality(seg, method, level)`, or a group of its mean, is undefined, e.g.
     'human scores constant in de-en, fr-en'; '' when every figure it involves is defined."""
-    level = canonical_level(level)
+    level, method = canonical_level(level), canonical_method(method)
     reason = level_reason(seg, level) or method_reason(method, level)
     if reason is not None:
         return reason

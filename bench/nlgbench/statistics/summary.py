@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from nlgbench.statistics.bootstrap import BOOTSTRAP_SEED, bootstrap_distribution, percentile_interval
+from nlgbench.statistics.bootstrap import BOOTSTRAP_SEED, percentile_interval
 from nlgbench.statistics.correlation import MIN_POINTS, correlation_function
 from nlgbench.statistics.levels import (
     Segments,
@@ -20,6 +20,7 @@ from nlgbench.statistics.levels import (
     level_groups,
     quality_note,
 )
+from nlgbench.statistics.resampling import resample_distribution
 
 
 def _check_finite(name: str, values: np.ndarray) -> None:
@@ -49,8 +50,9 @@ def correlate(
     `kendall`, `spearman`); global (`*_pooled`); `system` (None without system names, or when
     every system has one segment per lp); `item` (None without document ids); `figures`, every
     level x METHODS as figure_table's rows (`seg_ids`, each segment's source id within its lp, pair
-    the translations of one source for darr_kendall and acc_eq; None: every segment its own source); with `bootstrap` > 0 resamples the 95% intervals of
-    the pooled Pearson and Kendall.
+    the translations of one source for darr_kendall and acc_eq; None: every segment its own
+    source); with `bootstrap` > 0 resamples (segments, stratified by lp) the 95% intervals of the
+    pooled Pearson and Kendall.
 
     Lower-is-better metrics are negated first so positive always means agreement; plain floats
     (NaN where a correlation is undefined). `n_lps` counts all language pairs, `n_lps_too_small`
@@ -177,8 +179,8 @@ def _pooled_intervals(seg: Segments, bootstrap: int, seed: int) -> dict[str, Any
     if bootstrap <= 0 or n == 0:
         return None
     r, tau = correlation_function("pearson"), correlation_function("kendall")
-    dist = bootstrap_distribution(
-        n, lambda idx: (r(seg.score[idx], seg.human[idx]), tau(seg.score[idx], seg.human[idx])), bootstrap, seed
+    dist = resample_distribution(
+        seg, "segments", lambda s: (r(s.score, s.human), tau(s.score, s.human)), bootstrap, seed
     )
     return {
         "n_resamples": bootstrap,
