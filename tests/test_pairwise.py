@@ -128,7 +128,9 @@ def test_levels_apply_each_method_where_its_pairs_exist() -> None:
     seg = segments(X, H, np.array(["m1", "m1", "m2", "m1", "m2", "m3"]), SOURCE)
     assert quality(seg, "darr_kendall", "segment", threshold=25) == pytest.approx(1 / 3, abs=1e-15)
     assert math.isnan(quality(seg, "acc_eq", "system"))
-    assert method_reason("acc_eq", "system") == "acc_eq pairs translations of one source: global and segment levels only"
+    assert (
+        method_reason("acc_eq", "system") == "acc_eq pairs translations of one source: global and segment levels only"
+    )
     assert method_reason("pairwise_accuracy", "global") == "pairwise_accuracy pairs systems: system level only"
     one_each = segments(X, H, np.array([""] * 6), np.array(["1", "2", "3", "4", "5", "6"]))
     assert math.isnan(quality(one_each, "darr_kendall", "segment"))

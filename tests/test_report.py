@@ -204,6 +204,38 @@ def test_compare_numbers_match_direct_computations(run_dir: Path, capsys: pytest
     assert "unknown encoder 'nope'" in capsys.readouterr().err
 
 
+def test_compare_tests_at_the_level_compared(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Segment level: the bootstrap resamples segments within each lp, Williams is per lp over its 8
+    segments; --test permutation names its test; each row says what it resampled and how many."""
+    cells = read_csv(run_dir / "results.csv")
+    base = max(cells, key=lambda r: int(r["params"]))
+    cand = min(cells, key=lambda r: int(r["params"]))
+    argv = ["compare", str(run_dir), "--candidate", cand["encoder"], "--baseline", base["encoder"], "--json"]
+    assert main([*argv, "--level", "segment"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    (row,) = result["rows"]
+    assert (result["test"], row["test"]) == ("paired bootstrap", "paired bootstrap")
+    assert row["resampling"] == result["resampling"] == "segments, stratified by language pair"
+    assert row["n_units"] == 48 and row["williams_test"] == "Williams (Pearson r over segments, per language pair)"
+    cs, h = cell_scores(run_dir, cand["cell_id"])
+    bs, _ = cell_scores(run_dir, base["cell_id"])
+    lps = np.array([r["lp"] for r in read_csv(run_dir / "cells" / cand["cell_id"] / "scores.csv")])
+    assert [g["group"] for g in row["williams_by_group"]] == list(dict.fromkeys(lps.tolist()))
+    for g in row["williams_by_group"]:
+        m = lps == g["group"]
+        r_c, r_b, r_cb = stats.pearsonr(cs[m], h[m])[0], stats.pearsonr(bs[m], h[m])[0], stats.pearsonr(cs[m], bs[m])[0]
+        assert g["n"] == 8 and g["p"] == pytest.approx(williams_test(r_c, r_b, r_cb, 8)[1], abs=1e-12)
+    assert row["p_williams"] is None  # six pairs (NaN, null in JSON): the row points to the per-pair tests
+    assert main([*argv, "--test", "permutation", "--resamples", "200"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["test"] == "paired permutation (perm-both)" and row["p_value"] == row["p_permutation"]
+    assert 1 / 201 <= row["p_permutation"] <= 1
+    assert row["williams_n"] == 48  # global level: Williams over the pooled segments
+    assert main([*argv[:-1], "--level", "segment"]) == 0
+    text = capsys.readouterr().out
+    assert "Williams (Pearson r over segments, per language pair)" in text and "[bootstrap: 48 segments]" in text
+
+
 def known_correlation_file(path: Path, r: float, max_segments: int) -> tuple[Path, list]:
     """Scores whose pooled Pearson with the WMT16 humans is exactly r (an orthogonal-noise construction)."""
     items = load_dataset("wmt16", max_segments=max_segments).items

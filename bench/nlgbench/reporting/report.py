@@ -17,7 +17,8 @@ Writes DIR/report/:
   correlation matrix of the measured quantities with the number of encoders behind each entry
   (`quantities.*`; Table 4), and an offline index.html showing all of it;
 - `cells.jsonl` and `metric_scores.csv` (nlgbench.runs.rundata.write_published): what report and compare
-  need to run again from this folder alone, without human scores or texts.
+  need to run again from this folder alone, without human scores or texts (each cell's data
+  warnings included, so the page's "Warnings" section is the same on a fresh clone).
 
 A cell whose quality is undefined (constant human or metric scores, too few segments) shows "n/a"
 with the reason and is left out of the plots.
@@ -26,6 +27,7 @@ with the reason and is left out of the plots.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -175,6 +177,20 @@ def summary_html(run: RunData, df: pd.DataFrame, options: QualityOptions, baseli
     )
 
 
+def warnings_html(run: RunData, cell_ids: Iterable[str]) -> list[str]:
+    """index.html's "Warnings" section: each reported cell's data warnings (result.json `warnings`),
+    cell label -> warning; nothing where no cell has any."""
+    rows = [[run.results[c].label, w] for c in dict.fromkeys(cell_ids) for w in run.results[c].warnings]
+    if not rows:
+        return []
+    return [
+        "<h2>Warnings</h2>",
+        "<p>What the run warned about the data behind these cells' figures (result.json <code>warnings</code>, "
+        "results.csv column <code>warnings</code>).</p>",
+        html_table(["cell", "warning"], rows, "Data warnings per cell", 2),
+    ]
+
+
 def index_html(
     folder: Path,
     run: RunData,
@@ -195,6 +211,7 @@ def index_html(
         f"<h1>nlgbench report: {html.escape(folder.name)}</h1>",
         summary_html(run, df, options, baselines),
         *[f"<p>{html.escape(note)}</p>" for note in left_out_notes(df, options.level) + undefined_quality_notes(df)],
+        *warnings_html(run, df["cell_id"]),
         "<h2>Trade-off plots</h2>",
         "<p>Per device and dataset; a mean over datasets only within one kind of human score. Memory: model memory "
         "(RSS growth over the post-import baseline on CPU, peak CUDA memory allocated on GPU) beside the process peak, "
