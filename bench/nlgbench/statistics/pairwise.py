@@ -121,20 +121,22 @@ def sign_patterns(n_segments: int, n_permutations: int = PERMUTATIONS, seed: int
     if n_segments <= ENUMERATE_UP_TO:
         return np.array(list(itertools.product((1.0, -1.0), repeat=n_segments)), dtype=float).reshape(-1, n_segments)
     rng = np.random.default_rng(seed)
-    return rng.choice(np.array([1.0, -1.0]), size=(n_permutations, n_segments))
+    return rng.integers(0, 2, size=(n_permutations, n_segments)).astype(float) * 2.0 - 1.0
 
 
 def pairwise_p_values(scores: np.ndarray, patterns: np.ndarray) -> np.ndarray:
     """p[i, j], i < j: the paired permutation test's one-sided p-value that system i beats system j
     (rows of `scores`: systems; columns: the same segments), the share of swap patterns whose
-    difference of sums is >= the observed one (Thompson et al. 2024). NaN below the diagonal."""
+    difference of sums is >= the observed one (Thompson et al. 2024). NaN below the diagonal.
+    Each system's signed sums are computed once: patterns @ (a - b) = patterns @ a - patterns @ b."""
     n = len(scores)
     p = np.full((n, n), NAN)
+    partial = patterns @ scores.T  # (patterns, systems)
+    totals = scores.sum(axis=1)
     for i, j in zip(*np.triu_indices(n, 1), strict=True):
-        diff = scores[i] - scores[j]
-        observed = float(np.sum(diff))
-        tolerance = 1e-12 * max(1.0, float(np.sum(np.abs(diff))))  # the identity pattern must count as >=
-        p[i, j] = float(np.mean(patterns @ diff >= observed - tolerance))
+        observed = float(totals[i] - totals[j])
+        tolerance = 1e-12 * max(1.0, float(np.sum(np.abs(scores[i])) + np.sum(np.abs(scores[j]))))
+        p[i, j] = float(np.mean(partial[:, i] - partial[:, j] >= observed - tolerance))  # identity counts as >=
     return p
 
 
