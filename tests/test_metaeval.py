@@ -81,7 +81,10 @@ def test_each_level_resamples_its_unit() -> None:
     # sources: whole sources (all 5 translations) drawn
     out = draw(cand, "sources", rng)
     assert set(Counter(zip(out.lp.tolist(), out.seg_id.tolist(), strict=True)).values()) == {5}
-    assert unit_count(cand, "sources") == 24 and unit_count(cand, "systems") == 10
+    assert unit_count(cand, "sources") == (24, 0) and unit_count(cand, "systems") == (10, 0)
+    assert unit_count(cand, "systems+sources") == (10, 24)
+    unnamed = Segments(cand.score, cand.human, cand.lp, np.array([""] * len(cand), dtype=object), cand.seg_id)
+    assert unit_count(unnamed, "systems") == (0, 0)
     # boot-both: 5 systems x 12 sources drawn per lp, one segment each
     out = draw(cand, "systems+sources", rng)
     keys = set(zip(out.system.tolist(), out.seg_id.tolist(), out.lp.tolist(), strict=True))

@@ -29,7 +29,14 @@ from nlgbench.reporting.renderers import markdown
 from nlgbench.runs.rundata import RunData, memory_columns
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from nlgbench.statistics.correlation import canonical_method, correlation
-from nlgbench.statistics.levels import Segments, canonical_level, left_out_note, quality_note, too_small_groups
+from nlgbench.statistics.levels import (
+    Segments,
+    canonical_level,
+    left_out_note,
+    level_reason,
+    quality_note,
+    too_small_groups,
+)
 from nlgbench.statistics.resampling import UNIT_LABELS, unit_count
 from nlgbench.statistics.significance import (
     WILLIAMS_NOT_AT_ITEM,
@@ -283,7 +290,8 @@ def compare_cells(
         "delta_ci": [boot.ci_low, boot.ci_high],
         "test": options.test_label,
         "resampling": UNIT_LABELS[unit],
-        "n_units": unit_count(cs, unit),
+        "n_units": unit_count(cs, unit)[0],
+        "n_inputs": unit_count(cs, unit)[1],
         "unit": unit,
         "p_value": perm.p_value if perm is not None else boot.p_value,
         "p_bootstrap": boot.p_value,
@@ -312,6 +320,8 @@ def williams_section(cs: Segments, bs: Segments, options: QualityOptions) -> dic
     if level == "item":
         return {**none, "williams_test": f"n/a: {WILLIAMS_NOT_AT_ITEM}"}
     groups = williams_by_group(cs, bs, level)
+    if not groups:
+        return {**none, "williams_test": f"n/a: no {level} level here ({level_reason(cs, level)})"}
     over = {
         "global": "pooled segments",
         "segment": "segments, per language pair",
@@ -359,6 +369,14 @@ def _show(value: Any) -> str:
     if isinstance(value, str) and value.startswith("{"):
         return ", ".join(f"{k} {v}" for k, v in json.loads(value).items())
     return str(value) if value not in ("", None) else "none"
+
+
+def units_text(r: dict[str, Any]) -> str:
+    """What a row's bootstrap resampled, counted: '3250 segments', '5 systems x 650 sources'."""
+    if "+" in r["unit"]:
+        systems, inputs = r["unit"].split("+")
+        return f"{r['n_units']} {systems} x {r['n_inputs']} {inputs}"
+    return f"{r['n_units']} {r['unit']}"
 
 
 def _test_word(test: str) -> str:
@@ -427,7 +445,7 @@ def render(result: dict[str, Any]) -> str:
                 fmt.percent_ci(r["retained"], retained_lo, retained_hi, missing=na),
                 delta,
                 f"{fmt.p_value(r['p_value'], result['bootstrap_resamples'], missing=na)} "
-                f"[{_test_word(r['test'])}: {r['n_units']} {r['unit'].replace('+', ' x ')}]",
+                f"[{_test_word(r['test'])}: {units_text(r)}]",
                 _williams_cell(r),
                 fmt.times_range(r["speedup"], speed_lo, speed_hi),
                 fmt.times(r["model_memory_ratio"])

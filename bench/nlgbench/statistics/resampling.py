@@ -132,22 +132,22 @@ def _draw_both(seg: Segments, positions: np.ndarray, rng: np.random.Generator) -
     return np.asarray(idx, dtype=int), np.asarray(copy, dtype=int)
 
 
-def unit_count(seg: Segments, unit: str) -> int:
-    """How many units a resample draws (segments, sources, documents, systems; systems x inputs
-    counted as 'systems' for boot-both), per lp summed."""
-    total = 0
+def unit_count(seg: Segments, unit: str) -> tuple[int, int]:
+    """How many units a resample draws, summed over language pairs: (units, inputs), inputs being
+    boot-both's documents or sources (0 for the other units). Unnamed systems or documents ("")
+    are no units."""
+    units = inputs = 0
     for lp in dict.fromkeys(seg.lp.tolist()):
         mask = seg.lp == lp
         if unit == "segments":
-            total += int(mask.sum())
-        elif unit == "sources":
-            total += len(set(seg.seg_id[mask].tolist()))
-        elif unit == "documents":
-            assert seg.doc is not None
-            total += len(set(seg.doc[mask].tolist()))
-        else:
-            total += len(set(seg.system[mask].tolist()))
-    return total
+            units += int(mask.sum())
+            continue
+        field = {"sources": seg.seg_id, "documents": seg.doc}.get(unit, seg.system)
+        assert field is not None  # the item level needs documents (level_reason)
+        units += len({v for v in field[mask].tolist() if v != ""})
+        if unit.startswith("systems+"):
+            inputs += len({v for v in _inputs(seg)[mask].tolist() if v != ""})
+    return units, inputs
 
 
 def resample_distribution(
