@@ -124,3 +124,23 @@ def test_permutation_test_by_hand_and_on_a_real_difference() -> None:
         hits += abs(d) >= abs(res.delta) - 1e-12
     assert res.p_value == pytest.approx((1 + hits) / 201, abs=1e-15)
     assert not math.isnan(res.p_value)
+
+
+def test_the_api_correlates_at_any_level_and_compares_with_the_level_tests() -> None:
+    import nlgbench
+    from nlgbench.foundations.errors import UserError
+
+    source = ["s1", "s2", "s1", "s3", "s2", "s1"]
+    x, h = [0.9, 0.2, 0.5, 0.3, 0.4, 0.5], [80.0, 10, 40, 20, 50, 70]
+    # the hand-counted DARR example of test_pairwise: (2 - 1) / 3 over pairs of one source
+    got = nlgbench.correlation(x, h, method="darr_kendall", level="segment", seg_ids=source, threshold=25)
+    assert got == pytest.approx(1 / 3, abs=1e-15)
+    assert math.isnan(nlgbench.correlation(x, h, method="acc_eq", level="segment"))  # no seg_ids: one each
+    with pytest.raises(UserError, match="pairs systems: system level only"):
+        nlgbench.correlation(x, h, method="pairwise_accuracy", level="segment")
+    result = nlgbench.compare(
+        "reports/example", "all-MiniLM-L6-v2", "all-mpnet-base-v2", level="segment", resamples=100
+    )
+    (row,) = result["rows"]
+    assert row["resampling"] == "segments, stratified by language pair" and row["n_units"] == 600
+    assert [g["n"] for g in row["williams_by_group"]] == [100] * 6 and row["p_williams"] is None

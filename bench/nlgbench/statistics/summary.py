@@ -41,6 +41,7 @@ def correlate(
     docs: Sequence[str | None] | None = None,
     *,
     seg_ids: Sequence[object] | None = None,
+    threshold: float = 0.0,
     higher_is_better: bool = True,
     bootstrap: int = 0,
     seed: int = BOOTSTRAP_SEED,
@@ -51,8 +52,8 @@ def correlate(
     every system has one segment per lp); `item` (None without document ids); `figures`, every
     level x METHODS as figure_table's rows (`seg_ids`, each segment's source id within its lp, pair
     the translations of one source for darr_kendall and acc_eq; None: every segment its own
-    source); with `bootstrap` > 0 resamples (segments, stratified by lp) the 95% intervals of the
-    pooled Pearson and Kendall.
+    source; `threshold` that of darr_kendall and kendall_like_all_pairs); with `bootstrap` > 0
+    resamples (segments, stratified by lp) the 95% intervals of the pooled Pearson and Kendall.
 
     Lower-is-better metrics are negated first so positive always means agreement; plain floats
     (NaN where a correlation is undefined). `n_lps` counts all language pairs, `n_lps_too_small`
@@ -62,7 +63,7 @@ def correlate(
     _check_sizes(n, human, lps, systems, docs, bootstrap, seg_ids)
     sign = 1 if higher_is_better else -1
     seg = _signed_segments(scores, human, lps, systems, docs, sign, seg_ids)
-    figures = figure_table(seg)
+    figures = figure_table(seg, threshold=threshold)
     value = {(f["level"], f["method"]): f for f in figures}
     segment = value["segment", "pearson"]
     return {
