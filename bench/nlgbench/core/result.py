@@ -60,11 +60,11 @@ def correlate_scores(score: Sequence[float], dataset: Dataset, higher_is_better:
             [it.humans[dim] for _, it in kept],
             [it.lp for _, it in kept],
             [it.system for _, it in kept],
+            [it.doc_id for _, it in kept] if docs else None,
             seg_ids=[it.seg_id for _, it in kept],
             higher_is_better=higher_is_better,
             bootstrap=BOOTSTRAP_RESAMPLES,
             seed=BOOTSTRAP_SEED,
-            **({"docs": [it.doc_id for _, it in kept]} if docs else {}),
         )
         sections[dim] = {**section, "human_dim": dim, "n_missing_human": len(items) - len(kept)}
     primary = dict(sections[dataset.human_dims[0]])

@@ -389,7 +389,9 @@ def _williams_cell(r: dict[str, Any]) -> str:
         return fmt.UNDEFINED
     if len(r["williams_by_group"]) > 1:
         return "per lp below"
-    return f"{fmt.p_value(r['p_williams'], missing=fmt.UNDEFINED)} [{r['williams_n']}]"
+    if not math.isfinite(r["p_williams"]):
+        return fmt.UNDEFINED
+    return f"{fmt.p_value(r['p_williams'])} [{r['williams_n']}]"
 
 
 def williams_lines(result: dict[str, Any]) -> list[str]:
