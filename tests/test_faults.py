@@ -230,7 +230,8 @@ def test_report_and_compare_show_n_a_for_undefined_quality(undefined_run: tuple[
     row = [line for line in proc.stdout.splitlines() if line.startswith("| bertscore")]
     assert len(row) == 1 and "nan" not in proc.stdout, proc.stdout
     cols = [c.strip() for c in row[0].strip("|").split("|")]
-    assert cols[2] == "imported / cpu" and cols[4:10] == ["n/a"] * 6 and cols[10:] == ["-", "-"], cols
+    assert cols[2] == "imported / cpu" and cols[4:8] == ["n/a"] * 4 and cols[10:] == ["-", "-"], cols
+    assert cols[8] == "n/a [bootstrap: 8 segments]" and cols[9] == "n/a", cols  # p names its test and units
     assert "candidate and baseline quality n/a: human scores constant" in proc.stdout
 
 
@@ -262,7 +263,7 @@ def test_compare_identical_scores(tmp_path: Path) -> None:
     assert row["speedup"] is None and row["memory_ratio"] is None  # unknown, not NaN
     proc = nlgbench("compare", str(run), "--candidate", "a", "--baseline", "b")
     assert proc.returncode == 0 and "nan" not in proc.stdout
-    assert "| 1.000 | 1.000 | - | - |" in proc.stdout, proc.stdout
+    assert "| 1.000 [bootstrap: 8 segments] | 1.000 [8] | - | - |" in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize("command", ["compare", "report"])

@@ -4,9 +4,11 @@ against independent computations from the run's own files; index.html opened in 
 from __future__ import annotations
 
 import csv
+import html
 import json
 import math
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -17,9 +19,26 @@ from scipy import stats
 
 from nlgbench.cli import main
 from nlgbench.data.loaders import load_dataset
-from nlgbench.reporting.numbers import pareto_front, quantity_correlations, quantity_note, quantity_rows
+from nlgbench.foundations import fmt
+from nlgbench.reporting.compare import compare
+from nlgbench.reporting.figures import build_figures
+from nlgbench.reporting.numbers import (
+    QualityIntervals,
+    choose_baselines,
+    pareto_front,
+    quantity_correlations,
+    quantity_note,
+    quantity_rows,
+    with_quality,
+)
+from nlgbench.reporting.quality import QualityOptions
+from nlgbench.reporting.report import write_report
+from nlgbench.runs.importscores import import_scores as import_scores_file
+from nlgbench.runs.rundata import RunData
 from nlgbench.statistics.significance import williams_test
 from tiny import make_tiny_bert
+
+SUMMARISATION = Path(__file__).parent / "data" / "summarisation.jsonl"  # 8 documents x 4 systems, 4 dimensions
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -150,6 +169,157 @@ def test_report_files_and_relative_table(run_dir: Path) -> None:
     assert "\\begin{tabular}" in (out / "relative.tex").read_text() and "\\%" in (out / "relative.tex").read_text()
 
 
+# ----------------------------------------------------------------------------- labels (issue 27)
+
+
+@pytest.fixture(scope="module")
+def labelled_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two 'encoders' of one metric imported over tests/data/summarisation.jsonl (documents, systems and
+    four human dimensions): human relevance plus noise, so every level has a defined quality."""
+    root = tmp_path_factory.mktemp("labels")
+    rows = [json.loads(line) for line in SUMMARISATION.read_text(encoding="utf-8").splitlines()]
+    rng = np.random.default_rng(1)
+    for encoder, noise in (("big", 0.5), ("small", 1.5)):
+        path = root / f"{encoder}.csv"
+        with path.open("w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["lp", "seg_id", "system", "score"])
+            for r in rows:
+                w.writerow([r["lp"], r["seg_id"], r["system"], repr(r["human"]["relevance"] + noise * rng.normal())])
+        import_scores_file(path, str(SUMMARISATION), "mymetric", encoder, root / "run")
+    return root / "run"
+
+
+LABEL_CASES = [
+    # (report's argv, the API's options, human dimension, level, method, label, unit resampled, test)
+    (
+        ["--human", "relevance", "--correlation", "kendall", "--level", "system", "--resample", "both"],
+        None,
+        "relevance",
+        "system",
+        "kendall",
+        "kendall (system, by lp)",
+        "systems and documents (boot-both), per language pair",
+        "paired bootstrap",
+    ),
+    (
+        ["--level", "item"],
+        None,
+        "coherence",  # each cell's first dimension
+        "item",
+        "pearson",
+        "pearson (item, by doc_id)",
+        "documents, stratified by language pair",
+        "paired bootstrap",
+    ),
+    (
+        None,
+        QualityOptions(method="spearman", level="segment", test="permutation"),
+        "fluency",
+        "segment",
+        "spearman",
+        "spearman (segment, by lp)",
+        "segments, stratified by language pair",
+        "paired permutation (perm-both)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "options", "human", "level", "method", "label", "unit", "test"),
+    LABEL_CASES,
+    ids=["system-kendall-boot-both", "item-pearson-first-dimension", "segment-spearman-permutation"],
+)
+def test_every_table_names_its_human_dimension_level_method_unit_and_test(
+    labelled_run: Path,
+    tmp_path: Path,
+    argv: list[str] | None,
+    options: QualityOptions | None,
+    human: str,
+    level: str,
+    method: str,
+    label: str,
+    unit: str,
+    test: str,
+) -> None:
+    """Issue 27 item 6: tradeoff, relative and quantities in every format (md note, tex % lines, csv
+    columns, index.html) say which human dimension, level and method their quality is, what the
+    bootstrap resampled and which test gave p; the CLI passes --human, --level and --resample through."""
+    run = tmp_path / "run"
+    shutil.copytree(labelled_run, run)
+    if options is None:
+        assert main(["report", str(run), *(argv or [])]) == 0
+    else:
+        write_report(run, options=options, human=human, n_resamples=200, seed=3)
+    n, seed = (1000, 0) if options is None else (200, 3)
+    out = run / "report"
+    quality = f"quality = {label}, against human dimension {human}"
+    # trade-off: the note under the table in Markdown, LaTeX and HTML, the columns in CSV
+    trade_note = (out / "tradeoff.md").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert trade_note.startswith(f"{quality}; retained = quality / baseline quality")
+    assert f"p = two-sided {test} test of equal quality" in trade_note
+    assert f"bootstrap resampling {unit} ({n} resamples, seed {seed}; as `nlgbench compare`)" in trade_note
+    assert "resamples of segments" not in trade_note
+    if options is not None:
+        assert f"{n} permutations, seed {seed}" in trade_note
+    tex = (out / "tradeoff.tex").read_text(encoding="utf-8")
+    assert f"% {trade_note}\n\\begin{{tabular}}" in tex
+    trade = pd.read_csv(out / "tradeoff.csv")
+    assert len(trade) == 2 and set(trade["human_dim"]) == {human} and set(trade["level"]) == {level}
+    assert set(trade["method"]) == {method} and set(trade["test"]) == {test} and set(trade["resampling"]) == {unit}
+    result = compare(
+        RunData.open(run, human),
+        "small",
+        "big",
+        options=options or QualityOptions(method=method, level=level, resample="both" if "both" in unit else "auto"),
+        n_resamples=n,
+        seed=seed,
+    )
+    (row,) = result["rows"]
+    (small,) = trade[trade["encoder"] == "small"].to_dict("records")
+    assert small["p_value"] == row["p_value"] and small["p_bootstrap"] == row["p_bootstrap"]
+    p_shown = next(li for li in (out / "tradeoff.md").read_text(encoding="utf-8").splitlines() if "| small |" in li)
+    assert p_shown.rstrip(" |").endswith(fmt.p_value(row["p_value"], n, missing=fmt.UNDEFINED))
+    # relative: the same facts (no interval or test of its own: it points to the trade-off table's)
+    rel_note = (out / "relative.md").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert rel_note.startswith(f"{quality}; retained = quality / the baseline encoder's quality")
+    assert f"95% paired-bootstrap intervals resampling {unit}; p: {test} test" in rel_note
+    assert f"% {rel_note}\n" in (out / "relative.tex").read_text(encoding="utf-8")
+    rel = pd.read_csv(out / "relative.csv")
+    assert set(rel["human_dim"]) == {human} and set(rel["level"]) == {level} and set(rel["method"]) == {method}
+    # quantities: which quality its quality column is, and that nothing is resampled
+    q_note = (out / "quantities.md").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert f"The quality column(s): {label}, against human dimension {human}, per encoder the mean" in q_note
+    assert f"% {q_note}\n" in (out / "quantities.tex").read_text(encoding="utf-8")
+    # index.html: the first paragraph and every table's note
+    page = html.unescape((out / "index.html").read_text(encoding="utf-8"))
+    summary = page.split("<p>", 1)[1].split("</p>", 1)[0]
+    assert f"quality = {label} with human judgments ({human})" in summary
+    assert f"95% percentile bootstrap intervals (figures, trade-off table) resampling {unit} ({n} resamples" in summary
+    assert f"p against the baseline (trade-off table): {test} test" in summary
+    assert all(f"<p>{note}" in page for note in (trade_note, rel_note, q_note))
+
+
+def test_figures_say_what_their_bars_resample(run_dir: Path) -> None:
+    """Issue 27: each figure's title (second line) and its caption in index.html name the unit the
+    bars' bootstrap resampled, with the resamples and the seed."""
+    import matplotlib.pyplot as plt
+
+    assert main(["report", str(run_dir)]) == 0
+    bars = "bars: 95% bootstrap interval of the quality, resampling segments, stratified by language pair; "
+    run = RunData.open(run_dir)
+    options = QualityOptions(level="segment")
+    df = with_quality(run, options)
+    figures = list(build_figures(df, options, choose_baselines(df, None), QualityIntervals(run, options, 50, 7)))
+    assert len(figures) == 2
+    for _, title, _, _, fig in figures:
+        suptitle = " ".join(fig._suptitle.get_text().split())  # type: ignore[attr-defined]  # wrapped
+        assert suptitle == f"{title} {bars}50 resamples, seed 7"
+        plt.close(fig)  # type: ignore[arg-type]
+    captions = re.findall(r"<figcaption>(.*?) \(<a", (run_dir / "report" / "index.html").read_text(encoding="utf-8"))
+    assert len(captions) == 2 and all(c.endswith(f". B{bars[1:]}1000 resamples, seed 0") for c in captions)
+
+
 def test_report_errors_are_one_line(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path / "nowhere")]) == 2
     assert main(["report", str(tmp_path)]) == 2
@@ -202,6 +372,38 @@ def test_compare_numbers_match_direct_computations(run_dir: Path, capsys: pytest
     assert "retained" in text and "kendall (segment, by lp)" in text and "speed-up" in text
     assert main(["compare", str(run_dir), "--candidate", "nope", "--baseline", base["encoder"]]) == 2
     assert "unknown encoder 'nope'" in capsys.readouterr().err
+
+
+def test_compare_tests_at_the_level_compared(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Segment level: the bootstrap resamples segments within each lp, Williams is per lp over its 8
+    segments; --test permutation names its test; each row says what it resampled and how many."""
+    cells = read_csv(run_dir / "results.csv")
+    base = max(cells, key=lambda r: int(r["params"]))
+    cand = min(cells, key=lambda r: int(r["params"]))
+    argv = ["compare", str(run_dir), "--candidate", cand["encoder"], "--baseline", base["encoder"], "--json"]
+    assert main([*argv, "--level", "segment"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    (row,) = result["rows"]
+    assert (result["test"], row["test"]) == ("paired bootstrap", "paired bootstrap")
+    assert row["resampling"] == result["resampling"] == "segments, stratified by language pair"
+    assert row["n_units"] == 48 and row["williams_test"] == "Williams (Pearson r over segments, per language pair)"
+    cs, h = cell_scores(run_dir, cand["cell_id"])
+    bs, _ = cell_scores(run_dir, base["cell_id"])
+    lps = np.array([r["lp"] for r in read_csv(run_dir / "cells" / cand["cell_id"] / "scores.csv")])
+    assert [g["group"] for g in row["williams_by_group"]] == list(dict.fromkeys(lps.tolist()))
+    for g in row["williams_by_group"]:
+        m = lps == g["group"]
+        r_c, r_b, r_cb = stats.pearsonr(cs[m], h[m])[0], stats.pearsonr(bs[m], h[m])[0], stats.pearsonr(cs[m], bs[m])[0]
+        assert g["n"] == 8 and g["p"] == pytest.approx(williams_test(r_c, r_b, r_cb, 8)[1], abs=1e-12)
+    assert row["p_williams"] is None  # six pairs (NaN, null in JSON): the row points to the per-pair tests
+    assert main([*argv, "--test", "permutation", "--resamples", "200"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["test"] == "paired permutation (perm-both)" and row["p_value"] == row["p_permutation"]
+    assert 1 / 201 <= row["p_permutation"] <= 1
+    assert row["williams_n"] == 48  # global level: Williams over the pooled segments
+    assert main([*argv[:-1], "--level", "segment"]) == 0
+    text = capsys.readouterr().out
+    assert "Williams (Pearson r over segments, per language pair)" in text and "[bootstrap: 48 segments]" in text
 
 
 def known_correlation_file(path: Path, r: float, max_segments: int) -> tuple[Path, list]:

@@ -41,8 +41,6 @@ from nlgbench.reporting.numbers import QualityIntervals, choose_baselines, relat
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.report import write_report
 from nlgbench.runs.rundata import CellFolderSource, PublishedSource, RunData, StoreSource
-from nlgbench.statistics.bootstrap import bootstrap_ci
-from nlgbench.statistics.levels import quality
 from tiny import make_tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
@@ -288,10 +286,14 @@ def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
     for _, p in points.iterrows():
         (cell_id,) = p["cell_ids"]
         seg = run.segments(cell_id)
-        want = bootstrap_ci(
-            seg, lambda s: quality(s, "pearson", "global")
-        )  # nlgbench.statistics.bootstrap's resamples and seed
-        assert (p["ci_low"], p["ci_high"]) == want
+        # segments resampled within each language pair (issue 27), by an independent loop: seed 0, 1000 draws
+        rng = np.random.default_rng(0)
+        draws = []
+        for _ in range(1000):
+            idx = stratified_draw(seg.lp, rng)
+            draws.append(stats.pearsonr(seg.score[idx], seg.human[idx])[0])
+        want = tuple(float(v) for v in np.percentile(draws, [2.5, 97.5]))
+        assert (p["ci_low"], p["ci_high"]) == pytest.approx(want, abs=1e-12)
         assert p["quality"] == pytest.approx(stats.pearsonr(seg.score, seg.human)[0], abs=1e-12)
         # the pooled Pearson interval the worker stored (same resamples, same seed) is the same interval
         row = next(r for r in read_csv(run_dir / "results.csv") if r["cell_id"] == cell_id)
@@ -358,6 +360,16 @@ def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(
 # ----------------------------------------------------------------------------- tables
 
 
+def stratified_draw(lps: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One bootstrap draw of segment positions within each language pair (pairs in order of first
+    appearance), each pair keeping its size: what report and compare resample at the global level."""
+    parts = []
+    for lp in dict.fromkeys(lps.tolist()):
+        pos = np.flatnonzero(lps == lp)
+        parts.append(pos[rng.integers(0, len(pos), size=len(pos))])
+    return np.concatenate(parts)
+
+
 def test_tradeoff_table_is_compares_numbers(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = run_dir / "report"
     table = pd.read_csv(out / "tradeoff.csv")
@@ -381,10 +393,11 @@ def test_tradeoff_table_is_compares_numbers(run_dir: Path, capsys: pytest.Captur
     cs, bs = (read_csv(run_dir / "cells" / c["cell_id"] / "scores.csv") for c in (c_cell, b_cell))
     x, y = (np.array([float(s["score"]) for s in rows]) for rows in (cs, bs))
     h = np.array([float(s["human"]) for s in cs])
+    lps = np.array([s["lp"] for s in cs])
     rng = np.random.default_rng(0)
     ratios = []
     for _ in range(1000):
-        idx = rng.integers(0, len(h), size=len(h))
+        idx = stratified_draw(lps, rng)  # segments within each language pair (issue 27)
         ratios.append(stats.pearsonr(x[idx], h[idx])[0] / stats.pearsonr(y[idx], h[idx])[0])
     (row,) = table[(table["encoder"] == cand["encoder"]) & (table["dataset"] == "wmt16[:5]")].to_dict("records")
     assert [row["retained_ci_low"], row["retained_ci_high"]] == pytest.approx(

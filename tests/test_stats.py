@@ -68,7 +68,10 @@ def test_undefined_correlations_say_why() -> None:
     assert quality_note(seg, "kendall", "pooled") == ""
     assert quality_note(segments([0.1, 0.2], [1, 2]), "spearman", "pooled") == "fewer than 3 segments"
     # kendall_like is undefined when no pair's human scores differ by more than the threshold
-    assert quality_note(seg.take(np.arange(4, 7)), "kendall_like", "pooled", threshold=5) == "kendall_like undefined"
+    assert (
+        quality_note(seg.take(np.arange(4, 7)), "kendall_like", "pooled", threshold=5)
+        == "kendall_like_all_pairs undefined"
+    )
     c = correlate(seg.score, seg.human, seg.lp.tolist())
     assert c["note"] == "human scores constant in de-en" and math.isfinite(c["pearson"])
     assert correlate([0.1, 0.3, 0.2], [1, 2, 3], ["x"] * 3)["note"] is None

@@ -1,4 +1,5 @@
-"""The Python API: score lists of strings, run a sweep, read a run folder.
+"""The Python API: score lists of strings, run a sweep, read a run folder, compare two encoders,
+correlate scores with human judgments at any level.
 
 `score` builds the metric exactly as a sweep cell does (the spec's option and encoder checks,
 `MetricInfo.make`, corpus state prepared over all the given items, then one scoring pass), so
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
-from nlgbench.core.result import CellResult
+from nlgbench.core.result import CellResult, json_safe
 from nlgbench.core.scores import read_scores
 from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
 from nlgbench.data.model import Item
@@ -23,8 +24,14 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import check_device
 from nlgbench.metrics import default_encoder, get_metric
 from nlgbench.metrics.base import REFERENCE_POLICY, PhaseTimer, ReferencePolicy
+from nlgbench.reporting.compare import compare as compare_encoders
+from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.folder import cell_dir
 from nlgbench.runs.rundata import RunData
+from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from nlgbench.statistics.correlation import canonical_method
+from nlgbench.statistics.levels import canonical_level
+from nlgbench.statistics.summary import correlate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -234,3 +241,64 @@ def load_scores(path: str | Path, cell_id: str) -> pd.DataFrame:
     # ids and texts stay text, checked against result.json where there is one
     columns, rows = read_scores(csv_path, CellResult.read(cell) if (cell / RESULT_FILE).is_file() else None)
     return pd.DataFrame(rows, columns=columns)
+
+
+def compare(
+    path: str | Path,
+    candidate: str,
+    baseline: str,
+    *,
+    metric: str | None = None,
+    method: str = "pearson",
+    level: str = "global",
+    threshold: float = 0.0,
+    resample: str = "auto",
+    test: str = "bootstrap",
+    human: str | None = None,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
+    """`nlgbench compare PATH --candidate C --baseline B --json` as a dict: per metric x dataset x
+    device the two encoders' quality (`method` at `level`, README "Meta-evaluation"), the
+    difference with its interval, the `test` at the level's resampling unit and Williams' test per
+    group of the level, each row naming its test, resampling unit and n."""
+    folder = _path("path", path, "a run folder's path")
+    options = QualityOptions(method=method, level=level, threshold=threshold, resample=resample, test=test)
+    return json_safe(
+        compare_encoders(RunData.open(folder, human), candidate, baseline, metric, options, resamples, seed)
+    )
+
+
+def correlation(
+    metric_scores: Sequence[float],
+    human_scores: Sequence[float],
+    *,
+    method: str = "pearson",
+    level: str = "global",
+    lps: Sequence[str] | None = None,
+    systems: Sequence[str] | None = None,
+    seg_ids: Sequence[Any] | None = None,
+    docs: Sequence[str] | None = None,
+    threshold: float = 0.0,
+) -> float:
+    """One figure of `method` at `level` for scores you have (higher is better): the groups are
+    `lps` (default one), `systems` (system level), `seg_ids` (translations of one source share a
+    seg_id within an lp: darr_kendall, acc_eq) and `docs` (item level). NaN where undefined."""
+    options = QualityOptions(method=method, level=level, threshold=threshold)
+    options.check()
+    n = len(metric_scores)
+    try:
+        section = correlate(
+            list(metric_scores),
+            list(human_scores),
+            list(lps) if lps is not None else ["-"] * n,
+            list(systems) if systems is not None else None,
+            list(docs) if docs is not None else None,
+            seg_ids=list(seg_ids) if seg_ids is not None else None,
+            threshold=threshold,
+        )
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    figures = {(f["level"], f["method"]): f["value"] for f in section["figures"]}
+    key = (canonical_level(level), canonical_method(method))
+    return float(figures.get(key, float("nan")))

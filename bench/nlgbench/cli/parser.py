@@ -304,9 +304,15 @@ def _add_compare(sub: Commands) -> None:
         "--resamples",
         type=int,
         default=BOOTSTRAP_RESAMPLES,
-        help=f"bootstrap resamples (default {BOOTSTRAP_RESAMPLES})",
+        help=f"bootstrap resamples, and permutations with --test permutation (default {BOOTSTRAP_RESAMPLES})",
     )
     cmp_.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default {BOOTSTRAP_SEED})")
+    cmp_.add_argument(
+        "--test",
+        default="bootstrap",
+        help="significance test of the difference: bootstrap (paired, the level's unit resampled) or permutation "
+        "(Deutsch et al. 2021 perm-both: each segment's two scores swapped at random)",
+    )
     cmp_.add_argument("--json", action="store_true", help="print JSON instead of the table")
     _add_quality_args(cmp_)
     cmp_.set_defaults(handler="compare")
@@ -323,7 +329,12 @@ def _add_selection_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_quality_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--correlation", default="pearson", help=f"quality measure: {', '.join(METHODS)} (default pearson)")
+    p.add_argument(
+        "--correlation",
+        default="pearson",
+        help=f"quality measure: {', '.join(METHODS)} (default pearson; README 'Meta-evaluation' says which level "
+        "each one has)",
+    )
     p.add_argument(
         "--level",
         default="global",
@@ -335,7 +346,15 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
         "--threshold",
         type=float,
         default=0.0,
-        help="kendall_like: only pairs whose human scores differ by more than this (WMT DARR: 25 raw DA points)",
+        help="darr_kendall and kendall_like_all_pairs: only pairs whose human scores differ by more than this "
+        "(WMT17-20 DARR: 25 raw DA points; default 0)",
+    )
+    p.add_argument(
+        "--resample",
+        default="auto",
+        help="what the bootstrap resamples: auto (the level's unit: segments stratified by lp, sources for "
+        "darr_kendall/acc_eq, documents at item level, systems at system level) or both (systems and inputs, "
+        "Deutsch et al. 2021 boot-both, at system level)",
     )
     p.add_argument(
         "--human",

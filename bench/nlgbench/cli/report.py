@@ -46,7 +46,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _quality_options(args: argparse.Namespace) -> QualityOptions:
-    options = QualityOptions(method=args.correlation, level=args.level, threshold=args.threshold)
+    options = QualityOptions(
+        method=args.correlation,
+        level=args.level,
+        threshold=args.threshold,
+        resample=args.resample,
+        test=getattr(args, "test", "bootstrap"),
+    )
     options.check()
     return options
 

@@ -4,6 +4,7 @@ from the cell folders): the commands that change a run folder outside a sweep.""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from nlgbench.foundations import fmt
@@ -32,6 +33,8 @@ def cmd_import_scores(args: argparse.Namespace) -> int:
         + (f" ({c['note']})" if c.get("note") else "")
         + f"; results: {Path(args.out) / CSV_FILE}"
     )
+    for warning in result.warnings:  # also in result.json, results.csv and the report
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
     return 0
 
 

@@ -11,11 +11,12 @@ import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.core.cell import RESULT_FILE, CellConfig
+from nlgbench.core.datawarnings import data_warnings
 from nlgbench.data.model import Dataset
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
@@ -59,10 +60,11 @@ def correlate_scores(score: Sequence[float], dataset: Dataset, higher_is_better:
             [it.humans[dim] for _, it in kept],
             [it.lp for _, it in kept],
             [it.system for _, it in kept],
+            [it.doc_id for _, it in kept] if docs else None,
+            seg_ids=[it.seg_id for _, it in kept],
             higher_is_better=higher_is_better,
             bootstrap=BOOTSTRAP_RESAMPLES,
             seed=BOOTSTRAP_SEED,
-            **({"docs": [it.doc_id for _, it in kept]} if docs else {}),
         )
         sections[dim] = {**section, "human_dim": dim, "n_missing_human": len(items) - len(kept)}
     primary = dict(sections[dataset.human_dims[0]])
@@ -225,6 +227,9 @@ class CellResult:
     correlation: dict[str, Any] | None = None
     environment: dict[str, Any] | None = None
     scores_csv: dict[str, Any] | None = None  # scores.csv's rows and sha256 (`scores_record`); None before issue 25
+    warnings: list[str] = field(
+        default_factory=list
+    )  # data warnings (`nlgbench.core.datawarnings`); [] before issue 27
 
     @property
     def ok(self) -> bool:
@@ -275,6 +280,8 @@ class CellResult:
         )
         if self.scores_csv is not None:  # left out where unknown, so older result.json files round-trip
             out["scores_csv"] = self.scores_csv
+        if self.warnings:  # left out where there are none, so older result.json files round-trip
+            out["warnings"] = list(self.warnings)
         return out
 
     @classmethod
@@ -305,6 +312,7 @@ class CellResult:
             correlation=raw.get("correlation"),
             environment=raw.get("environment"),
             scores_csv=raw.get("scores_csv"),
+            warnings=list(raw.get("warnings") or []),
         )
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -347,8 +355,10 @@ def measured_result(
     scores: Sequence[float],
     scores_csv: dict[str, Any] | None = None,
 ) -> CellResult:
-    """The result of a measured cell; its correlation is computed here from `scores`; `scores_csv` is
-    what `write_scores` returned for them."""
+    """The result of a measured cell; its correlation is computed here from `scores`, and its data
+    warnings (`data_warnings`) from the dataset, the correlation and the scorer's truncated segments;
+    `scores_csv` is what `write_scores` returned for them."""
+    correlation = correlate_scores(scores, dataset, metric.higher_is_better)
     return CellResult(
         cell_id=cell_id,
         label=label,
@@ -364,9 +374,10 @@ def measured_result(
         params=scorer["params"],
         disk_bytes=scorer["disk_bytes"],
         repeat_agreement=agreement,
-        correlation=correlate_scores(scores, dataset, metric.higher_is_better),
+        correlation=correlation,
         environment=environment,
         scores_csv=scores_csv,
+        warnings=data_warnings(dataset, correlation, scorer.get("truncated_segments") or 0),
     )
 
 
@@ -406,6 +417,8 @@ def check_shape(raw: Any) -> None:
         "scores_csv",
         "an object with rows and sha256",
     )
+    found = raw.get("warnings", [])
+    need(isinstance(found, list) and all(isinstance(w, str) for w in found), "warnings", "a list of texts")
     dims = raw["correlation"].get("dimensions")
     sections = list(dims.values()) if isinstance(dims, Mapping) and dims else [raw["correlation"]]
     need(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nlgbench.core.cell import SCORES_FILE, CellConfig
+from nlgbench.core.datawarnings import truncation_text
 from nlgbench.core.result import OK, CellResult
 from nlgbench.execution.base import Launcher, Sweep, prepare_cell, run_worker, summary
 from nlgbench.execution.eta import CostModel
@@ -31,12 +32,13 @@ def execute(cell: CellConfig, cell_dir: Path) -> CellResult:
 
 
 def truncation_warning(result: CellResult) -> str | None:
-    """The sweep's warning line when a cell's model cut segments longer than its maximum length."""
+    """The sweep's warning line when a cell's model cut segments longer than its maximum length (also
+    one of the cell's data warnings, `nlgbench.core.datawarnings`)."""
     n = (result.scorer or {}).get("truncated_segments") or 0
     if not n:
         return None
     return (
-        f"warning: {n} of {result.n_segments} segments were longer than the model's maximum length and were cut "
+        f"warning: {truncation_text(n, result.n_segments)} "
         "(counted per cell: results.csv truncated_segments); warned once per sweep"
     )
 

@@ -28,9 +28,22 @@ from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
 from nlgbench.reporting.renderers import markdown
 from nlgbench.runs.rundata import RunData, memory_columns
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from nlgbench.statistics.correlation import correlation
-from nlgbench.statistics.levels import Segments, left_out_note, quality_note, too_small_groups
-from nlgbench.statistics.significance import paired_from_replicates, williams_test
+from nlgbench.statistics.correlation import canonical_method, correlation
+from nlgbench.statistics.levels import (
+    Segments,
+    canonical_level,
+    left_out_note,
+    level_reason,
+    quality_note,
+    too_small_groups,
+)
+from nlgbench.statistics.resampling import UNIT_LABELS, unit_count
+from nlgbench.statistics.significance import (
+    WILLIAMS_NOT_AT_ITEM,
+    paired_from_replicates,
+    paired_permutation,
+    williams_by_group,
+)
 from nlgbench.statistics.speedup import speedup
 
 if TYPE_CHECKING:
@@ -219,7 +232,11 @@ def compare(
         "candidate": candidate,
         "baseline": baseline,
         "quality": options.label,
+        "method": canonical_method(options.method),
+        "level": canonical_level(options.level),
         "human_dims": list(dict.fromkeys(df["human_dim"])),
+        "test": options.test_label,
+        "resampling": "; ".join(dict.fromkeys(r["resampling"] for r in rows)),
         "bootstrap_resamples": n_resamples,
         "seed": seed,
         "rows": rows,
@@ -239,19 +256,20 @@ def compare_cells(
     key: dict[str, str],
 ) -> dict[str, Any]:
     """One row of the comparison: candidate cell `c` against baseline cell `b` (their segments `cs`
-    and `bs`, the same ones); `key` holds the row's metric, dataset and device."""
+    and `bs`, the same ones); `key` holds the row's metric, dataset and device. The difference is
+    tested at the level compared: the bootstrap resamples the level's unit (options.unit), the
+    permutation test (options.test) swaps segments, Williams' test is per group of the level."""
     q_c, q_b = options.value(cs), options.value(bs)
+    unit = options.unit(cs)
     boot = paired_from_replicates(
         q_c,
         q_b,
-        run.replicates(c["cell_id"], options, options.value, n_resamples, seed),
-        run.replicates(b["cell_id"], options, options.value, n_resamples, seed),
+        run.replicates(c["cell_id"], options, options.value, n_resamples, seed, unit),
+        run.replicates(b["cell_id"], options, options.value, n_resamples, seed, unit),
         n_resamples,
         seed,
     )
-    r_ch = correlation("pearson", cs.score, cs.human)
-    r_bh = correlation("pearson", bs.score, bs.human)
-    t, p_w = williams_test(r_ch, r_bh, correlation("pearson", cs.score, bs.score), len(cs))
+    perm = paired_permutation(cs, bs, options.value, n_resamples, seed) if options.test == "permutation" else None
     speed = speedup(list(b["ms_per_segment_repeats"]), list(c["ms_per_segment_repeats"]))
     (model_col, _), (peak_col, _) = memory_columns(c["device"])
 
@@ -270,17 +288,52 @@ def compare_cells(
         "retained_ci": [boot.ratio_ci_low, boot.ratio_ci_high],
         "delta": boot.delta,
         "delta_ci": [boot.ci_low, boot.ci_high],
+        "test": options.test_label,
+        "resampling": UNIT_LABELS[unit],
+        "n_units": unit_count(cs, unit)[0],
+        "n_inputs": unit_count(cs, unit)[1],
+        "unit": unit,
+        "p_value": perm.p_value if perm is not None else boot.p_value,
         "p_bootstrap": boot.p_value,
-        "pearson_pooled_candidate": r_ch,
-        "pearson_pooled_baseline": r_bh,
-        "williams_t": t,
-        "p_williams": p_w,
+        "p_permutation": perm.p_value if perm is not None else math.nan,
+        "pearson_pooled_candidate": correlation("pearson", cs.score, cs.human),
+        "pearson_pooled_baseline": correlation("pearson", bs.score, bs.human),
+        **williams_section(cs, bs, options),
         "speedup": speed.value,
         "speedup_range": [speed.low, speed.high],
         "n_repeats": [len(b["ms_per_segment_repeats"]), len(c["ms_per_segment_repeats"])],
         "memory_ratio": ratio(peak_col) if timed else math.nan,
         "model_memory_ratio": ratio(model_col) if timed else math.nan,
         "lps_left_out": too_small_groups(cs, options.level),
+    }
+
+
+def williams_section(cs: Segments, bs: Segments, options: QualityOptions) -> dict[str, Any]:
+    """Williams' test at the level compared (nlgbench.statistics.significance.williams_by_group):
+    `williams_by_group`, and for the row `williams_t`, `p_williams` and `williams_n` when the level
+    has one group (global, or one language pair), NaN otherwise; `williams_test` names it or says
+    why there is none (item level; a method other than Pearson's r)."""
+    level = canonical_level(options.level)
+    none = {"williams_t": math.nan, "p_williams": math.nan, "williams_n": 0, "williams_by_group": []}
+    if canonical_method(options.method) != "pearson":
+        return {**none, "williams_test": f"n/a: Williams' test compares Pearson correlations, not {options.method}"}
+    if level == "item":
+        return {**none, "williams_test": f"n/a: {WILLIAMS_NOT_AT_ITEM}"}
+    groups = williams_by_group(cs, bs, level)
+    if not groups:
+        return {**none, "williams_test": f"n/a: no {level} level here ({level_reason(cs, level)})"}
+    over = {
+        "global": "pooled segments",
+        "segment": "segments, per language pair",
+        "system": "system means, per language pair",
+    }
+    one = groups[0] if len(groups) == 1 else None
+    return {
+        "williams_test": f"Williams (Pearson r over {over[level]})",
+        "williams_t": one["t"] if one else math.nan,
+        "p_williams": one["p"] if one else math.nan,
+        "williams_n": one["n"] if one else 0,
+        "williams_by_group": groups,
     }
 
 
@@ -318,6 +371,46 @@ def _show(value: Any) -> str:
     return str(value) if value not in ("", None) else "none"
 
 
+def units_text(r: dict[str, Any]) -> str:
+    """What a row's bootstrap resampled, counted: '3250 segments', '5 systems x 650 sources'."""
+    if "+" in r["unit"]:
+        systems, inputs = r["unit"].split("+")
+        return f"{r['n_units']} {systems} x {r['n_inputs']} {inputs}"
+    return f"{r['n_units']} {r['unit']}"
+
+
+def _test_word(test: str) -> str:
+    return "permutation" if "permutation" in test else "bootstrap"
+
+
+def _williams_cell(r: dict[str, Any]) -> str:
+    """The Williams column: p [n], `per lp below` for several groups, `n/a` where it does not apply."""
+    if r["williams_test"].startswith("n/a"):
+        return fmt.UNDEFINED
+    if len(r["williams_by_group"]) > 1:
+        return "per lp below"
+    if not math.isfinite(r["p_williams"]):
+        return fmt.UNDEFINED
+    return f"{fmt.p_value(r['p_williams'])} [{r['williams_n']}]"
+
+
+def williams_lines(result: dict[str, Any]) -> list[str]:
+    """Below the table: Williams' test per language pair (rows with several groups) and why it is n/a."""
+    lines = []
+    for r in result["rows"]:
+        where = f"{r['metric']} / {r['dataset']} / {r['device']}"
+        if r["williams_test"].startswith("n/a"):
+            lines.append(f"Williams, {where}: {r['williams_test']}")
+        elif len(r["williams_by_group"]) > 1:
+            na = fmt.UNDEFINED
+            groups = "; ".join(
+                f"{g['group']} t {fmt.number(g['t'], missing=na)}, p {fmt.p_value(g['p'], missing=na)}, n {g['n']}"
+                for g in r["williams_by_group"]
+            )
+            lines.append(f"{r['williams_test']}, {where}: {groups}")
+    return [*lines, ""] if lines else []
+
+
 def render(result: dict[str, Any]) -> str:
     """The readable table `compare` prints, with a line saying how to read it."""
     header = [
@@ -329,8 +422,8 @@ def render(result: dict[str, Any]) -> str:
         "candidate",
         "retained [95% CI]",
         "delta [95% CI]",
-        "p (bootstrap)",
-        "p (Williams, pooled r)",
+        "p [test: units resampled]",
+        "p (Williams) [n]",
         "speed-up [range]",
         "memory ratio model / peak",
     ]
@@ -353,8 +446,9 @@ def render(result: dict[str, Any]) -> str:
                 fmt.number(r["quality_candidate"], missing=na),
                 fmt.percent_ci(r["retained"], retained_lo, retained_hi, missing=na),
                 delta,
-                fmt.p_value(r["p_bootstrap"], result["bootstrap_resamples"], missing=na),
-                fmt.p_value(r["p_williams"], missing=na),
+                f"{fmt.p_value(r['p_value'], result['bootstrap_resamples'], missing=na)} "
+                f"[{_test_word(r['test'])}: {units_text(r)}]",
+                _williams_cell(r),
                 fmt.times_range(r["speedup"], speed_lo, speed_hi),
                 fmt.times(r["model_memory_ratio"])
                 + (f" / {fmt.times(r['memory_ratio'])}" if math.isfinite(r["model_memory_ratio"]) else ""),
@@ -363,12 +457,16 @@ def render(result: dict[str, Any]) -> str:
     dims = "" if result["human_dims"] == [HUMAN] else f" with human dimension {', '.join(result['human_dims'])}"
     lines = [
         f"candidate {result['candidate']} vs baseline {result['baseline']}; quality = {result['quality']}{dims}; "
-        f"paired bootstrap over segments, {result['bootstrap_resamples']} resamples, seed {result['seed']}",
+        f"test: {result['test']}; resampled: {result['resampling']}; {result['bootstrap_resamples']} resamples, "
+        f"seed {result['seed']}",
         "",
         markdown(header, rows).rstrip(),
         "",
+        *williams_lines(result),
         "retained = candidate / baseline quality; delta = candidate - baseline quality (both intervals from the "
-        "same paired resamples); speed-up = median baseline time / median candidate time per "
+        "same paired bootstrap resamples of the units named); p: the named test of delta = 0, two-sided; "
+        "Williams: Pearson r at the level compared, n in brackets (per language pair below where there are "
+        "several); speed-up = median baseline time / median candidate time per "
         "segment (range: min-max over all pairs of repeats); memory ratio = baseline / candidate memory, "
         "model memory (RSS growth over the post-import baseline on "
         "CPU, peak CUDA memory allocated on GPU) / process peak (peak RSS on CPU, peak CUDA memory reserved on GPU), "

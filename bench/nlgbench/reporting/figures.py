@@ -1,6 +1,7 @@
 """The report's figures (matplotlib, imported on first use): runtime and memory against quality per
 device and dataset group, one panel per metric, each encoder in its own colour and marker, the 95%
-bootstrap interval as a bar, the Pareto front, point labels kept inside their axes."""
+bootstrap interval as a bar (what it resamples in the title's second line), the Pareto front, point
+labels kept inside their axes."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.files import write_atomic
-from nlgbench.reporting.numbers import QualityIntervals, mean_label, pareto_front, score_types
+from nlgbench.reporting.numbers import QualityIntervals, mean_label, pareto_front, resampling_words, score_types
 from nlgbench.reporting.placement import PointLabel, place_labels
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.rundata import memory_columns
@@ -424,6 +425,20 @@ class FigureFile:
     device: str
     group: DatasetGroup
     paths: list[Path]  # png, pdf, svg
+    note: str = ""  # what the bars are (`bars_note`)
+
+
+def bars_note(cells: pd.DataFrame, options: QualityOptions, intervals: QualityIntervals) -> str:
+    """What a figure's bars are: the 95% percentile bootstrap interval, the unit it resamples for
+    these cells (`numbers.resampling_words`), the resamples and the seed."""
+    return (
+        f"bars: 95% bootstrap interval of the quality, resampling {resampling_words(intervals.run, options, cells)}; "
+        f"{intervals.n_resamples} resamples, seed {intervals.seed}"
+    )
+
+
+def _group_cells(df: pd.DataFrame, device: str, group: DatasetGroup) -> pd.DataFrame:
+    return df[(df["device"] == device) & df["dataset"].isin(group.datasets)]
 
 
 def build_figures(
@@ -433,13 +448,10 @@ def build_figures(
     (file name stem, title, device, group, figure); encoder styles shared by all of them."""
     styles = encoder_styles(list(df["encoder"]))
     names: set[str] = set()
-    note = (
-        f"bars: 95% bootstrap interval of the quality ({intervals.n_resamples} resamples of segments, "
-        f"seed {intervals.seed})"
-    )
     for device in dict.fromkeys(df["device"]):
         cells = df[df["device"] == device]
         for group in dataset_groups(cells):
+            note = bars_note(_group_cells(df, device, group), options, intervals)
             for kind, columns in (("runtime", RUNTIME_COLUMNS), ("memory", memory_columns(device))):
                 points = figure_points(cells, group, [c for c, _ in columns], intervals)
                 title = f"{kind.capitalize()} vs quality, {device}, {group.title}"
@@ -456,8 +468,14 @@ def build_figures(
 def write_figures(
     df: pd.DataFrame, out: Path, options: QualityOptions, baselines: dict[str, str], intervals: QualityIntervals
 ) -> list[FigureFile]:
-    """`build_figures`, each saved as PNG, PDF and SVG into `out`."""
+    """`build_figures`, each saved as PNG, PDF and SVG into `out`, with what its bars are."""
     return [
-        FigureFile(title, device, group, save_figure(fig, out / name))
+        FigureFile(
+            title,
+            device,
+            group,
+            save_figure(fig, out / name),
+            bars_note(_group_cells(df, device, group), options, intervals),
+        )
         for name, title, device, group, fig in build_figures(df, options, baselines, intervals)
     ]

@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nlgbench.data.model import HUMAN
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import unknown_name
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.renderers import TextTable
 from nlgbench.runs.rundata import RunData
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, percentile_interval
-from nlgbench.statistics.levels import left_out_note, quality_note, too_small_groups
+from nlgbench.statistics.correlation import canonical_method
+from nlgbench.statistics.levels import canonical_level, left_out_note, quality_note, too_small_groups
 from nlgbench.statistics.speedup import speedup
 
 if TYPE_CHECKING:
@@ -64,6 +66,54 @@ def undefined_quality_notes(df: pd.DataFrame) -> list[str]:
         for _, r in df.iterrows()
         if not math.isfinite(r["quality"])
     ]
+
+
+# ----------------------------------------------------------------------------- what a table's quality is
+
+
+def human_words(df: pd.DataFrame) -> str:
+    """The human dimension(s) the cells' quality correlates with, in words: 'human dimension relevance';
+    several (each cell's first, data of different kinds): 'human dimensions human, coherence'."""
+    dims = list(dict.fromkeys(df["human_dim"])) if "human_dim" in df and len(df) else []
+    if not dims:
+        return "human dimension unknown"
+    named = [f"{d} (the dataset's one human score)" if d == HUMAN else d for d in dims]
+    return f"human dimension {named[0]}" if len(named) == 1 else f"human dimensions {', '.join(named)}"
+
+
+def resampling_words(run: RunData, options: QualityOptions, df: pd.DataFrame) -> str:
+    """What the bootstrap (and compare's paired tests) resample for these cells' quality
+    (`QualityOptions.unit_label`; it depends on the data, e.g. documents or sources under
+    `--resample both`): one unit, or 'dataset: unit' per dataset where they differ."""
+    units = {str(d): options.unit_label(run.segments(c)) for d, c in zip(df["dataset"], df["cell_id"], strict=True)}
+    distinct = list(dict.fromkeys(units.values()))
+    if len(distinct) <= 1:
+        return distinct[0] if distinct else "nothing (no cells)"
+    return "; ".join(f"{d}: {u}" for d, u in units.items())
+
+
+def quality_columns_of(options: QualityOptions) -> dict[str, str]:
+    """The `level` and `method` columns of a table whose rows carry this quality (canonical names)."""
+    return {"level": canonical_level(options.level), "method": canonical_method(options.method)}
+
+
+def test_words(options: QualityOptions) -> str:
+    """compare's test of a difference in quality, in words (the trade-off table's p)."""
+    if options.test == "permutation":
+        return f"{options.test_label} test, each segment's two standardized metric scores swapped at random"
+    return f"{options.test_label} test, over the intervals' resamples"
+
+
+def relative_note(quality: str, human: str, test: str, resampled: str) -> str:
+    """The note under Table 3 (relative.{md,tex}, index.html): which quality, and where its interval
+    (`resampled`: the unit) and its test (`test`: `test_words`) are."""
+    return (
+        f"quality = {quality}, against {human}; retained = quality / the baseline encoder's quality on the same "
+        "dataset; speed-up = median baseline ms/segment / median ms/segment "
+        "(nlgbench.statistics.speedup.speedup); mean rows: the mean over the datasets of one kind of human score. "
+        f"No interval or test here: the trade-off table has them (95% paired-bootstrap intervals resampling "
+        f"{resampled}; p: {test})."
+    )
 
 
 def pareto_front(times: Sequence[float], qualities: Sequence[float]) -> list[int]:
@@ -116,10 +166,12 @@ def mean_label(score_type: str) -> str:
 # ----------------------------------------------------------------------------- Table 3: relative to the baseline
 
 
-def relative_table(df: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
+def relative_table(df: pd.DataFrame, baselines: dict[str, str], options: QualityOptions | None = None) -> pd.DataFrame:
     """Table 3: per metric x encoder x device and dataset, quality, quality retained (quality /
     baseline quality) and speed-up (`nlgbench.statistics.speedup.speedup`: median baseline time / median time);
-    a mean row per kind of human score (`mean (DA)`) where the encoder has two or more datasets of it."""
+    a mean row per kind of human score (`mean (DA)`) where the encoder has two or more datasets of it.
+    Every row names its quality: `human_dim` (the cells' human dimension, where `df` has it) and,
+    with `options`, `level` and `method`."""
     import pandas as pd
 
     rows: list[dict[str, Any]] = []
@@ -143,6 +195,7 @@ def relative_table(df: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
                         "dataset": mean_label(kind),
                         "baseline": baselines[metric],
                         "score_type": kind,
+                        "human_dim": "; ".join(dict.fromkeys(p["human_dim"] for p in same)),
                         **{
                             k: float(np.nanmean([p[k] for p in same]))
                             if any(np.isfinite(p[k]) for p in same)
@@ -151,7 +204,10 @@ def relative_table(df: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
                         },
                     }
                 )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if options is not None:
+        table = table.assign(**quality_columns_of(options))
+    return table
 
 
 def _relative_row(r: pd.Series, base: pd.DataFrame, baseline: str) -> dict[str, Any]:
@@ -170,6 +226,7 @@ def _relative_row(r: pd.Series, base: pd.DataFrame, baseline: str) -> dict[str, 
         "ms_per_segment": r["ms_per_segment"],
         "speedup": speed,
         "score_type": r["score_type"],
+        "human_dim": r["human_dim"] if "human_dim" in r else "",
     }
 
 
@@ -340,17 +397,25 @@ def quantity_rows(matrix: QuantityMatrix) -> TextTable:
     return header, rows
 
 
-def quantity_note(matrix: QuantityMatrix) -> str:
+def quantity_note(matrix: QuantityMatrix, quality: str = "") -> str:
+    """The note under Table 4; `quality` says which quality its quality column(s) hold (e.g.
+    'pearson (global), against human dimension relevance')."""
+    which = (
+        f" The quality column(s): {quality}, per encoder the mean over its datasets (per kind of human score)."
+        if quality
+        else ""
+    )
     if not matrix.n_metrics:
         return (
             f"No matrix: no metric has {MIN_ENCODERS} or more encoders with these quantities measured (through "
-            "2 points every correlation is +-1)."
+            f"2 points every correlation is +-1).{which}"
         )
     return (
         f"Pearson r across encoders, per metric with at least {MIN_ENCODERS} encoders ({matrix.n_metrics} here), "
-        "averaged over metrics; in brackets n, the encoders behind the entry summed over those metrics. No interval: "
-        "with few encoders these are descriptive only. '-': not measured (e.g. no GPU cells); n/a: a quantity "
-        "constant across the encoders (e.g. the disk size of one checkpoint run at fewer layers)."
+        f"averaged over metrics; in brackets n, the encoders behind the entry summed over those metrics.{which} "
+        "No interval and no test (nothing resampled): with few encoders these are descriptive only. '-': not "
+        "measured (e.g. no GPU cells); n/a: a quantity constant across the encoders (e.g. the disk size of one "
+        "checkpoint run at fewer layers)."
     )
 
 
@@ -358,8 +423,8 @@ def quantity_note(matrix: QuantityMatrix) -> str:
 
 
 class QualityIntervals:
-    """95% bootstrap intervals of cells' quality, resampling segments (nlgbench.statistics.bootstrap; the resampled
-    qualities kept by the run, `RunData.replicates`, which compare's paired tests reuse). One
+    """95% bootstrap intervals of cells' quality, resampling the level's unit (nlgbench.statistics.resampling;
+    the resampled qualities kept by the run, `RunData.replicates`, which compare's paired tests reuse). One
     cell's interval is `bootstrap_ci` of its segments with `seed`; a mean over the cells of several
     datasets resamples each dataset on its own stream (seed, seed + 1, ...) and takes the
     percentile interval of the resampled means."""
@@ -370,7 +435,8 @@ class QualityIntervals:
         self.run, self.options, self.n_resamples, self.seed = run, options, n_resamples, seed
 
     def replicates(self, cell_id: str, seed: int) -> np.ndarray:
-        return self.run.replicates(cell_id, self.options, self.options.value, self.n_resamples, seed)
+        unit = self.options.unit(self.run.segments(cell_id))
+        return self.run.replicates(cell_id, self.options, self.options.value, self.n_resamples, seed, unit)
 
     def interval(self, cell_ids: Sequence[str]) -> tuple[float, float]:
         if len(cell_ids) == 1:

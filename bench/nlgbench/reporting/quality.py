@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nlgbench.foundations.errors import UserError, unknown_name
-from nlgbench.statistics.correlation import METHODS
+from nlgbench.statistics.correlation import METHOD_ALIASES, METHODS, canonical_method
 from nlgbench.statistics.levels import (
     GROUPING,
     LEVEL_ALIASES,
@@ -17,21 +17,30 @@ from nlgbench.statistics.levels import (
     canonical_level,
     has_docs,
     has_systems,
+    method_reason,
     quality,
 )
+from nlgbench.statistics.resampling import RESAMPLE_CHOICES, UNIT_LABELS, resampling_unit
+
+TESTS = ("bootstrap", "permutation")  # compare's significance test of the difference
+TEST_LABELS = {"bootstrap": "paired bootstrap", "permutation": "paired permutation (perm-both)"}
 
 
 @dataclass(frozen=True)
 class QualityOptions:
     """Which correlation measures quality: method x level (see nlgbench.statistics.levels; the level's old
-    names `pooled` and `lp_mean` are accepted)."""
+    names `pooled` and `lp_mean` are accepted, and `kendall_like` for kendall_like_all_pairs), and how
+    its difference is tested: what is resampled (`resample`: the level's unit, or `both` systems and
+    inputs at system level; nlgbench.statistics.resampling) and the test (`bootstrap` or `permutation`)."""
 
     method: str = "pearson"
     level: str = "global"
     threshold: float = 0.0
+    resample: str = "auto"
+    test: str = "bootstrap"
 
     def check(self) -> None:
-        if self.method not in METHODS:
+        if self.method not in METHODS and self.method not in METHOD_ALIASES:
             raise unknown_name("correlation method", self.method, METHODS)
         try:
             canonical_level(self.level)
@@ -39,8 +48,16 @@ class QualityOptions:
             raise unknown_name("correlation level", self.level, (*LEVELS, *LEVEL_ALIASES)) from None
         if not (math.isfinite(self.threshold) and self.threshold >= 0):
             raise UserError(
-                f"--threshold must be a number >= 0 (kendall_like's human score difference), got {self.threshold}"
+                f"--threshold must be a number >= 0 (the human score difference darr_kendall and "
+                f"kendall_like_all_pairs count), got {self.threshold}"
             )
+        reason = method_reason(self.method, self.level)
+        if reason is not None:
+            raise UserError(f"--correlation {self.method} at --level {canonical_level(self.level)}: {reason}")
+        if self.resample not in RESAMPLE_CHOICES:
+            raise unknown_name("resampling", self.resample, RESAMPLE_CHOICES)
+        if self.test not in TESTS:
+            raise unknown_name("significance test", self.test, TESTS)
 
     def check_segments(self, segments: Sequence[Segments]) -> None:
         """The system level needs system names and the item level document ids: one line when
@@ -61,12 +78,25 @@ class QualityOptions:
         """This quality of one cell's segments."""
         return quality(seg, self.method, self.level, self.threshold)
 
+    def unit(self, seg: Segments) -> str:
+        """What the bootstrap and permutation tests resample for this quality (a UNIT_LABELS key)."""
+        return resampling_unit(seg, self.level, self.method, self.resample)
+
+    def unit_label(self, seg: Segments) -> str:
+        """The resampling unit in words, e.g. 'segments, stratified by language pair'."""
+        return UNIT_LABELS[self.unit(seg)]
+
+    @property
+    def test_label(self) -> str:
+        """The significance test in words, e.g. 'paired bootstrap'."""
+        return TEST_LABELS[self.test]
+
     @property
     def label(self) -> str:
         """E.g. 'kendall (segment, by lp)', 'pearson (global)': the method, the level and its grouping."""
         level = canonical_level(self.level)
         grouping = "" if GROUPING[level] == "none" else f", by {GROUPING[level]}"
-        return f"{self.method.replace('_', '-')} ({level}{grouping})"
+        return f"{canonical_method(self.method).replace('_', '-')} ({level}{grouping})"
 
 
 DEFAULT_QUALITY = QualityOptions()  # pearson, global: report's and compare's default

@@ -5,19 +5,23 @@ Writes DIR/report/:
 
 - per device and dataset, runtime-vs-quality and memory-vs-quality figures (PNG, PDF, SVG): one
   panel per metric (memory: model memory beside process peak), every encoder in its own colour and
-  marker throughout, the 95% bootstrap interval of each quality as a bar, the Pareto front, the
+  marker throughout, the 95% bootstrap interval of each quality as a bar (the level's unit resampled,
+  named under each figure), the Pareto front, the
   baseline starred, lexical baselines (no encoder) as grey diamonds in every panel; a figure of
   the mean over datasets only for datasets of one kind of human score (`score_type`: DA, MQM,
   a named dimension), titled as such;
 - the trade-off table (`tradeoff.{md,tex,csv}`): per metric x dataset x device, each encoder's
   quality, quality retained with its paired-bootstrap interval, speed-up with its range and the
-  bootstrap p-value against the baseline, the numbers `nlgbench compare` prints;
+  p-value of the chosen test against the baseline, the numbers `nlgbench compare` prints;
 - the baseline-relative table (`relative.*`, quality retained and speed-up per dataset, with a
   mean per kind of human score where there are several datasets of it; the study's Table 3), the
   correlation matrix of the measured quantities with the number of encoders behind each entry
-  (`quantities.*`; Table 4), and an offline index.html showing all of it;
+  (`quantities.*`; Table 4), and an offline index.html showing all of it. Every table's note (the
+  .md's last line, the .tex's % lines, index.html) and the CSVs' columns where rows carry a quality
+  name the human dimension, the level and method, the unit resampled and the test;
 - `cells.jsonl` and `metric_scores.csv` (nlgbench.runs.rundata.write_published): what report and compare
-  need to run again from this folder alone, without human scores or texts.
+  need to run again from this folder alone, without human scores or texts (each cell's data
+  warnings included, so the page's "Warnings" section is the same on a fresh clone).
 
 A cell whose quality is undefined (constant human or metric scores, too few segments) shows "n/a"
 with the reason and is left out of the plots.
@@ -26,6 +30,7 @@ with the reason and is left out of the plots.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,19 +41,23 @@ from nlgbench.reporting.figures import FigureFile, write_figures
 from nlgbench.reporting.numbers import (
     QualityIntervals,
     choose_baselines,
+    human_words,
     left_out_notes,
     per_encoder_rows,
     quantity_correlations,
     quantity_note,
     quantity_rows,
+    relative_note,
     relative_rows,
     relative_table,
+    resampling_words,
+    test_words,
     undefined_quality_notes,
     with_quality,
 )
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
 from nlgbench.reporting.renderers import html_table, latex, markdown
-from nlgbench.reporting.tradeoff import tradeoff_rows, tradeoff_table
+from nlgbench.reporting.tradeoff import tradeoff_note, tradeoff_rows, tradeoff_table
 from nlgbench.runs.folder import check_links, own_folder, report_dir
 from nlgbench.runs.rundata import RunData, write_published
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
@@ -97,11 +106,14 @@ def write_report(
     intervals = QualityIntervals(run, options, n_resamples, seed)
     figures = write_figures(df[~df["imported"]], out, options, baselines, intervals)
     trade = write_tradeoff(out, run, df, baselines, options, n_resamples, seed)
-    relative = write_relative(out, df, baselines)
-    quantities = write_quantities(out, df)
+    relative = write_relative(out, df, baselines, options, resampling_words(run, options, df))
+    quantities = write_quantities(out, df, f"{options.label}, against {human_words(df)}")
     write_published(run, out)
     index = out / "index.html"
-    write_atomic(index, index_html(folder, run, df, options, baselines, figures, trade, relative, quantities))
+    page = index_html(
+        folder, run, df, options, baselines, figures, trade, relative, quantities, n_resamples=n_resamples, seed=seed
+    )
+    write_atomic(index, page)
     return index
 
 
@@ -118,33 +130,33 @@ def write_tradeoff(
     trade = tradeoff_table(run, df, baselines, options, n_resamples, seed)
     write_atomic(out / "tradeoff.csv", trade.to_csv(index=False))
     header, rows = tradeoff_rows(trade, n_resamples)
-    note = (
-        f"quality = {options.label}; retained = quality / baseline quality, 95% paired-bootstrap interval; "
-        f"p = two-sided paired bootstrap test of equal quality ({n_resamples} resamples of segments, seed {seed}; "
-        "as `nlgbench compare`); speed-up = median baseline ms/segment / median ms/segment, range over every pair "
-        "of repeats (nlgbench.statistics.speedup.speedup)"
-    )
+    note = tradeoff_note(trade, options, n_resamples, seed)
     write_atomic(out / "tradeoff.md", markdown(header, rows) + f"\n{note}\n")
     write_atomic(out / "tradeoff.tex", latex(header, rows, comments=[note]))
     return Table(header, rows, note)
 
 
-def write_relative(out: Path, df: pd.DataFrame, baselines: dict[str, str]) -> Table:
-    """relative.{csv,md,tex}: Table 3, quality retained and speed-up against the baseline."""
-    rel = relative_table(df, baselines)
+def write_relative(
+    out: Path, df: pd.DataFrame, baselines: dict[str, str], options: QualityOptions, resampled: str
+) -> Table:
+    """relative.{csv,md,tex}: Table 3, quality retained and speed-up against the baseline; its note
+    names the quality and where its test is (`resampled`: `resampling_words`)."""
+    rel = relative_table(df, baselines, options)
     write_atomic(out / "relative.csv", rel.to_csv(index=False))
     header, rows = relative_rows(rel)
-    write_atomic(out / "relative.md", markdown(header, rows))
-    write_atomic(out / "relative.tex", latex(header, rows))
-    return Table(header, rows)
+    note = relative_note(options.label, human_words(df), test_words(options), resampled)
+    write_atomic(out / "relative.md", markdown(header, rows) + f"\n{note}\n")
+    write_atomic(out / "relative.tex", latex(header, rows, comments=[note]))
+    return Table(header, rows, note)
 
 
-def write_quantities(out: Path, df: pd.DataFrame) -> Table:
-    """quantities.{csv,md,tex} and quantities_n.csv: Table 4, the correlation of the measured quantities."""
+def write_quantities(out: Path, df: pd.DataFrame, quality: str) -> Table:
+    """quantities.{csv,md,tex} and quantities_n.csv: Table 4, the correlation of the measured quantities;
+    `quality` names what its quality column(s) hold."""
     matrix = quantity_correlations(df)
     write_atomic(out / "quantities.csv", matrix.r.to_csv())
     write_atomic(out / "quantities_n.csv", matrix.n.to_csv())
-    note = quantity_note(matrix)
+    note = quantity_note(matrix, quality)
     header, rows = quantity_rows(matrix)
     write_atomic(out / "quantities.md", markdown(header, rows) + f"\n{note}\n")
     write_atomic(out / "quantities.tex", latex(header, rows, text_columns=1, comments=[note]))
@@ -152,27 +164,53 @@ def write_quantities(out: Path, df: pd.DataFrame) -> Table:
 
 
 def figure_html(f: FigureFile) -> str:
-    """A figure of index.html: the PNG, its title, links to the PDF and SVG."""
+    """A figure of index.html: the PNG, its title, what its bars resample, links to the PDF and SVG."""
     png, *vector = f.paths
     links = ", ".join(f"<a href='{p.name}'>{p.suffix[1:].upper()}</a>" for p in vector)
+    note = f". {f.note[:1].upper()}{f.note[1:]}" if f.note else ""
     return (
-        f"<figure><img src='{png.name}' alt='{html.escape(f.title)}'><figcaption>{html.escape(f.title)} "
+        f"<figure><img src='{png.name}' alt='{html.escape(f.title)}'><figcaption>{html.escape(f.title + note)} "
         f"({links})</figcaption></figure>"
     )
 
 
-def summary_html(run: RunData, df: pd.DataFrame, options: QualityOptions, baselines: dict[str, str]) -> str:
-    """index.html's first paragraph: the cells, the quality, the human scores, the baselines, the machine."""
+def summary_html(
+    run: RunData,
+    df: pd.DataFrame,
+    options: QualityOptions,
+    baselines: dict[str, str],
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> str:
+    """index.html's first paragraph: the cells, the quality, the human scores, what the intervals and
+    the test resample, the baselines, the machine."""
     env = sorted({(c, g) for c, g in zip(df["cpu_model"], df["gpu"], strict=True)})
     machine = "; ".join(f"{c}" + (f", GPU {g}" if g else "") for c, g in env if c) or "unknown"
     kinds = ", ".join(f"{d}: {k}" for d, k in dict(zip(df["dataset"], df["score_type"], strict=True)).items())
     return (
         f"<p>{len(df)} finished cells; quality = {html.escape(options.label)} with human judgments "
         f"({html.escape(', '.join(dict.fromkeys(df['human_dim'])))}); kinds of human score: {html.escape(kinds)}; "
+        f"95% percentile bootstrap intervals (figures, trade-off table) resampling "
+        f"{html.escape(resampling_words(run, options, df))} ({n_resamples} resamples, seed {seed}); "
+        f"p against the baseline (trade-off table): {html.escape(test_words(options))}; "
         f"baselines: {html.escape(', '.join(f'{m}: {e}' for m, e in baselines.items()))}. "
         f"Machine: {html.escape(machine)}. "
         f"Read from {html.escape(run.source.name if run.source else 'results.sqlite')}.</p>"
     )
+
+
+def warnings_html(run: RunData, cell_ids: Iterable[str]) -> list[str]:
+    """index.html's "Warnings" section: each reported cell's data warnings (result.json `warnings`),
+    cell label -> warning; nothing where no cell has any."""
+    rows = [[run.results[c].label, w] for c in dict.fromkeys(cell_ids) for w in run.results[c].warnings]
+    if not rows:
+        return []
+    return [
+        "<h2>Warnings</h2>",
+        "<p>What the run warned about the data behind these cells' figures (result.json <code>warnings</code>, "
+        "results.csv column <code>warnings</code>).</p>",
+        html_table(["cell", "warning"], rows, "Data warnings per cell", 2),
+    ]
 
 
 def index_html(
@@ -185,6 +223,8 @@ def index_html(
     trade: Table,
     relative: Table,
     quantities: Table,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
 ) -> str:
     """The offline index.html: notes, every figure and every table, with links to their files."""
     encoders = Table(*per_encoder_rows(df))
@@ -193,8 +233,9 @@ def index_html(
         f"<title>nlgbench report: {html.escape(folder.name)}</title>",
         STYLE + "</head><body>",
         f"<h1>nlgbench report: {html.escape(folder.name)}</h1>",
-        summary_html(run, df, options, baselines),
+        summary_html(run, df, options, baselines, n_resamples, seed),
         *[f"<p>{html.escape(note)}</p>" for note in left_out_notes(df, options.level) + undefined_quality_notes(df)],
+        *warnings_html(run, df["cell_id"]),
         "<h2>Trade-off plots</h2>",
         "<p>Per device and dataset; a mean over datasets only within one kind of human score. Memory: model memory "
         "(RSS growth over the post-import baseline on CPU, peak CUDA memory allocated on GPU) beside the process peak, "
@@ -208,7 +249,7 @@ def index_html(
             trade.header, trade.rows, "Quality retained, speed-up and significance against the baseline encoder", 4
         ),
         "<h2>Relative to the baseline (quality retained, speed-up)</h2>",
-        "<p>Files: <a href='relative.md'>Markdown</a>, <a href='relative.tex'>LaTeX</a>, "
+        f"<p>{html.escape(relative.note)} Files: <a href='relative.md'>Markdown</a>, <a href='relative.tex'>LaTeX</a>, "
         "<a href='relative.csv'>CSV</a>.</p>",
         html_table(
             relative.header,
@@ -217,6 +258,7 @@ def index_html(
             4,
         ),
         "<h2>Per encoder, averaged over datasets</h2>",
+        f"<p>quality = {html.escape(options.label)}, against {html.escape(human_words(df))}.</p>",
         html_table(encoders.header, encoders.rows, "Measured quantities"),
         "<h2>Correlation of the measured quantities</h2>",
         f"<p>{html.escape(quantities.note)} Files: <a href='quantities.md'>Markdown</a>, "

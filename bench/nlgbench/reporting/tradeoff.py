@@ -1,6 +1,7 @@
 """The trade-off table of a report (tradeoff.{csv,md,tex}): per metric x dataset x device, each
 encoder against the baseline encoder with `nlgbench compare`'s numbers (quality retained with its
-paired-bootstrap interval, speed-up with its range, the bootstrap p-value)."""
+paired-bootstrap interval, speed-up with its range, the p-value of compare's chosen test), each row
+naming its quality (human dimension, level, method), the test and the unit resampled."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import compare
+from nlgbench.reporting.numbers import human_words, quality_columns_of
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.renderers import TextTable
 from nlgbench.runs.rundata import RunData
@@ -34,6 +36,12 @@ TRADEOFF_COLUMNS = [
     "speedup_low",
     "speedup_high",
     "p_bootstrap",
+    "p_value",
+    "test",
+    "resampling",
+    "human_dim",
+    "level",
+    "method",
 ]
 
 
@@ -47,16 +55,31 @@ def tradeoff_table(
 ) -> pd.DataFrame:
     """The paper's quality-vs-speed table: per metric (with encoders) x dataset x device, the
     baseline encoder's row, then each other encoder's quality, quality retained with its paired
-    bootstrap interval, speed-up with its range and the bootstrap p-value against the baseline:
-    `nlgbench.reporting.compare.compare`'s numbers, with its resamples and seed."""
+    bootstrap interval, speed-up with its range and the p-value of the chosen test (`options.test`;
+    `p_bootstrap` is the bootstrap's whichever test is chosen) against the baseline:
+    `nlgbench.reporting.compare.compare`'s numbers, with its resamples and seed. Every row names
+    the test, the unit resampled, the cells' human dimension, the level and the method."""
     import pandas as pd
 
+    named = quality_columns_of(options)
+    dims = {
+        (m, d): "; ".join(dict.fromkeys(g["human_dim"])) for (m, d), g in df.groupby(["metric", "dataset"], sort=False)
+    }
     rows = []
     for metric, base in baselines.items():
         if base == NO_ENCODER:
             continue  # lexical metrics: no encoder to trade
         cells = df[df["metric"] == metric]
-        rows += [_baseline_row(run, metric, b) for _, b in cells[cells["encoder"] == base].iterrows()]
+        rows += [
+            {
+                **_baseline_row(run, metric, b),
+                "test": options.test_label,
+                "resampling": options.unit_label(run.segments(b["cell_id"])),
+                "human_dim": b["human_dim"],
+                **named,
+            }
+            for _, b in cells[cells["encoder"] == base].iterrows()
+        ]
         for encoder in dict.fromkeys(cells["encoder"]):
             if encoder == base:
                 continue
@@ -81,6 +104,11 @@ def tradeoff_table(
                         "speedup_low": r["speedup_range"][0],
                         "speedup_high": r["speedup_range"][1],
                         "p_bootstrap": r["p_bootstrap"],
+                        "p_value": r["p_value"],
+                        "test": r["test"],
+                        "resampling": r["resampling"],
+                        "human_dim": dims.get((metric, r["dataset"]), ""),
+                        **named,
                     }
                 )
     return _in_report_order(pd.DataFrame(rows, columns=TRADEOFF_COLUMNS), df)
@@ -104,6 +132,7 @@ def _baseline_row(run: RunData, metric: str, b: pd.Series) -> dict[str, Any]:
         "speedup_low": math.nan,
         "speedup_high": math.nan,
         "p_bootstrap": math.nan,
+        "p_value": math.nan,
     }
 
 
@@ -128,7 +157,8 @@ def _in_report_order(table: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
 
 
 def tradeoff_rows(table: pd.DataFrame, n_resamples: int) -> TextTable:
-    """The trade-off table as text; the baseline's own row says 'baseline' for its p-value."""
+    """The trade-off table as text; p is the chosen test's (`p_value`); the baseline's own row says
+    'baseline' for its p-value."""
     header = [
         "metric",
         "dataset",
@@ -153,7 +183,33 @@ def tradeoff_rows(table: pd.DataFrame, n_resamples: int) -> TextTable:
                 fmt.number(r["quality"], missing=fmt.UNDEFINED),
                 fmt.percent_ci(r["retained"], r["retained_ci_low"], r["retained_ci_high"], missing=fmt.UNDEFINED),
                 fmt.times_range(r["speedup"], r["speedup_low"], r["speedup_high"]),
-                "baseline" if is_base else fmt.p_value(r["p_bootstrap"], n_resamples, missing=fmt.UNDEFINED),
+                "baseline" if is_base else fmt.p_value(r["p_value"], n_resamples, missing=fmt.UNDEFINED),
             ]
         )
     return header, rows
+
+
+def tradeoff_note(table: pd.DataFrame, options: QualityOptions, n_resamples: int, seed: int) -> str:
+    """The note under the trade-off table (tradeoff.md, tradeoff.tex, index.html): the quality (method
+    and level), the human dimension(s), the test, what is resampled, the resamples and the seed."""
+    if not len(table):
+        return f"no rows: no metric has two encoders on the same segments to compare (quality = {options.label})"
+    units = list(dict.fromkeys(table["resampling"]))
+    if len(units) > 1:
+        by_dataset = dict(zip(table["dataset"], table["resampling"], strict=True))
+        resampled = "; ".join(f"{d}: {u}" for d, u in by_dataset.items())
+    else:
+        resampled = units[0]
+    if options.test == "permutation":
+        test = (
+            f"p = two-sided {options.test_label} test of equal quality (each segment's two standardized metric "
+            f"scores swapped at random; {n_resamples} permutations, seed {seed})"
+        )
+    else:
+        test = f"p = two-sided {options.test_label} test of equal quality"
+    return (
+        f"quality = {options.label}, against {human_words(table)}; retained = quality / baseline quality, with "
+        f"its 95% paired-bootstrap percentile interval; {test}; bootstrap resampling {resampled} ({n_resamples} "
+        f"resamples, seed {seed}; as `nlgbench compare`); speed-up = median baseline ms/segment / median "
+        "ms/segment, range over every pair of repeats (nlgbench.statistics.speedup.speedup)"
+    )

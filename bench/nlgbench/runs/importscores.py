@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from nlgbench.core.cell import IMPORTED_DEVICE, RESULT_FILE, SCORES_FILE, CellConfig, DatasetRef, short_hash
+from nlgbench.core.datawarnings import data_warnings
 from nlgbench.core.labels import imported_label
 from nlgbench.core.result import OK, CellResult, DatasetRecord, MetricRecord, correlate_scores
 from nlgbench.core.scores import read_scores as read_cell_scores
@@ -101,7 +102,8 @@ def import_scores(
     `lower_is_better` None takes the registered metric's direction (higher is better for a name
     not registered); True or False overrides it, e.g. for distances already stored negated. The
     direction is not part of the cell id: importing the same file again with another direction
-    replaces the cell."""
+    replaces the cell. The cell's data warnings are a measured cell's (`data_warnings`): with
+    `max_segments`, a head ordered by human score among them."""
     if lower_is_better is None:
         lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False
     ds, ref = _imported_dataset(dataset, out, max_segments)
@@ -125,6 +127,7 @@ def import_scores(
     values = [scores[key] for key in wanted]
     # a data file keyed as the config names it
     files = {ref.path: next(reversed(ds.files.values()))} if ref.path and ds.files else ds.files
+    correlation = correlate_scores(values, ds, higher_is_better=not lower_is_better)
     result = CellResult(
         cell_id=cell_id,
         label=imported_label(metric, encoder, ref.label),
@@ -136,12 +139,13 @@ def import_scores(
         scorer={},
         n_segments=len(ds.items),
         dataset=DatasetRecord(name=ds.name, files=files, has_systems=ds.has_systems),
-        correlation=correlate_scores(values, ds, higher_is_better=not lower_is_better),
+        correlation=correlation,
         environment={
             "imported_from": Path(os.path.relpath(path.resolve(), out.resolve())).as_posix(),
             "sha256": sha,
             "imported_at": time.time(),
         },
+        warnings=data_warnings(ds, correlation),
     )
     return _record(out, path, result, ds.items, values)
 

@@ -39,8 +39,8 @@ from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
 from nlgbench.runs.folder import CSV_FILE, STORE_FILE, cell_dir, report_dir
 from nlgbench.runs.store import Store, has_store, scan_cells
-from nlgbench.statistics.bootstrap import bootstrap_distribution
 from nlgbench.statistics.levels import Segments
+from nlgbench.statistics.resampling import resample_distribution
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -197,17 +197,20 @@ class RunData:
         return utf8_text(path, read_bytes(path))
 
     def replicates(
-        self, cell_id: str, key: Hashable, statistic: Callable[[Segments], float], n_resamples: int, seed: int
+        self,
+        cell_id: str,
+        key: Hashable,
+        statistic: Callable[[Segments], float],
+        n_resamples: int,
+        seed: int,
+        unit: str = "segments",
     ) -> np.ndarray:
         """`statistic` (named by `key`, e.g. the quality options) on `n_resamples` bootstrap resamples of
-        the cell's segments (nlgbench.statistics.bootstrap.bootstrap_distribution with `seed`), computed once per cell:
+        the cell's segments by `unit` (nlgbench.statistics.resampling with `seed`), computed once per cell:
         report's intervals and compare's paired tests share them (same seed, same segments: same draws)."""
-        memo = (cell_id, key, n_resamples, seed)
+        memo = (cell_id, key, n_resamples, seed, unit)
         if memo not in self._replicates:
-            seg = self.segments(cell_id)
-            self._replicates[memo] = bootstrap_distribution(
-                len(seg), lambda idx: statistic(seg.take(idx)), n_resamples, seed
-            )
+            self._replicates[memo] = resample_distribution(self.segments(cell_id), unit, statistic, n_resamples, seed)
         return self._replicates[memo]
 
     def raw_rows(self, cell_id: str) -> tuple[list[SegmentRow], SegmentMeta]:

@@ -1,5 +1,5 @@
-"""The results store: `results.sqlite` (runs, cells, measurements, segment scores); its CSV views are
-`nlgbench.runs.views`.
+"""The results store: `results.sqlite` (runs, cells, measurements, segment scores, data warnings); its
+CSV views are `nlgbench.runs.views`.
 
 A cell is written in one transaction (old rows of the same cell id replaced), so an
 interrupted sweep never leaves a half-recorded or duplicated cell. SQLite's faults become one
@@ -53,6 +53,11 @@ CREATE TABLE IF NOT EXISTS segment_meta (
 );
 CREATE INDEX IF NOT EXISTS measurements_cell ON measurements (cell_id);
 """
+# A cell's data warnings (`CellResult.warnings`), one row each in order. Made by the first `record`
+# (a writer), not when a store opens: reading a store from before issue 27 changes nothing in it.
+WARNINGS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS warnings (cell_id TEXT, idx INTEGER, text TEXT, PRIMARY KEY (cell_id, idx))"
+)
 
 
 class StoreFault(UserError):
@@ -251,7 +256,8 @@ class Store:
             for i, phases in enumerate(result.timing.phases_s):
                 measurements += [(cid, f"phase_{k}_s", i, v) for k, v in phases.items()]
         with self.db:
-            for table in ("cells", "measurements", "segment_scores", "segment_meta"):
+            self.db.execute(WARNINGS_TABLE)
+            for table in ("cells", "measurements", "segment_scores", "segment_meta", "warnings"):
                 self.db.execute(f"DELETE FROM {table} WHERE cell_id = ?", (cid,))
             self._untype_seg_ids()  # in this transaction: an old store changes with the cell or not at all
             self.db.execute(
@@ -277,6 +283,9 @@ class Store:
             self.db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?)", measurements)
             self.db.executemany("INSERT INTO segment_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
             self.db.executemany("INSERT INTO segment_meta VALUES (?, ?, ?, ?)", meta)
+            self.db.executemany(
+                "INSERT INTO warnings VALUES (?, ?, ?)", [(cid, i, text) for i, text in enumerate(result.warnings)]
+            )
 
     def _untype_seg_ids(self) -> None:
         """A store written before issue 25 declares `seg_id INTEGER`, whose affinity turns the text
@@ -320,6 +329,15 @@ class Store:
             "SELECT doc_id, human_json FROM segment_meta WHERE cell_id = ? ORDER BY idx", (cell_id,)
         ).fetchall()
         return [(doc or "", json.loads(humans)) for doc, humans in rows] if rows else None
+
+    @translated
+    def warnings(self, cell_id: str) -> list[str]:
+        """A cell's data warnings in their order (`CellResult.warnings`); none for a cell recorded
+        before the store kept them (a store without the table: none)."""
+        if not self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'warnings'").fetchone():
+            return []
+        rows = self.db.execute("SELECT text FROM warnings WHERE cell_id = ? ORDER BY idx", (cell_id,)).fetchall()
+        return [text for (text,) in rows]
 
     @translated
     def write_csv(self) -> Path:

@@ -75,8 +75,10 @@ EXTRA_COLUMNS = [
     "ms_per_segment_cv",
     "warmup_passes",
     "batch_tokens",
+    "warnings",  # the cell's data warnings (result.json `warnings`), "; "-joined
     "correlation_note",  # the note stays last: it says why any figure left of it is blank
 ]
+WARNINGS_SEPARATOR = "; "  # between a cell's data warnings in results.csv's `warnings` column
 # correlations.csv: every figure of every cell, long format, naming its level and grouping (nlgbench.statistics.levels).
 CORRELATION_COLUMNS = [
     "cell_id",
@@ -93,6 +95,8 @@ CORRELATION_COLUMNS = [
     "n",
     "n_groups",
     "n_groups_too_small",
+    "note",
+    "epsilon",
 ]
 
 
@@ -178,6 +182,7 @@ def csv_row(result: CellResult, section: dict[str, Any] | None = None) -> dict[s
         "dataset_path": result.dataset_file[0],
         "dataset_sha256": result.dataset_file[1],
         "batch_tokens": cfg.batch_tokens if cfg.batch_tokens is not None else "",
+        "warnings": WARNINGS_SEPARATOR.join(result.warnings),
     }
     if not result.ok:
         return row

@@ -1,6 +1,7 @@
-"""One seeded bootstrap (`bootstrap_distribution`): segments resampled with replacement,
-BOOTSTRAP_RESAMPLES times, for the confidence intervals of a cell and the paired test of two cells
-(`nlgbench.statistics.significance`)."""
+"""The bootstrap's settings and its 95% percentile interval (`percentile_interval`), and the plain
+seeded bootstrap over n indices (`bootstrap_distribution`). What report, compare and the worker
+resample at each level is `nlgbench.statistics.resampling`; this module is nlgbench's own loop,
+not SciPy's `stats.bootstrap`."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def bootstrap_distribution(
     n: int, statistic: Callable[[np.ndarray], Any], n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
 ) -> np.ndarray:
     """`statistic(idx)` on n_resamples resamples of the n segments drawn with replacement (one row
-    per resample; a statistic may return several values). The draws are SciPy's `bootstrap`'s."""
+    per resample; a statistic may return several values), drawn with numpy's default_rng(seed)."""
     rng = np.random.default_rng(seed)
     return np.asarray([statistic(rng.integers(0, n, size=n)) for _ in range(n_resamples)], dtype=float)
 

@@ -1,6 +1,9 @@
 """Correlation methods (METHODS), as in mt-metrics-eval one engine of correlation functions:
 Pearson's r, Spearman's rho, Kendall's tau-b and tau-c (SciPy; tau-c for data where ties dominate,
-e.g. Likert scores) and WMT's Kendall-like tau (Ma et al. 2018, eq. 1).
+e.g. Likert scores) and Kendall's tau-like over all pairs of segments (`kendall_like_all_pairs`; the
+name `kendall_like` is still read). The pairwise methods of `nlgbench.statistics.pairwise` (DARR
+Kendall, acc_eq, pairwise and soft pairwise accuracy) are methods too, each at the levels whose pairs
+it counts (`METHOD_LEVELS`); `nlgbench.statistics.levels` applies them.
 
 Minimum size: a correlation needs at least MIN_POINTS = 3 points. Through 2 points Pearson, Kendall
 and Spearman are always +1 or -1 whatever the metric, so such a value says nothing: fewer points, or
@@ -14,7 +17,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-METHODS = ("pearson", "spearman", "kendall", "kendall_c", "kendall_like")
+from nlgbench.statistics.pairwise import pairwise_accuracy
+
+PLAIN_METHODS = ("pearson", "spearman", "kendall", "kendall_c", "kendall_like_all_pairs")  # (x, h) at any level
+SOURCE_METHODS = ("darr_kendall", "acc_eq")  # pairs of translations of one source: global and segment level
+SYSTEM_METHODS = ("pairwise_accuracy", "soft_pairwise_accuracy")  # pairs of systems: system level
+METHODS = PLAIN_METHODS + SOURCE_METHODS + SYSTEM_METHODS
+METHOD_ALIASES = {"kendall_like": "kendall_like_all_pairs"}  # its name before issue 27, still accepted
+ALL_LEVELS = ("global", "segment", "item", "system")
+METHOD_LEVELS: dict[str, tuple[str, ...]] = {
+    **{m: ALL_LEVELS for m in PLAIN_METHODS},
+    **{m: ("global", "segment") for m in SOURCE_METHODS},
+    **{m: ("system",) for m in SYSTEM_METHODS},
+}
 MIN_POINTS = 3  # fewer points: no correlation (NaN); see the module docstring
 PAIR_BLOCK = 1 << 22  # kendall_like compares at most this many pairs at once (bounded memory)
 NAN = float("nan")
@@ -53,11 +68,11 @@ def kendall_c(x: np.ndarray, h: np.ndarray) -> float:
 
 
 def kendall_like(x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
-    """WMT's DARR Kendall tau-like (Ma et al. 2018, WMT18 metrics task, eq. 1): over the pairs
-    whose human scores differ by more than `threshold` (human ties never count),
-    (Concordant - Discordant) / (Concordant + Discordant), where a metric tie counts as
-    Discordant. WMT uses 25 raw DA points; on z-scored DA give a threshold in z units (0 keeps
-    every pair with different human scores). Pairs are compared PAIR_BLOCK at a time."""
+    """Kendall's tau-like of WMT18 (Ma et al. 2018, eq. 1) over ALL pairs of segments whose human
+    scores differ by more than `threshold` (human ties never count): (Concordant - Discordant) /
+    (Concordant + Discordant), a metric tie counting as Discordant. This is not WMT's DARR figure,
+    which pairs only translations of the same source (`pairwise.darr_kendall`); it is the method
+    `kendall_like_all_pairs`. Pairs are compared PAIR_BLOCK at a time."""
     if not threshold >= 0:
         raise ValueError(f"kendall_like threshold must be >= 0, got {threshold}")
     n, concordant, discordant = len(x), 0, 0
@@ -94,18 +109,30 @@ def _guarded(fn: Correlation, x: np.ndarray, h: np.ndarray) -> float:
     return fn(x, h)
 
 
+def canonical_method(name: str) -> str:
+    """The method's name in METHODS (`kendall_like` read as `kendall_like_all_pairs`)."""
+    if name in METHODS:
+        return name
+    if name in METHOD_ALIASES:
+        return METHOD_ALIASES[name]
+    raise ValueError(f"unknown correlation method {name!r} (valid: {', '.join(METHODS)})")
+
+
 def correlation_function(method: str, threshold: float = 0.0) -> Correlation:
     """The correlation `method` as a function of (x, h): NaN for fewer than MIN_POINTS points or
-    a constant side. `threshold` is kendall_like's (>= 0)."""
+    a constant side. `threshold` is kendall_like_all_pairs's (>= 0). Only the methods of
+    (x, h) alone: PLAIN_METHODS and pairwise_accuracy (over system means)."""
     functions: dict[str, Correlation] = {
         "pearson": pearson,
         "spearman": spearman,
         "kendall": kendall,
         "kendall_c": kendall_c,
-        "kendall_like": functools.partial(kendall_like, threshold=threshold),
+        "kendall_like_all_pairs": functools.partial(kendall_like, threshold=threshold),
+        "pairwise_accuracy": pairwise_accuracy,
     }
+    method = canonical_method(method)
     if method not in functions:
-        raise ValueError(f"unknown correlation method {method!r} (valid: {', '.join(METHODS)})")
+        raise ValueError(f"{method} needs more than (metric, human) scores: use nlgbench.statistics.levels")
     if not threshold >= 0:
         raise ValueError(f"kendall_like threshold must be >= 0, got {threshold}")
     return functools.partial(_guarded, functions[method])

@@ -22,20 +22,23 @@ bit: binary floats are not decimals.)"""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from nlgbench.statistics.correlation import (
+    METHOD_LEVELS,
     METHODS,
     MIN_POINTS,
     NAN,
-    Correlation,
+    SOURCE_METHODS,
+    canonical_method,
     correlation_function,
     undefined_reason,
 )
+from nlgbench.statistics.pairwise import calibrated_acc_eq, darr_kendall, soft_pairwise_accuracy, source_pairs
 
 LEVELS = ("global", "segment", "item", "system")
 LEVEL_ALIASES = {"pooled": "global", "lp_mean": "segment"}  # the names before issue 14, still accepted
@@ -153,36 +156,112 @@ def available_levels(seg: Segments) -> tuple[str, ...]:
     return tuple(level for level in LEVELS if level_reason(seg, level) is None)
 
 
-def level_points(seg: Segments, level: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """The groups a level correlates, each as (name, metric scores, human scores), groups in order
-    of first appearance: all segments (`global`, one group named ""), an lp's segments
-    (`segment`), a document's segments (`item`; named by its doc id, `lp/doc` when the data have
-    several lps; segments without a doc id left out) or an lp's systems' mean scores (`system`;
-    every lp listed, one without named systems with no points). No groups for an unavailable level."""
+@dataclass(frozen=True)
+class Points:
+    """One group of a level: its name, the points correlated (`x` metric, `h` human: segments, or
+    system means at system level) and the group's segments (what source- and system-pair methods
+    and the system means use)."""
+
+    name: str
+    x: np.ndarray
+    h: np.ndarray
+    segments: Segments
+
+
+def level_points(seg: Segments, level: str) -> list[Points]:
+    """The groups a level correlates, in order of first appearance: all segments (`global`, one
+    group named ""), an lp's segments (`segment`), a document's segments (`item`; named by its doc
+    id, `lp/doc` when the data have several lps; segments without a doc id left out) or an lp's
+    systems' mean scores (`system`; every lp listed, one without named systems with no points).
+    No groups for an unavailable level."""
     level = canonical_level(level)
     if level_reason(seg, level) is not None:
         return []
     if level == "global":
-        return [("", seg.score, seg.human)]
+        return [Points("", seg.score, seg.human, seg)]
     if level == "segment":
-        return [(lp, seg.score[idx], seg.human[idx]) for lp, idx in _index(seg.lp.tolist()).items()]
+        return [
+            Points(lp, seg.score[idx], seg.human[idx], seg.take(np.asarray(idx)))
+            for lp, idx in _index(seg.lp.tolist()).items()
+        ]
     if level == "item":
         assert seg.doc is not None  # level_reason checked
         keys = [(lp, d) if d != "" else None for lp, d in zip(seg.lp.tolist(), seg.doc.tolist(), strict=True)]
         groups = {k: idx for k, idx in _index(keys).items() if k is not None}
         several_lps = len({lp for lp, _ in groups}) > 1
         return [
-            (f"{lp}/{doc}" if several_lps else doc, seg.score[idx], seg.human[idx]) for (lp, doc), idx in groups.items()
+            Points(f"{lp}/{doc}" if several_lps else doc, seg.score[idx], seg.human[idx], seg.take(np.asarray(idx)))
+            for (lp, doc), idx in groups.items()
         ]
     x, h, lps = system_means(seg)
     by_lp = _index(lps.tolist())
-    return [(lp, x[by_lp.get(lp, [])], h[by_lp.get(lp, [])]) for lp in dict.fromkeys(seg.lp.tolist())]
+    by_lp_segments = _index(seg.lp.tolist())
+    return [
+        Points(lp, x[by_lp.get(lp, [])], h[by_lp.get(lp, [])], seg.take(np.asarray(by_lp_segments[lp])))
+        for lp in by_lp_segments
+    ]
+
+
+def source_keys(seg: Segments) -> np.ndarray:
+    """Each segment's source: its language pair and seg_id (translations of one source share it)."""
+    return np.array([f"{lp}\x1f{sid}" for lp, sid in zip(seg.lp.tolist(), seg.seg_id.tolist(), strict=True)])
+
+
+Statistic = Callable[[Points], float]  # one group's figure
+
+
+def method_reason(method: str, level: str) -> str | None:
+    """Why `method` has no figure at `level` (e.g. acc_eq at system level), None where it has."""
+    method, level = canonical_method(method), canonical_level(level)
+    if level in METHOD_LEVELS[method]:
+        return None
+    if method in SOURCE_METHODS:
+        return f"{method} pairs translations of one source: global and segment levels only"
+    return f"{method} pairs systems: system level only"
+
+
+def group_statistic(method: str, threshold: float = 0.0) -> Statistic:
+    """The figure of `method` for one group: a correlation of (x, h), or for the source methods
+    (darr_kendall with `threshold`, acc_eq with tie calibration) and soft pairwise accuracy a
+    function of the group's segments; NaN where the pairs it needs are missing."""
+    method = canonical_method(method)
+    if method == "darr_kendall":
+        return lambda p: darr_kendall(p.segments.score, p.segments.human, source_keys(p.segments), threshold)
+    if method == "acc_eq":
+        return lambda p: calibrated_acc_eq(p.segments.score, p.segments.human, source_keys(p.segments))[0]
+    if method == "soft_pairwise_accuracy":
+        return _soft_pairwise_accuracy
+    corr = correlation_function(method, threshold)
+    return lambda p: corr(p.x, p.h)
+
+
+def _soft_pairwise_accuracy(p: Points) -> float:
+    """SPA of one language pair's systems (at least MIN_POINTS of them, as every system-level figure)."""
+    if len(p.x) < MIN_POINTS:
+        return NAN
+    s = p.segments
+    return soft_pairwise_accuracy(s.score, s.human, s.system, source_keys(s))
+
+
+def pair_reason(method: str, p: Points, threshold: float = 0.0) -> str | None:
+    """Why a pairwise method's figure of group `p` is undefined when its pairs are missing; None
+    when the usual reasons (too few points, a constant side) apply instead."""
+    method = canonical_method(method)
+    if method in SOURCE_METHODS:
+        i, _ = source_pairs(source_keys(p.segments))
+        if i.size == 0:
+            return "every source has one translation (no pairs of translations of one source)"
+        if method == "darr_kendall":
+            return f"no pair of translations of one source differs by more than {threshold:g} in human score"
+    if method == "soft_pairwise_accuracy" and len(p.x) >= MIN_POINTS:
+        return "the systems did not each score the same sources once (a paired permutation test needs them)"
+    return None
 
 
 @dataclass(frozen=True)
 class Group:
-    """One group of a level (a language pair, or a document at item level): its correlation and
-    its number of points (segments, or systems at system level)."""
+    """One group of a level (a language pair, or a document at item level): its figure and its
+    number of points (segments, or systems at system level)."""
 
     name: str
     value: float
@@ -197,17 +276,27 @@ class Group:
         return self.n < MIN_POINTS
 
 
-def level_groups(seg: Segments, level: str, corr: Correlation) -> list[Group]:
-    """The groups of a level (see level_points) with their correlations; the level's figure is
-    their finite mean."""
-    return [Group(name, corr(x, h), len(x)) for name, x, h in level_points(seg, level)]
+def level_groups(seg: Segments, level: str, statistic: Statistic) -> list[Group]:
+    """The groups of a level (see level_points) with their figures; the level's figure is their finite mean."""
+    return [Group(p.name, statistic(p), len(p.x)) for p in level_points(seg, level)]
 
 
 def quality(seg: Segments, method: str = "pearson", level: str = "global", threshold: float = 0.0) -> float:
     """Correlation with humans at a level (see the module docstring): the finite mean over the
-    level's groups, the one group's value at the global level; NaN for an unavailable level."""
-    corr = correlation_function(method, threshold)
-    return finite_mean([g.value for g in level_groups(seg, canonical_level(level), corr)])
+    level's groups, the one group's value at the global level; NaN for an unavailable level or a
+    method without figures at that level (`method_reason`)."""
+    level = canonical_level(level)
+    if method_reason(method, level) is not None:
+        return NAN
+    return finite_mean([g.value for g in level_groups(seg, level, group_statistic(method, threshold))])
+
+
+def acc_eq_epsilons(seg: Segments, level: str) -> dict[str, float]:
+    """acc_eq's calibrated epsilon per group of `level` (global: one, named "")."""
+    return {
+        p.name: calibrated_acc_eq(p.segments.score, p.segments.human, source_keys(p.segments))[1]
+        for p in level_points(seg, level)
+    }
 
 
 def _names(names: Sequence[str]) -> str:
@@ -218,17 +307,18 @@ def _names(names: Sequence[str]) -> str:
 
 def quality_note(seg: Segments, method: str = "pearson", level: str = "global", threshold: float = 0.0) -> str:
     """Why `quality(seg, method, level)`, or a group of its mean, is undefined, e.g.
-    'human scores constant in de-en, fr-en'; '' when every correlation it involves is defined."""
-    level = canonical_level(level)
-    corr = correlation_function(method, threshold)
-    reason = level_reason(seg, level)
+    'human scores constant in de-en, fr-en'; '' when every figure it involves is defined."""
+    level, method = canonical_level(level), canonical_method(method)
+    reason = level_reason(seg, level) or method_reason(method, level)
     if reason is not None:
         return reason
+    statistic = group_statistic(method, threshold)
     unit = "systems" if level == "system" else "segments"
     groups_by_reason: dict[str, list[str]] = {}
-    for name, x, h in level_points(seg, level):
-        if not math.isfinite(corr(x, h)):
-            groups_by_reason.setdefault(undefined_reason(x, h, unit) or f"{method} undefined", []).append(name)
+    for p in level_points(seg, level):
+        if not math.isfinite(statistic(p)):
+            why = undefined_reason(p.x, p.h, unit) or pair_reason(method, p, threshold) or f"{method} undefined"
+            groups_by_reason.setdefault(why, []).append(p.name)
     if level == "global":
         return "; ".join(groups_by_reason)
     return "; ".join(f"{reason} in {_names(names)}" for reason, names in groups_by_reason.items())
@@ -240,7 +330,7 @@ def too_small_groups(seg: Segments, level: str) -> list[str]:
     level = canonical_level(level)
     if level == "global":
         return []
-    return [name for name, x, _ in level_points(seg, level) if len(x) < MIN_POINTS]
+    return [p.name for p in level_points(seg, level) if len(p.x) < MIN_POINTS]
 
 
 def left_out_note(level: str, names: Sequence[str]) -> str:
@@ -257,27 +347,34 @@ def left_out_note(level: str, names: Sequence[str]) -> str:
 def figure_table(
     seg: Segments, levels: Sequence[str] | None = None, methods: Sequence[str] = METHODS, threshold: float = 0.0
 ) -> list[dict[str, Any]]:
-    """Every figure as a long table, one dict per level x method: `level`, `grouping`, `method`,
-    `value` (NaN where undefined), `n` (points of all its groups: segments, or systems at system
-    level), `n_groups`, `n_groups_too_small` (fewer than MIN_POINTS points) and `n_groups_used`
-    (groups with a defined correlation, those averaged). `levels` None: the available ones."""
+    """Every figure as a long table, one dict per level x method defined at that level
+    (METHOD_LEVELS): `level`, `grouping`, `method`, `value` (NaN where undefined), `n` (points of
+    all its groups: segments, or systems at system level), `n_groups`, `n_groups_too_small` (fewer
+    than MIN_POINTS points), `n_groups_used` (groups with a defined figure, those averaged), `note`
+    (why a figure is undefined, '' otherwise) and, for acc_eq, `epsilon` (the calibrated tie
+    threshold: one number at the global level, `lp=epsilon; ...` per group otherwise).
+    `levels` None: the available ones."""
     chosen = available_levels(seg) if levels is None else tuple(canonical_level(level) for level in levels)
     rows = []
     for level in chosen:
         points = level_points(seg, level)
-        for method in methods:
-            corr = correlation_function(method, threshold)
-            values = [corr(x, h) for _, x, h in points]
-            rows.append(
-                {
-                    "level": level,
-                    "grouping": GROUPING[level],
-                    "method": method,
-                    "value": finite_mean(values),
-                    "n": sum(len(x) for _, x, _ in points),
-                    "n_groups": len(points),
-                    "n_groups_too_small": sum(len(x) < MIN_POINTS for _, x, _ in points),
-                    "n_groups_used": sum(math.isfinite(v) for v in values),
-                }
-            )
+        for method in (canonical_method(m) for m in methods):
+            if method_reason(method, level) is not None:
+                continue
+            values = [group_statistic(method, threshold)(p) for p in points]
+            row: dict[str, Any] = {
+                "level": level,
+                "grouping": GROUPING[level],
+                "method": method,
+                "value": finite_mean(values),
+                "n": sum(len(p.x) for p in points),
+                "n_groups": len(points),
+                "n_groups_too_small": sum(len(p.x) < MIN_POINTS for p in points),
+                "n_groups_used": sum(math.isfinite(v) for v in values),
+                "note": "" if all(math.isfinite(v) for v in values) else quality_note(seg, method, level, threshold),
+            }
+            if method == "acc_eq":
+                eps = acc_eq_epsilons(seg, level)
+                row["epsilon"] = eps[""] if level == "global" else "; ".join(f"{k}={v:.6g}" for k, v in eps.items())
+            rows.append(row)
     return rows

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -15,8 +16,8 @@ from nlgbench.statistics.bootstrap import (
     bootstrap_distribution,
     percentile_interval,
 )
-from nlgbench.statistics.correlation import NAN
-from nlgbench.statistics.levels import Segments
+from nlgbench.statistics.correlation import NAN, correlation_function
+from nlgbench.statistics.levels import Segments, canonical_level, level_points
 
 ZERO_DELTA = 1e-12  # a bootstrap difference this close to 0 is 0 (rounding), on both sides of the test
 
@@ -123,3 +124,77 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
         return NAN, NAN
     t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23) / denominator)
     return float(t), float(2 * stats.t.sf(abs(t), n - 3))
+
+
+PERMUTATIONS = 1000
+PERMUTATION_SEED = 0
+
+
+@dataclass(frozen=True)
+class PairedPermutation:
+    """Candidate minus baseline quality and the two-sided p-value of the paired permutation test."""
+
+    delta: float
+    p_value: float
+    n_permutations: int
+    seed: int
+
+
+def standardized(score: np.ndarray) -> np.ndarray:
+    """z-scores of one metric's scores over all segments, so that two metrics' scores can be swapped
+    (Deutsch et al. 2021); every statistic here is invariant to this positive affine map."""
+    spread = float(np.std(score))
+    return (score - float(np.mean(score))) / spread if spread > 0 else score - float(np.mean(score))
+
+
+def paired_permutation(
+    candidate: Segments,
+    baseline: Segments,
+    statistic: Callable[[Segments], float],
+    n_permutations: int = PERMUTATIONS,
+    seed: int = PERMUTATION_SEED,
+) -> PairedPermutation:
+    """The paired permutation test of Deutsch, Dror & Roth (2021, perm-both): each segment's two
+    (standardized) metric scores are swapped between the metrics with probability 1/2, independently
+    per segment (a segment is one system's output for one input), and the difference of the
+    statistic recomputed; p = (1 + #{|delta*| >= |delta|}) / (1 + n_permutations), two-sided."""
+    if len(candidate) != len(baseline):
+        raise ValueError(f"paired permutation test needs the same segments: {len(candidate)} vs {len(baseline)}")
+    delta = statistic(candidate) - statistic(baseline)
+    c, b = standardized(candidate.score), standardized(baseline.score)
+    rng = np.random.default_rng(seed)
+    exceed = 0
+    for _ in range(n_permutations):
+        swap = rng.random(len(c)) < 0.5
+        c_star = Segments(
+            np.where(swap, b, c), candidate.human, candidate.lp, candidate.system, candidate.seg_id, candidate.doc
+        )
+        b_star = Segments(
+            np.where(swap, c, b), candidate.human, candidate.lp, candidate.system, candidate.seg_id, candidate.doc
+        )
+        d = statistic(c_star) - statistic(b_star)
+        exceed += bool(math.isfinite(d) and abs(d) >= abs(delta) - ZERO_DELTA)
+    p = (1 + exceed) / (1 + n_permutations) if math.isfinite(delta) else NAN
+    return PairedPermutation(float(delta), p, n_permutations, seed)
+
+
+WILLIAMS_NOT_AT_ITEM = "Williams' test does not apply to a mean of per-document correlations (item level)"
+
+
+def williams_by_group(candidate: Segments, baseline: Segments, level: str) -> list[dict[str, Any]]:
+    """Williams' test at the level compared, one per group of that level: over the pooled segments
+    (global), per language pair over its segments (segment) or over its systems' mean scores
+    (system; n = systems). Each: `group`, `n`, the two Pearson correlations with the humans, theirs
+    with each other, `t` and `p`. None at the item level (`WILLIAMS_NOT_AT_ITEM`): []."""
+    level = canonical_level(level)
+    if level == "item":
+        return []
+    pearson = correlation_function("pearson")
+    rows = []
+    for c, b in zip(level_points(candidate, level), level_points(baseline, level), strict=True):
+        r_c, r_b, r_cb = pearson(c.x, c.h), pearson(b.x, c.h), pearson(c.x, b.x)
+        t, p = williams_test(r_c, r_b, r_cb, len(c.x))
+        rows.append(
+            {"group": c.name, "n": len(c.x), "r_candidate": r_c, "r_baseline": r_b, "r_between": r_cb, "t": t, "p": p}
+        )
+    return rows

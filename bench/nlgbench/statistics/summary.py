@@ -9,9 +9,18 @@ from typing import Any
 
 import numpy as np
 
-from nlgbench.statistics.bootstrap import BOOTSTRAP_SEED, bootstrap_distribution, percentile_interval
+from nlgbench.statistics.bootstrap import BOOTSTRAP_SEED, percentile_interval
 from nlgbench.statistics.correlation import MIN_POINTS, correlation_function
-from nlgbench.statistics.levels import Segments, figure_table, has_docs, has_systems, level_groups, quality_note
+from nlgbench.statistics.levels import (
+    Segments,
+    figure_table,
+    group_statistic,
+    has_docs,
+    has_systems,
+    level_groups,
+    quality_note,
+)
+from nlgbench.statistics.resampling import resample_distribution
 
 
 def _check_finite(name: str, values: np.ndarray) -> None:
@@ -31,6 +40,8 @@ def correlate(
     systems: Sequence[str | None] | None = None,
     docs: Sequence[str | None] | None = None,
     *,
+    seg_ids: Sequence[object] | None = None,
+    threshold: float = 0.0,
     higher_is_better: bool = True,
     bootstrap: int = 0,
     seed: int = BOOTSTRAP_SEED,
@@ -39,18 +50,20 @@ def correlate(
     Kendall (tau-b) and Spearman per language pair (`per_lp`) and their mean (`pearson`,
     `kendall`, `spearman`); global (`*_pooled`); `system` (None without system names, or when
     every system has one segment per lp); `item` (None without document ids); `figures`, every
-    level x METHODS as figure_table's rows; with `bootstrap` > 0 resamples the 95% intervals of
-    the pooled Pearson and Kendall.
+    level x METHODS as figure_table's rows (`seg_ids`, each segment's source id within its lp, pair
+    the translations of one source for darr_kendall and acc_eq; None: every segment its own
+    source; `threshold` that of darr_kendall and kendall_like_all_pairs); with `bootstrap` > 0
+    resamples (segments, stratified by lp) the 95% intervals of the pooled Pearson and Kendall.
 
     Lower-is-better metrics are negated first so positive always means agreement; plain floats
     (NaN where a correlation is undefined). `n_lps` counts all language pairs, `n_lps_too_small`
     those with fewer than MIN_POINTS segments (NaN, left out of the mean like constant ones).
     `note` says why correlations or levels are undefined (`correlation_note`), None when all are."""
     n = len(scores)
-    _check_sizes(n, human, lps, systems, docs, bootstrap)
+    _check_sizes(n, human, lps, systems, docs, bootstrap, seg_ids)
     sign = 1 if higher_is_better else -1
-    seg = _signed_segments(scores, human, lps, systems, docs, sign)
-    figures = figure_table(seg)
+    seg = _signed_segments(scores, human, lps, systems, docs, sign, seg_ids)
+    figures = figure_table(seg, threshold=threshold)
     value = {(f["level"], f["method"]): f for f in figures}
     segment = value["segment", "pearson"]
     return {
@@ -77,12 +90,15 @@ def _check_sizes(
     systems: Sequence[str | None] | None,
     docs: Sequence[str | None] | None,
     bootstrap: int,
+    seg_ids: Sequence[object] | None = None,
 ) -> None:
     """Raise ValueError where the columns differ in length from the n scores, or `bootstrap` < 0."""
     if len(human) != n or len(lps) != n:
         raise ValueError(f"length mismatch: {n} scores, {len(human)} human judgments, {len(lps)} language pairs")
     if systems is not None and len(systems) != n:
         raise ValueError(f"length mismatch: {n} scores but {len(systems)} system names")
+    if seg_ids is not None and len(seg_ids) != n:
+        raise ValueError(f"length mismatch: {n} scores but {len(seg_ids)} segment ids")
     if docs is not None and len(docs) != n:
         raise ValueError(f"length mismatch: {n} scores but {len(docs)} document ids")
     if bootstrap < 0:
@@ -96,6 +112,7 @@ def _signed_segments(
     systems: Sequence[str | None] | None,
     docs: Sequence[str | None] | None,
     sign: int,
+    seg_ids: Sequence[object] | None = None,
 ) -> Segments:
     """The cell's `Segments`, metric scores times `sign` (higher is better); non-finite scores refused."""
     n = len(scores)
@@ -113,7 +130,7 @@ def _signed_segments(
         h,
         np.array([str(lp) for lp in lps], dtype=object),
         names(systems),
-        np.arange(n),
+        np.arange(n) if seg_ids is None else np.array([str(s) for s in seg_ids], dtype=object),
         None if docs is None else names(docs),
     )
 
@@ -128,7 +145,7 @@ def _section(value: Figures, level: str) -> dict[str, Any]:
 
 def _per_group(seg: Segments, level: str, size: str) -> dict[str, dict[str, Any]]:
     """Per group of `level` (a language pair): its correlation per summary method and its size (`size`)."""
-    groups = {m: level_groups(seg, level, correlation_function(m)) for m in SUMMARY_METHODS}
+    groups = {m: level_groups(seg, level, group_statistic(m)) for m in SUMMARY_METHODS}
     return {
         g.name: {**{m: groups[m][i].value for m in SUMMARY_METHODS}, size: g.n} for i, g in enumerate(groups["pearson"])
     }
@@ -163,8 +180,8 @@ def _pooled_intervals(seg: Segments, bootstrap: int, seed: int) -> dict[str, Any
     if bootstrap <= 0 or n == 0:
         return None
     r, tau = correlation_function("pearson"), correlation_function("kendall")
-    dist = bootstrap_distribution(
-        n, lambda idx: (r(seg.score[idx], seg.human[idx]), tau(seg.score[idx], seg.human[idx])), bootstrap, seed
+    dist = resample_distribution(
+        seg, "segments", lambda s: (r(s.score, s.human), tau(s.score, s.human)), bootstrap, seed
     )
     return {
         "n_resamples": bootstrap,

@@ -1,0 +1,58 @@
+"""A cell's data warnings: what a run says about the data behind a cell's figures, kept with the cell
+(result.json `warnings`, the store, results.csv's `warnings` column, the report page).
+
+One place builds them, for measured cells (`nlgbench.core.result.measured_result`) and imported
+ones (`nlgbench.runs.importscores`) alike, so both apply the same checks:
+
+- the dataset's own warnings (`Dataset.warnings`): a `max_segments` head ordered by human score
+  (`nlgbench.data.model.sorted_head_warnings`), a `sample` larger than a language pair;
+- segments the model cut to its maximum length (`truncated_segments` of the scorer);
+- items without a human score, per human dimension (`n_missing_human` of the correlation section);
+- correlations left undefined, e.g. by constant groups (the correlation section's `note`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nlgbench.data.model import Dataset
+
+
+def truncation_text(truncated: int, n_segments: int | None) -> str:
+    """The warning that `truncated` of `n_segments` segments were cut to the model's maximum length."""
+    return f"{truncated} of {n_segments} segments were longer than the model's maximum length and were cut"
+
+
+def correlation_sections(correlation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The correlation section of each human dimension (one for data with one human score)."""
+    dims = correlation.get("dimensions")
+    return list(dims.values()) if isinstance(dims, Mapping) and dims else [correlation]
+
+
+def section_warnings(section: Mapping[str, Any], n_items: int) -> list[str]:
+    """One human dimension's warnings: items without a human score on it, correlations left undefined."""
+    dim = section.get("human_dim", "")
+    out = []
+    missing = section.get("n_missing_human") or 0
+    if missing:
+        out.append(
+            f"{missing} of {n_items} items have no human score on {dim!r}; "
+            f"its correlations use the other {n_items - missing}"
+        )
+    if section.get("note"):
+        out.append(f"correlations undefined on {dim!r}: {section['note']}")
+    return out
+
+
+def data_warnings(dataset: Dataset, correlation: Mapping[str, Any] | None, truncated: int = 0) -> list[str]:
+    """Every data warning of a cell over `dataset` (as loaded: its subset warnings included), whose
+    correlation section is `correlation` and whose model cut `truncated` segments; in that order,
+    each once."""
+    n_items = len(dataset.items)
+    found: Sequence[str] = [
+        *dataset.warnings,
+        *([truncation_text(truncated, n_items)] if truncated else []),
+        *[w for section in correlation_sections(correlation or {}) for w in section_warnings(section, n_items)],
+    ]
+    return list(dict.fromkeys(found))

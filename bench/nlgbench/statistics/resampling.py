@@ -1,0 +1,158 @@
+"""What a bootstrap or permutation test resamples at each level, after Deutsch, Dror & Roth (2021,
+"A Statistical Analysis of Summarization Evaluation Metrics using Resampling Methods"):
+
+  global, segment   segments, stratified by language pair (each lp keeps its size); for the
+                    source-pair methods (darr_kendall, acc_eq) whole sources, stratified likewise
+  item              documents (all of a document's segments), stratified by language pair
+  system            systems (boot-systems), or with `resample="both"` systems and inputs
+                    (boot-both: documents where the data name them, else sources)
+
+A unit drawn twice is relabelled (`#k`), so that its copies stay separate systems, documents or
+sources and are not merged by the level's grouping. Draws depend only on the segments' keys and
+the seed: two cells of the same segments get the same draws, so their statistics pair."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nlgbench.statistics.correlation import SOURCE_METHODS, canonical_method
+from nlgbench.statistics.levels import Segments, canonical_level, has_docs
+
+RESAMPLE_CHOICES = ("auto", "both")  # auto: the level's unit; both: systems and inputs at system level
+UNIT_LABELS = {
+    "segments": "segments, stratified by language pair",
+    "sources": "sources (all translations of a source), stratified by language pair",
+    "documents": "documents, stratified by language pair",
+    "systems": "systems, per language pair",
+    "systems+documents": "systems and documents (boot-both), per language pair",
+    "systems+sources": "systems and sources (boot-both), per language pair",
+}
+
+
+def resampling_unit(seg: Segments, level: str, method: str, resample: str = "auto") -> str:
+    """The unit resampled for `method` at `level` (a key of UNIT_LABELS); `resample="both"` draws
+    systems and inputs at the system level (elsewhere it is the level's own unit)."""
+    if resample not in RESAMPLE_CHOICES:
+        raise ValueError(f"unknown resampling {resample!r} (valid: {', '.join(RESAMPLE_CHOICES)})")
+    level = canonical_level(level)
+    if level == "item":
+        return "documents"
+    if level == "system":
+        if resample == "both":
+            return "systems+documents" if has_docs(seg) else "systems+sources"
+        return "systems"
+    return "sources" if canonical_method(method) in SOURCE_METHODS else "segments"
+
+
+def _relabel(values: np.ndarray, idx: np.ndarray, copy: np.ndarray) -> np.ndarray:
+    """values[idx] with each copy's number appended (`name#k`): drawn twice, a unit stays two units.
+    An empty name (no system, no document) stays empty: such segments are in no group."""
+    return np.array(
+        [f"{v}#{k}" if v != "" else "" for v, k in zip(values[idx].tolist(), copy.tolist(), strict=True)],
+        dtype=object,
+    )
+
+
+def _units(keys: list[Any], positions: np.ndarray) -> list[np.ndarray]:
+    """The positions grouped by key, keys in order of first appearance."""
+    groups: dict[Any, list[int]] = {}
+    for key, pos in zip(keys, positions.tolist(), strict=True):
+        groups.setdefault(key, []).append(pos)
+    return [np.asarray(g) for g in groups.values()]
+
+
+def _inputs(seg: Segments) -> np.ndarray:
+    """Each segment's input for boot-both: its document where the data name documents, else its source."""
+    return seg.doc if seg.doc is not None and has_docs(seg) else seg.seg_id
+
+
+def draw(seg: Segments, unit: str, rng: np.random.Generator) -> Segments:
+    """One resample of `seg` by `unit` (see the module docstring), language pairs in order of first appearance."""
+    if unit not in UNIT_LABELS:
+        raise ValueError(f"unknown resampling unit {unit!r}")
+    parts, copies = [], []
+    for lp in dict.fromkeys(seg.lp.tolist()):
+        positions = np.flatnonzero(seg.lp == lp)
+        if unit == "segments":
+            parts.append(positions[rng.integers(0, len(positions), size=len(positions))])
+            continue
+        if unit.startswith("systems+"):
+            idx, copy = _draw_both(seg, positions, rng)
+            parts.append(idx)
+            copies.append(copy)
+            continue
+        field = {"sources": seg.seg_id, "documents": seg.doc, "systems": seg.system}[unit]
+        assert field is not None  # the item level needs documents (level_reason)
+        units = _units(field[positions].tolist(), positions)
+        chosen = rng.integers(0, len(units), size=len(units))
+        parts.append(np.concatenate([units[u] for u in chosen]))
+        copies.append(np.concatenate([np.full(len(units[u]), k) for k, u in enumerate(chosen)]))
+    idx = np.concatenate(parts) if parts else np.zeros(0, dtype=int)
+    out = seg.take(idx)
+    if unit == "segments":
+        return out
+    copy = np.concatenate(copies)
+    if unit == "sources":
+        return Segments(out.score, out.human, out.lp, out.system, _relabel(seg.seg_id, idx, copy), out.doc)
+    if unit == "documents":
+        assert seg.doc is not None
+        return Segments(out.score, out.human, out.lp, out.system, out.seg_id, _relabel(seg.doc, idx, copy))
+    if unit == "systems":
+        return Segments(out.score, out.human, out.lp, _relabel(seg.system, idx, copy), out.seg_id, out.doc)
+    system_copy, input_copy = copy // (1 << 20), copy % (1 << 20)
+    systems = _relabel(seg.system, idx, system_copy)
+    if unit == "systems+documents":
+        assert seg.doc is not None
+        return Segments(out.score, out.human, out.lp, systems, out.seg_id, _relabel(seg.doc, idx, input_copy))
+    return Segments(out.score, out.human, out.lp, systems, _relabel(seg.seg_id, idx, input_copy), out.doc)
+
+
+def _draw_both(seg: Segments, positions: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """boot-both within one lp: systems and inputs drawn with replacement, every segment of a drawn
+    system on a drawn input kept; each segment's copy numbers packed as system * 2^20 + input."""
+    systems = list(dict.fromkeys(seg.system[positions].tolist()))
+    inputs = list(dict.fromkeys(_inputs(seg)[positions].tolist()))
+    cell: dict[tuple[Any, Any], list[int]] = {}
+    for pos, s, i in zip(
+        positions.tolist(), seg.system[positions].tolist(), _inputs(seg)[positions].tolist(), strict=True
+    ):
+        cell.setdefault((s, i), []).append(pos)
+    chosen_s = rng.integers(0, len(systems), size=len(systems))
+    chosen_i = rng.integers(0, len(inputs), size=len(inputs))
+    idx: list[int] = []
+    copy: list[int] = []
+    for ks, s in enumerate(chosen_s.tolist()):
+        for ki, i in enumerate(chosen_i.tolist()):
+            found = cell.get((systems[s], inputs[i]), [])
+            idx += found
+            copy += [ks * (1 << 20) + ki] * len(found)
+    return np.asarray(idx, dtype=int), np.asarray(copy, dtype=int)
+
+
+def unit_count(seg: Segments, unit: str) -> tuple[int, int]:
+    """How many units a resample draws, summed over language pairs: (units, inputs), inputs being
+    boot-both's documents or sources (0 for the other units). Unnamed systems or documents ("")
+    are no units."""
+    units = inputs = 0
+    for lp in dict.fromkeys(seg.lp.tolist()):
+        mask = seg.lp == lp
+        if unit == "segments":
+            units += int(mask.sum())
+            continue
+        field = {"sources": seg.seg_id, "documents": seg.doc}.get(unit, seg.system)
+        assert field is not None  # the item level needs documents (level_reason)
+        units += len({v for v in field[mask].tolist() if v != ""})
+        if unit.startswith("systems+"):
+            inputs += len({v for v in _inputs(seg)[mask].tolist() if v != ""})
+    return units, inputs
+
+
+def resample_distribution(
+    seg: Segments, unit: str, statistic: Callable[[Segments], Any], n_resamples: int, seed: int
+) -> np.ndarray:
+    """`statistic` on `n_resamples` seeded resamples of `seg` by `unit` (one row per resample)."""
+    rng = np.random.default_rng(seed)
+    return np.asarray([statistic(draw(seg, unit, rng)) for _ in range(n_resamples)], dtype=float)
