@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
 from nlgbench.core.result import CellResult, json_safe
 from nlgbench.core.scores import read_scores
-from nlgbench.core.signature import signature
+from nlgbench.core.signature import reference_use, scorer_signature
 from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
 from nlgbench.data.model import Item
 from nlgbench.execution.sweep import run as run_sweep
@@ -150,23 +150,21 @@ class Scorer:
         self.options: dict[str, Any] = {**entry.options, **harness}
         extra = {"aligner": entry.aligners[0]} if self.info.accepts_aligners else {}
         self._scorer = self.info.make(entry.encoders[0], self.options, self.device, batch_size, **extra)
-        self._signed = {**{k: v for k, v in self.options.items() if k != REFERENCE_POLICY}, **extra}
+        self._aligner = entry.aligners[0] if self.info.accepts_aligners else None
         self._signature: str | None = None
 
     @property
     def references(self) -> str:
         """How several references per hypothesis are used: the reference_policy option, else the
         metric's own rule (max, mean, native); `one` where the metric takes one, `none` without references."""
-        if not self.info.reads_references(self.options):
-            return "none"
-        return str(self.options.get(REFERENCE_POLICY) or self.info.multi_reference or "one")
+        return reference_use(self.info, self.options)
 
     @property
     def signature(self) -> str:
         """The reproducibility signature (nlgbench.core.signature): metric, encoder@revision, layer,
         variant, options, reference use, versions."""
         if self._signature is None:
-            self._signature = signature(self.metric, self._signed, self._scorer.describe(), self.references)
+            self._signature = scorer_signature(self.info, self.options, self._aligner, self._scorer.describe())
         return self._signature
 
     def _items(

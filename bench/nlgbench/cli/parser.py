@@ -132,9 +132,14 @@ def _add_score(sub: Commands) -> None:
     )
     sc.add_argument("--aligner", help="wmd, rwmd or wcd (metrics with an aligner)")
     sc.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a metric option, e.g. idf=true")
-    sc.add_argument("--device", default="cpu")
+    sc.add_argument("--device", default="auto", help="auto (CUDA where available, else cpu), cpu, cuda, cuda:N")
     sc.add_argument("--batch-size", type=int, default=64)
     sc.add_argument("--out", help="CSV file (default: stdout): line, score, further outputs")
+    sc.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (signature, n, mean, and the outputs unless --out) instead of the CSV",
+    )
     sc.set_defaults(handler="score")
 
 

@@ -18,10 +18,11 @@ from typing import Any
 
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.foundations.version import __version__
+from nlgbench.metrics.base import REFERENCE_POLICY, MetricInfo
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".onnx")
 FINGERPRINT_CHUNK = 1 << 20
-SKIPPED_OPTIONS = {"layer", "reference_policy"}  # shown as their own fields
+SKIPPED_OPTIONS = {"layer", REFERENCE_POLICY}  # shown as their own fields
 
 
 def encoder_revision(source: str) -> str:
@@ -39,6 +40,25 @@ def encoder_revision(source: str) -> str:
             while chunk := fh.read(FINGERPRINT_CHUNK):
                 digest.update(chunk)
     return digest.hexdigest()[:7]
+
+
+def reference_use(info: MetricInfo, options: Mapping[str, Any]) -> str:
+    """How a scorer uses several references per hypothesis: the reference_policy option, else the
+    metric's own rule (max, mean, native); `one` where the metric takes one, `none` without references."""
+    if not info.reads_references(dict(options)):
+        return "none"
+    return str(options.get(REFERENCE_POLICY) or info.multi_reference or "one")
+
+
+def scorer_signature(
+    info: MetricInfo, options: Mapping[str, Any], aligner: str | None, described: Mapping[str, Any]
+) -> str:
+    """The signature of a scorer built by `info.make` with these options (and aligner), from its
+    `describe()`: what `nlgbench.Scorer.signature`, `nlgbench score` and a sweep cell's result record."""
+    signed = {k: v for k, v in options.items() if k != REFERENCE_POLICY}
+    if aligner is not None and info.accepts_aligners:
+        signed["aligner"] = aligner
+    return signature(info.name, signed, described, reference_use(info, options))
 
 
 def _value(value: Any) -> str:

@@ -23,6 +23,7 @@ from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, read_config
 from nlgbench.core.leakage import guard_cell
 from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
 from nlgbench.core.scores import write_scores
+from nlgbench.core.signature import scorer_signature
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.encoders.runtime import truncated_texts
 from nlgbench.execution.progress import CellProgress, live
@@ -114,6 +115,7 @@ def run_cell(cell_dir: Path) -> CellResult:
         metric=MetricRecord(name=info.name, higher_is_better=info.higher_is_better, primary=run.scores.primary),
         scorer={
             **scorer.describe(),
+            "signature": scorer_signature(info, cfg.options, cfg.aligner, scorer.describe()),
             "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs)),
             "leakage_guard": leakage,
         },
