@@ -8,7 +8,7 @@ from pathlib import Path
 from nlgbench.core.executor_options import ExecutorOptions, with_cli
 from nlgbench.core.leakage import guard_spec
 from nlgbench.core.spec import SweepSpec, load_spec
-from nlgbench.execution.base import check_datasets
+from nlgbench.execution.base import check_datasets, check_devices
 from nlgbench.execution.slurm.submit import dry_run_text
 from nlgbench.execution.slurm.watch import collect_folder, status_text
 from nlgbench.execution.sweep import run as run_sweep
@@ -49,6 +49,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _dry_run(spec: SweepSpec, out: Path, executor: ExecutorOptions) -> int:
     """The cells and the models missing from the local cache, after `run`'s checks; nothing runs."""
     guard_spec(spec)  # as `run` does (nlgbench.execution.sweep.run): no student evaluated on its training data
+    if not executor.on_slurm:
+        check_devices(spec)  # a local sweep's devices must exist here, as `run` checks
     # `run`'s checks before any cell, on the user's own data files (catalogue data is not downloaded here)
     spec, _ = check_datasets(spec, catalogue=False)
     cells = spec.cells()
