@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nlgbench.core.cell import IMPORTED_DEVICE
+from nlgbench.core.labels import find_encoder_label
 from nlgbench.data.model import HUMAN
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError, unknown_name
@@ -196,9 +197,11 @@ def compare(
     options.check()
     df = run.cells
     encoders = sorted(set(df["encoder"]))
-    for name in (candidate, baseline):
-        if name not in encoders:
+    found = {name: find_encoder_label(name, encoders) for name in (candidate, baseline)}
+    for name, label in found.items():
+        if label is None:
             raise unknown_name("encoder", name, encoders)
+    candidate, baseline = str(found[candidate]), str(found[baseline])
     chosen = metric_pairs(df, metric, aligner, candidate_metric, baseline_metric)
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []
