@@ -30,3 +30,12 @@ def test_compare_takes_either_spelling() -> None:
     assert hub["rows"] == short["rows"] and hub["candidate"] == "all-MiniLM-L6-v2"
     with pytest.raises(UserError, match="unknown encoder 'sentence-transformers/nope'"):
         nlgbench.compare("reports/example", "sentence-transformers/nope", "all-mpnet-base-v2", resamples=100)
+
+
+def test_status_reads_what_report_reads_without_a_store(capsys: pytest.CaptureFixture[str]) -> None:
+    from nlgbench.cli import main
+
+    assert main(["status", "reports/example"]) == 0
+    assert capsys.readouterr().out.startswith(
+        "reports/example: 3 cell(s) recorded (3 ok, 0 not ok) (read from report/; no results.sqlite)"
+    )

@@ -25,6 +25,7 @@ from nlgbench.execution.slurm.queue import EXPLAINED, PENDING_STATES, SlurmUnava
 from nlgbench.execution.slurm.submit import recover_unrecorded
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.folder import STORE_FILE, cell_dir, locked
+from nlgbench.runs.rundata import find_results
 from nlgbench.runs.store import Store, has_store, open_store
 
 RESULT_GRACE_S = 30.0  # a task Slurm ended this long ago without a visible result.json has none (NFS caches lookups)
@@ -358,12 +359,20 @@ def status_text(folder: Path) -> str:
     if not folder.is_dir():
         raise UserError(f"{folder}: no such run folder")
     stored: dict[str, CellResult] = {}
+    where = ""
     if has_store(folder):
         with Store(folder) as store:
             stored = {r.cell_id: r for r in store.results()}
+    else:  # what report and compare read: the cell folders, else the published report/ data
+        try:
+            results, source = find_results(folder)
+        except UserError:
+            results, source = [], None
+        stored = {r.cell_id: r for r in results}
+        where = f" (read from {source.name}; no results.sqlite)" if source is not None else ""
     book = Book.read(folder)
     n_ok = sum(r.ok for r in stored.values())
-    head = f"{folder}: {len(stored)} cell(s) recorded ({n_ok} ok, {len(stored) - n_ok} not ok)"
+    head = f"{folder}: {len(stored)} cell(s) recorded ({n_ok} ok, {len(stored) - n_ok} not ok){where}"
     if not book.submissions:
         return head + "; no Slurm submissions"
     unreachable = None
