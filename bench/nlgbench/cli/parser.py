@@ -327,8 +327,8 @@ def _add_selection_args(p: argparse.ArgumentParser) -> None:
     """`--metric` and `--aligner` for compare and report (see `nlgbench.reporting.compare.select_metrics`)."""
     p.add_argument(
         "--metric",
-        help="only this metric: its name when one label has it (moverscore), else the label "
-        "as in the report (e.g. 'moverscore (wmd)')",
+        help="only this metric: its name (moverscore: every aligner's rows) or a label as in the report "
+        "(e.g. 'moverscore (wmd)')",
     )
     p.add_argument("--aligner", help="only cells run with this aligner (wmd, rwmd, wcd)")
 
