@@ -104,12 +104,18 @@ def _add_run(sub: Commands) -> None:
         action="store_true",
         help="Ctrl-C cancels the submitted jobs (default: they keep running; collect them later)",
     )
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print the final summary as one JSON object (out, ok, not_ok, cells); progress goes to stderr",
+    )
     run.set_defaults(handler="run")
 
 
 def _add_status(sub: Commands) -> None:
     st = sub.add_parser("status", help="where a run folder's cells are: recorded, or pending/running/failed on Slurm")
     st.add_argument("dir", help="run folder")
+    st.add_argument("--json", action="store_true", help="print one JSON object: counts and every recorded cell")
     st.set_defaults(handler="status")
 
 
@@ -146,6 +152,7 @@ def _add_score(sub: Commands) -> None:
 def _add_list(sub: Commands) -> None:
     lst = sub.add_parser("list", help="list encoders, metrics, aligners or datasets")
     lst.add_argument("what", choices=["encoders", "metrics", "aligners", "datasets"], action=_ListHandler)
+    lst.add_argument("--json", action="store_true", help="print a JSON list of objects (one per row) instead")
 
 
 class _ListHandler(argparse.Action):
