@@ -170,3 +170,31 @@ def test_eta_scales_by_parameters_not_by_the_mean_of_finished_cells(tmp_path: Pa
     model.finished(ids[2], 5.0)
     model.finished(ids[3], 1.0)
     assert model.rate("sentbleu") == pytest.approx(1.0 / (LEXICAL_PARAMS * 400), rel=1e-12)
+
+
+PTY_SCRIPT = """
+import time
+from nlgbench.execution.progress import CellProgress
+with CellProgress(True, refresh_s=0.05) as bar:
+    bar.stage("repeat 1/1")
+    for i in range(6):
+        bar("texts encoded", i + 1, 10)
+        time.sleep(0.1)
+    bar.line("    repeat 1/1: 0.6 s, 10 items/s")
+"""
+
+
+@pytest.mark.skipif(not Path("/usr/bin/script").exists(), reason="needs util-linux script for a pseudo-terminal")
+@pytest.mark.parametrize("size", ["cols 0 rows 0", "cols 120 rows 40"])
+def test_bars_draw_in_a_pseudo_terminal_and_phase_lines_stand_alone(size: str, tmp_path: Path) -> None:
+    """In a real pseudo-terminal, also one reporting 0 columns and 0 lines (where tqdm alone draws
+    nothing), the bar is drawn; a phase line closes it first, so it is never glued onto a bar."""
+    (tmp_path / "p.py").write_text(PTY_SCRIPT, encoding="utf-8")
+    typescript = tmp_path / "typescript"
+    command = f"stty {size}; {sys.executable} {tmp_path / 'p.py'}"
+    subprocess.run(["script", "-qc", command, str(typescript)], capture_output=True, check=True)
+    screen = typescript.read_text(encoding="utf-8", errors="replace")
+    pieces = [p for p in screen.replace("\r", "\n").split("\n") if p.strip()]
+    assert any("repeat 1/1 texts encoded:" in p and "%|" in p for p in pieces), screen
+    (phase,) = [p for p in pieces if "items/s" in p]
+    assert phase == "    repeat 1/1: 0.6 s, 10 items/s"  # alone on its line: no bar before or after it

@@ -42,9 +42,14 @@ if TYPE_CHECKING:
 CPU_ALLOCATION_FAILED = "can't allocate memory"
 
 
-def _log(msg: str) -> None:
-    """A phase line of the cell, on a terminal only (`progress.live`: elsewhere one line per cell)."""
-    if live(sys.stderr):
+def _log(msg: str, bar: CellProgress | None = None) -> None:
+    """A phase line of the cell, on a terminal only (`progress.live`: elsewhere one line per cell);
+    with a `bar`, through it (its open bar closed first, so the line is never glued onto it)."""
+    if not live(sys.stderr):
+        return
+    if bar is not None:
+        bar.line(f"    {msg}")
+    else:
         print(f"    {msg}", file=sys.stderr, flush=True)
 
 
@@ -93,7 +98,7 @@ def run_cell(cell_dir: Path) -> CellResult:
             bar.stage("prepare")
             with LatencyTracker(sync) as prepare:
                 scorer.prepare(items)
-            _log(f"prepare {prepare.seconds:.1f} s")
+            _log(f"prepare {prepare.seconds:.1f} s", bar)
 
             run = measure_scoring(
                 scorer,
@@ -103,7 +108,7 @@ def run_cell(cell_dir: Path) -> CellResult:
                 batch_size=cfg.batch_size,
                 device=device,
                 sync=sync,
-                log=_log,
+                log=lambda line: _log(line, bar),
                 on_pass=bar.stage,
             )
 
