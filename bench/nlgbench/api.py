@@ -24,7 +24,7 @@ from nlgbench.execution.sweep import run as run_sweep
 from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import check_device
 from nlgbench.metrics import default_encoder, get_metric
-from nlgbench.metrics.base import REFERENCE_POLICY, PhaseTimer, ReferencePolicy
+from nlgbench.metrics.base import REFERENCE_POLICY, MetricInfo, PhaseTimer, ReferencePolicy
 from nlgbench.reporting.compare import compare as compare_encoders
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.folder import cell_dir
@@ -94,6 +94,30 @@ def _references(values: References | None, n: int, required: bool) -> list[tuple
             raise UserError(f"{where} is blank: every text must be non-empty")
         refs.append(group)
     return refs
+
+
+def _items(
+    info: MetricInfo,
+    options: dict[str, Any],
+    hypotheses: Iterable[str],
+    references: References | None,
+    sources: Iterable[str] | None,
+) -> list[Item]:
+    """The texts as items, after their checks (one clear error naming the argument and the 1-based
+    line): the references and sources the metric needs, as many as hypotheses, none blank."""
+    hyps = _as_list("hypotheses", hypotheses)
+    hyps = _texts("hypotheses", hyps, len(hyps))
+    given = {"reference": references, "source": sources}
+    reads_references = info.reads_references(options)  # SentSim's `against: reference` too
+    for need in sorted({*info.needs, *(["reference"] if reads_references else [])}):
+        if given[need] is None:
+            raise UserError(f"metric {info.name!r} needs {need}s: pass {need}s=[...]")
+    refs = _references(references, len(hyps), reads_references)
+    srcs = _texts("sources", sources, len(hyps), "source" in info.needs)
+    return [
+        Item(lp="", seg_id=i + 1, system="", source=s, reference=r[0], hypothesis=h, human=float("nan"), references=r)
+        for i, (h, r, s) in enumerate(zip(hyps, refs, srcs, strict=True))
+    ]
 
 
 def _auto_device(device: str) -> str:
@@ -170,21 +194,7 @@ class Scorer:
     def _items(
         self, hypotheses: Iterable[str], references: References | None, sources: Iterable[str] | None
     ) -> list[Item]:
-        hyps = _as_list("hypotheses", hypotheses)
-        hyps = _texts("hypotheses", hyps, len(hyps))
-        given = {"reference": references, "source": sources}
-        reads_references = self.info.reads_references(self.options)  # SentSim's `against: reference` too
-        for need in sorted({*self.info.needs, *(["reference"] if reads_references else [])}):
-            if given[need] is None:
-                raise UserError(f"metric {self.metric!r} needs {need}s: pass {need}s=[...]")
-        refs = _references(references, len(hyps), reads_references)
-        srcs = _texts("sources", sources, len(hyps), "source" in self.info.needs)
-        return [
-            Item(
-                lp="", seg_id=i + 1, system="", source=s, reference=r[0], hypothesis=h, human=float("nan"), references=r
-            )
-            for i, (h, r, s) in enumerate(zip(hyps, refs, srcs, strict=True))
-        ]
+        return _items(self.info, self.options, hypotheses, references, sources)
 
     def score_outputs(
         self, hypotheses: Iterable[str], references: References | None = None, *, sources: Iterable[str] | None = None
@@ -229,9 +239,14 @@ def score_outputs(
     hypothesis; the metric uses several as its reference code does, or as `reference_policy`
     (first, max or mean) says."""
     hyps = _as_list("hypotheses", hypotheses)
-    _texts("hypotheses", hyps, len(hyps))  # checked before the model loads
+    refs = (
+        _as_list("references", references, "a list of strings (or of lists of strings)") if references else references
+    )
+    srcs = _as_list("sources", sources) if sources is not None else None
+    if isinstance(metric, str) and metric.strip():  # the texts are checked before the model loads
+        _items(get_metric(metric), options, hyps, refs, srcs)
     scorer = Scorer(metric, encoder, aligner=aligner, device=device, batch_size=batch_size, **options)
-    return scorer.score_outputs(hyps, references, sources=sources)
+    return scorer.score_outputs(hyps, refs, sources=srcs)
 
 
 def score(

@@ -7,7 +7,8 @@ comparable, e.g.
 Fields: the metric; `enc:` the encoder's source with its revision (the Hub snapshot's commit, else
 a fingerprint of a local folder's weight files); `L` the layer used; the variant (num_layers,
 quantize, dtype, early_exit ...); the metric's options (booleans as yes/no); `refs:` how several
-references are used; then the library versions (major.minor for torch and transformers)."""
+references are used; the metric's own library where it has one (`sacrebleu:2.6.0`); then the
+versions of nlgbench, torch and transformers (major.minor for the last two)."""
 
 from __future__ import annotations
 
@@ -88,9 +89,18 @@ def signature(metric: str, options: Mapping[str, Any], described: Mapping[str, A
     fields += [f"{k}={_value(v)}" for k, v in sorted((described.get("variant") or {}).items())]
     fields += [f"{k}:{_value(v)}" for k, v in sorted(options.items()) if k not in SKIPPED_OPTIONS and v is not None]
     fields.append(f"refs:{references}")
+    fields += [f"{name}:{v}" for name, v in sorted((described.get("library") or {}).items())]  # sacrebleu, rouge
     fields += [
         f"nlgbench:{__version__}",
         f"torch:{_major_minor(torch.__version__)}",
         f"tf:{_major_minor(transformers.__version__)}",
     ]
     return "|".join(fields)
+
+
+def recorded_signature(metric: str | None, scorer: Mapping[str, Any] | None) -> str:
+    """The nlgbench signature a cell's result records (`scorer.signature`), '' where there is none:
+    imported cells, results written before signatures, and lexical cells written before
+    sacrebleu's own string moved to `sacrebleu_signature` (it does not start with the metric)."""
+    value = (scorer or {}).get("signature")
+    return value if isinstance(value, str) and metric is not None and value.startswith(f"{metric}|") else ""

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nlgbench.core.signature import recorded_signature
 from nlgbench.foundations.files import write_atomic
 from nlgbench.reporting.compare import select_metrics
 from nlgbench.reporting.figures import FigureFile, write_figures
@@ -217,7 +218,9 @@ def signatures_html(run: RunData, cell_ids: Iterable[str]) -> list[str]:
     """index.html's "Signatures" section: each reported cell's reproducibility signature (result.json
     scorer `signature`, results.csv column `signature`); nothing where no cell has one (imported
     cells, results written before signatures)."""
-    signed = {c: (run.results[c].scorer or {}).get("signature") for c in dict.fromkeys(cell_ids)}
+    signed = {
+        c: recorded_signature(run.results[c].config.metric, run.results[c].scorer) for c in dict.fromkeys(cell_ids)
+    }
     rows = [[run.results[c].label, str(sig)] for c, sig in signed.items() if sig]
     if not rows:
         return []
