@@ -17,7 +17,8 @@ CPU computation (describe() says `runs_on: cpu`), so a GPU sweep has its anchor 
 has no effect. sacrebleu is imported with this module, outside the cell's load time, as the
 worker does for torch and transformers.
 
-describe() records sacrebleu's version and its signature string
+describe() records sacrebleu's version and its signature string (`sacrebleu_signature`; `signature` is
+nlgbench's, nlgbench.core.signature)
 (`nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:2.6.0`), `nrefs` being the dataset's
 number of references per item (`var` when it varies, sacrebleu's own convention).
 """
@@ -94,7 +95,7 @@ class SacrebleuScorer(ScorerBase[OptionsT]):
         return Scores(primary=self.column, columns={self.column: out})
 
     def describe(self) -> dict[str, Any]:
-        return {**NO_MODEL, "library": {"sacrebleu": version("sacrebleu")}, "signature": self.signature}
+        return {**NO_MODEL, "library": {"sacrebleu": version("sacrebleu")}, "sacrebleu_signature": self.signature}
 
 
 class SentBleuScorer(SacrebleuScorer[SentBleuOptions]):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import importlib.metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -162,3 +163,62 @@ def test_score_equals_the_sweep_cells_scores(tmp_path: Path) -> None:
         # float32 encoders in two processes, same model and batch size: only the thread count can reorder sums;
         # F1 is a mean of max cosines in [-1, 1] of dot products of 384 terms, sqrt(384) u = 1.2e-6 -> 1e-6
         assert np.abs(np.array(direct) - seg["score"].to_numpy()).max() <= 1e-6
+
+
+@pytest.mark.slow
+@needs_minilm
+def test_scorer_loads_once_and_equals_score_and_bert_score(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two `Scorer.score` calls load the model once and give what `nlgbench.score` and
+    `bert_score.score` give (1e-5, bert_score's own tolerance) on real WMT16 segments, MiniLM-L6."""
+    import transformers
+
+    bert_score = pytest.importorskip("bert_score")
+    loads = []
+    original = transformers.AutoModel.from_pretrained.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        loads.append(args[0] if args else kwargs)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", classmethod(counting))
+    items = load_dataset("wmt16", max_segments=10).items
+    hyps, refs = [it.hypothesis for it in items], [it.reference for it in items]
+    scorer = nlgbench.Scorer("bertscore", encoder="all-MiniLM-L6-v2", device="auto", batch_size=32)
+    first, second = scorer.score(hyps[:30], refs[:30]), scorer.score(hyps[30:], refs[30:])
+    assert len(loads) == 1 and scorer.device == "cpu"  # this machine has no GPU
+    assert first + second == nlgbench.score(hyps[:30], refs[:30], batch_size=32) + nlgbench.score(
+        hyps[30:], refs[30:], batch_size=32
+    )
+    assert len(loads) == 3  # nlgbench.score loads on every call
+    _, _, f1 = bert_score.score(
+        hyps, refs, model_type=MINILM, num_layers=6, batch_size=32, device="cpu", use_fast_tokenizer=True, nthreads=0
+    )
+    assert np.abs(np.array(first + second) - f1.numpy()).max() <= 1e-5
+    fields = scorer.signature.split("|")
+    assert fields[0] == "bertscore" and fields[1].startswith(f"enc:{MINILM}@") and len(fields[1]) == len(MINILM) + 12
+    assert fields[2:5] == ["L6", "idf:no", "refs:max"] and fields[5] == f"nlgbench:{nlgbench.__version__}"
+    assert [f.split(":")[0] for f in fields[6:]] == ["torch", "tf"]
+
+
+def test_signature_names_aligner_variant_and_reference_use(tmp_path: Path) -> None:
+    """The signature of a tiny random model in a local folder: a weights fingerprint as revision,
+    the variant, the options in name order, the aligner."""
+    from nlgbench.core.signature import encoder_revision, signature
+
+    folder = make_tiny_bert(tmp_path / "tiny", ["a b c"], num_layers=2)
+    revision = encoder_revision(str(folder))
+    assert len(revision) == 7 and int(revision, 16) >= 0
+    (folder / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes()[:-1] + b"\x00")
+    assert encoder_revision(str(folder)) != revision  # other weights, other fingerprint
+    described = {"source": str(folder), "layer": 1, "variant": {"num_layers": 1}}
+    sig = signature("moverscore", {"idf": True, "aligner": "rwmd", "n_gram": 1}, described, "mean")
+    assert sig.split("|")[:7] == [
+        "moverscore",
+        f"enc:{folder}@{encoder_revision(str(folder))}",
+        "L1",
+        "num_layers=1",
+        "aligner:rwmd",
+        "idf:yes",
+        "n_gram:1",
+    ]
+    assert sig.split("|")[7] == "refs:mean"

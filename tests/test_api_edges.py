@@ -97,7 +97,7 @@ def no_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("scored before the arguments were checked")
 
-    monkeypatch.setattr(nlgbench.cli.score, "score_outputs", forbidden)
+    monkeypatch.setattr(nlgbench.cli.score, "Scorer", forbidden)  # building the scorer loads the model
 
 
 @pytest.mark.parametrize("out", ["folder", "missing/x.csv"])
@@ -296,7 +296,7 @@ def test_exit_statuses_are_the_documented_ones(
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(nlgbench.cli.score, "score_outputs", interrupted)
+    monkeypatch.setattr(nlgbench.cli.score, "Scorer", interrupted)
     path = write_lines(tmp_path / "h.txt", HYPS)
     assert main(["score", "--metric", "chrf", "-c", str(path), "-r", str(path)]) == 130
     assert capsys.readouterr().err.strip().endswith("interrupted; run the same command again to resume")

@@ -464,6 +464,10 @@ def test_full_study_dry_run_lists_cells_and_missing_models(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not in the local Hugging Face cache and the Hub is off" in err
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    if not __import__("torch").cuda.is_available():  # its cuda cells: refused here, listed on a GPU machine
+        assert main(["run", str(spec), "--dry-run"]) == 2
+        assert "spec devices: device 'cuda': CUDA is not available" in capsys.readouterr().err
+        monkeypatch.setattr("nlgbench.cli.run.check_devices", lambda spec: None)  # as on a machine with CUDA
     assert main(["run", str(spec), "--dry-run"]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     count, missing = last.split("; models not in the local cache: ")

@@ -181,10 +181,10 @@ def test_describe_records_the_sacrebleu_signature(wmt16: list[Item]) -> None:
     for name, library in (("sentbleu", BLEU(effective_order=True)), ("chrf", CHRF())):
         library.sentence_score(wmt16[0].hypothesis, [wmt16[0].reference])  # sacrebleu's signature needs a scored call
         _, described = run_metric(name, wmt16)
-        assert described["signature"] == str(library.get_signature())
+        assert described["sacrebleu_signature"] == str(library.get_signature())
         assert (
-            described["signature"].startswith("nrefs:1|")
-            and f"version:{sacrebleu.__version__}" in described["signature"]
+            described["sacrebleu_signature"].startswith("nrefs:1|")
+            and f"version:{sacrebleu.__version__}" in described["sacrebleu_signature"]
         )
         assert {k: described[k] for k in ("params", "disk_bytes", "weight_bytes", "runs_on")} == {
             "params": 0,
@@ -194,12 +194,12 @@ def test_describe_records_the_sacrebleu_signature(wmt16: list[Item]) -> None:
         }
         assert described["library"] == {"sacrebleu": sacrebleu.__version__}
     _, mixed = run_metric("sentbleu", multi_reference_items())  # 2, 3, 1, 2 references
-    assert mixed["signature"].startswith("nrefs:var|")
+    assert mixed["sacrebleu_signature"].startswith("nrefs:var|")
     two = [it for it in multi_reference_items() if len(it.references) == 2]
     _, described = run_metric("chrf", two, word_order=2)
-    assert described["signature"].startswith("nrefs:2|") and "|nw:2|" in described["signature"]
+    assert described["sacrebleu_signature"].startswith("nrefs:2|") and "|nw:2|" in described["sacrebleu_signature"]
     _, described = run_metric("sentbleu", wmt16, tokenize="intl", lowercase=True)
-    assert "|case:lc|" in described["signature"] and "|tok:intl|" in described["signature"]
+    assert "|case:lc|" in described["sacrebleu_signature"] and "|tok:intl|" in described["sacrebleu_signature"]
 
 
 def test_rouge_describe(wmt16: list[Item]) -> None:
@@ -398,7 +398,7 @@ def test_sweep_runs_lexical_cells_end_to_end(tmp_path: Path, capsys: pytest.Capt
     ]
     result = json.loads((tmp_path / "wmt" / "cells" / row["cell_id"] / "result.json").read_text(encoding="utf-8"))
     assert (
-        result["scorer"]["signature"]
+        result["scorer"]["sacrebleu_signature"]
         == f"nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
     )
     assert result["repeat_agreement"]["max_abs_diff"] == 0.0
@@ -454,4 +454,4 @@ def test_sweep_runs_lexical_cells_end_to_end(tmp_path: Path, capsys: pytest.Capt
         for r in (library.score_multi(list(it.references), it.hypothesis)["rougeL"] for it in items)
     ]
     result = json.loads((tmp_path / "multi" / "cells" / rows[0]["cell_id"] / "result.json").read_text(encoding="utf-8"))
-    assert result["scorer"]["signature"].startswith("nrefs:var|")
+    assert result["scorer"]["sacrebleu_signature"].startswith("nrefs:var|")

@@ -17,7 +17,14 @@ import pytest
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.encoders.hfcache import checkpoint_params
 from nlgbench.encoders.registry import EncoderRef
-from nlgbench.execution.eta import LEXICAL_PARAMS, CostModel, encoder_params, header_params
+from nlgbench.execution.eta import (
+    DEFAULT_FIXED_S,
+    DEFAULT_RATE,
+    LEXICAL_PARAMS,
+    CostModel,
+    encoder_params,
+    header_params,
+)
 from nlgbench.execution.progress import PROGRESS_ENV, CellProgress, live
 from nlgbench.metrics.common import advance, length_sorted_map, progress_hook
 from tiny import make_tiny_bert
@@ -61,8 +68,8 @@ def sweep(tmp_path: Path, tiny: Path, progress: str | None) -> subprocess.Comple
 
 def test_not_a_terminal_one_line_per_cell_naming_both_pearsons(tmp_path: Path, tiny: Path) -> None:
     proc = sweep(tmp_path, tiny, None)
-    cell_lines = [line for line in proc.stdout.splitlines() if line.startswith("[")]
-    assert len(cell_lines) == 2 and all(": ok in " in line for line in cell_lines), proc.stdout
+    cell_lines = [line for line in proc.stdout.splitlines() if re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[", line)]
+    assert len(cell_lines) == 2 and all(": ok in " in line for line in cell_lines), proc.stdout  # timestamped
     assert "texts encoded" not in proc.stderr and "repeat 1/2" not in proc.stderr, proc.stderr  # no bar, no phase lines
     with (tmp_path / "run" / "results.csv").open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -78,7 +85,9 @@ def test_not_a_terminal_one_line_per_cell_naming_both_pearsons(tmp_path: Path, t
 def test_on_a_terminal_a_bar_inside_the_cell_and_the_sweep_eta(tmp_path: Path, tiny: Path) -> None:
     proc = sweep(tmp_path, tiny, "1")
     running = [line for line in proc.stdout.splitlines() if ": running (cell" in line]
-    assert len(running) == 2 and "sweep ETA" not in running[0] and "sweep ETA" in running[1], proc.stdout
+    assert len(running) == 2 and "sweep ETA ~" in running[0] and "(first guess)" in running[0], proc.stdout
+    assert "sweep ETA" in running[1] and "first guess" not in running[1], proc.stdout  # learnt from cell 1
+    assert not running[0][0].isdigit()  # on a terminal, no timestamps
     assert re.search(r"repeat 2/2: [0-9.]+ s, [0-9]+ items/s", proc.stderr), proc.stderr[-2000:]
     assert re.search(r"repeat 1/2 texts encoded: +\d+%", proc.stderr), proc.stderr[-2000:]  # tqdm's bar
 
@@ -159,14 +168,49 @@ def test_eta_scales_by_parameters_not_by_the_mean_of_finished_cells(tmp_path: Pa
     ids = [c.cell_id for c in cells]
     assert model.units[ids[0]] == p_big * 100 * 4 and model.units[ids[1]] == p_small * 100 * 4
     assert model.units[ids[3]] == LEXICAL_PARAMS * 100 * 4
-    assert model.eta(ids[1:]) is None  # nothing finished: no guess
+    # nothing finished: the default guess, a fixed start-up plus DEFAULT_RATE per unit
+    assert model.guessed and model.eta(ids[1:2]) == pytest.approx(DEFAULT_FIXED_S + DEFAULT_RATE * p_small * 400)
     model.finished(ids[0], 80.0)
-    rate = 80.0 / (p_big * 400)
-    assert model.eta(ids[1:3]) == pytest.approx(rate * p_small * (400 + 200), rel=1e-12)
+    # one cell: DEFAULT_FIXED_S is its fixed part, the rest its rate
+    rate = (80.0 - DEFAULT_FIXED_S) / (p_big * 400)
+    assert model.eta(ids[1:3]) == pytest.approx(2 * DEFAULT_FIXED_S + rate * p_small * (400 + 200), rel=1e-12)
     assert model.eta(ids[1:3]) < 80.0 * 2  # the average-of-finished-cells ETA
-    model.finished(ids[1], 10.0)  # refined: BERTScore's rate now from both of its cells
-    rate = 90.0 / (p_big * 400 + p_small * 400)
-    assert model.eta([ids[2]]) == pytest.approx(rate * p_small * 200, rel=1e-12)
+    model.finished(ids[1], 10.0)  # two BERTScore cells of different sizes: seconds = fixed + rate x units, fitted
+    slope = (80.0 - 10.0) / (p_big * 400 - p_small * 400)
+    fixed = min(max(45.0 - slope * (p_big * 400 + p_small * 400) / 2, 0.0), 10.0)
+    rate = (90.0 - 2 * fixed) / (p_big * 400 + p_small * 400)
+    assert model.fit("bertscore") == pytest.approx((fixed, rate), rel=1e-9)
+    assert model.eta([ids[2]]) == pytest.approx(fixed + rate * p_small * 200, rel=1e-9)
     model.finished(ids[2], 5.0)
     model.finished(ids[3], 1.0)
-    assert model.rate("sentbleu") == pytest.approx(1.0 / (LEXICAL_PARAMS * 400), rel=1e-12)
+    assert model.rate("sentbleu") == pytest.approx(
+        (1.0 - 0.5) / (LEXICAL_PARAMS * 400), rel=1e-12
+    )  # fixed: half of 1 s
+
+
+PTY_SCRIPT = """
+import time
+from nlgbench.execution.progress import CellProgress
+with CellProgress(True, refresh_s=0.05) as bar:
+    bar.stage("repeat 1/1")
+    for i in range(6):
+        bar("texts encoded", i + 1, 10)
+        time.sleep(0.1)
+    bar.line("    repeat 1/1: 0.6 s, 10 items/s")
+"""
+
+
+@pytest.mark.skipif(not Path("/usr/bin/script").exists(), reason="needs util-linux script for a pseudo-terminal")
+@pytest.mark.parametrize("size", ["cols 0 rows 0", "cols 120 rows 40"])
+def test_bars_draw_in_a_pseudo_terminal_and_phase_lines_stand_alone(size: str, tmp_path: Path) -> None:
+    """In a real pseudo-terminal, also one reporting 0 columns and 0 lines (where tqdm alone draws
+    nothing), the bar is drawn; a phase line closes it first, so it is never glued onto a bar."""
+    (tmp_path / "p.py").write_text(PTY_SCRIPT, encoding="utf-8")
+    typescript = tmp_path / "typescript"
+    command = f"stty {size}; {sys.executable} {tmp_path / 'p.py'}"
+    subprocess.run(["script", "-qc", command, str(typescript)], capture_output=True, check=True)
+    screen = typescript.read_text(encoding="utf-8", errors="replace")
+    pieces = [p for p in screen.replace("\r", "\n").split("\n") if p.strip()]
+    assert any("repeat 1/1 texts encoded:" in p and "%|" in p for p in pieces), screen
+    (phase,) = [p for p in pieces if "items/s" in p]
+    assert phase == "    repeat 1/1: 0.6 s, 10 items/s"  # alone on its line: no bar before or after it

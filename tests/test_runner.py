@@ -126,7 +126,7 @@ def test_killed_sweep_resumes_without_rerunning_or_duplicating(tiny_dir: Path, t
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ)
     assert proc.stdout is not None
     for line in proc.stdout:
-        if line.startswith("[1/3]") and ": ok in " in line:  # (not a terminal: one line per cell, when it ends)
+        if "[1/3]" in line and ": ok in " in line:  # (not a terminal: one timestamped line per cell, when it ends)
             time.sleep(2.0)  # the second worker is loading or scoring
             proc.send_signal(signal.SIGKILL)
             break
@@ -192,7 +192,11 @@ def test_real_minilm_cell_matches_bert_score_package(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-GPU path")
-def test_cuda_cell_without_gpu_fails_clearly(tiny_dir: Path, tmp_path: Path) -> None:
+def test_cuda_spec_without_gpu_is_refused_before_any_cell(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A local sweep (and its --dry-run) asking for CUDA on a machine without it: one line, exit 2,
+    nothing run or written (issue 28; before, every CUDA cell was run and recorded as failed)."""
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         json.dumps(
@@ -206,13 +210,11 @@ def test_cuda_cell_without_gpu_fails_clearly(tiny_dir: Path, tmp_path: Path) -> 
         )
     )
     out = tmp_path / "out"
-    assert main(["run", str(spec), "--out", str(out)]) == 1
-    rows = read_csv(out / "results.csv")
-    assert [(r["device"], r["status"]) for r in rows] == [("cpu", "ok"), ("cuda", "failed")]
-    assert "CUDA is not available" in rows[1]["error"]
-    with sqlite3.connect(out / "results.sqlite") as db:
-        (env,) = db.execute("SELECT environment_json FROM runs").fetchone()
-    assert list(json.loads(env)) == ["cpu"]  # no cell ran on CUDA
+    for extra in ([], ["--dry-run"]):
+        assert main(["run", str(spec), "--out", str(out), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "spec devices: device 'cuda': CUDA is not available" in err, err
+        assert not out.exists()
 
 
 def test_moverscore_sweep_crosses_aligners(tiny_dir: Path, tmp_path: Path) -> None:

@@ -412,8 +412,13 @@ def test_non_default_options_change_id() -> None:
 # --------------------------------------------------------------------------- dry run
 
 
-def test_dry_run_prints_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_prints_cells(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CUDA cells: on a machine that has CUDA (a local dry run of them is refused elsewhere,
+    # tests/test_runner.py::test_cuda_spec_without_gpu_is_refused_before_any_cell)
     path = write_spec(tmp_path, dict(QUICKSTART, devices=["cpu", "cuda"]))
+    monkeypatch.setattr("nlgbench.cli.run.check_devices", lambda spec: None)
     out = tmp_path / "out"
     assert main(["run", str(path), "--dry-run", "--out", str(out)]) == 0
     captured = capsys.readouterr()

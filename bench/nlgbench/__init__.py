@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from nlgbench.foundations.version import __version__
 
 if TYPE_CHECKING:
-    from nlgbench.api import compare, correlation, load_run, load_scores, run, score, score_outputs
+    from nlgbench.api import Scorer, compare, correlation, load_run, load_scores, run, score, score_outputs
 
 #: Public name -> the module that defines it, imported on first access.
 PUBLIC_API = {
@@ -23,6 +23,7 @@ PUBLIC_API = {
     "run": "nlgbench.api",
     "load_run": "nlgbench.api",
     "load_scores": "nlgbench.api",
+    "Scorer": "nlgbench.api",
     "compare": "nlgbench.api",
     "correlation": "nlgbench.api",
 }
@@ -31,7 +32,17 @@ PUBLIC_API = {
 #: name is kept here, and only here, so that old code keeps working).
 LEGACY_EXPORTS: dict[str, str] = {}
 
-__all__ = ["__version__", "compare", "correlation", "load_run", "load_scores", "run", "score", "score_outputs"]
+__all__ = [
+    "Scorer",
+    "__version__",
+    "compare",
+    "correlation",
+    "load_run",
+    "load_scores",
+    "run",
+    "score",
+    "score_outputs",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
 from nlgbench.core.result import CellResult, json_safe
 from nlgbench.core.scores import read_scores
+from nlgbench.core.signature import reference_use, scorer_signature
 from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
 from nlgbench.data.model import Item
 from nlgbench.execution.sweep import run as run_sweep
 from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import check_device
 from nlgbench.metrics import default_encoder, get_metric
-from nlgbench.metrics.base import REFERENCE_POLICY, PhaseTimer, ReferencePolicy
+from nlgbench.metrics.base import REFERENCE_POLICY, MetricInfo, PhaseTimer, ReferencePolicy
 from nlgbench.reporting.compare import compare as compare_encoders
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.folder import cell_dir
@@ -95,6 +96,128 @@ def _references(values: References | None, n: int, required: bool) -> list[tuple
     return refs
 
 
+def _items(
+    info: MetricInfo,
+    options: dict[str, Any],
+    hypotheses: Iterable[str],
+    references: References | None,
+    sources: Iterable[str] | None,
+) -> list[Item]:
+    """The texts as items, after their checks (one clear error naming the argument and the 1-based
+    line): the references and sources the metric needs, as many as hypotheses, none blank."""
+    hyps = _as_list("hypotheses", hypotheses)
+    hyps = _texts("hypotheses", hyps, len(hyps))
+    given = {"reference": references, "source": sources}
+    reads_references = info.reads_references(options)  # SentSim's `against: reference` too
+    for need in sorted({*info.needs, *(["reference"] if reads_references else [])}):
+        if given[need] is None:
+            raise UserError(f"metric {info.name!r} needs {need}s: pass {need}s=[...]")
+    refs = _references(references, len(hyps), reads_references)
+    srcs = _texts("sources", sources, len(hyps), "source" in info.needs)
+    return [
+        Item(lp="", seg_id=i + 1, system="", source=s, reference=r[0], hypothesis=h, human=float("nan"), references=r)
+        for i, (h, r, s) in enumerate(zip(hyps, refs, srcs, strict=True))
+    ]
+
+
+def _auto_device(device: str) -> str:
+    """`auto`: CUDA where torch sees a GPU, else the CPU; any other value checked as given."""
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    check_device(device)
+    return device
+
+
+class Scorer:
+    """A metric with its model loaded once, to score any number of batches (as bert_score's
+    `BERTScorer`)::
+
+        scorer = nlgbench.Scorer("bertscore", encoder="all-MiniLM-L6-v2")
+        f1 = scorer.score(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+        print(scorer.signature)  # bertscore|enc:sentence-transformers/all-MiniLM-L6-v2@...|L6|idf:no|...
+
+    `options` are the metric's spec options (`nlgbench list metrics`), e.g. `idf=True, layer=4`;
+    `device="auto"` takes CUDA when available. Corpus state (idf) is prepared over the texts of
+    each `score` call, as `nlgbench.score` and a sweep cell do over theirs."""
+
+    def __init__(
+        self,
+        metric: str = "bertscore",
+        encoder: EncoderSpec | None = None,
+        *,
+        aligner: str | None = None,
+        device: str = "auto",
+        batch_size: int = 64,
+        **options: Any,
+    ) -> None:
+        if not isinstance(metric, str) or not metric.strip():
+            raise UserError(f"metric must be a registered metric's name, got {metric!r} (nlgbench list metrics)")
+        if isinstance(encoder, str) and not encoder.strip():
+            raise UserError("encoder is empty: give a registered name, a Hub id or a local folder (or leave it out)")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise UserError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        self.metric = metric
+        self.device = _auto_device(device)
+        self.info = get_metric(metric)
+        # reference_policy is the harness's option, not the metric's: MetricInfo.make checks and applies it
+        harness = {key: options.pop(key) for key in [REFERENCE_POLICY] if key in options}
+        raw: dict[str, Any] = {
+            "metric": metric,
+            "options": options,
+            "encoders": [encoder if encoder is not None else default_encoder(metric)],
+        }
+        if aligner is not None:
+            raw["aligners"] = [aligner]
+        entry = parse_metric_entry(raw, "score", Path.cwd())
+        self.options: dict[str, Any] = {**entry.options, **harness}
+        extra = {"aligner": entry.aligners[0]} if self.info.accepts_aligners else {}
+        self._scorer = self.info.make(entry.encoders[0], self.options, self.device, batch_size, **extra)
+        self._aligner = entry.aligners[0] if self.info.accepts_aligners else None
+        self._signature: str | None = None
+
+    @property
+    def references(self) -> str:
+        """How several references per hypothesis are used: the reference_policy option, else the
+        metric's own rule (max, mean, native); `one` where the metric takes one, `none` without references."""
+        return reference_use(self.info, self.options)
+
+    @property
+    def signature(self) -> str:
+        """The reproducibility signature (nlgbench.core.signature): metric, encoder@revision, layer,
+        variant, options, reference use, versions."""
+        if self._signature is None:
+            self._signature = scorer_signature(self.info, self.options, self._aligner, self._scorer.describe())
+        return self._signature
+
+    def _items(
+        self, hypotheses: Iterable[str], references: References | None, sources: Iterable[str] | None
+    ) -> list[Item]:
+        return _items(self.info, self.options, hypotheses, references, sources)
+
+    def score_outputs(
+        self, hypotheses: Iterable[str], references: References | None = None, *, sources: Iterable[str] | None = None
+    ) -> dict[str, list[float]]:
+        """Every output per hypothesis: `score` (the primary one, as in scores.csv) first, then the
+        metric's further columns (precision, recall, directions, distances)."""
+        items = self._items(hypotheses, references, sources)
+        if isinstance(self._scorer, ReferencePolicy):
+            try:
+                self._scorer.policy(items)  # a metric that cannot use several references, and no reference_policy
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
+        self._scorer.prepare(items)
+        scores = self._scorer.score(items, PhaseTimer())
+        return {"score": list(scores.score), **{k: list(v) for k, v in scores.columns.items() if k != scores.primary}}
+
+    def score(
+        self, hypotheses: Iterable[str], references: References | None = None, *, sources: Iterable[str] | None = None
+    ) -> list[float]:
+        """The metric's primary score per hypothesis (BERTScore F1, MoverScore, BaryScore distance, ...)."""
+        return self.score_outputs(hypotheses, references, sources=sources)["score"]
+
+
 def score_outputs(
     hypotheses: Iterable[str],
     references: References | None = None,
@@ -103,55 +226,27 @@ def score_outputs(
     *,
     sources: Iterable[str] | None = None,
     aligner: str | None = None,
-    device: str = "cpu",
+    device: str = "auto",
     batch_size: int = 64,
     **options: Any,
 ) -> dict[str, list[float]]:
     """Every output of the metric per hypothesis: `score` (the primary one, as in scores.csv)
-    first, then the metric's further columns (precision, recall, directions, distances).
+    first, then the metric's further columns (precision, recall, directions, distances). Loads the
+    model on every call: to score several batches, build one `Scorer`.
 
     `hypotheses`, `references` and `sources` may be any iterable (a list, a tuple, a generator).
     `references` gives one text per hypothesis, or a list of texts (several references) per
     hypothesis; the metric uses several as its reference code does, or as `reference_policy`
     (first, max or mean) says."""
     hyps = _as_list("hypotheses", hypotheses)
-    hyps = _texts("hypotheses", hyps, len(hyps))
-    if not isinstance(metric, str) or not metric.strip():
-        raise UserError(f"metric must be a registered metric's name, got {metric!r} (nlgbench list metrics)")
-    if isinstance(encoder, str) and not encoder.strip():
-        raise UserError("encoder is empty: give a registered name, a Hub id or a local folder (or leave it out)")
-    check_device(device)
-    info = get_metric(metric)
-    encoder = encoder if encoder is not None else default_encoder(metric)
-    given = {"reference": references, "source": sources}
-    reads_references = info.reads_references(options)  # SentSim's `against: reference` too
-    for need in sorted({*info.needs, *(["reference"] if reads_references else [])}):
-        if given[need] is None:
-            raise UserError(f"metric {metric!r} needs {need}s: pass {need}s=[...]")
-    refs = _references(references, len(hyps), reads_references)
-    srcs = _texts("sources", sources, len(hyps), "source" in info.needs)
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise UserError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    # reference_policy is the harness's option, not the metric's: MetricInfo.make checks and applies it
-    harness = {key: options.pop(key) for key in [REFERENCE_POLICY] if key in options}
-    raw: dict[str, Any] = {"metric": metric, "options": options, "encoders": [encoder]}
-    if aligner is not None:
-        raw["aligners"] = [aligner]
-    entry = parse_metric_entry(raw, "score", Path.cwd())
-    items = [
-        Item(lp="", seg_id=i + 1, system="", source=s, reference=r[0], hypothesis=h, human=float("nan"), references=r)
-        for i, (h, r, s) in enumerate(zip(hyps, refs, srcs, strict=True))
-    ]
-    extra = {"aligner": entry.aligners[0]} if info.accepts_aligners else {}
-    scorer = info.make(entry.encoders[0], {**entry.options, **harness}, device, batch_size, **extra)
-    if isinstance(scorer, ReferencePolicy):
-        try:
-            scorer.policy(items)  # a metric that cannot use several references, and no reference_policy
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-    scorer.prepare(items)
-    scores = scorer.score(items, PhaseTimer())
-    return {"score": list(scores.score), **{k: list(v) for k, v in scores.columns.items() if k != scores.primary}}
+    refs = (
+        _as_list("references", references, "a list of strings (or of lists of strings)") if references else references
+    )
+    srcs = _as_list("sources", sources) if sources is not None else None
+    if isinstance(metric, str) and metric.strip():  # the texts are checked before the model loads
+        _items(get_metric(metric), options, hyps, refs, srcs)
+    scorer = Scorer(metric, encoder, aligner=aligner, device=device, batch_size=batch_size, **options)
+    return scorer.score_outputs(hyps, refs, sources=srcs)
 
 
 def score(
@@ -162,7 +257,7 @@ def score(
     *,
     sources: Iterable[str] | None = None,
     aligner: str | None = None,
-    device: str = "cpu",
+    device: str = "auto",
     batch_size: int = 64,
     **options: Any,
 ) -> list[float]:

@@ -12,5 +12,5 @@ def cmd_list_aligners(args: argparse.Namespace) -> int:
     rows = [("name", "needs cost matrix", "description")]
     for name, a in sorted(ALIGNERS.items()):
         rows.append((name, "yes" if a.needs_cost else "no", a.description))
-    print_table(rows)
+    print_table(rows, as_json=args.json)
     return 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import sys
 from collections.abc import Sequence
 
@@ -26,7 +28,7 @@ def cmd_list_encoders(args: argparse.Namespace) -> int:
                 local = "broken"
                 print(f"nlgbench: {name}: {exc}", file=sys.stderr)
         rows.append((name, e.hub_id, e.family, e.kind, str(e.layers or "-"), local, params, disk))
-    print_table(rows)
+    print_table(rows, as_json=args.json)
     return 0
 
 
@@ -50,7 +52,7 @@ def cmd_list_metrics(args: argparse.Namespace) -> int:
                 m.description,
             )
         )
-    print_table(rows)
+    print_table(rows, as_json=args.json)
     return 0
 
 
@@ -66,12 +68,39 @@ def cmd_list_datasets(args: argparse.Namespace) -> int:
                 d.get("description", ""),
             )
         )
-    print_table(rows)
+    print_table(rows, as_json=args.json)
     return 0
 
 
-def print_table(rows: Sequence[Sequence[str]]) -> None:
-    """Rows as columns padded to their widest cell, two spaces apart (the first row is the header)."""
+MIN_COLUMN = 8  # on a narrow terminal no column is cut below this many characters
+
+
+def fit_widths(widths: list[int], room: int) -> list[int]:
+    """Column widths whose line (two spaces apart) fits `room` characters: the widest columns are
+    narrowed first, none below MIN_COLUMN (or its own width), so names and short fields stay whole."""
+    fitted = list(widths)
+    while sum(fitted) + 2 * (len(fitted) - 1) > room:
+        widest = max(range(len(fitted)), key=lambda i: fitted[i])
+        if fitted[widest] <= MIN_COLUMN:
+            break
+        fitted[widest] -= 1
+    return fitted
+
+
+def _cut(cell: str, width: int) -> str:
+    return cell if len(cell) <= width else cell[: width - 1] + "…"
+
+
+def print_table(rows: Sequence[Sequence[str]], *, as_json: bool = False) -> None:
+    """Rows as columns padded to their widest cell, two spaces apart (the first row is the header).
+    On a terminal the widest columns (descriptions, options) are cut with '…' so that each line fits
+    its width (80 columns where the terminal reports none); piped or redirected output is never cut.
+    `as_json`: a JSON list of objects keyed by the header, in full."""
+    if as_json:
+        print(json.dumps([dict(zip(rows[0], r, strict=True)) for r in rows[1:]], ensure_ascii=False, indent=1))
+        return
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    if sys.stdout.isatty():
+        widths = fit_widths(widths, shutil.get_terminal_size((80, 24)).columns or 80)
     for r in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+        print("  ".join(_cut(cell, w).ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())

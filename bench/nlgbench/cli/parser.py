@@ -104,12 +104,18 @@ def _add_run(sub: Commands) -> None:
         action="store_true",
         help="Ctrl-C cancels the submitted jobs (default: they keep running; collect them later)",
     )
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print the final summary as one JSON object (out, ok, not_ok, cells); progress goes to stderr",
+    )
     run.set_defaults(handler="run")
 
 
 def _add_status(sub: Commands) -> None:
     st = sub.add_parser("status", help="where a run folder's cells are: recorded, or pending/running/failed on Slurm")
     st.add_argument("dir", help="run folder")
+    st.add_argument("--json", action="store_true", help="print one JSON object: counts and every recorded cell")
     st.set_defaults(handler="status")
 
 
@@ -132,15 +138,21 @@ def _add_score(sub: Commands) -> None:
     )
     sc.add_argument("--aligner", help="wmd, rwmd or wcd (metrics with an aligner)")
     sc.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a metric option, e.g. idf=true")
-    sc.add_argument("--device", default="cpu")
+    sc.add_argument("--device", default="auto", help="auto (CUDA where available, else cpu), cpu, cuda, cuda:N")
     sc.add_argument("--batch-size", type=int, default=64)
     sc.add_argument("--out", help="CSV file (default: stdout): line, score, further outputs")
+    sc.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (signature, n, mean, and the outputs unless --out) instead of the CSV",
+    )
     sc.set_defaults(handler="score")
 
 
 def _add_list(sub: Commands) -> None:
     lst = sub.add_parser("list", help="list encoders, metrics, aligners or datasets")
     lst.add_argument("what", choices=["encoders", "metrics", "aligners", "datasets"], action=_ListHandler)
+    lst.add_argument("--json", action="store_true", help="print a JSON list of objects (one per row) instead")
 
 
 class _ListHandler(argparse.Action):
@@ -322,8 +334,8 @@ def _add_selection_args(p: argparse.ArgumentParser) -> None:
     """`--metric` and `--aligner` for compare and report (see `nlgbench.reporting.compare.select_metrics`)."""
     p.add_argument(
         "--metric",
-        help="only this metric: its name when one label has it (moverscore), else the label "
-        "as in the report (e.g. 'moverscore (wmd)')",
+        help="only this metric: its name (moverscore: every aligner's rows) or a label as in the report "
+        "(e.g. 'moverscore (wmd)')",
     )
     p.add_argument("--aligner", help="only cells run with this aligner (wmd, rwmd, wcd)")
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 
 from nlgbench.core.executor_options import ExecutorOptions, with_cli
 from nlgbench.core.leakage import guard_spec
 from nlgbench.core.spec import SweepSpec, load_spec
-from nlgbench.execution.base import check_datasets
+from nlgbench.execution.base import check_datasets, check_devices
 from nlgbench.execution.slurm.submit import dry_run_text
-from nlgbench.execution.slurm.watch import collect_folder, status_text
+from nlgbench.execution.slurm.watch import collect_folder, status_data, status_text
 from nlgbench.execution.sweep import run as run_sweep
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.folder import CSV_FILE
@@ -35,10 +37,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("--cancel-on-exit is for --executor slurm (a local sweep's workers always stop with it)")
     if args.dry_run:
         return _dry_run(spec, out, executor)
+    log = (lambda line: print(line, file=sys.stderr)) if args.json else print  # --json: stdout is the JSON alone
     results = run_sweep(
-        spec, out, force=args.force, wait=args.wait, executor=executor, cancel_on_exit=args.cancel_on_exit
+        spec, out, force=args.force, wait=args.wait, executor=executor, cancel_on_exit=args.cancel_on_exit, log=log
     )
     bad = [r for r in results if not r.ok]
+    if args.json:
+        cells = [{"cell_id": r.cell_id, "label": r.label, "status": r.status, "error": r.error} for r in results]
+        summary = {"out": str(out), "ok": len(results) - len(bad), "not_ok": len(bad), "cells": cells}
+        print(json.dumps(summary, indent=1))
+        return 1 if bad else 0
     print(
         f"{len(results) - len(bad)} ok, {len(bad)} not ok; results: {out / CSV_FILE}"
         + ("; run the same command again to resubmit the cells that are not ok" if bad and executor.on_slurm else "")
@@ -49,6 +57,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _dry_run(spec: SweepSpec, out: Path, executor: ExecutorOptions) -> int:
     """The cells and the models missing from the local cache, after `run`'s checks; nothing runs."""
     guard_spec(spec)  # as `run` does (nlgbench.execution.sweep.run): no student evaluated on its training data
+    if not executor.on_slurm:
+        check_devices(spec)  # a local sweep's devices must exist here, as `run` checks
     # `run`'s checks before any cell, on the user's own data files (catalogue data is not downloaded here)
     spec, _ = check_datasets(spec, catalogue=False)
     cells = spec.cells()
@@ -62,7 +72,10 @@ def _dry_run(spec: SweepSpec, out: Path, executor: ExecutorOptions) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    print(status_text(Path(args.dir)))
+    if args.json:
+        print(json.dumps(status_data(Path(args.dir)), indent=1))
+    else:
+        print(status_text(Path(args.dir)))
     return 0
 
 

@@ -1,16 +1,18 @@
 """`nlgbench score`: a candidates file against a references (or sources) file, one text per line,
-through `nlgbench.api.score_outputs`; one CSV row per line."""
+through `nlgbench.api.Scorer`; one CSV row per line (or one JSON object), and the scorer's
+reproducibility signature."""
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import statistics
 import sys
 from pathlib import Path
 
-from nlgbench.api import score_outputs
+from nlgbench.api import Scorer
 from nlgbench.cli.parser import key_value
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_lines
@@ -30,32 +32,34 @@ def cmd_score(args: argparse.Namespace) -> int:
                 f"{len(hyps)}: one text per line in each, line N of one with line N of the other"
             )
     options = dict(key_value(o, "--option") for o in args.option)
-    outputs = score_outputs(
-        hyps,
-        refs,
-        args.metric,
-        args.encoder,
-        sources=srcs,
-        aligner=args.aligner,
-        device=args.device,
-        batch_size=args.batch_size,
-        **options,
+    scorer = Scorer(
+        args.metric, args.encoder, aligner=args.aligner, device=args.device, batch_size=args.batch_size, **options
     )
+    outputs = scorer.score_outputs(hyps, refs, sources=srcs)
     columns = list(outputs)
     rows = [[i + 1, *(repr(outputs[c][i]) for c in columns)] for i in range(len(hyps))]
     if args.out:
         with open(args.out, "w", newline="", encoding="utf-8") as fh:
             csv.writer(fh, lineterminator="\n").writerows([["line", *columns], *rows])
-    else:
+    finite = [v for v in outputs["score"] if v == v]
+    if args.json:
+        summary = {
+            "signature": scorer.signature,
+            "n": len(hyps),
+            "mean": statistics.fmean(finite) if finite else None,
+            **({"out": args.out} if args.out else {"outputs": outputs}),
+        }
+        print(json.dumps(summary, allow_nan=False, default=lambda v: None))
+    elif not args.out:
         csv.writer(sys.stdout, lineterminator="\n").writerows([["line", *columns], *rows])
         sys.stdout.flush()
-    finite = [v for v in outputs["score"] if v == v]
     mean = f"{statistics.fmean(finite):.6f}" if finite else "n/a"
     print(
         f"{len(hyps)} scores ({args.metric}, {args.encoder or default_encoder(args.metric)}), mean {mean}"
         + (f"; written to {args.out}" if args.out else ""),
         file=sys.stderr,
     )
+    print(f"signature: {scorer.signature}", file=sys.stderr)
     return 0
 
 

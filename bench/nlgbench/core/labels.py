@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from nlgbench.encoders.registry import registered_name
 from nlgbench.metrics import get_metric, metric_names
 
 NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
@@ -88,3 +89,18 @@ def distinct_dataset_labels(labels: Sequence[str], identities: Sequence[str]) ->
         f"{label}@{identity.removeprefix('sha256:')[:8]}" if len(contents[label]) > 1 and identity else label
         for label, identity in zip(labels, identities, strict=True)
     ]
+
+
+def find_encoder_label(name: str, labels: Sequence[str]) -> str | None:
+    """The encoder label among `labels` that `name` names: itself, or the same model under its other
+    spelling (a registered Hub id for its registry name and back, `sentence-transformers/all-MiniLM-L6-v2`
+    = `all-MiniLM-L6-v2`), a variant suffix (`[num_layers=3]`) kept; None when none matches."""
+    if name in labels:
+        return name
+    base, bracket, rest = name.partition("[")
+    wanted = registered_name(base)
+    for label in labels:
+        other, other_bracket, other_rest = label.partition("[")
+        if registered_name(other) == wanted and other_bracket + other_rest == bracket + rest:
+            return label
+    return None

@@ -27,6 +27,7 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.fmt import duration
 from nlgbench.foundations.package import PACKAGE_DIR
 from nlgbench.foundations.registry import user_files_environment
+from nlgbench.measurement.devices import check_device
 from nlgbench.measurement.trackers import oom_kills
 from nlgbench.metrics import get_metric
 from nlgbench.metrics.base import no_reference_policy
@@ -72,6 +73,7 @@ class Launcher(ABC):
     returns the results of the sweep's cells."""
 
     where: ClassVar[str] = ""  # in the sweep's first line, after its name: " on Slurm"
+    here: ClassVar[bool] = True  # cells run on this machine: its devices are checked before any cell
 
     def run(
         self,
@@ -83,6 +85,8 @@ class Launcher(ABC):
         log: Callable[[str], None] = print,
     ) -> list[CellResult]:
         guard_spec(spec)  # a distilled student evaluated on data it was trained on: refused at every entry point
+        if self.here:
+            check_devices(spec)
         spec, sizes = check_datasets(spec)
         cells = spec.cells()
         with locked(out_dir, wait=wait, log=log), open_store(out_dir) as store:
@@ -104,6 +108,17 @@ class Launcher(ABC):
     @abstractmethod
     def launch(self, sweep: Sweep) -> list[CellResult]:
         """Run the sweep's unfinished cells, record each in `sweep.store`; the results of its cells."""
+
+
+def check_devices(spec: SweepSpec) -> None:
+    """Every device of the spec exists on this machine (a local sweep, or its --dry-run): one line,
+    before any cell, instead of cells that all fail (`cuda` on a CPU-only machine). Slurm sweeps are
+    not checked here: their cells run on other nodes."""
+    for device in dict.fromkeys(spec.devices):
+        try:
+            check_device(device)
+        except UserError as exc:
+            raise UserError(f"spec devices: {exc} (on a cluster: --executor slurm)") from None
 
 
 def check_datasets(spec: SweepSpec, *, catalogue: bool = True) -> tuple[SweepSpec, dict[str, int]]:

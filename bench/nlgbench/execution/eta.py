@@ -1,5 +1,7 @@
-"""The sweep's ETA from a cost model: a cell costs (encoder parameters) x items x passes units,
-and seconds per unit are learnt from the cells finished so far.
+"""The sweep's ETA from a cost model: a cell costs a fixed start-up (worker process, imports, data
+and model load) plus rate x units, units = (encoder parameters) x items x passes; the rate and the
+fixed cost are learnt from the cells finished so far (before any, DEFAULT_RATE and DEFAULT_FIXED_S
+give a first guess, shown as such).
 
 An average over finished cells misleads as soon as cells differ in size (after a 110M-parameter
 MPNet cell it predicts every remaining MiniLM cell at MPNet's time). Here each pending cell is
@@ -28,6 +30,11 @@ from nlgbench.foundations.errors import UserError
 # matching per item costs about what a 1M-parameter encoder does; learnt properly once one finishes.
 LEXICAL_PARAMS = 1_000_000
 DEFAULT_PARAMS = 100_000_000  # an encoder of unknown size in a sweep where no size is known
+# Before any cell has finished: the README quickstart's MPNet cell on this project's 2-vCPU machine
+# (109M parameters x 600 items x 4 passes in about 150 s) and its ~7 s of worker start, imports and
+# loading. A guess for other machines, replaced by what the sweep measures once a cell ends.
+DEFAULT_RATE = 150.0 / (109e6 * 600 * 4)
+DEFAULT_FIXED_S = 7.0
 
 # A transformer layer's tensors: `encoder.layer.3.`, `layers.3.`, `h.3.`, `block.3.`.
 _LAYER = re.compile(r"(?:^|\.)(?:layer|layers|h|block)\.(\d+)\.")
@@ -103,22 +110,40 @@ class CostModel:
         """A cell ended after `seconds` (ok or not: its time is spent either way)."""
         self.done[cell_id] = seconds
 
-    def rate(self, metric: str) -> float | None:
-        """Seconds per unit: over finished cells of `metric`, else over all finished cells; None before any."""
+    def fit(self, metric: str) -> tuple[float, float] | None:
+        """(fixed seconds per cell, seconds per unit) over the finished cells of `metric`, else over
+        all finished cells; None before any. One cell: the fixed cost is DEFAULT_FIXED_S (at most
+        half its time) and the rate the rest; several of different sizes: least squares of
+        seconds = fixed + rate x units, the fixed cost kept within [0, the fastest cell's time]."""
         for pick in ([c for c in self.done if self.metric[c] == metric], list(self.done)):
-            units = sum(self.units[c] for c in pick)
-            if pick and units > 0:
-                return sum(self.done[c] for c in pick) / units
+            if not pick:
+                continue
+            units = [self.units[c] for c in pick]
+            seconds = [self.done[c] for c in pick]
+            fixed = min(DEFAULT_FIXED_S, min(seconds) / 2)
+            if len(pick) > 1 and statistics.pvariance(units) > 0:
+                slope = statistics.covariance(units, seconds) / statistics.variance(units)
+                if slope > 0:
+                    fixed = min(max(statistics.fmean(seconds) - slope * statistics.fmean(units), 0.0), min(seconds))
+            if sum(units) > 0:
+                return fixed, max(sum(seconds) - fixed * len(pick), 0.0) / sum(units)
         return None
 
-    def eta(self, pending: Sequence[str]) -> float | None:
-        """Predicted seconds for the `pending` cells; None before any cell has finished."""
-        if not self.done:
-            return None
+    def rate(self, metric: str) -> float | None:
+        """Seconds per unit (beyond the fixed cost) learnt for `metric`; None before any cell finished."""
+        fitted = self.fit(metric)
+        return None if fitted is None else fitted[1]
+
+    def eta(self, pending: Sequence[str]) -> float:
+        """Predicted seconds for the `pending` cells: per cell, fixed + rate x units, as learnt
+        (`fit`), or DEFAULT_FIXED_S and DEFAULT_RATE before any cell has finished (`guessed`)."""
         total = 0.0
         for cell_id in pending:
-            rate = self.rate(self.metric[cell_id])
-            if rate is None:
-                return None
-            total += rate * self.units[cell_id]
+            fixed, rate = self.fit(self.metric[cell_id]) or (DEFAULT_FIXED_S, DEFAULT_RATE)
+            total += fixed + rate * self.units[cell_id]
         return total
+
+    @property
+    def guessed(self) -> bool:
+        """Whether `eta` is the default guess (no cell of this sweep has finished yet)."""
+        return not self.done

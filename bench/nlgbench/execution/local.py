@@ -53,8 +53,15 @@ class Progress:
     warned: bool = False  # the truncation warning is given once per sweep
 
     def eta(self) -> str:
-        seconds = self.costs.eta(self.pending)
-        return "" if seconds is None else duration(seconds)
+        """The sweep's ETA in words; `~` and `(first guess)` before any cell has finished."""
+        if not self.pending:
+            return ""
+        seconds = duration(self.costs.eta(self.pending))
+        return f"~{seconds} (first guess)" if self.costs.guessed else seconds
+
+    def stamp(self, line: str) -> str:
+        """A sweep line as logged: with the local time in front where it goes to a log, not a terminal."""
+        return line if self.on_terminal else f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}"
 
 
 class LocalLauncher(Launcher):
@@ -69,7 +76,7 @@ class LocalLauncher(Launcher):
             if cell in todo:
                 results.append(run_one(sweep, seq, cell, prefix, progress))
             else:
-                results.append(skip(sweep, cell, prefix))
+                results.append(skip(sweep, cell, progress.stamp(prefix)))
         return results
 
 
@@ -98,8 +105,10 @@ def run_one(sweep: Sweep, seq: int, cell: CellConfig, prefix: str, progress: Pro
     sweep.note_environment(result)
     eta = progress.eta()
     sweep.log(
-        f"{prefix}: {summary(result, elapsed)} (cell {cell.cell_id})"
-        + (f" — {len(progress.pending)} left, ETA {eta}" if progress.pending and eta else "")
+        progress.stamp(
+            f"{prefix}: {summary(result, elapsed)} (cell {cell.cell_id})"
+            + (f" — {len(progress.pending)} left, ETA {eta}" if progress.pending and eta else "")
+        )
     )
     warning = None if progress.warned else truncation_warning(result)
     if warning:

@@ -18,6 +18,20 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
 PROGRESS_ENV = "NLGBENCH_PROGRESS"
+FALLBACK_SIZE = (80, 24)  # a pseudo-terminal may report 0 columns or 0 lines: bars are drawn for this size then
+
+
+def bar_size(stream: IO[str]) -> tuple[int, int] | None:
+    """The (columns, lines) to draw bars for: None (tqdm follows the terminal) where the bar's
+    terminal reports both; FALLBACK_SIZE's for what it reports as 0 or cannot say (with 0 columns
+    or 0 lines tqdm draws nothing at all)."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return FALLBACK_SIZE
+    if size.columns > 0 and size.lines > 0:
+        return None
+    return (size.columns or FALLBACK_SIZE[0], size.lines or FALLBACK_SIZE[1])
 
 
 def live(stream: IO[str] | None = None) -> bool:
@@ -62,6 +76,7 @@ class CellProgress:
             self._close()
             self._key = (what, total)
             unit = what.split(" ")[0]
+            size = bar_size(self.stream)
             self._bar = tqdm(
                 total=total,
                 desc=f"    {self._stage} {what}".rstrip(),
@@ -69,9 +84,17 @@ class CellProgress:
                 leave=False,
                 file=self.stream,
                 mininterval=self.refresh_s,
-                dynamic_ncols=True,
+                dynamic_ncols=size is None,
+                ncols=size[0] if size else None,
+                nrows=size[1] if size else None,
             )
         self._bar.update(max(0, done - self._bar.n))
+
+    def line(self, text: str) -> None:
+        """A phase line: the open bar is closed first (it vanishes), so the line is never glued onto a
+        half-drawn bar and no stale bar stays above it; then the line, on the bar's stream."""
+        self._close()
+        print(text, file=self.stream, flush=True)
 
     def _close(self) -> None:
         if self._bar is not None:

@@ -23,6 +23,7 @@ from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, read_config
 from nlgbench.core.leakage import guard_cell
 from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
 from nlgbench.core.scores import write_scores
+from nlgbench.core.signature import scorer_signature
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.encoders.runtime import truncated_texts
 from nlgbench.execution.progress import CellProgress, live
@@ -41,9 +42,14 @@ if TYPE_CHECKING:
 CPU_ALLOCATION_FAILED = "can't allocate memory"
 
 
-def _log(msg: str) -> None:
-    """A phase line of the cell, on a terminal only (`progress.live`: elsewhere one line per cell)."""
-    if live(sys.stderr):
+def _log(msg: str, bar: CellProgress | None = None) -> None:
+    """A phase line of the cell, on a terminal only (`progress.live`: elsewhere one line per cell);
+    with a `bar`, through it (its open bar closed first, so the line is never glued onto it)."""
+    if not live(sys.stderr):
+        return
+    if bar is not None:
+        bar.line(f"    {msg}")
+    else:
         print(f"    {msg}", file=sys.stderr, flush=True)
 
 
@@ -92,7 +98,7 @@ def run_cell(cell_dir: Path) -> CellResult:
             bar.stage("prepare")
             with LatencyTracker(sync) as prepare:
                 scorer.prepare(items)
-            _log(f"prepare {prepare.seconds:.1f} s")
+            _log(f"prepare {prepare.seconds:.1f} s", bar)
 
             run = measure_scoring(
                 scorer,
@@ -102,7 +108,7 @@ def run_cell(cell_dir: Path) -> CellResult:
                 batch_size=cfg.batch_size,
                 device=device,
                 sync=sync,
-                log=_log,
+                log=lambda line: _log(line, bar),
                 on_pass=bar.stage,
             )
 
@@ -114,6 +120,7 @@ def run_cell(cell_dir: Path) -> CellResult:
         metric=MetricRecord(name=info.name, higher_is_better=info.higher_is_better, primary=run.scores.primary),
         scorer={
             **scorer.describe(),
+            "signature": scorer_signature(info, cfg.options, cfg.aligner, scorer.describe()),
             "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs)),
             "leakage_guard": leakage,
         },

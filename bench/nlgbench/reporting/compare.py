@@ -1,10 +1,11 @@
 """`nlgbench compare DIR --candidate X --baseline Y`: is the candidate encoder's quality loss real,
 and what does it buy? Per metric x dataset x device: the correlation difference and the quality
-retained (candidate / baseline) with 95% paired-bootstrap intervals over segments, Williams' test
-(Pearson) and the bootstrap test (any method), speed-up with its spread over repeats, memory ratios
-(model memory and process peak), and hardware/library checks. `--metric` takes a metric's label
-or, where only one label has it, its name (`moverscore` when one aligner ran); `--aligner` picks
-the cells run with one aligner (`select_metrics`; the CLI's `--metric` / `--aligner`).
+retained (candidate / baseline) with 95% paired-bootstrap intervals over the level's unit, the
+paired bootstrap or permutation test (any method) and Williams' test (Pearson) at the level
+compared, speed-up with its spread over repeats, memory ratios (model memory and process peak), and
+hardware/library checks. `--metric` takes a metric's label or its name (`moverscore`: one row per
+aligner that ran); `--aligner` picks the cells run with one aligner (`select_metrics`; the CLI's
+`--metric` / `--aligner`). Encoders are named by label or, for registered models, by Hub id.
 
 An imported cell (device `none`: scores from another tool, no timing) compares on quality with
 the other encoder's cell on any device; what it cannot have (speed-up, memory) prints "-".
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nlgbench.core.cell import IMPORTED_DEVICE
+from nlgbench.core.labels import find_encoder_label
 from nlgbench.data.model import HUMAN
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError, unknown_name
@@ -71,8 +73,8 @@ def check_bootstrap(n_resamples: int, seed: int, minimum: int = MIN_RESAMPLES) -
 
 def select_metrics(df: pd.DataFrame, metric: str | None = None, aligner: str | None = None) -> list[str] | None:
     """The metric labels (`df['metric']`) that `--metric` and `--aligner` pick; None: all. A metric
-    is its label (`moverscore (wmd)`) or, when exactly one label remains with that name after the
-    aligner is applied, its name alone (`moverscore`); several: one error line listing them. An
+    is its label (`moverscore (wmd)`) or its name alone (`moverscore`), which picks every label of
+    that name left after the aligner is applied (one row per aligner, each named by its label). An
     aligner alone picks every metric run with it."""
     if metric is None and aligner is None:
         return None
@@ -93,12 +95,8 @@ def select_metrics(df: pd.DataFrame, metric: str | None = None, aligner: str | N
     if metric in labels:
         return [metric]
     named = [m for m in labels if names.get(m) == metric]
-    if len(named) == 1:
-        return named
     if named:
-        raise UserError(
-            f"metric {metric!r} is ambiguous here: {', '.join(named)}; give one of these labels, or --aligner"
-        )
+        return named
     raise unknown_name("metric", metric, sorted({*labels, *(names[m] for m in labels)}))
 
 
@@ -196,9 +194,11 @@ def compare(
     options.check()
     df = run.cells
     encoders = sorted(set(df["encoder"]))
-    for name in (candidate, baseline):
-        if name not in encoders:
+    found = {name: find_encoder_label(name, encoders) for name in (candidate, baseline)}
+    for name, label in found.items():
+        if label is None:
             raise unknown_name("encoder", name, encoders)
+    candidate, baseline = str(found[candidate]), str(found[baseline])
     chosen = metric_pairs(df, metric, aligner, candidate_metric, baseline_metric)
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nlgbench.core.labels import find_encoder_label
 from nlgbench.data.model import HUMAN
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import unknown_name
@@ -139,8 +140,9 @@ def choose_baselines(df: pd.DataFrame, baseline: str | None) -> dict[str, str]:
         metric = str(label)
         encoders = list(dict.fromkeys(group["encoder"]))
         if baseline is not None:
-            if baseline in encoders:
-                out[metric] = baseline
+            found = find_encoder_label(baseline, encoders)  # a Hub id names its registry name's cells too
+            if found is not None:
+                out[metric] = found
             continue
         timed = group.dropna(subset=["params"])
         out[metric] = (

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nlgbench.core.signature import recorded_signature
 from nlgbench.foundations.files import write_atomic
 from nlgbench.reporting.compare import select_metrics
 from nlgbench.reporting.figures import FigureFile, write_figures
@@ -213,6 +214,24 @@ def warnings_html(run: RunData, cell_ids: Iterable[str]) -> list[str]:
     ]
 
 
+def signatures_html(run: RunData, cell_ids: Iterable[str]) -> list[str]:
+    """index.html's "Signatures" section: each reported cell's reproducibility signature (result.json
+    scorer `signature`, results.csv column `signature`); nothing where no cell has one (imported
+    cells, results written before signatures)."""
+    signed = {
+        c: recorded_signature(run.results[c].config.metric, run.results[c].scorer) for c in dict.fromkeys(cell_ids)
+    }
+    rows = [[run.results[c].label, str(sig)] for c, sig in signed.items() if sig]
+    if not rows:
+        return []
+    return [
+        "<h2>Signatures</h2>",
+        "<p>What produced each cell's scores: metric, encoder@revision, layer, variant, options, use of several "
+        'references, library versions (README "Signatures"). Equal signatures, comparable scores.</p>',
+        html_table(["cell", "signature"], rows, "Reproducibility signature per cell", 2),
+    ]
+
+
 def index_html(
     folder: Path,
     run: RunData,
@@ -265,6 +284,7 @@ def index_html(
         "<a href='quantities.tex'>LaTeX</a>, <a href='quantities.csv'>CSV</a> "
         "(n: <a href='quantities_n.csv'>CSV</a>).</p>",
         html_table(quantities.header, quantities.rows, "Correlation matrix of measured quantities", 1),
+        *signatures_html(run, df["cell_id"]),
         "</body></html>",
     ]
     return "\n".join(parts)

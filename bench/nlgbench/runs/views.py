@@ -12,6 +12,7 @@ from typing import Any
 
 from nlgbench.core.labels import distinct_dataset_labels
 from nlgbench.core.result import CellResult
+from nlgbench.core.signature import recorded_signature
 from nlgbench.foundations.files import write_atomic
 from nlgbench.runs.folder import CORRELATIONS_FILE, CSV_FILE
 
@@ -75,6 +76,7 @@ EXTRA_COLUMNS = [
     "ms_per_segment_cv",
     "warmup_passes",
     "batch_tokens",
+    "signature",  # the scorer's reproducibility signature (nlgbench.core.signature), blank before issue 28
     "warnings",  # the cell's data warnings (result.json `warnings`), "; "-joined
     "correlation_note",  # the note stays last: it says why any figure left of it is blank
 ]
@@ -251,6 +253,7 @@ def measured_columns(result: CellResult) -> dict[str, Any]:
         "gpu": env.get("gpu") or "",
         "mean_exit_layer": _num(scorer.get("mean_exit_layer"), 3),
         "truncated_segments": scorer.get("truncated_segments", ""),  # blank in results written before it was counted
+        "signature": recorded_signature(result.config.metric, scorer),
         "weight_mb": _num(scorer["weight_bytes"] / 2**20, 2) if "weight_bytes" in scorer else "",
         "phase_ms": ";".join(f"{k}={v:.3f}" for k, v in t.phase_ms_per_segment_mean.items()),
         # blank in results written before the GPU-grade protocol, and the CV with one repeat

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from nlgbench.core.executor_options import ExecutorOptions
 from nlgbench.core.result import OK, CellResult
@@ -26,6 +26,8 @@ class SlurmLauncher(Launcher):
     """The sweep's unfinished cells as Slurm job array tasks, one cell per task, watched until all
     are collected. Ctrl-C stops watching and leaves the jobs running (`cancel_on_exit`: cancels
     them); `nlgbench collect DIR`, `nlgbench status DIR` or the same command pick them up later."""
+
+    here: ClassVar[bool] = False  # the cells run on the cluster's nodes, whose devices are not this machine's
 
     where = " on Slurm"
 

@@ -25,6 +25,7 @@ from nlgbench.execution.slurm.queue import EXPLAINED, PENDING_STATES, SlurmUnava
 from nlgbench.execution.slurm.submit import recover_unrecorded
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.folder import STORE_FILE, cell_dir, locked
+from nlgbench.runs.rundata import find_results
 from nlgbench.runs.store import Store, has_store, open_store
 
 RESULT_GRACE_S = 30.0  # a task Slurm ended this long ago without a visible result.json has none (NFS caches lookups)
@@ -352,18 +353,49 @@ def job_lines(folder: Path, book: Book, states: Mapping[str, TaskState], stored:
     return lines
 
 
+def recorded_cells(folder: Path) -> tuple[dict[str, CellResult], str | None]:
+    """The run folder's recorded cells and where they were read: the store, else what report and
+    compare read (the cell folders, else the published report/ data); ({}, None) when there are none."""
+    if has_store(folder):
+        with Store(folder) as store:
+            return {r.cell_id: r for r in store.results()}, STORE_FILE
+    try:
+        results, source = find_results(folder)
+    except UserError:
+        return {}, None
+    return {r.cell_id: r for r in results}, source.name
+
+
+def status_data(folder: Path) -> dict[str, Any]:
+    """`nlgbench status DIR --json`: where the cells were read, their counts, each recorded cell
+    (id, label, status, error) and the number of Slurm submissions."""
+    if not folder.is_dir():
+        raise UserError(f"{folder}: no such run folder")
+    stored, source = recorded_cells(folder)
+    ok = sum(r.ok for r in stored.values())
+    return {
+        "folder": str(folder),
+        "source": source,
+        "recorded": len(stored),
+        "ok": ok,
+        "not_ok": len(stored) - ok,
+        "cells": [
+            {"cell_id": r.cell_id, "label": r.label, "status": r.status, "error": r.error} for r in stored.values()
+        ],
+        "slurm_submissions": len(Book.read(folder).submissions),
+    }
+
+
 def status_text(folder: Path) -> str:
     """`nlgbench status DIR`: the cells submitted to Slurm by where they are, every job, the tasks
     not finished (with node or pending reason) and the failed ones; reads only (no lock)."""
     if not folder.is_dir():
         raise UserError(f"{folder}: no such run folder")
-    stored: dict[str, CellResult] = {}
-    if has_store(folder):
-        with Store(folder) as store:
-            stored = {r.cell_id: r for r in store.results()}
+    stored, source = recorded_cells(folder)
+    where = f" (read from {source}; no results.sqlite)" if source not in (None, STORE_FILE) else ""
     book = Book.read(folder)
     n_ok = sum(r.ok for r in stored.values())
-    head = f"{folder}: {len(stored)} cell(s) recorded ({n_ok} ok, {len(stored) - n_ok} not ok)"
+    head = f"{folder}: {len(stored)} cell(s) recorded ({n_ok} ok, {len(stored) - n_ok} not ok){where}"
     if not book.submissions:
         return head + "; no Slurm submissions"
     unreachable = None

@@ -1,0 +1,106 @@
+"""A scorer's reproducibility signature, in the style of sacrebleu's and bert_score's: one readable
+line, fields in a fixed order, that names what produced a score and so when two scores are
+comparable, e.g.
+
+    bertscore|enc:sentence-transformers/all-MiniLM-L6-v2@c9745ed|L6|idf:no|refs:max|nlgbench:0.1.0|torch:2.13|tf:5.24
+
+Fields: the metric; `enc:` the encoder's source with its revision (the Hub snapshot's commit, else
+a fingerprint of a local folder's weight files); `L` the layer used; the variant (num_layers,
+quantize, dtype, early_exit ...); the metric's options (booleans as yes/no); `refs:` how several
+references are used; the metric's own library where it has one (`sacrebleu:2.6.0`); then the
+versions of nlgbench, torch and transformers (major.minor for the last two)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nlgbench.encoders.hfcache import local_snapshot
+from nlgbench.foundations.version import __version__
+from nlgbench.metrics.base import REFERENCE_POLICY, MetricInfo
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".onnx")
+FINGERPRINT_CHUNK = 1 << 20
+SKIPPED_OPTIONS = {"layer", REFERENCE_POLICY}  # shown as their own fields
+
+
+def encoder_revision(source: str) -> str:
+    """The revision of a model source: the Hub snapshot's commit (7 hex), else the first 7 hex of a
+    sha256 over a local folder's weight files (names, sizes and contents); '' when neither is found."""
+    folder = local_snapshot(source)
+    if folder is None:
+        return ""
+    if folder.parent.name == "snapshots":
+        return folder.name[:7]
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES):
+        digest.update(f"{path.relative_to(folder).as_posix()}:{path.stat().st_size}".encode())
+        with path.open("rb") as fh:
+            while chunk := fh.read(FINGERPRINT_CHUNK):
+                digest.update(chunk)
+    return digest.hexdigest()[:7]
+
+
+def reference_use(info: MetricInfo, options: Mapping[str, Any]) -> str:
+    """How a scorer uses several references per hypothesis: the reference_policy option, else the
+    metric's own rule (max, mean, native); `one` where the metric takes one, `none` without references."""
+    if not info.reads_references(dict(options)):
+        return "none"
+    return str(options.get(REFERENCE_POLICY) or info.multi_reference or "one")
+
+
+def scorer_signature(
+    info: MetricInfo, options: Mapping[str, Any], aligner: str | None, described: Mapping[str, Any]
+) -> str:
+    """The signature of a scorer built by `info.make` with these options (and aligner), from its
+    `describe()`: what `nlgbench.Scorer.signature`, `nlgbench score` and a sweep cell's result record."""
+    signed = {k: v for k, v in options.items() if k != REFERENCE_POLICY}
+    if aligner is not None and info.accepts_aligners:
+        signed["aligner"] = aligner
+    return signature(info.name, signed, described, reference_use(info, options))
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _major_minor(version: str) -> str:
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def signature(metric: str, options: Mapping[str, Any], described: Mapping[str, Any], references: str) -> str:
+    """The signature of a scorer: `metric`, its `options` (as given to the metric), the scorer's
+    `describe()` (source, layer, variant) and `references` (how several references are used: max,
+    mean, first, native, one, none)."""
+    import torch
+    import transformers
+
+    fields = [metric]
+    source = described.get("source")
+    if source:
+        revision = encoder_revision(str(source))
+        fields.append(f"enc:{source}" + (f"@{revision}" if revision else ""))
+    if described.get("layer") is not None:
+        fields.append(f"L{described['layer']}")
+    fields += [f"{k}={_value(v)}" for k, v in sorted((described.get("variant") or {}).items())]
+    fields += [f"{k}:{_value(v)}" for k, v in sorted(options.items()) if k not in SKIPPED_OPTIONS and v is not None]
+    fields.append(f"refs:{references}")
+    fields += [f"{name}:{v}" for name, v in sorted((described.get("library") or {}).items())]  # sacrebleu, rouge
+    fields += [
+        f"nlgbench:{__version__}",
+        f"torch:{_major_minor(torch.__version__)}",
+        f"tf:{_major_minor(transformers.__version__)}",
+    ]
+    return "|".join(fields)
+
+
+def recorded_signature(metric: str | None, scorer: Mapping[str, Any] | None) -> str:
+    """The nlgbench signature a cell's result records (`scorer.signature`), '' where there is none:
+    imported cells, results written before signatures, and lexical cells written before
+    sacrebleu's own string moved to `sacrebleu_signature` (it does not start with the metric)."""
+    value = (scorer or {}).get("signature")
+    return value if isinstance(value, str) and metric is not None and value.startswith(f"{metric}|") else ""
