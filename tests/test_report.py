@@ -519,7 +519,8 @@ def test_index_html_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
         )
         tradeoff = pd.read_csv(run_dir / "report" / "tradeoff.csv")
         relative = pd.read_csv(run_dir / "report" / "relative.csv")
-        assert rows == [len(tradeoff), len(relative), 3, 6] and len(tradeoff) == 3
+        # trade-off, relative, per encoder, quantities, then one signature per measured cell (issue 28)
+        assert rows == [len(tradeoff), len(relative), 3, 6, 3] and len(tradeoff) == 3
         first = browser.execute_script(
             "return document.querySelectorAll('table')[1].querySelector('tbody tr td:nth-child(2)').textContent;"
         )
