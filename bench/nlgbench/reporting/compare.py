@@ -261,6 +261,7 @@ def compare_cells(
     permutation test (options.test) swaps segments, Williams' test is per group of the level."""
     q_c, q_b = options.value(cs), options.value(bs)
     unit = options.unit(cs)
+    n_units, n_inputs = unit_count(cs, unit)
     boot = paired_from_replicates(
         q_c,
         q_b,
@@ -290,8 +291,8 @@ def compare_cells(
         "delta_ci": [boot.ci_low, boot.ci_high],
         "test": options.test_label,
         "resampling": UNIT_LABELS[unit],
-        "n_units": unit_count(cs, unit)[0],
-        "n_inputs": unit_count(cs, unit)[1],
+        "n_units": n_units,
+        "n_inputs": n_inputs,
         "unit": unit,
         "p_value": perm.p_value if perm is not None else boot.p_value,
         "p_bootstrap": boot.p_value,

@@ -291,14 +291,6 @@ def quality(seg: Segments, method: str = "pearson", level: str = "global", thres
     return finite_mean([g.value for g in level_groups(seg, level, group_statistic(method, threshold))])
 
 
-def acc_eq_epsilons(seg: Segments, level: str) -> dict[str, float]:
-    """acc_eq's calibrated epsilon per group of `level` (global: one, named "")."""
-    return {
-        p.name: calibrated_acc_eq(p.segments.score, p.segments.human, source_keys(p.segments))[1]
-        for p in level_points(seg, level)
-    }
-
-
 def _names(names: Sequence[str]) -> str:
     """Names for a note: at most NAMES_SHOWN, then how many more."""
     shown = ", ".join(names[:NAMES_SHOWN])
@@ -361,7 +353,13 @@ def figure_table(
         for method in (canonical_method(m) for m in methods):
             if method_reason(method, level) is not None:
                 continue
-            values = [group_statistic(method, threshold)(p) for p in points]
+            if method == "acc_eq":  # the value and its calibrated epsilon from one calibration per group
+                calibrated = [
+                    calibrated_acc_eq(p.segments.score, p.segments.human, source_keys(p.segments)) for p in points
+                ]
+                values = [value for value, _ in calibrated]
+            else:
+                values = [group_statistic(method, threshold)(p) for p in points]
             row: dict[str, Any] = {
                 "level": level,
                 "grouping": GROUPING[level],
@@ -374,7 +372,7 @@ def figure_table(
                 "note": "" if all(math.isfinite(v) for v in values) else quality_note(seg, method, level, threshold),
             }
             if method == "acc_eq":
-                eps = acc_eq_epsilons(seg, level)
-                row["epsilon"] = eps[""] if level == "global" else "; ".join(f"{k}={v:.6g}" for k, v in eps.items())
+                epsilons = [(p.name, eps) for p, (_, eps) in zip(points, calibrated, strict=True)]
+                row["epsilon"] = epsilons[0][1] if level == "global" else "; ".join(f"{k}={v:.6g}" for k, v in epsilons)
             rows.append(row)
     return rows

@@ -14,6 +14,7 @@ the seed: two cells of the same segments get the same draws, so their statistics
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -96,18 +97,18 @@ def draw(seg: Segments, unit: str, rng: np.random.Generator) -> Segments:
         return out
     copy = np.concatenate(copies)
     if unit == "sources":
-        return Segments(out.score, out.human, out.lp, out.system, _relabel(seg.seg_id, idx, copy), out.doc)
+        return replace(out, seg_id=_relabel(seg.seg_id, idx, copy))
     if unit == "documents":
         assert seg.doc is not None
-        return Segments(out.score, out.human, out.lp, out.system, out.seg_id, _relabel(seg.doc, idx, copy))
+        return replace(out, doc=_relabel(seg.doc, idx, copy))
     if unit == "systems":
-        return Segments(out.score, out.human, out.lp, _relabel(seg.system, idx, copy), out.seg_id, out.doc)
+        return replace(out, system=_relabel(seg.system, idx, copy))
     system_copy, input_copy = copy // (1 << 20), copy % (1 << 20)
     systems = _relabel(seg.system, idx, system_copy)
     if unit == "systems+documents":
         assert seg.doc is not None
-        return Segments(out.score, out.human, out.lp, systems, out.seg_id, _relabel(seg.doc, idx, input_copy))
-    return Segments(out.score, out.human, out.lp, systems, _relabel(seg.seg_id, idx, input_copy), out.doc)
+        return replace(out, system=systems, doc=_relabel(seg.doc, idx, input_copy))
+    return replace(out, system=systems, seg_id=_relabel(seg.seg_id, idx, input_copy))
 
 
 def _draw_both(seg: Segments, positions: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -166,13 +166,9 @@ def paired_permutation(
     exceed = 0
     for _ in range(n_permutations):
         swap = rng.random(len(c)) < 0.5
-        c_star = Segments(
-            np.where(swap, b, c), candidate.human, candidate.lp, candidate.system, candidate.seg_id, candidate.doc
+        d = statistic(replace(candidate, score=np.where(swap, b, c))) - statistic(
+            replace(candidate, score=np.where(swap, c, b))
         )
-        b_star = Segments(
-            np.where(swap, c, b), candidate.human, candidate.lp, candidate.system, candidate.seg_id, candidate.doc
-        )
-        d = statistic(c_star) - statistic(b_star)
         exceed += bool(math.isfinite(d) and abs(d) >= abs(delta) - ZERO_DELTA)
     p = (1 + exceed) / (1 + n_permutations) if math.isfinite(delta) else NAN
     return PairedPermutation(float(delta), p, n_permutations, seed)
