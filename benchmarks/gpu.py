@@ -3,7 +3,8 @@ sweep, and nlgbench's BERTScore against the `bert_score` package on the GPU.
 
     python benchmarks/gpu.py [--out reports/gpu] [--device cuda] [--max-segments N]
         [--cpu-max-segments N] [--batch-sizes 16,32,64,128,256,512] [--repeats 3]
-        [--parts quickstart,similarity,sweep,reference] [--allow-cpu]
+        [--parts quickstart,similarity,sweep,reference] [--similarity-max-segments N]
+        [--without-mpnet] [--allow-cpu]
 
 Every cell runs as a sweep cell does (`nlgbench.run`: a fresh worker per cell, the measurement
 protocol of the README: warm-up until stable on CUDA, wall clock and CUDA events, CV of the
@@ -52,10 +53,16 @@ def dataset(max_segments: int | None) -> dict[str, Any]:
     return {"name": "wmt16", **({"max_segments": max_segments} if max_segments else {})}
 
 
-def quickstart_spec(device: str, max_segments: int | None, repeats: int) -> dict[str, Any]:
-    """examples/quickstart.yaml's BERTScore encoders on `device`, plus MiniLM in fp16 and bf16."""
+def is_mpnet(encoder: Any) -> bool:
+    """Whether a spec's encoder entry (a name or a mapping with `name`) is MPNet-base."""
+    return (encoder.get("name") if isinstance(encoder, dict) else encoder) == MPNET
+
+
+def quickstart_spec(device: str, max_segments: int | None, repeats: int, mpnet: bool = True) -> dict[str, Any]:
+    """examples/quickstart.yaml's BERTScore encoders on `device`, plus MiniLM in fp16 and bf16
+    (MPNet-base left out when `mpnet` is false)."""
     encoders: list[Any] = [
-        MPNET,
+        *([MPNET] if mpnet else []),
         MINILM,
         {"name": MINILM, "num_layers": 3},
         {"name": MINILM, "dtype": "fp16"},
@@ -71,15 +78,19 @@ def quickstart_spec(device: str, max_segments: int | None, repeats: int) -> dict
     }
 
 
-def similarity_spec(device: str, max_segments: int | None, repeats: int) -> dict[str, Any]:
+def similarity_spec(device: str, max_segments: int | None, repeats: int, mpnet: bool = True) -> dict[str, Any]:
     """examples/similarity.yaml's metrics and encoders on WMT16 on `device` (int8 is CPU-only: left
-    out on CUDA)."""
+    out on CUDA; MPNet-base and its early exit left out when `mpnet` is false)."""
     import yaml
 
     raw = yaml.safe_load((REPO / "examples" / "similarity.yaml").read_text(encoding="utf-8"))
     metrics = []
     for entry in raw["metrics"]:
-        encoders = [e for e in entry["encoders"] if not (device != "cpu" and isinstance(e, dict) and e.get("quantize"))]
+        encoders = [
+            e
+            for e in entry["encoders"]
+            if not (device != "cpu" and isinstance(e, dict) and e.get("quantize")) and (mpnet or not is_mpnet(e))
+        ]
         metrics.append({**entry, "encoders": encoders})
     return {
         "name": f"gpu-similarity-{device.replace(':', '')}",
@@ -410,6 +421,17 @@ def main(argv: list[str] | None = None) -> int:
         default=100,
         help="first N per language pair for the CPU comparison cells (default 100; 0: no CPU cells)",
     )
+    parser.add_argument(
+        "--similarity-max-segments",
+        type=int,
+        default=None,
+        help="first N per language pair for the similarity part on the device (default: --max-segments)",
+    )
+    parser.add_argument(
+        "--without-mpnet",
+        action="store_true",
+        help="leave out the MPNet-base cells (when its 440 MB of weights are not at hand on the GPU machine)",
+    )
     parser.add_argument("--batch-sizes", default="16,32,64,128,256,512")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds of the bert_score comparison")
@@ -450,17 +472,22 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     sizes = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
+    mpnet = not args.without_mpnet
+    if not mpnet:
+        print(f"--without-mpnet: the {MPNET} cells are left out")
     rows: list[dict[str, Any]] = []
     if "quickstart" in parts:
-        rows += run_part("quickstart", quickstart_spec(device, args.max_segments, args.repeats), out)
+        rows += run_part("quickstart", quickstart_spec(device, args.max_segments, args.repeats, mpnet), out)
         if device != "cpu" and args.cpu_max_segments:
-            cpu_spec = quickstart_spec("cpu", args.cpu_max_segments, args.repeats)
-            cpu_spec["metrics"][0]["encoders"] = cpu_spec["metrics"][0]["encoders"][:3]  # fp32 only on the CPU
-            rows += run_part("quickstart", cpu_spec, out)
+            cpu_spec = quickstart_spec("cpu", args.cpu_max_segments, args.repeats, mpnet)
+            encoders = cpu_spec["metrics"][0]["encoders"]
+            cpu_spec["metrics"][0]["encoders"] = [e for e in encoders if not (isinstance(e, dict) and "dtype" in e)]
+            rows += run_part("quickstart", cpu_spec, out)  # fp32 only on the CPU
     if "similarity" in parts:
-        rows += run_part("similarity", similarity_spec(device, args.max_segments, args.repeats), out)
+        similar = args.similarity_max_segments or args.max_segments
+        rows += run_part("similarity", similarity_spec(device, similar, args.repeats, mpnet), out)
         if device != "cpu" and args.cpu_max_segments:
-            rows += run_part("similarity", similarity_spec("cpu", args.cpu_max_segments, args.repeats), out)
+            rows += run_part("similarity", similarity_spec("cpu", args.cpu_max_segments, args.repeats, mpnet), out)
     if "sweep" in parts:
         rows += run_part("sweep", sweep_spec(device, args.max_segments, args.repeats, sizes), out)
     reference = None
