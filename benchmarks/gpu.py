@@ -4,7 +4,7 @@ sweep, and nlgbench's BERTScore against the `bert_score` package on the GPU.
     python benchmarks/gpu.py [--out reports/gpu] [--device cuda] [--max-segments N]
         [--cpu-max-segments N] [--batch-sizes 16,32,64,128,256,512] [--repeats 3]
         [--parts quickstart,similarity,sweep,reference] [--similarity-max-segments N]
-        [--without-mpnet] [--allow-cpu]
+        [--without-mpnet] [--allow-cpu] [--summary-only]
 
 Every cell runs as a sweep cell does (`nlgbench.run`: a fresh worker per cell, the measurement
 protocol of the README: warm-up until stable on CUDA, wall clock and CUDA events, CV of the
@@ -364,6 +364,18 @@ def run_part(name: str, spec: dict[str, Any], out: Path) -> list[dict[str, Any]]
     return [summary_row(name, row) for row in read_rows(folder)]
 
 
+def recorded_parts(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The summary rows of every part folder already in `out` (`gpu-<part>-<device>/results.csv`, in
+    PARTS order) and the recorded bert_score comparison: a summary of runs made in several calls."""
+    rows: list[dict[str, Any]] = []
+    for part in PARTS:
+        for folder in sorted(out.glob(f"gpu-{part}-*")):
+            if (folder / "results.csv").is_file():
+                rows += [summary_row(part, row) for row in read_rows(folder)]
+    reference = out / "bert_score.json"
+    return rows, json.loads(reference.read_text(encoding="utf-8")) if reference.is_file() else None
+
+
 def checks(rows: list[dict[str, Any]], device: str, reference: dict[str, Any] | None) -> list[str]:
     """Issue 15's targets against what was measured (lines to print)."""
     lines = []
@@ -441,7 +453,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="without CUDA, run the parts on the CPU instead of stopping (a smoke test)",
     )
+    parser.add_argument(
+        "--summary-only",
+        action="store_true",
+        help="measure nothing: write the summary, checks and plot of every part folder already in --out",
+    )
     args = parser.parse_args(argv)
+    if args.summary_only:
+        recorded, measured = recorded_parts(args.out)
+        machine = json.loads((args.out / "machine.json").read_text(encoding="utf-8"))
+        return summarise(args.out, recorded, measured, args.device, machine)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
@@ -499,6 +520,13 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as exc:
             print(f"skipped: {exc}")
 
+    return summarise(out, rows, reference, device, env)
+
+
+def summarise(
+    out: Path, rows: list[dict[str, Any]], reference: dict[str, Any] | None, device: str, env: dict[str, Any]
+) -> int:
+    """Write summary.csv, summary.md and batch_sweep.png of these rows, and print the table and checks."""
     if rows:
         with (out / "summary.csv").open("w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
