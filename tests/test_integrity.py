@@ -148,8 +148,8 @@ def test_integer_like_text_seg_ids_round_trip(capsys: pytest.CaptureFixture[str]
     )
     assert code == 0, err
     assert (
-        read_csv(tmp_path / "run2" / "results.csv")[0]["pearson_pooled"]
-        == read_csv(run / "results.csv")[0]["pearson_pooled"]
+        read_csv(tmp_path / "run2" / "results.csv")[0]["pearson_global"]
+        == read_csv(run / "results.csv")[0]["pearson_global"]
     )
     # compare on the published report folder alone (what a clone of the repository holds)
     shutil.rmtree(run / "cells")

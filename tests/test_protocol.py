@@ -46,7 +46,7 @@ from nlgbench.metrics.common import (
     token_budget,
 )
 from nlgbench.metrics.embedding import Prefetcher, embed_texts, prepared_batches
-from nlgbench.runs.views import CSV_COLUMNS, EXTRA_COLUMNS, csv_row
+from nlgbench.runs.views import RESULTS_COLUMNS, csv_row
 from tiny import make_tiny_bert
 
 CUDA = torch.cuda.is_available()
@@ -203,7 +203,7 @@ def test_timing_records_cv_and_the_new_fields_only_where_measured() -> None:
 
 
 def test_results_csv_has_the_new_columns_before_the_note() -> None:
-    columns = CSV_COLUMNS + EXTRA_COLUMNS
+    columns = RESULTS_COLUMNS
     assert columns[-1] == "correlation_note"
     assert {"ms_per_segment_cv", "warmup_passes", "batch_tokens"} <= set(columns)
     config = CellConfig(
