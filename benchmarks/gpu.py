@@ -3,7 +3,8 @@ sweep, and nlgbench's BERTScore against the `bert_score` package on the GPU.
 
     python benchmarks/gpu.py [--out reports/gpu] [--device cuda] [--max-segments N]
         [--cpu-max-segments N] [--batch-sizes 16,32,64,128,256,512] [--repeats 3]
-        [--parts quickstart,similarity,sweep,reference] [--allow-cpu]
+        [--parts quickstart,similarity,sweep,reference] [--similarity-max-segments N]
+        [--without-mpnet] [--allow-cpu] [--summary-only]
 
 Every cell runs as a sweep cell does (`nlgbench.run`: a fresh worker per cell, the measurement
 protocol of the README: warm-up until stable on CUDA, wall clock and CUDA events, CV of the
@@ -52,10 +53,16 @@ def dataset(max_segments: int | None) -> dict[str, Any]:
     return {"name": "wmt16", **({"max_segments": max_segments} if max_segments else {})}
 
 
-def quickstart_spec(device: str, max_segments: int | None, repeats: int) -> dict[str, Any]:
-    """examples/quickstart.yaml's BERTScore encoders on `device`, plus MiniLM in fp16 and bf16."""
+def is_mpnet(encoder: Any) -> bool:
+    """Whether a spec's encoder entry (a name or a mapping with `name`) is MPNet-base."""
+    return (encoder.get("name") if isinstance(encoder, dict) else encoder) == MPNET
+
+
+def quickstart_spec(device: str, max_segments: int | None, repeats: int, mpnet: bool = True) -> dict[str, Any]:
+    """examples/quickstart.yaml's BERTScore encoders on `device`, plus MiniLM in fp16 and bf16
+    (MPNet-base left out when `mpnet` is false)."""
     encoders: list[Any] = [
-        MPNET,
+        *([MPNET] if mpnet else []),
         MINILM,
         {"name": MINILM, "num_layers": 3},
         {"name": MINILM, "dtype": "fp16"},
@@ -71,15 +78,19 @@ def quickstart_spec(device: str, max_segments: int | None, repeats: int) -> dict
     }
 
 
-def similarity_spec(device: str, max_segments: int | None, repeats: int) -> dict[str, Any]:
+def similarity_spec(device: str, max_segments: int | None, repeats: int, mpnet: bool = True) -> dict[str, Any]:
     """examples/similarity.yaml's metrics and encoders on WMT16 on `device` (int8 is CPU-only: left
-    out on CUDA)."""
+    out on CUDA; MPNet-base and its early exit left out when `mpnet` is false)."""
     import yaml
 
     raw = yaml.safe_load((REPO / "examples" / "similarity.yaml").read_text(encoding="utf-8"))
     metrics = []
     for entry in raw["metrics"]:
-        encoders = [e for e in entry["encoders"] if not (device != "cpu" and isinstance(e, dict) and e.get("quantize"))]
+        encoders = [
+            e
+            for e in entry["encoders"]
+            if not (device != "cpu" and isinstance(e, dict) and e.get("quantize")) and (mpnet or not is_mpnet(e))
+        ]
         metrics.append({**entry, "encoders": encoders})
     return {
         "name": f"gpu-similarity-{device.replace(':', '')}",
@@ -109,8 +120,11 @@ def sweep_spec(device: str, max_segments: int | None, repeats: int, batch_sizes:
 
 
 def read_rows(run: Path) -> list[dict[str, str]]:
+    """results.csv's rows, with the current column names also for a file written before issue 28."""
+    from nlgbench.runs.views import current_names
+
     with (run / "results.csv").open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
+        return [current_names(row) for row in csv.DictReader(fh)]
 
 
 def phases(row: dict[str, str]) -> dict[str, float]:
@@ -146,8 +160,8 @@ def summary_row(part: str, row: dict[str, str]) -> dict[str, Any]:
         "tokenize_ms": ph.get("tokenize"),
         "encode_ms": ph.get("encode"),
         "tokenize_overlapped_ms": ph.get("tokenize_overlapped"),
-        "cuda_peak_allocated_mb": number(row.get("cuda_peak_allocated_mb", "")),
-        "pearson": number(row.get("pearson", "")),
+        "cuda_peak_allocated_mib": number(row.get("cuda_peak_allocated_mib", "")),
+        "pearson_global": number(row.get("pearson_global", "")),
         "error": row.get("error", ""),
     }
 
@@ -175,8 +189,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         "encode %",
         "tok ms",
         "tok hidden ms",
-        "CUDA MB",
-        "pearson",
+        "CUDA MiB",
+        "pearson (global)",
         "status",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -199,8 +213,8 @@ def table(rows: list[dict[str, Any]]) -> str:
                     share,
                     fmt(r["tokenize_ms"]),
                     fmt(r["tokenize_overlapped_ms"]),
-                    fmt(r["cuda_peak_allocated_mb"], 0),
-                    fmt(r["pearson"]),
+                    fmt(r["cuda_peak_allocated_mib"], 0),
+                    fmt(r["pearson_global"]),
                     r["status"] if r["status"] == "ok" else f"{r['status']}: {r['error'][:60]}",
                 ]
             )
@@ -353,6 +367,18 @@ def run_part(name: str, spec: dict[str, Any], out: Path) -> list[dict[str, Any]]
     return [summary_row(name, row) for row in read_rows(folder)]
 
 
+def recorded_parts(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The summary rows of every part folder already in `out` (`gpu-<part>-<device>/results.csv`, in
+    PARTS order) and the recorded bert_score comparison: a summary of runs made in several calls."""
+    rows: list[dict[str, Any]] = []
+    for part in PARTS:
+        for folder in sorted(out.glob(f"gpu-{part}-*")):
+            if (folder / "results.csv").is_file():
+                rows += [summary_row(part, row) for row in read_rows(folder)]
+    reference = out / "bert_score.json"
+    return rows, json.loads(reference.read_text(encoding="utf-8")) if reference.is_file() else None
+
+
 def checks(rows: list[dict[str, Any]], device: str, reference: dict[str, Any] | None) -> list[str]:
     """Issue 15's targets against what was measured (lines to print)."""
     lines = []
@@ -410,6 +436,17 @@ def main(argv: list[str] | None = None) -> int:
         default=100,
         help="first N per language pair for the CPU comparison cells (default 100; 0: no CPU cells)",
     )
+    parser.add_argument(
+        "--similarity-max-segments",
+        type=int,
+        default=None,
+        help="first N per language pair for the similarity part on the device (default: --max-segments)",
+    )
+    parser.add_argument(
+        "--without-mpnet",
+        action="store_true",
+        help="leave out the MPNet-base cells (when its 440 MB of weights are not at hand on the GPU machine)",
+    )
     parser.add_argument("--batch-sizes", default="16,32,64,128,256,512")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds of the bert_score comparison")
@@ -419,7 +456,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="without CUDA, run the parts on the CPU instead of stopping (a smoke test)",
     )
+    parser.add_argument(
+        "--summary-only",
+        action="store_true",
+        help="measure nothing: write the summary, checks and plot of every part folder already in --out",
+    )
     args = parser.parse_args(argv)
+    if args.summary_only:
+        recorded, measured = recorded_parts(args.out)
+        machine = json.loads((args.out / "machine.json").read_text(encoding="utf-8"))
+        return summarise(args.out, recorded, measured, args.device, machine)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
@@ -450,17 +496,22 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     sizes = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
+    mpnet = not args.without_mpnet
+    if not mpnet:
+        print(f"--without-mpnet: the {MPNET} cells are left out")
     rows: list[dict[str, Any]] = []
     if "quickstart" in parts:
-        rows += run_part("quickstart", quickstart_spec(device, args.max_segments, args.repeats), out)
+        rows += run_part("quickstart", quickstart_spec(device, args.max_segments, args.repeats, mpnet), out)
         if device != "cpu" and args.cpu_max_segments:
-            cpu_spec = quickstart_spec("cpu", args.cpu_max_segments, args.repeats)
-            cpu_spec["metrics"][0]["encoders"] = cpu_spec["metrics"][0]["encoders"][:3]  # fp32 only on the CPU
-            rows += run_part("quickstart", cpu_spec, out)
+            cpu_spec = quickstart_spec("cpu", args.cpu_max_segments, args.repeats, mpnet)
+            encoders = cpu_spec["metrics"][0]["encoders"]
+            cpu_spec["metrics"][0]["encoders"] = [e for e in encoders if not (isinstance(e, dict) and "dtype" in e)]
+            rows += run_part("quickstart", cpu_spec, out)  # fp32 only on the CPU
     if "similarity" in parts:
-        rows += run_part("similarity", similarity_spec(device, args.max_segments, args.repeats), out)
+        similar = args.similarity_max_segments or args.max_segments
+        rows += run_part("similarity", similarity_spec(device, similar, args.repeats, mpnet), out)
         if device != "cpu" and args.cpu_max_segments:
-            rows += run_part("similarity", similarity_spec("cpu", args.cpu_max_segments, args.repeats), out)
+            rows += run_part("similarity", similarity_spec("cpu", args.cpu_max_segments, args.repeats, mpnet), out)
     if "sweep" in parts:
         rows += run_part("sweep", sweep_spec(device, args.max_segments, args.repeats, sizes), out)
     reference = None
@@ -472,6 +523,13 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as exc:
             print(f"skipped: {exc}")
 
+    return summarise(out, rows, reference, device, env)
+
+
+def summarise(
+    out: Path, rows: list[dict[str, Any]], reference: dict[str, Any] | None, device: str, env: dict[str, Any]
+) -> int:
+    """Write summary.csv, summary.md and batch_sweep.png of these rows, and print the table and checks."""
     if rows:
         with (out / "summary.csv").open("w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))

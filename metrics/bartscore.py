@@ -24,7 +24,7 @@ from nlgbench.encoders.models import load_model
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import pad_ids
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
 
 
@@ -77,6 +77,8 @@ class BartScoreScorer(ScorerBase[BartScoreOptions]):
         with timer.phase("tokenize"):
             s_ids = tok(srcs, truncation=True, max_length=self.options.max_length)["input_ids"]
             t_ids = tok(tgts, truncation=True, max_length=self.options.max_length)["input_ids"]
+        if any(not ids for ids in (*s_ids, *t_ids)):  # an empty text without special tokens: 0 / 0
+            raise ValueError(f"{self.lm.source}: its tokenizer gives an empty text no token, so no log-likelihood")
 
         def batch_scores(batch: list[int]) -> list[float]:
             src, src_mask = pad_ids([s_ids[i] for i in batch], self.pad_id)
@@ -111,6 +113,25 @@ class BartScoreScorer(ScorerBase[BartScoreOptions]):
         return {"prompt": self.options.prompt, "state_dict": self.options.state_dict, **self.lm.describe()}
 
 
+BLANK_SCORED = (
+    "the log-likelihood of what the tokenizer makes of it (an empty text: its special tokens <s> </s> alone), "
+    "as the published BARTScorer"
+)
+
+
+def blank_texts(options: dict[str, Any]) -> BlankTexts:
+    """A blank hypothesis or reference is scored as the published code scores it (specials only); a
+    blank source, read only with `faithfulness`, is taken as missing and refused."""
+    if options.get("faithfulness"):
+        return BlankTexts(
+            scored=("hypothesis", "reference"),
+            refused=("source",),
+            value=BLANK_SCORED,
+            reason="a blank source is taken as missing (data without sources), never scored",
+        )
+    return BlankTexts(scored=("hypothesis", "reference"), value=BLANK_SCORED)
+
+
 def check_values(options: dict[str, Any]) -> None:
     if options.get("prompt_position") not in (None, "source_suffix", "target_prefix"):
         raise UserError(f"prompt_position must be source_suffix or target_prefix, got {options['prompt_position']!r}")
@@ -136,4 +157,5 @@ INFO = MetricInfo(
     # neulab/BARTScore bart_score.py: BARTScorer.multi_ref_score(srcs, tgts, agg="mean") scores each
     # reference and takes np.mean over them by default (agg="max" is its alternative).
     multi_reference="mean",
+    blank_texts_if=blank_texts,
 )

@@ -37,7 +37,7 @@ from nlgbench.metrics.alignment import (
     squared_euclidean_cost_batch,
     wmd_batch,
 )
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.metrics.embedding import Embedded, SidedIdf, embed_pairs
 
@@ -407,4 +407,8 @@ INFO = MetricInfo(
     # PierreColombo/nlg_eval_via_simi_measures bary_score.py: BaryScoreMetric.supports_multi_ref is False
     # ("BaryScore does not support multi ref"), so no rule: the user sets reference_policy.
     multi_reference=None,
+    blank_texts=BlankTexts(
+        refused=("hypothesis", "reference"),
+        reason="an empty text has no token to make a measure of, so no barycentre and no Wasserstein distance",
+    ),
 )

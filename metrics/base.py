@@ -18,7 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from nlgbench.data.model import Item
+from nlgbench.data.model import Item, blank_positions
 from nlgbench.foundations.errors import UserError
 
 OptionsT = TypeVar("OptionsT")
@@ -127,6 +127,53 @@ def option_table(options_class: type) -> dict[str, tuple[type, Any]]:
     return table
 
 
+#: The item texts a metric may read, in the order messages name them.
+READ_FIELDS = ("hypothesis", "reference", "source")
+
+
+@dataclass(frozen=True)
+class BlankTexts:
+    """What a metric does with a blank text (empty or whitespace only: an empty system output, an
+    empty reference) in each item text it reads, the one declaration of it (`MetricInfo.blank_texts`).
+
+    `scored`: fields where the metric's definition or reference code gives a blank text a value,
+    which its scorer computes (`value` says which, in words: the README's table and the warnings
+    quote it); a blank text there is scored and warned about. `refused`: fields where it gives none
+    (`reason` says why); a blank text there is refused, one line naming the metric and the item,
+    before any model loads. A field in neither is not read, so a blank text there changes nothing.
+    """
+
+    scored: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+    value: str = ""
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        fields = [*self.scored, *self.refused]
+        unknown = [f for f in fields if f not in READ_FIELDS]
+        if unknown or len(set(fields)) != len(fields):
+            raise ValueError(f"blank texts: fields must be distinct, among {', '.join(READ_FIELDS)}; got {fields}")
+        if bool(self.scored) != bool(self.value) or bool(self.refused) != bool(self.reason):
+            raise ValueError("blank texts: say the value of scored fields and the reason for refused ones")
+
+    def found(self, items: Sequence[Item]) -> dict[str, list[int]]:
+        """Per field this declaration covers (scored, then refused), the 0-based positions of the items
+        with a blank text there; fields without one left out."""
+        out = {name: blank_positions(items, name) for name in (*self.scored, *self.refused)}
+        return {name: positions for name, positions in out.items() if positions}
+
+    def refusal(self, metric: str, items: Sequence[Item], where: Callable[[str, int], str]) -> str | None:
+        """The one line refusing the first refused field with a blank text (`where(field, position)`
+        names the item: a 1-based line, an item's ids), or None when nothing is refused."""
+        found = self.found(items)
+        for name in self.refused:
+            if name in found:
+                positions = found[name]
+                more = f", {len(positions)} blank in all" if len(positions) > 1 else ""
+                return f"{metric} cannot score a blank {name} ({where(name, positions[0])}{more}): {self.reason}"
+        return None
+
+
 @dataclass(frozen=True)
 class MetricInfo:
     """A registered metric: its declaration and how to build its scorer.
@@ -158,6 +205,11 @@ class MetricInfo:
     libraries: tuple[str, ...] = ()
     # When reading references depends on the options (SentSim's `against`); default: "reference" in `needs`.
     reads_references_if: Callable[[dict[str, Any]], bool] | None = None
+    # What it does with a blank text in each field it reads (scored as it defines, or refused), and the
+    # options-dependent form where that depends on the options (SentSim's token_part). Neither given:
+    # every field it reads is refused (`blank_rule`), the safe rule for a metric that declares nothing.
+    blank_texts: BlankTexts | None = None
+    blank_texts_if: Callable[[dict[str, Any]], BlankTexts] | None = None
 
     def __post_init__(self) -> None:
         if self.multi_reference not in (None, *MULTI_REFERENCE):
@@ -183,6 +235,16 @@ class MetricInfo:
         if self.reads_references_if is not None:
             return self.reads_references_if(options)
         return "reference" in self.needs
+
+    def blank_rule(self, options: dict[str, Any]) -> BlankTexts:
+        """What the metric, run with `options`, does with a blank text in each field it reads."""
+        if self.blank_texts_if is not None:
+            return self.blank_texts_if(options)
+        if self.blank_texts is not None:
+            return self.blank_texts
+        read = ["hypothesis", *(["reference"] if self.reads_references(options) else [])]
+        read += ["source"] if "source" in self.needs else []
+        return BlankTexts(refused=tuple(read), reason="the metric declares no value for one (MetricInfo.blank_texts)")
 
     def check_options(self, options: dict[str, Any], where: str = "options") -> None:
         """Unknown names and wrong types, then the metric's value constraints: a one-line UserError naming the

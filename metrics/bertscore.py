@@ -7,7 +7,8 @@ owns the encoder, batching and timing.
 Conventions, chosen to equal the `bert_score` package: texts are stripped; special tokens
 ([CLS]/[SEP], <s>/</s>) get weight 0 by id but stay match candidates; the layer is
 hidden_states[layer] of the encoder truncated to that layer; idf(w) = log((M + 1) / (df(w) + 1))
-over the M references, unseen tokens log(M + 1).
+over the M references, unseen tokens log(M + 1); an empty text (no token but special ones) gives
+P = R = F1 = 0 with any other text (bert_score's rule, `greedy_match`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import torch
 from nlgbench.data.model import Item
 from nlgbench.encoders.registry import EncoderRef, default_layer
 from nlgbench.encoders.runtime import load_encoder
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
-from nlgbench.metrics.common import greedy_match, pad_tensors, token_weights
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.common import greedy_match, only_special, pad_tensors, token_weights
 from nlgbench.metrics.embedding import chunks, corpus_idf, embed_texts
 
 
@@ -50,12 +51,13 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
         if self.options.idf:
             self.idf, self.unseen = corpus_idf(self.encoder, [it.reference for it in items])
 
-    def embed(self, texts: Sequence[str], timer: PhaseTimer) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """Unit-norm embeddings and weights (idf or 1, 0 for special tokens) of each unique text."""
+    def embed(self, texts: Sequence[str], timer: PhaseTimer) -> dict[str, tuple[torch.Tensor, torch.Tensor, bool]]:
+        """Unit-norm embeddings, weights (idf or 1, 0 for special tokens) and emptiness (no token but
+        special ones, as bert_score tests it) of each unique text."""
         out = {}
         for text, (tok, hidden) in embed_texts(self.encoder, texts, self.layer, self.batch_size, timer).items():
             w = token_weights(tok.ids, self.encoder.special_ids, self.idf, self.unseen)
-            out[text] = (hidden / hidden.norm(dim=-1, keepdim=True), w.to(hidden.device))
+            out[text] = (hidden / hidden.norm(dim=-1, keepdim=True), w.to(hidden.device), only_special(tok.special))
         return out
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
@@ -72,6 +74,8 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
                         pad_tensors([h[1] for h in hyp]),
                         pad_tensors([x[0] for x in ref]),
                         pad_tensors([x[1] for x in ref]),
+                        hyp_empty=torch.tensor([h[2] for h in hyp]),
+                        ref_empty=torch.tensor([x[2] for x in ref]),
                     )
                     cols["precision"] += p.tolist()
                     cols["recall"] += r.tolist()
@@ -96,4 +100,10 @@ INFO = MetricInfo(
     # of them, then keeps per candidate the max over its references of P, R and F separately
     # (bert_score/score.py: ref_group_boundaries, all_preds[beg:end].max(dim=0)).
     multi_reference="max",
+    # bert_score/utils.py greedy_cos_idf: an empty candidate or reference ("Empty candidate sentence
+    # detected; setting raw BERTscores to 0.") gets P = R = 0, and F = 0 where it is NaN.
+    blank_texts=BlankTexts(
+        scored=("hypothesis", "reference"),
+        value="P = R = F1 = 0 for the pair, as bert_score (with several references the others still count)",
+    ),
 )

@@ -1,7 +1,7 @@
 """Maths shared by several metrics: idf, token weights, greedy matching, padding, length-sorted batching.
 
 Pure functions, no model state. Metrics import these from here and never from each other.
-- `idf_table`, `token_weights`, `greedy_match`: BERTScore's core (Zhang et al., 2020, Eqs. 1-4),
+- `idf_table`, `token_weights`, `greedy_match`, `only_special`: BERTScore's core (Zhang et al., 2020, Eqs. 1-4),
   also used by MoverScore / BaryScore (idf) and SentSim (its BERTScore token part);
 - `pad_tensors`: right-padding of per-token tensors into a batch (token ids: `nlgbench.encoders.runtime.pad_ids`);
 - `length_sorted_map`: run a function over batches of indices sorted by length (least padding),
@@ -97,13 +97,22 @@ def token_weights(
 
 
 def greedy_match(
-    hyp: torch.Tensor, hyp_w: torch.Tensor, ref: torch.Tensor, ref_w: torch.Tensor
+    hyp: torch.Tensor,
+    hyp_w: torch.Tensor,
+    ref: torch.Tensor,
+    ref_w: torch.Tensor,
+    hyp_empty: torch.Tensor | None = None,
+    ref_empty: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Batched BERTScore P, R, F from unit-norm embeddings [B, L, D] and weights [B, L] (0 on padding).
 
     Precision: each hypothesis token's best cosine against the reference, idf-weighted mean
     (Eq. 2); recall symmetric (Eq. 1); F their harmonic mean (Eq. 3). Padding is masked out of
     the max (similarities pushed below -1) and out of the sums (weight 0).
+
+    Empty texts, as bert_score's `greedy_cos_idf`: where the hypothesis or the reference is empty
+    (`hyp_empty` / `ref_empty` [B]: no token but special ones), P = R = 0; and F = 0 wherever it is
+    undefined (NaN: an empty side, or P + R = 0).
     """
     sim = torch.bmm(hyp, ref.transpose(1, 2))
     valid = _real(hyp).unsqueeze(2) & _real(ref).unsqueeze(1)
@@ -111,7 +120,17 @@ def greedy_match(
     precision = (sim.max(dim=2).values * hyp_w).sum(1) / hyp_w.sum(1)
     recall = (sim.max(dim=1).values * ref_w).sum(1) / ref_w.sum(1)
     f1 = 2 * precision * recall / (precision + recall)
-    return precision, recall, f1
+    for empty in (hyp_empty, ref_empty):
+        if empty is not None:
+            empty = empty.to(precision.device)
+            precision, recall = precision.masked_fill(empty, 0.0), recall.masked_fill(empty, 0.0)
+    return precision, recall, f1.masked_fill(f1.isnan(), 0.0)
+
+
+def only_special(special: Sequence[bool]) -> bool:
+    """Whether a tokenised text is empty: no token but special ones ([CLS] [SEP], <s> </s>). bert_score
+    tests `mask.sum() == 2`, the same for tokenizers that add two special tokens."""
+    return all(special)
 
 
 def _real(emb: torch.Tensor) -> torch.Tensor:

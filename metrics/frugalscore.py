@@ -17,7 +17,7 @@ from nlgbench.data.model import Item
 from nlgbench.encoders.models import load_model
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
 
 
@@ -99,4 +99,9 @@ INFO = MetricInfo(
     # moussaKam/FrugalScore frugalscore.py: one reference string per prediction (features "references":
     # Value("string")), no multi-reference rule, so none here: the user sets reference_policy.
     multi_reference=None,
+    blank_texts=BlankTexts(
+        scored=("hypothesis", "reference"),
+        value="the student's output for the pair with that side empty (`[CLS] [SEP] reference [SEP]`), "
+        "as the published scorer",
+    ),
 )

@@ -26,7 +26,7 @@ from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Tokenized
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import pad_pairs, transport_pairs
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scores
 from nlgbench.metrics.embedding import AlignerScorer, SidedIdf, embed_pairs
 
 PUNCTUATION = frozenset(string.punctuation)
@@ -199,4 +199,11 @@ INFO = MetricInfo(
     # AIPHES/emnlp19-moverscore: examples/example.py `sentence_score` (the README's multi-reference usage)
     # and examples/run_summarization.py take np.mean of word_mover_score over the references.
     multi_reference="mean",
+    # An empty text has no mass: moverscore_v2's emd_with_flow then moves nothing and returns 1 - 0 = 1,
+    # the best score, for an empty hypothesis or reference (checked on MiniLM-L6): an artifact, not a value.
+    blank_texts=BlankTexts(
+        refused=("hypothesis", "reference"),
+        reason="an empty text has no token mass to move, so its transport distance is undefined "
+        "(moverscore_v2 gives it 1, the best score, by moving nothing)",
+    ),
 )

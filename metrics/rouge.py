@@ -27,7 +27,7 @@ from rouge_score import rouge_scorer
 
 from nlgbench.data.model import Item
 from nlgbench.encoders.registry import NO_ENCODER
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 NO_MODEL = {"params": 0, "disk_bytes": 0, "weight_bytes": 0, "runs_on": "cpu"}  # describe()'s sizes: nothing loaded
@@ -88,6 +88,10 @@ def rouge_info(rouge_type: str) -> MetricInfo:
         encoder_kinds=(NO_ENCODER,),
         multi_reference="native",
         libraries=("rouge-score",),
+        blank_texts=BlankTexts(
+            scored=("hypothesis", "reference"),
+            value="P = R = F = 0, as rouge-score; with several references the best by F is kept",
+        ),
     )
 
 

@@ -36,7 +36,7 @@ from sacrebleu.metrics.base import Metric
 from nlgbench.data.model import Item
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 
 OptionsT = TypeVar("OptionsT")
 
@@ -162,6 +162,10 @@ SENTBLEU_INFO = MetricInfo(
     check_values=check_bleu,
     multi_reference="native",
     libraries=("sacrebleu",),
+    blank_texts=BlankTexts(
+        scored=("hypothesis", "reference"),
+        value="0, as sacrebleu.sentence_bleu (any smoothing); a blank reference among several is one more reference",
+    ),
 )
 
 CHRF_INFO = MetricInfo(
@@ -178,4 +182,8 @@ CHRF_INFO = MetricInfo(
     check_values=check_chrf,
     multi_reference="native",
     libraries=("sacrebleu",),
+    blank_texts=BlankTexts(
+        scored=("hypothesis", "reference"),
+        value="0, as sacrebleu.sentence_chrf; a blank reference among several is one more reference",
+    ),
 )

@@ -27,8 +27,8 @@ from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import ALIGNERS, align
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores, with_second_model
-from nlgbench.metrics.common import greedy_match, pad_tensors, token_weights
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores, with_second_model
+from nlgbench.metrics.common import greedy_match, only_special, pad_tensors, token_weights
 from nlgbench.metrics.embedding import chunks, embed_texts
 
 
@@ -86,7 +86,14 @@ class SentSimScorer(ScorerBase[SentSimOptions]):
             wa = token_weights(tok_a.ids, self.word.special_ids, None, 0.0)
             wb = token_weights(tok_b.ids, self.word.special_ids, None, 0.0)
             a, b = a / a.norm(dim=-1, keepdim=True), b / b.norm(dim=-1, keepdim=True)
-            _, _, f = greedy_match(pad_tensors([a]), pad_tensors([wa]), pad_tensors([b]), pad_tensors([wb]))
+            _, _, f = greedy_match(
+                pad_tensors([a]),
+                pad_tensors([wa]),
+                pad_tensors([b]),
+                pad_tensors([wb]),
+                hyp_empty=torch.tensor([only_special(tok_a.special)]),  # an empty text: F1 = 0, as bert_score
+                ref_empty=torch.tensor([only_special(tok_b.special)]),
+            )
             return float(f[0])
         keep_a = [j for j in range(len(tok_a.ids)) if not tok_a.special[j]]
         keep_b = [j for j in range(len(tok_b.ids)) if not tok_b.special[j]]
@@ -115,6 +122,13 @@ class SentSimScorer(ScorerBase[SentSimOptions]):
                     token.append(self._token_part(*words[it.hypothesis], *words[self._other(it)]))
         with timer.phase("combine"):
             is_distance = self.options.token_part != "bertscore"
+            for part, values in (("sentence cosine", cosine), (f"token ({self.options.token_part})", token)):
+                if len(values) < 2 or max(values) <= min(values):
+                    raise UserError(
+                        f"sentsim normalises each part by its min and max over the scored set (SentSim's "
+                        f"min-max rule), so it needs at least two items with different {part} scores; "
+                        f"these {len(values)} all score {values[0]:.6g} (identical or blank texts?)"
+                    )
             sentsim = combine(min_max(cosine), min_max(token), is_distance)
         token_column = f"token_{self.options.token_part}"
         return Scores(
@@ -144,6 +158,26 @@ def check_values(options: dict[str, Any]) -> None:
         raise UserError(f"token_part must be one of {', '.join(parts)}, got {options['token_part']!r}")
 
 
+SOURCE_REFUSED = "a blank source is taken as missing (data without sources), never scored"
+TRANSPORT_REFUSED = (
+    "its token part (token_part: wmd, rwmd or wcd) moves the mass of the text's tokens, and an empty text has none"
+)
+
+
+def blank_texts(options: dict[str, Any]) -> BlankTexts:
+    """A blank hypothesis (or reference, `against: reference`) is scored with the BERTScore token part:
+    the sentence part is the cosine of the mean-pooled special-token states (what the sentence encoder
+    gives an empty text) and the token part F1 = 0 as bert_score; with a transport token part there is
+    no value. A blank source is refused."""
+    other = "reference" if reads_references(options) else "source"
+    if (options.get("token_part") or "bertscore") != "bertscore":
+        return BlankTexts(refused=("hypothesis", other), reason=TRANSPORT_REFUSED)
+    value = "the sentence cosine of the mean-pooled special-token states, the token part's F1 = 0 (as bert_score)"
+    if other == "reference":
+        return BlankTexts(scored=("hypothesis", "reference"), value=value)
+    return BlankTexts(scored=("hypothesis",), refused=("source",), value=value, reason=SOURCE_REFUSED)
+
+
 def reads_references(options: dict[str, Any]) -> bool:
     """Only `against: reference` compares with the reference (default: the source)."""
     return options.get("against") == "reference"
@@ -163,6 +197,7 @@ INFO = MetricInfo(
     check_values=check_values,
     model_options={"word_encoder": "encoder"},
     reads_references_if=reads_references,
+    blank_texts_if=blank_texts,
     # Reference-free by default. With `against: reference` the published definition (Song et al. 2021) and
     # code score one (hypothesis, text) pair and give no rule for several references: the user sets reference_policy.
     multi_reference=None,

@@ -26,7 +26,7 @@ from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Tokenized, pad_ids
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import cost_matrix, transport
-from nlgbench.metrics.base import MetricInfo, PhaseTimer, Scores, with_second_model
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scores, with_second_model
 from nlgbench.metrics.common import length_sorted_map
 from nlgbench.metrics.embedding import AlignerScorer, embed_pairs
 
@@ -179,4 +179,9 @@ INFO = MetricInfo(
     model_options={"lm": "causal-lm"},
     # Reference-free (source vs hypothesis): references are never read, so several per item change nothing.
     multi_reference=None,
+    blank_texts=BlankTexts(
+        refused=("hypothesis", "source"),
+        reason="an empty text has no token mass to move, so the transport distance is undefined "
+        "(a blank source is missing data anyway)",
+    ),
 )

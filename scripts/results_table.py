@@ -1,6 +1,6 @@
 """Print Markdown tables of a run folder: one row per metric x encoder across datasets, then every cell.
 
-python scripts/results_table.py reports/similarity [--quality pearson_pooled]
+python scripts/results_table.py reports/similarity [--quality pearson_global]
 """
 
 from __future__ import annotations
@@ -14,13 +14,17 @@ from pathlib import Path
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.tables import by_dataset_table, cells_table
 from nlgbench.runs.rundata import RunData
+from nlgbench.runs.views import QUALITY_COLUMNS
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument(
-        "--quality", default="pearson_pooled", choices=["pearson", "kendall", "pearson_pooled", "kendall_pooled"]
+        "--quality",
+        default=QUALITY_COLUMNS[0],
+        choices=QUALITY_COLUMNS,
+        help=f"the results.csv correlation column shown per dataset (default {QUALITY_COLUMNS[0]}, report's default)",
     )
     args = parser.parse_args()
     try:

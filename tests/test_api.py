@@ -45,7 +45,7 @@ def test_version_is_one_number_everywhere(capsys: pytest.CaptureFixture[str]) ->
         (lambda: nlgbench.score(HYPS, REFS, metric="bertscor"), "bertscore"),
         (lambda: nlgbench.score(HYPS, REFS, idf="yes"), "idf must be bool"),
         (lambda: nlgbench.score(HYPS, REFS, nonsense=1), "nonsense"),
-        (lambda: nlgbench.score(HYPS, ["", "b", "c"]), "blank"),
+        (lambda: nlgbench.score(HYPS, ["", "b", "c"], metric="moverscore"), "blank reference (references line 1)"),
         (lambda: nlgbench.score(HYPS, REFS, device="gpu"), "unknown device 'gpu'"),
         (lambda: nlgbench.score(HYPS, REFS, batch_size=0), "batch_size must be an integer >= 1"),
         (lambda: nlgbench.load_run("/nonexistent/run"), "no results.csv"),
@@ -214,7 +214,7 @@ def test_signature_names_aligner_variant_and_reference_use(tmp_path: Path) -> No
     sig = signature("moverscore", {"idf": True, "aligner": "rwmd", "n_gram": 1}, described, "mean")
     assert sig.split("|")[:7] == [
         "moverscore",
-        f"enc:{folder}@{encoder_revision(str(folder))}",
+        f"enc:{folder.name}@{encoder_revision(str(folder))}",  # a local folder by its name (issue 28)
         "L1",
         "num_layers=1",
         "aligner:rwmd",

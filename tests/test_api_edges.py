@@ -162,13 +162,20 @@ def generator_of(texts: list[str]) -> Any:
             lambda: nlgbench.load_scores(".", "../x"),
             "cell_id must be a cell's id (a folder name under cells/), got '../x'",
         ),
-        (lambda: nlgbench.score(HYPS, ["a", "", "c"], metric="chrf"), "references line 2 is blank"),
-        (lambda: nlgbench.score(["a", " ", ""], REFS, metric="chrf"), "hypotheses line 2 is blank (2 blank in all)"),
+        # a blank text where the metric defines no value (MoverScore's transport): refused before any model loads
+        (
+            lambda: nlgbench.score(HYPS, ["a", "", "c"], metric="moverscore"),
+            "moverscore cannot score a blank reference (references line 2)",
+        ),
+        (
+            lambda: nlgbench.score(["a", " ", ""], REFS, metric="moverscore"),
+            "moverscore cannot score a blank hypothesis (hypotheses line 2, 2 blank in all)",
+        ),
         (lambda: nlgbench.score(HYPS, ["a", 3, "c"], metric="chrf"), "references line 2 is int"),
         (lambda: nlgbench.score(["a", "b", 3], REFS, metric="chrf"), "hypotheses line 3 is int, not a string"),
         (
-            lambda: nlgbench.score(HYPS, [["a"], ["b", " "], ["c"]], metric="chrf"),
-            "references line 2, reference 2 is blank",
+            lambda: nlgbench.score(HYPS, [["a"], ["b", " "], ["c"]], metric="moverscore"),
+            "blank reference (references line 2, reference 2)",
         ),
         (lambda: nlgbench.score(HYPS, [["a"], [], ["c"]], metric="chrf"), "references line 2 is an empty list"),
     ],
@@ -190,8 +197,8 @@ def test_cli_blank_line_is_named_by_its_line(tmp_path: Path, capsys: pytest.Capt
     """The message's line number is the file's (1-based), as the output CSV's `line` column."""
     hyps = write_lines(tmp_path / "h.txt", HYPS)
     refs = write_lines(tmp_path / "r.txt", [REFS[0], " ", REFS[2]])
-    assert "references line 2 is blank" in user_error(
-        capsys, "score", "--metric", "chrf", "-c", str(hyps), "-r", str(refs)
+    assert "moverscore cannot score a blank reference (references line 2)" in user_error(
+        capsys, "score", "--metric", "moverscore", "-c", str(hyps), "-r", str(refs)
     )
 
 

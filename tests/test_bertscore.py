@@ -126,9 +126,10 @@ def test_special_tokens_weighted_zero_by_id(tiny_dir: Path) -> None:
     tok = scorer.encoder.tokenizer
     assert {tok.cls_token_id, tok.sep_token_id} <= scorer.encoder.special_ids
     assert tok.unk_token_id not in scorer.encoder.special_ids
-    emb = scorer.embed(["a test"], PhaseTimer())
-    _, weights = emb["a test"]
+    emb = scorer.embed(["a test", " "], PhaseTimer())
+    _, weights, empty = emb["a test"]
     assert weights[0].item() == 0 and weights[-1].item() == 0 and weights[1:-1].min().item() == 1
+    assert not empty and emb[" "][2]  # a blank text: special tokens only, so P = R = F1 = 0 (bert_score)
 
 
 @pytest.mark.slow

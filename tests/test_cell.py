@@ -2,11 +2,14 @@
 (nlgbench.measurement.protocol).
 
 tests/data/run_v0/ is a run folder written before CellResult existed (result.json of measured,
-failed and imported cells, and its results.csv): the typed path must reproduce both byte for byte.
+failed and imported cells, and its results.csv): the typed path must reproduce the result.json
+files byte for byte and every column of the results.csv (under its old name) text for text.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import time
@@ -24,7 +27,7 @@ from nlgbench.measurement.protocol import AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS,
 from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker
 from nlgbench.metrics.base import PhaseTimer, Scores
 from nlgbench.runs.store import Store
-from nlgbench.runs.views import CSV_COLUMNS, EXTRA_COLUMNS
+from nlgbench.runs.views import LEGACY_COLUMNS, RESULTS_COLUMNS
 
 RUN_V0 = Path(__file__).parent / "data" / "run_v0"
 
@@ -44,21 +47,32 @@ def test_result_json_round_trips_byte_for_byte() -> None:
     assert statuses == [("ok", False), ("ok", False), ("failed", False), ("ok", False), ("ok", True), ("ok", True)]
 
 
-def test_results_csv_is_byte_identical_to_before(tmp_path: Path) -> None:
-    """The old columns byte for byte; columns added since (at the end) are blank for old results."""
+def test_results_csv_of_old_results_keeps_every_old_column(tmp_path: Path) -> None:
+    """Every column of the old results.csv is still written, with the same text (the renamed ones
+    under their old names, LEGACY_COLUMNS, and the same text under their new ones); the lines in
+    the same order; columns added since are blank for old results."""
     with Store(tmp_path) as store:
         run_id = store.start_run("v0", {}, {})
         for path in v0_results():
             store.record(run_id, store.next_seq(), CellResult.from_json(path.read_text(encoding="utf-8")), None)
         written = store.write_csv()
         assert [r.cell_id for r in store.results()] == [p.stem.split("-")[1] for p in v0_results()]
-    old_lines = (RUN_V0 / "results.csv").read_bytes().decode("utf-8").split("\r\n")
-    new_lines = written.read_bytes().decode("utf-8").split("\r\n")
-    old_columns = old_lines[0].split(",")
-    added = (CSV_COLUMNS + EXTRA_COLUMNS)[len(old_columns) :]
-    assert (CSV_COLUMNS + EXTRA_COLUMNS)[: len(old_columns)] == old_columns and "truncated_segments" in added
-    assert new_lines[0] == ",".join(old_columns + added)
-    assert new_lines[1:] == [line + "," * len(added) if line else line for line in old_lines[1:]]
+    old_text, new_text = (RUN_V0 / "results.csv").read_bytes().decode("utf-8"), written.read_bytes().decode("utf-8")
+    old_rows = list(csv.DictReader(io.StringIO(old_text, newline="")))
+    reader = csv.DictReader(io.StringIO(new_text, newline=""))
+    new_rows = list(reader)
+    assert reader.fieldnames == RESULTS_COLUMNS and len(new_rows) == len(old_rows) == 6
+    old_columns = list(old_rows[0])
+    assert {"pearson", "pearson_pooled", "peak_rss_mb", "weight_mb"} <= set(old_columns) <= set(RESULTS_COLUMNS)
+    added = [c for c in RESULTS_COLUMNS if c not in old_columns and c not in LEGACY_COLUMNS.values()]
+    assert "truncated_segments" in added
+    # labels: a folder by its name, imported cells' device and batch size (tests/test_local_labels.py)
+    same = [c for c in old_columns if c not in ("encoder", "device", "batch_size")]
+    for old, new in zip(old_rows, new_rows, strict=True):
+        assert {k: new[k] for k in same} == {k: old[k] for k in same}
+        assert {n: new[n] for n in LEGACY_COLUMNS.values()} == {n: old.get(o, "") for o, n in LEGACY_COLUMNS.items()}
+        assert all(new[c] == "" for c in added), {c: new[c] for c in added if new[c]}
+    assert any(r["pearson_global"] != "" and r["peak_rss_mib"] != "" for r in new_rows)  # not blank by accident
 
 
 def test_typed_sections_of_a_measured_and_a_failed_result() -> None:

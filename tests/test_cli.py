@@ -401,14 +401,14 @@ def test_fake_catalogue_is_used_by_validation(
 @pytest.mark.parametrize("fld", ["hypothesis", "reference"])
 @pytest.mark.parametrize("blank", ["   ", "", "\t\n"])
 def test_blank_segment_rejected(capsys: pytest.CaptureFixture[str], tmp_path: Path, fld: str, blank: str) -> None:
+    """A blank text where the metric defines no value (MoverScore) is refused before any cell; where it
+    does (BERTScore), it is scored: tests/test_blank_texts.py."""
     rows = [dict(r) for r in ROWS]
     rows[2][fld] = blank
     write_jsonl(tmp_path / "data.jsonl", rows)
-    message = run_error(capsys, tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}]))
-    assert f"empty {fld}" in message
-    assert "lp='fr-en'" in message
-    assert "seg_id=7" in message
-    assert "'data'" in message
+    metrics = [{"metric": "moverscore", "encoders": ["all-MiniLM-L6-v2"]}]
+    message = run_error(capsys, tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}], metrics=metrics))
+    assert f"dataset data: moverscore cannot score a blank {fld} (item lp='fr-en' seg_id=7 system='')" in message
 
 
 def test_blank_source_is_fine_for_bertscore(tmp_path: Path) -> None:
@@ -503,7 +503,7 @@ def test_list_encoders(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "encoders"]) == 0
     lines = capsys.readouterr().out.splitlines()
     header = lines[0].split()
-    assert header == ["name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mb"]
+    assert header == ["name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mib"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert set(rows) == set(nlgbench.encoders.registry.registry())
     mini = rows["all-MiniLM-L6-v2"]

@@ -20,7 +20,7 @@ import pytest
 from helpers import fake_da
 from nlgbench.data.catalogue import MIRROR_ENV, cache_dir, dataset_names, fetch, load_catalogue, sha256_file
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import Dataset, Item, check_nonblank
+from nlgbench.data.model import Dataset, Item, blank_positions, item_name
 from nlgbench.data.userfile import check_user_file
 from nlgbench.foundations.errors import UserError
 
@@ -549,17 +549,19 @@ def test_user_duplicate_items(tmp_path: Path) -> None:
         load_dataset(path=write_jsonl(tmp_path / "d.jsonl", rows))
 
 
-def test_check_nonblank(tmp_path: Path) -> None:
+def test_blank_positions(tmp_path: Path) -> None:
+    """Blank texts are found (what a metric does with them is its own rule: tests/test_blank_texts.py)."""
     rows = [dict(USER_ROWS[0], hypothesis=" \t")]
     dataset = load_dataset(path=write_jsonl(tmp_path / "blank.jsonl", [*USER_ROWS[1:], *rows]))
-    check_nonblank(dataset, ["reference"])
-    with pytest.raises(UserError, match=r"dataset 'blank': empty source in item lp='de-en' seg_id=10 system=''"):
-        check_nonblank(dataset, ["reference", "source"])
-    with pytest.raises(UserError, match=r"empty hypothesis in item lp='en-de' seg_id=2 system='sysB'"):
-        check_nonblank(dataset, ["hypothesis"])
+    assert blank_positions(dataset.items, "reference") == []
+    (source,) = blank_positions(dataset.items, "source")
+    assert item_name(dataset.items[source]) == "lp='de-en' seg_id=10 system=''"
+    (hypothesis,) = blank_positions(dataset.items, "hypothesis")
+    assert item_name(dataset.items[hypothesis]) == "lp='en-de' seg_id=2 system='sysB'"
     with pytest.raises(UserError, match="unknown item field 'hypothesys'; did you mean 'hypothesis'"):
-        check_nonblank(dataset, ["hypothesys"])
-    check_nonblank(loaded("wmt21"), ["source", "reference", "hypothesis"])
+        blank_positions(dataset.items, "hypothesys")
+    wmt21 = loaded("wmt21").items
+    assert not any(blank_positions(wmt21, field) for field in ("source", "reference", "hypothesis"))
 
 
 # --------------------------------------------------------------------------- arguments

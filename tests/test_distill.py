@@ -133,7 +133,12 @@ def test_the_folder_is_a_cut_student_with_its_record(trained: DistillResult, tin
     assert list(out.glob("*.safetensors")) and (out / "tokenizer.json").is_file()
     record = json.loads((out / leakage.DISTILL_FILE).read_text())
     assert record["teacher"]["metric"] == "chrf" and record["input_order"] == "candidate [SEP] reference"
-    assert record["student"] == {**record["student"], "base": str(tiny_dir), "layers": 1, "base_layers": 2}
+    # no path of this machine: the student folder and the data file by their names (issue 28)
+    assert record["student"] == {**record["student"], "base": tiny_dir.name, "layers": 1, "base_layers": 2}
+    assert record["student"]["source"] == tiny_dir.name
+    assert list(record["data"]["sources"][0]["files"]) == ["train.jsonl"]
+    text = (out / leakage.DISTILL_FILE).read_text()
+    assert str(tiny_dir) not in text and str(out.parent) not in text and '"/' not in text
     assert record["hyperparameters"]["max_length"] == MAX_LENGTH and record["allow_overlap"] is False
     texts = (out / leakage.TEXTS_FILE).read_text().split()
     assert len(texts) == record["data"]["texts"] == len(set(texts))
@@ -225,7 +230,7 @@ def test_labels_are_read_from_the_cache_on_a_rerun(
 def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(
     trained: DistillResult, tmp_path: Path, tiny_dir: Path
 ) -> None:
-    train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
+    train_file = trained.out.parent / next(iter(trained.record["data"]["sources"][0]["files"]))  # its name
     overlapping = load_dataset(path=train_file)
     disjoint = load_dataset(path=own_data(tmp_path / "other.jsonl", synthetic_rows(10, seed=123)))
     (line,) = leakage.check_leakage(trained.out, [disjoint, overlapping])
@@ -412,7 +417,7 @@ def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
     from nlgbench.encoders.hfcache import import_model
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
+    train_file = trained.out.parent / next(iter(trained.record["data"]["sources"][0]["files"]))  # its name
     # the API, by path
     with pytest.raises(UserError, match="was distilled on texts of evaluation dataset"):
         nlgbench.run(leak_spec(train_file, str(trained.out)), tmp_path / "api-run", quiet=True)
@@ -446,7 +451,7 @@ def test_each_cell_checks_again_and_records_that_it_did(trained: DistillResult, 
     from nlgbench.core.spec import parse_spec
     from nlgbench.execution.local import execute
 
-    train_file = Path(next(iter(trained.record["data"]["sources"][0]["files"])))
+    train_file = trained.out.parent / next(iter(trained.record["data"]["sources"][0]["files"]))  # its name
     (leaking,) = parse_spec(leak_spec(train_file, str(trained.out))).cells()
     result = execute(leaking, tmp_path / "leaking")
     assert not result.ok and result.error is not None and "was distilled on texts of evaluation dataset" in result.error

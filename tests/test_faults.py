@@ -187,12 +187,12 @@ def undefined_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) ->
     progress = [line for line in proc.stdout.splitlines() if ": ok in " in line]
     assert len(progress) == 2, proc.stdout  # the first undefined cell did not stop the sweep
     assert (
-        "pearson global n/a / segment n/a (human scores constant in de-en, fr-en; pooled: human scores constant)"
-        in progress[0]
+        "pearson (global) n/a, pearson (segment, by lp) n/a "
+        "(human scores constant in de-en, fr-en; pooled: human scores constant)" in progress[0]
     )
     assert (
-        "pearson global n/a / segment n/a (fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments)"
-        in progress[1]
+        "pearson (global) n/a, pearson (segment, by lp) n/a "
+        "(fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments)" in progress[1]
     )
     return run, const
 
@@ -208,7 +208,10 @@ def test_undefined_correlation_is_an_ok_cell_with_a_note(undefined_run: tuple[Pa
         "fewer than 3 segments in de-en, fr-en; pooled: fewer than 3 segments",
     ]
     for r in rows:
-        assert r["status"] == "ok" and r["pearson"] == r["kendall"] == r["pearson_pooled"] == r["kendall_pooled"] == ""
+        assert (
+            r["status"] == "ok"
+            and r["pearson_global"] == r["kendall_global"] == r["pearson_segment"] == r["kendall_segment"] == ""
+        )
         result = strict_json((run / "cells" / r["cell_id"] / "result.json").read_text(encoding="utf-8"))
         assert result["correlation"]["note"] == r["correlation_note"] and result["correlation"]["pearson"] is None
 
@@ -240,7 +243,8 @@ def test_constant_metric_scores_import_with_a_note(tmp_path: Path) -> None:
     proc = import_scores(tmp_path / "run", data, write_import(tmp_path / "s.csv", user_rows(), lambda i: 0.5), "flat")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (
-        "pearson n/a, kendall n/a, pearson_pooled n/a (metric scores constant in de-en, fr-en; "
+        "pearson (global) n/a, kendall (global) n/a, pearson (segment, by lp) n/a, kendall (segment, by lp) n/a "
+        "(metric scores constant in de-en, fr-en; "
         "pooled: metric scores constant)" in proc.stdout
     )
     assert csv_rows(tmp_path / "run")[0]["correlation_note"].startswith("metric scores constant")
@@ -291,7 +295,7 @@ def test_import_direction_flags(tmp_path: Path) -> None:
         (cell,) = csv_rows(run)  # the same file under the same names is one cell, its direction replaced
         result = strict_json((run / "cells" / cell["cell_id"] / "result.json").read_text(encoding="utf-8"))
         assert result["metric"]["higher_is_better"] == (flag == "--higher-is-better")
-        pearson[flag] = float(cell["pearson_pooled"])
+        pearson[flag] = float(cell["pearson_global"])
     assert pearson["--higher-is-better"] > 0.9  # -W agrees with the humans as given
     assert pearson[""] == pearson["--lower-is-better"] == pytest.approx(-pearson["--higher-is-better"], abs=1e-12)
     proc = import_scores(run, data, scores, "e", "baryscore", "--higher-is-better", "--lower-is-better")
@@ -320,7 +324,7 @@ def test_changed_user_data_is_a_new_cell(tmp_path: Path, tiny_model: Path) -> No
     assert_consistent(run, expected_ok=2)
     before, after = csv_rows(run)
     assert before["cell_id"] != after["cell_id"]
-    assert float(after["pearson"]) == pytest.approx(-float(before["pearson"]), abs=1e-12)
+    assert float(after["pearson_segment"]) == pytest.approx(-float(before["pearson_segment"]), abs=1e-12)
     config = json.loads((run / "cells" / after["cell_id"] / "config.json").read_text(encoding="utf-8"))["config"]
     assert config["inputs"][str(data)].startswith("sha256:") and config["inputs"][str(tiny_model)].startswith(
         "weights:"
@@ -809,7 +813,8 @@ def test_corrupt_store_is_refused_and_repaired(case: str, finished_run: tuple[Pa
         assert (out / "results.sqlite.corrupt").is_file() and "kept as" in repaired.stdout
     assert_consistent(out, 2)
     assert scores_of(out) == scores_of(original)
-    keep = ["cell_id", "status", "pearson", "kendall", "pearson_pooled", "ms_per_segment_mean", "truncated_segments"]
+    keep = ["cell_id", "status", "pearson_global", "kendall_global", "pearson_segment", "ms_per_segment_mean"]
+    keep.append("truncated_segments")
     assert [{k: r[k] for k in keep} for r in csv_rows(out)] == [{k: r[k] for k in keep} for r in csv_rows(original)]
     again = nlgbench("run", str(spec), "--out", str(out))
     assert again.returncode == 0 and again.stdout.count("skipped") == 2 and ": ok in " not in again.stdout
@@ -956,7 +961,7 @@ def test_soak_kill_9_at_random_moments_then_resume(tmp_path: Path, tiny_model: P
     assert_consistent(out, 3)
     assert sorted(p.name for p in (out / "cells").iterdir()) == sorted(scores_of(reference))
     assert scores_of(out) == scores_of(reference)
-    quality = ["cell_id", "status", "pearson", "kendall", "pearson_pooled", "kendall_pooled"]
+    quality = ["cell_id", "status", "pearson_global", "kendall_global", "pearson_segment", "kendall_segment"]
     assert [{k: r[k] for k in quality} for r in csv_rows(out)] == [
         {k: r[k] for k in quality} for r in csv_rows(reference)
     ]

@@ -349,7 +349,7 @@ def test_table_defaults_by_column_name_and_integer_seg_ids(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("edit", "kwargs", "message"),
     [
-        (lambda f: f.assign(output=["a", None, "c", "d"]), {}, "row 2: column 'output' is empty"),
+        (lambda f: f.assign(model=["A", None, "A", "B"]), {}, "row 2: column 'model' is empty"),
         (
             lambda f: f.assign(adequacy=[1, "good", 2, 3]),
             {},

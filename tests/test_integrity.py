@@ -148,8 +148,8 @@ def test_integer_like_text_seg_ids_round_trip(capsys: pytest.CaptureFixture[str]
     )
     assert code == 0, err
     assert (
-        read_csv(tmp_path / "run2" / "results.csv")[0]["pearson_pooled"]
-        == read_csv(run / "results.csv")[0]["pearson_pooled"]
+        read_csv(tmp_path / "run2" / "results.csv")[0]["pearson_global"]
+        == read_csv(run / "results.csv")[0]["pearson_global"]
     )
     # compare on the published report folder alone (what a clone of the repository holds)
     shutil.rmtree(run / "cells")
@@ -408,6 +408,17 @@ def test_repair_refuses_a_folder_that_is_not_a_run(capsys: pytest.CaptureFixture
     line = one_line(capsys, "repair", folder)
     assert str(folder) in line and "not a run folder" in line
     assert sorted(os.listdir(folder)) == ["cat.jpg"]
+
+
+def test_repair_leaves_a_published_folder_as_it_is(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A committed folder (results.csv + report/, no store, no cells/) has nothing to rebuild from: repair
+    says so and writes nothing (it used to make an empty store and cut results.csv to its header)."""
+    folder = Path(shutil.copytree(Path(__file__).resolve().parents[1] / "reports" / "example", tmp_path / "ex"))
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    line = one_line(capsys, "repair", folder)
+    assert "no results.sqlite and no cells/" in line and "nothing to rebuild" in line, line
+    after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert after == before
 
 
 def test_import_scores_lines_end_at_newline_only(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -341,10 +341,10 @@ def check_correlations(run_dir: Path) -> list[dict[str, str]]:
             by_lp[s["lp"]].append((float(s["score"]), float(s["human"])))
         pearson = statistics.fmean(stats.pearsonr(*zip(*pairs, strict=True))[0] for pairs in by_lp.values())
         kendall = statistics.fmean(stats.kendalltau(*zip(*pairs, strict=True))[0] for pairs in by_lp.values())
-        assert float(row["pearson"]) == pytest.approx(pearson, rel=1e-12, abs=1e-12)
-        assert float(row["kendall"]) == pytest.approx(kendall, rel=1e-12, abs=1e-12)
-        assert float(row["pearson_pooled"]) == pytest.approx(stats.pearsonr(score, human)[0], rel=1e-12, abs=1e-12)
-        assert float(row["kendall_pooled"]) == pytest.approx(stats.kendalltau(score, human)[0], rel=1e-12, abs=1e-12)
+        assert float(row["pearson_segment"]) == pytest.approx(pearson, rel=1e-12, abs=1e-12)
+        assert float(row["kendall_segment"]) == pytest.approx(kendall, rel=1e-12, abs=1e-12)
+        assert float(row["pearson_global"]) == pytest.approx(stats.pearsonr(score, human)[0], rel=1e-12, abs=1e-12)
+        assert float(row["kendall_global"]) == pytest.approx(stats.kendalltau(score, human)[0], rel=1e-12, abs=1e-12)
     return rows
 
 

@@ -160,8 +160,8 @@ def test_one_results_row_per_dimension_and_every_figure_named(tmp_path: Path) ->
         x = np.array([sets[row["encoder"]][k] for k in keys])
         h = np.array([raw[k]["human"][dim] for k in keys])
         assert int(row["n_missing_human"]) == len(raw) - len(keys)
-        assert float(row["pearson_pooled"]) == pytest.approx(stats.pearsonr(x, h)[0], abs=1e-12)
-        assert float(row["kendall_pooled"]) == pytest.approx(stats.kendalltau(x, h)[0], abs=1e-12)
+        assert float(row["pearson_global"]) == pytest.approx(stats.pearsonr(x, h)[0], abs=1e-12)
+        assert float(row["kendall_global"]) == pytest.approx(stats.kendalltau(x, h)[0], abs=1e-12)
     long = read_csv(run / "correlations.csv")
     assert long and {"level", "grouping", "method", "human_dim"} <= set(long[0])
     pooled = {
@@ -171,7 +171,7 @@ def test_one_results_row_per_dimension_and_every_figure_named(tmp_path: Path) ->
     }
     for row in rows:
         assert pooled[(row["encoder"], row["human_dim"], "pearson")] == pytest.approx(
-            float(row["pearson_pooled"]), abs=1e-12
+            float(row["pearson_global"]), abs=1e-12
         )
 
 
@@ -208,7 +208,7 @@ def test_single_score_data_keeps_one_row_named_human(tmp_path: Path) -> None:
     (row,) = read_csv(tmp_path / "run" / "results.csv")
     assert row["human_dim"] == HUMAN and row["n_missing_human"] == "0"
     x, h = [scores[("de-en", str(i + 1), "")] for i in range(8)], [r["human"] for r in rows]
-    assert math.isclose(float(row["pearson_pooled"]), stats.pearsonr(x, h)[0], abs_tol=1e-12)
+    assert math.isclose(float(row["pearson_global"]), stats.pearsonr(x, h)[0], abs_tol=1e-12)
 
 
 def test_import_scores_accepts_a_cells_own_scores_csv(tmp_path: Path) -> None:
@@ -222,7 +222,7 @@ def test_import_scores_accepts_a_cells_own_scores_csv(tmp_path: Path) -> None:
     )
     again = import_scores(own, str(DATA), "mymetric", "copy", tmp_path / "run2")
     assert again.correlation is not None and again.correlation["pearson_pooled"] == pytest.approx(
-        float(rows[0]["pearson_pooled"]), abs=1e-12
+        float(rows[0]["pearson_global"]), abs=1e-12
     )
     bad = tmp_path / "bad.csv"
     bad.write_text("lp,seg_id,system,score,scroe\nen,doc-00-M0,M0,1.0,2\n", encoding="utf-8")
@@ -302,11 +302,11 @@ def test_summeval_layout_imports_and_runs_sweep_report_compare(tmp_path: Path) -
         ]
         if np.ptp(x) == 0:  # this fixture's summaries all overlap the same: ROUGE-1 is constant, nothing defined
             assert (
-                row["item_pearson"] == row["system_pearson"] == ""
+                row["pearson_item"] == row["pearson_system"] == ""
                 and "metric scores constant" in row["correlation_note"]
             )
             continue
-        assert float(row["item_pearson"]) == pytest.approx(float(np.mean(per_doc)), abs=1e-12)
+        assert float(row["pearson_item"]) == pytest.approx(float(np.mean(per_doc)), abs=1e-12)
         systems = sorted({s["system"] for s in kept})
         sx = [
             math.fsum(x[i] for i, s in enumerate(kept) if s["system"] == m) / sum(s["system"] == m for s in kept)
@@ -316,7 +316,7 @@ def test_summeval_layout_imports_and_runs_sweep_report_compare(tmp_path: Path) -
             math.fsum(h[i] for i, s in enumerate(kept) if s["system"] == m) / sum(s["system"] == m for s in kept)
             for m in systems
         ]
-        assert float(row["system_pearson"]) == pytest.approx(stats.pearsonr(sx, sh)[0], abs=1e-12)
+        assert float(row["pearson_system"]) == pytest.approx(stats.pearsonr(sx, sh)[0], abs=1e-12)
     cli("report", str(tmp_path / "run"), "--level", "item", "--human", "relevance", cwd=tmp_path)
     index = (tmp_path / "run" / "report" / "index.html").read_text(encoding="utf-8")
     assert "pearson (item, by doc_id)" in index and "(relevance)" in index
@@ -352,7 +352,7 @@ def test_wmt_da_folder_imports_and_runs_sweep_report_compare(tmp_path: Path) -> 
     for row in rows:
         scores = read_csv(tmp_path / "run" / "cells" / row["cell_id"] / "scores.csv")
         x, h = [float(s["score"]) for s in scores], [float(s["human"]) for s in scores]
-        assert float(row["pearson_pooled"]) == pytest.approx(stats.pearsonr(x, h)[0], abs=1e-12)
+        assert float(row["pearson_global"]) == pytest.approx(stats.pearsonr(x, h)[0], abs=1e-12)
     cli("report", str(tmp_path / "run"), cwd=tmp_path)
     out = cli(
         "compare",

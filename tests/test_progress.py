@@ -74,10 +74,10 @@ def test_not_a_terminal_one_line_per_cell_naming_both_pearsons(tmp_path: Path, t
     with (tmp_path / "run" / "results.csv").open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
     for line, row in zip(cell_lines, rows, strict=True):
-        shown = re.search(r"pearson global (\S+) / segment (\S+)", line)
+        shown = re.search(r"pearson \(global\) (\S+), pearson \(segment, by lp\) (\S+)", line)
         assert shown is not None, line
-        assert float(shown.group(1)) == pytest.approx(float(row["pearson_pooled"]), abs=5e-5)  # what report shows
-        assert float(shown.group(2)) == pytest.approx(float(row["pearson"]), abs=5e-5)  # mean over lps
+        assert float(shown.group(1)) == pytest.approx(float(row["pearson_global"]), abs=5e-5)  # what report shows
+        assert float(shown.group(2)) == pytest.approx(float(row["pearson_segment"]), abs=5e-5)  # mean over lps
         assert f"(cell {row['cell_id']})" in line
     assert "ETA" in cell_lines[0] and "ETA" not in cell_lines[1]
 

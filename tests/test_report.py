@@ -435,7 +435,7 @@ def test_import_scores_reproduces_a_known_correlation(tmp_path: Path, capsys: py
     out = tmp_path / "run"
     assert import_scores(path, out, 20, "comet", "external-model") == 0
     (row,) = read_csv(out / "results.csv")
-    assert float(row["pearson_pooled"]) == pytest.approx(0.6, abs=1e-12)  # float64 over 120 values: ~1e-13
+    assert float(row["pearson_global"]) == pytest.approx(0.6, abs=1e-12)  # float64 over 120 values: ~1e-13
     assert row["n_segments"] == str(len(items)) and row["status"] == "ok" and row["ms_per_segment_median"] == ""
     # a second import into the same folder sits beside it, and the report runs on imported cells alone
     path2, _ = known_correlation_file(tmp_path / "scores2.csv", 0.3, 20)

@@ -51,16 +51,16 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 
 def check_correlations_from_scores(out: Path, row: dict[str, str]) -> None:
-    """results.csv's pearson (mean over lps) and pearson_pooled equal SciPy's on scores.csv."""
+    """results.csv's pearson_segment (mean over lps), pearson_global and kendall_global equal SciPy's on scores.csv."""
     scores = read_csv(out / "cells" / row["cell_id"] / "scores.csv")
     s = np.array([float(r["score"]) for r in scores])
     h = np.array([float(r["human"]) for r in scores])
     lps = np.array([r["lp"] for r in scores])
     per_lp = [stats.pearsonr(s[lps == lp], h[lps == lp])[0] for lp in sorted(set(lps))]
     # float64 on both sides from the same exact (repr) scores: sums of n <= 600 terms in another order, ~n u = 7e-14
-    assert float(row["pearson"]) == pytest.approx(float(np.mean(per_lp)), abs=1e-12)
-    assert float(row["pearson_pooled"]) == pytest.approx(stats.pearsonr(s, h)[0], abs=1e-12)
-    assert float(row["kendall_pooled"]) == pytest.approx(stats.kendalltau(s, h)[0], abs=1e-12)
+    assert float(row["pearson_segment"]) == pytest.approx(float(np.mean(per_lp)), abs=1e-12)
+    assert float(row["pearson_global"]) == pytest.approx(stats.pearsonr(s, h)[0], abs=1e-12)
+    assert float(row["kendall_global"]) == pytest.approx(stats.kendalltau(s, h)[0], abs=1e-12)
 
 
 def test_sweep_output_contract_and_resume(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

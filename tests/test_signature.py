@@ -53,8 +53,8 @@ def test_a_cell_records_the_scorers_signature(sweep: tuple[Path, Path]) -> None:
     }
     whole, cut = cells[None].scorer or {}, cells[1].scorer or {}
     tail = f"idf:yes|refs:max|nlgbench:{nlgbench.__version__}"
-    assert whole["signature"].startswith(f"bertscore|enc:{model}@{revision}|L2|{tail}|torch:")
-    assert cut["signature"].startswith(f"bertscore|enc:{model}@{revision}|L1|num_layers=1|{tail}|torch:")
+    assert whole["signature"].startswith(f"bertscore|enc:{model.name}@{revision}|L2|{tail}|torch:")
+    assert cut["signature"].startswith(f"bertscore|enc:{model.name}@{revision}|L1|num_layers=1|{tail}|torch:")
     # the API's scorer with the same settings has the same signature
     assert nlgbench.Scorer("bertscore", encoder=str(model), device="cpu", idf=True).signature == whole["signature"]
     with (out / "results.csv").open(encoding="utf-8", newline="") as fh:

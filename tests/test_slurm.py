@@ -250,7 +250,7 @@ def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_ce
         assert (run / "cells" / cell_id / "scores.csv").read_text() == (
             local / "cells" / cell_id / "scores.csv"
         ).read_text()
-        assert rows[cell_id]["pearson_pooled"] == local_rows[cell_id]["pearson_pooled"] != ""
+        assert rows[cell_id]["pearson_global"] == local_rows[cell_id]["pearson_global"] != ""
         result = json.loads((run / "cells" / cell_id / "result.json").read_text())
         env = result["environment"]
         assert env["node"].split(".")[0] == socket.gethostname().split(".")[0] and env["slurm_job_id"], env

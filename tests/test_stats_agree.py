@@ -146,12 +146,11 @@ def test_result_json_and_results_csv(run: dict) -> None:
         result, want = cell_expected(run["out"], row["cell_id"])
         c = result["correlation"]
         for method in METHODS:
-            for key, got in (
-                (f"{method}_pooled", c[f"{method}_pooled"]),
-                (method, c[method]),
-                (f"system_{method}", c["system"][method]),
+            for level, key, got in (
+                ("pooled", f"{method}_global", c[f"{method}_pooled"]),
+                ("lp_mean", f"{method}_segment", c[method]),
+                ("system", f"{method}_system", c["system"][method]),
             ):
-                level = "pooled" if key.endswith("pooled") else "system" if key.startswith("system") else "lp_mean"
                 assert got == pytest.approx(want[f"{method}/{level}"], abs=1e-12), key
                 assert float(row[key]) == pytest.approx(got, abs=1e-12), key  # results.csv holds the same number
         # the too-small pairs: no correlation, left out, counted, the same in every section
@@ -162,16 +161,19 @@ def test_result_json_and_results_csv(run: dict) -> None:
         assert [c["per_lp"][lp]["n"] for lp in LAYOUT] == [9, 6, 2, 1]
         assert [c["system"]["per_lp"][lp]["n_systems"] for lp in LAYOUT] == [4, 3, 2, 1]
         lo, hi = c["bootstrap"]["pearson_pooled_ci"]
-        assert float(row["pearson_pooled_ci_low"]) == lo and float(row["pearson_pooled_ci_high"]) == hi
+        assert float(row["pearson_global_ci_low"]) == lo and float(row["pearson_global_ci_high"]) == hi
 
 
 def test_printed_by_run_and_import_scores(run: dict) -> None:
-    """`run` prints each cell's pooled and lp-mean Pearson, `import-scores` its lp-mean and pooled values."""
+    """`run` prints each cell's global (pooled) and segment (lp-mean) Pearson, `import-scores` Pearson and
+    Kendall at both levels, the global Pearson (report's default) first, each named with its level."""
     printed = run["printed"]
-    run_lines = re.findall(r"ok in .*pearson global -?[0-9.]+ / segment (-?[0-9.]+)", printed)
-    pooled_lines = re.findall(r"ok in .*pearson global (-?[0-9.]+) / segment", printed)
+    run_lines = re.findall(r"ok in .*pearson \(global\) -?[0-9.]+, pearson \(segment, by lp\) (-?[0-9.]+)", printed)
+    pooled_lines = re.findall(r"ok in .*pearson \(global\) (-?[0-9.]+), pearson \(segment", printed)
     imported = re.findall(
-        r"as cell (\w+) .*: pearson (-?[0-9.]+), kendall (-?[0-9.]+), pearson_pooled (-?[0-9.]+)", printed
+        r"as cell (\w+) .*: pearson \(global\) (-?[0-9.]+), kendall \(global\) (-?[0-9.]+), "
+        r"pearson \(segment, by lp\) (-?[0-9.]+), kendall \(segment, by lp\) (-?[0-9.]+)",
+        printed,
     )
     assert len(run_lines) == 2 and len(imported) == 2, printed
     measured = [c for c in run["cells"] if c["device"] == "cpu"]
@@ -181,10 +183,10 @@ def test_printed_by_run_and_import_scores(run: dict) -> None:
     assert sorted(pooled_lines) == sorted(
         f"{cell_expected(run['out'], c['cell_id'])[1]['pearson/pooled']:.4f}" for c in measured
     )
-    for cell_id, pearson, kendall, pooled in imported:
+    for cell_id, *shown in imported:
         _, want = cell_expected(run["out"], cell_id)
-        assert [pearson, kendall, pooled] == [
-            f"{want[k]:.4f}" for k in ("pearson/lp_mean", "kendall/lp_mean", "pearson/pooled")
+        assert shown == [
+            f"{want[k]:.4f}" for k in ("pearson/pooled", "kendall/pooled", "pearson/lp_mean", "kendall/lp_mean")
         ]
 
 
@@ -212,7 +214,8 @@ def test_report(run: dict, method: str, level: str) -> None:
 def test_compare(run: dict, level: str, capsys: pytest.CaptureFixture[str]) -> None:
     out, cells = run["out"], run["cells"]
     measured = sorted((c for c in cells if c["device"] == "cpu"), key=lambda c: "num_layers" in c["encoder"])
-    imported = sorted((c for c in cells if c["device"] == "none"), key=lambda c: c["encoder"])
+    imported = sorted((c for c in cells if c["device"] == "imported"), key=lambda c: c["encoder"])
+    assert len(measured) == len(imported) == 2 and {c["batch_size"] for c in imported} == {""}  # no batch size
     for method in METHODS:
         for base, cand in (measured, imported):
             argv = [

@@ -21,13 +21,14 @@ def row(
         "dataset": dataset,
         "n_segments": "10",
         "ms_per_segment_median": ms,
-        "peak_rss_mb": "900",
+        "peak_rss_mib": "900",
         "params": "22600000",
-        "weight_mb": "86.1",
+        "weight_mib": "86.1",
         "mean_exit_layer": exit_layer,
-        "pearson": r,
-        "kendall": "0.3",
-        "pearson_pooled": r,
+        "pearson_global": r,
+        "kendall_global": "0.3",
+        "pearson_segment": "0.4",
+        "kendall_segment": "0.2",
         "status": status,
     }
 
@@ -39,12 +40,34 @@ def test_by_dataset_table_pivots_datasets_and_marks_failures() -> None:
         row("bertscore", "none", "m[early_exit=0.5]", "a", "3", "0.61234", exit_layer="7.5"),
     ]
     table = by_dataset_table(rows).splitlines()
-    assert (
-        table[0] == "| metric | encoder | params (M) | weights MB | a ms/seg | a r | b ms/seg | b r | mean exit layer |"
+    assert table[0] == (
+        "| metric | encoder | params (M) | weights MiB | a ms/seg | a pearson (global) | b ms/seg | b pearson (global) "
+        "| mean exit layer |"
     )
     assert table[2] == "| moverscore (wmd) | m | 22.6 | 86.1 | 12.3 | 0.500 | - | failed | - |"
     assert table[3] == "| bertscore | m[early_exit=0.5] | 22.6 | 86.1 | 3.0 | 0.612 | - | - | 7.50 |"
     assert len(cells_table(rows).splitlines()) == 2 + 3
+
+
+def test_cells_table_names_each_correlation_with_its_level() -> None:
+    header, first = cells_table([row("bertscore", "none", "m", "a", "3", "0.61234")]).splitlines()[0::2]
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    quality = columns[columns.index("mean exit layer") + 1 : columns.index("status")]
+    assert quality == ["pearson (global)", "kendall (global)", "pearson (segment, by lp)", "kendall (segment, by lp)"]
+    values = [c.strip() for c in first.strip("|").split("|")]
+    assert values[columns.index("pearson (global)")] == "0.612" and values[columns.index("peak RSS MiB")] == "900.0"
+
+
+def test_a_results_csv_written_before_issue_28_gives_the_same_tables() -> None:
+    """A row under the old names only (LEGACY_COLUMNS: pearson_pooled, weight_mb ...) reads as the new one."""
+    from nlgbench.runs.views import LEGACY_COLUMNS
+
+    rows = [row("bertscore", "none", "m", "a", "3", "0.61234"), row("moverscore", "wmd", "m", "b", "", "", "failed")]
+    renamed = {new: old for old, new in LEGACY_COLUMNS.items()}
+    old_rows = [{renamed.get(k, k): v for k, v in r.items()} for r in rows]
+    assert "pearson_global" not in old_rows[0] and old_rows[0]["pearson_pooled"] == "0.61234"
+    assert by_dataset_table(old_rows) == by_dataset_table(rows) and cells_table(old_rows) == cells_table(rows)
+    assert "0.612" in by_dataset_table(old_rows)
 
 
 def test_missing_results_is_one_clear_error(tmp_path: Path) -> None:

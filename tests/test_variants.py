@@ -183,5 +183,5 @@ def test_variants_run_in_a_sweep(tiny_dir: Path, tmp_path: Path) -> None:
     assert plain["mean_exit_layer"] == "" and int8["mean_exit_layer"] == ""
     assert 2.0 <= float(early["mean_exit_layer"]) <= 6.0
     assert early["encoder"].endswith("[early_exit=0.5]") and int8["encoder"].endswith("[quantize=int8]")
-    assert float(int8["weight_mb"]) < float(plain["weight_mb"])
-    assert all(r["pearson_pooled"] != "" for r in (plain, early, int8))
+    assert float(int8["weight_mib"]) < float(plain["weight_mib"])
+    assert all(r["pearson_global"] != "" for r in (plain, early, int8))

@@ -9,6 +9,7 @@ its numbers equal the cell's `scores.csv` for the same items, batch size and dev
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
@@ -53,9 +54,9 @@ def _as_list(name: str, values: Iterable[Any], what: str = "a list of strings") 
         raise UserError(f"{name} must be {what}, got {type(values).__name__}") from None
 
 
-def _texts(name: str, values: Iterable[str] | None, n: int, required: bool = True) -> list[str]:
-    """A list of n non-blank strings (any strings when not required), or one clear error naming the
-    argument and the line (1-based, as the `line` column of `nlgbench score`'s output)."""
+def _texts(name: str, values: Iterable[str] | None, n: int) -> list[str]:
+    """A list of n strings, or one clear error naming the argument and the line (1-based, as the
+    `line` column of `nlgbench score`'s output). Blank texts pass: the metric's rule decides (`_items`)."""
     if values is None:
         return [""] * n
     out = _as_list(name, values)
@@ -64,18 +65,12 @@ def _texts(name: str, values: Iterable[str] | None, n: int, required: bool = Tru
     bad = [i for i, v in enumerate(out) if not isinstance(v, str)]
     if bad:
         raise UserError(f"{name} line {bad[0] + 1} is {type(out[bad[0]]).__name__}, not a string")
-    blank = [i for i, v in enumerate(out) if required and not v.strip()]
-    if blank:
-        raise UserError(
-            f"{name} line {blank[0] + 1} is blank ({len(blank)} blank in all): every text must be non-empty"
-        )
     return out
 
 
-def _references(values: References | None, n: int, required: bool) -> list[tuple[str, ...]]:
+def _references(values: References | None, n: int) -> list[tuple[str, ...]]:
     """Each hypothesis's references, from texts (one each) or lists of texts (several each,
-    bert_score's format); non-blank where the metric reads them. One clear error otherwise, naming
-    the line (and the reference) 1-based."""
+    bert_score's format). One clear error otherwise, naming the line (1-based)."""
     if values is None:
         return [("",)] * n
     out = _as_list("references", values, "a list of strings (or of lists of strings)")
@@ -88,12 +83,44 @@ def _references(values: References | None, n: int, required: bool) -> list[tuple
             raise UserError(f"references line {i + 1} is {type(value).__name__}, not a string or a list of strings")
         if not group:
             raise UserError(f"references line {i + 1} is an empty list: give at least one reference")
-        blank = [k for k, v in enumerate(group) if required and not v.strip()]
-        if blank:
-            where = f"references line {i + 1}" + ("" if isinstance(value, str) else f", reference {blank[0] + 1}")
-            raise UserError(f"{where} is blank: every text must be non-empty")
         refs.append(group)
     return refs
+
+
+ARGUMENTS = {"hypothesis": "hypotheses", "reference": "references", "source": "sources"}  # item field -> argument
+LINES_SHOWN = 10  # blank lines named per argument in the warning; the rest counted
+
+
+class BlankTextWarning(UserWarning):
+    """Blank texts (empty or whitespace only) that the metric scored as it defines them
+    (`MetricInfo.blank_texts`: BERTScore P = R = F1 = 0 as bert_score, BLEU 0 ...)."""
+
+
+def _line(items: Sequence[Item], field: str, position: int) -> str:
+    """Where a blank text is, as the caller gave it: `hypotheses line 3`, `references line 2,
+    reference 2` (1-based; the reference named where the line has several)."""
+    where = f"{ARGUMENTS[field]} line {position + 1}"
+    refs = items[position].references
+    if field != "reference" or len(refs) == 1:
+        return where
+    return f"{where}, reference {next(k for k, text in enumerate(refs) if not text.strip()) + 1}"
+
+
+def blank_warning(info: MetricInfo, options: dict[str, Any], items: Sequence[Item]) -> str | None:
+    """The one-line warning on the blank texts the metric scores among `items` (how many, which lines,
+    1-based, and what they score), or None when there are none."""
+    rule = info.blank_rule(options)
+    found = {field: positions for field, positions in rule.found(items).items() if field in rule.scored}
+    if not found:
+        return None
+    count = len({i for positions in found.values() for i in positions})
+    where = "; ".join(
+        f"{ARGUMENTS[field]} line{'s' if len(positions) > 1 else ''} "
+        + ", ".join(str(i + 1) for i in positions[:LINES_SHOWN])
+        + (f" ... ({len(positions)} in all)" if len(positions) > LINES_SHOWN else "")
+        for field, positions in found.items()
+    )
+    return f"{count} of {len(items)} lines hold a blank text ({where}); {info.name} scores a blank text: {rule.value}"
 
 
 def _items(
@@ -104,20 +131,36 @@ def _items(
     sources: Iterable[str] | None,
 ) -> list[Item]:
     """The texts as items, after their checks (one clear error naming the argument and the 1-based
-    line): the references and sources the metric needs, as many as hypotheses, none blank."""
+    line): the references and sources the metric needs, as many as hypotheses; a blank text only
+    where the metric defines a value for one (`MetricInfo.blank_rule`)."""
     hyps = _as_list("hypotheses", hypotheses)
     hyps = _texts("hypotheses", hyps, len(hyps))
     given = {"reference": references, "source": sources}
+    rule = info.blank_rule(options)
     reads_references = info.reads_references(options)  # SentSim's `against: reference` too
-    for need in sorted({*info.needs, *(["reference"] if reads_references else [])}):
+    read = {*info.needs, *(["reference"] if reads_references else []), *rule.scored, *rule.refused} - {"hypothesis"}
+    for need in sorted(read):  # BARTScore's faithfulness reads sources too
         if given[need] is None:
             raise UserError(f"metric {info.name!r} needs {need}s: pass {need}s=[...]")
-    refs = _references(references, len(hyps), reads_references)
-    srcs = _texts("sources", sources, len(hyps), "source" in info.needs)
-    return [
+    refs = _references(references, len(hyps))
+    srcs = _texts("sources", sources, len(hyps))
+    items = [
         Item(lp="", seg_id=i + 1, system="", source=s, reference=r[0], hypothesis=h, human=float("nan"), references=r)
         for i, (h, r, s) in enumerate(zip(hyps, refs, srcs, strict=True))
     ]
+    refused = rule.refusal(info.name, items, lambda field, i: _line(items, field, i))
+    if refused is not None:
+        raise UserError(refused)
+    return items
+
+
+def check_texts(
+    metric: str, hypotheses: Iterable[str], references: References | None, sources: Iterable[str] | None, **options: Any
+) -> None:
+    """The texts' checks of `score` (`_items`: one clear error naming the argument and the 1-based line),
+    before any model loads; nothing to check for a metric name that `Scorer` will refuse."""
+    if isinstance(metric, str) and metric.strip():
+        _items(get_metric(metric), options, hypotheses, references, sources)
 
 
 def _auto_device(device: str) -> str:
@@ -202,6 +245,9 @@ class Scorer:
         """Every output per hypothesis: `score` (the primary one, as in scores.csv) first, then the
         metric's further columns (precision, recall, directions, distances)."""
         items = self._items(hypotheses, references, sources)
+        warning = blank_warning(self.info, self.options, items)
+        if warning is not None:
+            warnings.warn(warning, BlankTextWarning, stacklevel=2)
         if isinstance(self._scorer, ReferencePolicy):
             try:
                 self._scorer.policy(items)  # a metric that cannot use several references, and no reference_policy
@@ -243,8 +289,7 @@ def score_outputs(
         _as_list("references", references, "a list of strings (or of lists of strings)") if references else references
     )
     srcs = _as_list("sources", sources) if sources is not None else None
-    if isinstance(metric, str) and metric.strip():  # the texts are checked before the model loads
-        _items(get_metric(metric), options, hyps, refs, srcs)
+    check_texts(metric, hyps, refs, srcs, **options)  # before the model loads
     scorer = Scorer(metric, encoder, aligner=aligner, device=device, batch_size=batch_size, **options)
     return scorer.score_outputs(hyps, refs, sources=srcs)
 

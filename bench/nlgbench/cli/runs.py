@@ -11,6 +11,7 @@ from nlgbench.foundations import fmt
 from nlgbench.runs.folder import CSV_FILE
 from nlgbench.runs.importscores import import_scores
 from nlgbench.runs.repair import describe, repair
+from nlgbench.runs.views import MAIN_QUALITY, column_label, correlation_columns
 
 
 def cmd_import_scores(args: argparse.Namespace) -> int:
@@ -25,8 +26,10 @@ def cmd_import_scores(args: argparse.Namespace) -> int:
         lower_is_better=direction,
     )
     c = result.correlation or {}
+    figures = correlation_columns(c)  # results.csv's, the default figure (pearson_global) first
     values = ", ".join(
-        f"{k} {fmt.number(c[k], 4, missing=fmt.UNDEFINED)}" for k in ("pearson", "kendall", "pearson_pooled")
+        f"{column_label(k)} {fmt.number(figures[k] if figures[k] != '' else None, 4, missing=fmt.UNDEFINED)}"
+        for k in MAIN_QUALITY
     )
     print(
         f"imported {result.n_segments} scores as cell {result.cell_id} ({result.label}): {values}"

@@ -10,9 +10,10 @@ import json
 import os
 import statistics
 import sys
+import warnings
 from pathlib import Path
 
-from nlgbench.api import Scorer
+from nlgbench.api import BlankTextWarning, Scorer, check_texts
 from nlgbench.cli.parser import key_value
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_lines
@@ -32,10 +33,18 @@ def cmd_score(args: argparse.Namespace) -> int:
                 f"{len(hyps)}: one text per line in each, line N of one with line N of the other"
             )
     options = dict(key_value(o, "--option") for o in args.option)
+    check_texts(args.metric, hyps, refs, srcs, **options)  # a refused blank line: before the model loads
     scorer = Scorer(
         args.metric, args.encoder, aligner=args.aligner, device=args.device, batch_size=args.batch_size, **options
     )
-    outputs = scorer.score_outputs(hyps, refs, sources=srcs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", BlankTextWarning)
+        outputs = scorer.score_outputs(hyps, refs, sources=srcs)
+    for warning in caught:  # blank lines scored (line numbers 1-based, as the `line` column): one line
+        if issubclass(warning.category, BlankTextWarning):
+            print(f"warning: {warning.message}", file=sys.stderr, flush=True)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     columns = list(outputs)
     rows = [[i + 1, *(repr(outputs[c][i]) for c in columns)] for i in range(len(hyps))]
     if args.out:

@@ -13,7 +13,7 @@ import hashlib
 import importlib.metadata
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -21,12 +21,18 @@ from typing import Any
 from nlgbench.core.labels import aligner_label, cell_label, dataset_label, metric_label, options_label
 from nlgbench.data.loaders import load_dataset
 from nlgbench.data.model import Dataset
-from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef
 from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.version import __version__
 from nlgbench.metrics import get_metric, metric_names
 
-IMPORTED_DEVICE = "none"  # the device of a cell whose scores were imported, not measured
+# An imported cell (`import-scores`: scores computed elsewhere, nothing measured) records device
+# `none` and batch size 0 in its config, as it always has: the config is hashed into the cell id, so
+# a re-import into an older run folder replaces its cell instead of adding a second one. Every view
+# (results.csv, correlations.csv, report, compare) shows `IMPORTED` and no batch size instead
+# (`CellConfig.device_label`, `CellConfig.batch_label`).
+IMPORTED_DEVICE = "none"  # an imported cell's config device (part of its id)
+IMPORTED = "imported"  # how views show an imported cell's device
 CONFIG_FILE, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE = "config.json", "result.json", "scores.csv", "traceback.txt"
 
 
@@ -102,6 +108,11 @@ class CellConfig:
     inputs: dict[str, str] = field(default_factory=dict)
     batch_tokens: int | None = None  # per-batch token budget of model inputs (None: batch_size texts)
 
+    def __post_init__(self) -> None:
+        """A model folder fingerprinted in `inputs` is local: its label is the folder's name."""
+        if not self.encoder.local and self.inputs.get(self.encoder.name, "").startswith(WEIGHTS_PREFIX):
+            object.__setattr__(self, "encoder", replace(self.encoder, local=True))
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form: config.json's `config` and result.json's `config`."""
         return {
@@ -124,7 +135,7 @@ class CellConfig:
         return cls(
             metric=raw["metric"],
             options=dict(raw["options"]),
-            encoder=EncoderRef(**raw["encoder"]),
+            encoder=EncoderRef.from_dict(raw["encoder"]),
             aligner=raw["aligner"],
             dataset=DatasetRef(**raw["dataset"]),
             device=raw["device"],
@@ -160,6 +171,21 @@ class CellConfig:
             self.device,
             self.batch_size,
         )
+
+    @property
+    def imported(self) -> bool:
+        """Whether the cell's scores were imported (`import-scores`), not measured: device `none`."""
+        return self.device == IMPORTED_DEVICE
+
+    @property
+    def device_label(self) -> str:
+        """The device as views show it: `imported` for an imported cell (older folders too), else the device."""
+        return IMPORTED if self.imported else self.device
+
+    @property
+    def batch_label(self) -> int | str:
+        """The batch size as views show it: blank for an imported cell (nothing was batched here)."""
+        return "" if self.imported else self.batch_size
 
     @property
     def options_label(self) -> str:

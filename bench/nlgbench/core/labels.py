@@ -2,8 +2,9 @@
 options), the one-line cell label of progress lines and the results.csv columns.
 
 One owner, so that the sweep's progress lines, results.csv, reports, compare and tables name a
-cell the same way. Encoder labels are `EncoderRef.label` (nlgbench.encoders.registry). Functions take
-plain values; the metric registry says which options are defaults.
+cell the same way. Encoder labels are `EncoderRef.label` (nlgbench.encoders.registry: a local model
+folder by its name, never by a path of the machine); `check_encoder_labels` keeps one label per model
+in a sweep. Functions take plain values; the metric registry says which options are defaults.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nlgbench.encoders.registry import registered_name
+from nlgbench.encoders.registry import EncoderRef, is_path_name, model_label, registered_name
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric, metric_names
 
 NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
@@ -74,7 +76,7 @@ def cell_label(
 
 
 def imported_label(metric: str, encoder: str, dataset: str) -> str:
-    """The name of a cell whose scores came from another tool (import-scores)."""
+    """The name of a cell whose scores came from another tool (import-scores); `encoder` is its label."""
     return f"{metric} | {encoder} | {dataset} | imported"
 
 
@@ -91,16 +93,33 @@ def distinct_dataset_labels(labels: Sequence[str], identities: Sequence[str]) ->
     ]
 
 
+def check_encoder_labels(encoders: Sequence[EncoderRef], where: str) -> None:
+    """One label, one model: two different encoders of a sweep (name or variant) that would share a
+    label (two folders `run1/student` and `run2/student`, a folder named like a registered model, a
+    `label:` given twice) are refused with one line, instead of merging in results.csv and reports.
+    Their cell ids differ either way (the name and the weights fingerprint)."""
+    seen: dict[str, EncoderRef] = {}
+    for enc in encoders:
+        other = seen.setdefault(enc.label, enc)
+        if (other.name, other.variant()) != (enc.name, enc.variant()):
+            raise UserError(
+                f"{where}: encoders {other.name!r} and {enc.name!r} would both be labelled {enc.label!r} in "
+                f"results and reports; give one a label: {{name: {enc.name}, label: OTHER-NAME}}"
+            )
+
+
 def find_encoder_label(name: str, labels: Sequence[str]) -> str | None:
     """The encoder label among `labels` that `name` names: itself, or the same model under its other
     spelling (a registered Hub id for its registry name and back, `sentence-transformers/all-MiniLM-L6-v2`
-    = `all-MiniLM-L6-v2`), a variant suffix (`[num_layers=3]`) kept; None when none matches."""
+    = `all-MiniLM-L6-v2`; a local folder's path for its label, the folder's name), a variant suffix
+    (`[num_layers=3]`) kept; None when none matches."""
     if name in labels:
         return name
     base, bracket, rest = name.partition("[")
     wanted = registered_name(base)
+    folder = model_label(base, local=True) if is_path_name(base) or Path(base).expanduser().is_dir() else None
     for label in labels:
         other, other_bracket, other_rest = label.partition("[")
-        if registered_name(other) == wanted and other_bracket + other_rest == bracket + rest:
+        if other_bracket + other_rest == bracket + rest and (registered_name(other) == wanted or other == folder):
             return label
     return None

@@ -21,6 +21,7 @@ from nlgbench.data.model import Dataset
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
 from nlgbench.measurement.protocol import coefficient_of_variation
+from nlgbench.metrics import get_metric
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from nlgbench.statistics.summary import correlate
 
@@ -356,8 +357,8 @@ def measured_result(
     scores_csv: dict[str, Any] | None = None,
 ) -> CellResult:
     """The result of a measured cell; its correlation is computed here from `scores`, and its data
-    warnings (`data_warnings`) from the dataset, the correlation and the scorer's truncated segments;
-    `scores_csv` is what `write_scores` returned for them."""
+    warnings (`data_warnings`) from the dataset, the correlation, the scorer's truncated segments and
+    the blank texts the metric scored; `scores_csv` is what `write_scores` returned for them."""
     correlation = correlate_scores(scores, dataset, metric.higher_is_better)
     return CellResult(
         cell_id=cell_id,
@@ -377,7 +378,12 @@ def measured_result(
         correlation=correlation,
         environment=environment,
         scores_csv=scores_csv,
-        warnings=data_warnings(dataset, correlation, scorer.get("truncated_segments") or 0),
+        warnings=data_warnings(
+            dataset,
+            correlation,
+            scorer.get("truncated_segments") or 0,
+            get_metric(config.metric).blank_rule(config.options),  # blank texts the metric scored
+        ),
     )
 
 

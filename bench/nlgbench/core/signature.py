@@ -5,7 +5,8 @@ comparable, e.g.
     bertscore|enc:sentence-transformers/all-MiniLM-L6-v2@c9745ed|L6|idf:no|refs:max|nlgbench:0.1.0|torch:2.13|tf:5.24
 
 Fields: the metric; `enc:` the encoder's source with its revision (the Hub snapshot's commit, else
-a fingerprint of a local folder's weight files); `L` the layer used; the variant (num_layers,
+a fingerprint of a local folder's weight files; a local folder by its name, `model_label`, never by
+a path of the machine); `L` the layer used; the variant (num_layers,
 quantize, dtype, early_exit ...); the metric's options (booleans as yes/no); `refs:` how several
 references are used; the metric's own library where it has one (`sacrebleu:2.6.0`); then the
 versions of nlgbench, torch and transformers (major.minor for the last two)."""
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.encoders.hfcache import local_snapshot
+from nlgbench.encoders.registry import model_label
 from nlgbench.foundations.version import __version__
 from nlgbench.metrics.base import REFERENCE_POLICY, MetricInfo
 
@@ -83,7 +85,7 @@ def signature(metric: str, options: Mapping[str, Any], described: Mapping[str, A
     source = described.get("source")
     if source:
         revision = encoder_revision(str(source))
-        fields.append(f"enc:{source}" + (f"@{revision}" if revision else ""))
+        fields.append(f"enc:{model_label(str(source))}" + (f"@{revision}" if revision else ""))
     if described.get("layer") is not None:
         fields.append(f"L{described['layer']}")
     fields += [f"{k}={_value(v)}" for k, v in sorted((described.get("variant") or {}).items())]
@@ -101,6 +103,15 @@ def signature(metric: str, options: Mapping[str, Any], described: Mapping[str, A
 def recorded_signature(metric: str | None, scorer: Mapping[str, Any] | None) -> str:
     """The nlgbench signature a cell's result records (`scorer.signature`), '' where there is none:
     imported cells, results written before signatures, and lexical cells written before
-    sacrebleu's own string moved to `sacrebleu_signature` (it does not start with the metric)."""
+    sacrebleu's own string moved to `sacrebleu_signature` (it does not start with the metric). A local
+    folder recorded by its path (signatures written before issue 28's item 6) is shown by its name."""
     value = (scorer or {}).get("signature")
-    return value if isinstance(value, str) and metric is not None and value.startswith(f"{metric}|") else ""
+    if not (isinstance(value, str) and metric is not None and value.startswith(f"{metric}|")):
+        return ""
+    return "|".join(_encoder_field(f) if f.startswith("enc:") else f for f in value.split("|"))
+
+
+def _encoder_field(field: str) -> str:
+    """`enc:SOURCE@REV` with SOURCE as labels show it (`model_label`): a folder's path becomes its name."""
+    source, at, revision = field.removeprefix("enc:").rpartition("@") if "@" in field else (field[4:], "", "")
+    return f"enc:{model_label(source)}{at}{revision}"

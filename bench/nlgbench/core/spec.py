@@ -6,7 +6,7 @@ before any model is loaded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,11 +15,13 @@ import yaml
 
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.executor_options import ExecutorOptions, parse_executor
+from nlgbench.core.labels import check_encoder_labels
 from nlgbench.data.catalogue import add_catalogue_file, dataset_names, sha256_file, unknown_dataset
 from nlgbench.data.model import ALL_DIMENSIONS
 from nlgbench.data.userfile import check_user_file
 from nlgbench.encoders.registry import (
     NO_ENCODER,
+    WEIGHTS_PREFIX,
     EncoderRef,
     ResolvedEncoder,
     add_encoders_file,
@@ -107,7 +109,7 @@ class SweepSpec:
         for name, model in self.models.items():
             fingerprint = model.fingerprint()
             if fingerprint is not None:
-                out[name] = "weights:" + fingerprint
+                out[name] = WEIGHTS_PREFIX + fingerprint
         return out
 
     def cells(self) -> list[CellConfig]:
@@ -261,14 +263,14 @@ def _local_folder(enc: EncoderRef, base: Path) -> EncoderRef:
     """A relative encoder path that names a folder beside the spec file becomes absolute."""
     candidate = base / enc.name
     if not Path(enc.name).is_absolute() and not Path(enc.name).is_dir() and candidate.is_dir():
-        return EncoderRef(**{**enc.to_dict(), "name": str(candidate.resolve())})
+        return replace(enc, name=str(candidate.resolve()))
     return enc
 
 
 def _registered(enc: EncoderRef) -> EncoderRef:
     """A registered model named by its Hub id is named by its registry name (one cell, one label)."""
     name = registered_name(enc.name)
-    return enc if name == enc.name else EncoderRef(**{**enc.to_dict(), "name": name})
+    return enc if name == enc.name else replace(enc, name=name)
 
 
 def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> tuple[EncoderRef, ResolvedEncoder | None]:
@@ -283,10 +285,9 @@ def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> tuple[Encode
                 f"{where}: metric {info.name!r} needs a {' or '.join(models)} model; "
                 f"{NO_ENCODER!r} is for metrics that run no model"
             )
-        if enc.variant():
-            raise UserError(
-                f"{where}: {NO_ENCODER!r} (no model) takes no encoder options, got {', '.join(enc.variant())}"
-            )
+        given = [*enc.variant(), *(["label"] if enc.given_label else [])]
+        if given:
+            raise UserError(f"{where}: {NO_ENCODER!r} (no model) takes no encoder options, got {', '.join(given)}")
         return enc, None
     if not models:
         raise UserError(
@@ -296,6 +297,8 @@ def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> tuple[Encode
     enc = _registered(_local_folder(enc, base))
     model = resolve_encoder(enc.name)
     model.check(where)
+    if model.folder is not None:
+        enc = replace(enc, local=True)  # labelled by the folder's name
     kind = model.kind
     if kind is not None and kind not in models:
         raise UserError(
@@ -409,6 +412,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
         parse_metric_entry(m, f"{source}.metrics[{i}]", base)
         for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))
     ]
+    check_encoder_labels([enc for m in metrics for enc in m.encoders], f"{source}.metrics")
     executor = None
     if raw.get("executor") is not None:
         executor = parse_executor(raw["executor"], f"{source}.executor")

@@ -1,6 +1,6 @@
 """The data model: an `Item` (one judged output), a `Dataset` (items in stable order plus provenance),
 and what is done to a loaded dataset: head or sampled subsets with their warnings, the choice of human
-dimensions, blank-text checks. Every dataset is a list of items ordered by language pair (sorted by
+dimensions, blank texts found. Every dataset is a list of items ordered by language pair (sorted by
 name), then ``seg_id``, then ``system``."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from nlgbench.statistics.correlation import spearman
 HUMAN = "human"
 #: A spec's ``human:`` value selecting every dimension.
 ALL_DIMENSIONS = "all"
-#: Item fields that :func:`check_nonblank` can test.
+#: Item text fields :func:`blank_positions` can test.
 TEXT_FIELDS = ("lp", "source", "reference", "hypothesis")
 NAN = float("nan")
 SORTED_HEAD_SPEARMAN = 0.5  # above this |Spearman(row order, human)|, a head subset is not a fair sample
@@ -184,19 +184,23 @@ def select_human(dataset: Dataset, human: str | None) -> Dataset:
     return replace(dataset, items=items, human_dims=dims)
 
 
-def check_nonblank(dataset: Dataset, fields: Sequence[str]) -> None:
-    """Raise a UserError naming the first item whose field (one of `fields`) is empty or whitespace."""
-    for name in fields:
-        if name not in TEXT_FIELDS:
-            raise unknown_name("item field", name, TEXT_FIELDS)
-    for item in dataset.items:
-        for name in fields:
-            texts = item.references if name == "reference" else (getattr(item, name),)
-            if any(not text.strip() for text in texts):
-                raise UserError(
-                    f"dataset {dataset.name!r}: empty {name} in item lp={item.lp!r} "
-                    f"seg_id={item.seg_id} system={item.system!r}"
-                )
+def blank_positions(items: Sequence[Item], field: str) -> list[int]:
+    """Positions (0-based) of the items whose text `field` (one of TEXT_FIELDS) is blank: empty or
+    whitespace only; for ``reference``, any of the item's references. What a metric does with such a
+    text is its own declaration (`nlgbench.metrics.base.BlankTexts`)."""
+    if field not in TEXT_FIELDS:
+        raise unknown_name("item field", field, TEXT_FIELDS)
+    return [
+        i
+        for i, item in enumerate(items)
+        if any(not text.strip() for text in (item.references if field == "reference" else (getattr(item, field),)))
+    ]
+
+
+def item_name(item: Item) -> str:
+    """An item as messages name it: ``lp='de-en' seg_id=7 system='x'`` (catalogue data: seg_id is the
+    1-based line number in that lp's files)."""
+    return f"lp={item.lp!r} seg_id={item.seg_id!r} system={item.system!r}"
 
 
 def _first_per_lp(items: list[Item], limit: int) -> list[Item]:

@@ -6,6 +6,9 @@ split by reference. The output folder (config, tokenizer, safetensors) is usable
 `frugalscore` by path; it holds `distill.json` (teacher, data hashes, hyper-parameters, validation
 MSE and Pearson with the teacher, times) and `training_texts.sha256` (hashes of every training
 reference and pair), which the leakage guard (`nlgbench.core.leakage`) compares with evaluation data.
+distill.json travels with the student (copied into reports, imported into other caches), so it names
+no folder of the machine that made it: absolute paths (a local student or teacher folder, a pairs
+file) are recorded by their last part, the labels' cache file relative to `$NLGBENCH_CACHE`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from nlgbench.core.leakage import DISTILL_FILE, TEXTS_FILE, training_hashes
@@ -30,6 +33,7 @@ from nlgbench.distillation.pairs import Pair, gather_pairs, pairs_sha256, split_
 from nlgbench.distillation.progress import Log, log_stderr
 from nlgbench.distillation.student import INPUT_ORDER, Example, Trained, check_student, train_student
 from nlgbench.distillation.teacher import Labels, Teacher, labels_key, teacher_labels
+from nlgbench.encoders.registry import model_label
 from nlgbench.encoders.variants import count_params
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.version import __version__
@@ -76,7 +80,7 @@ def distill(
     trained = train_student(_examples(train), _examples(val), cfg, device, log)
     texts = training_hashes([(p.reference, p.candidate) for p, _ in rows])
     texts_text = "".join(h + "\n" for h in texts)
-    record = {
+    record: dict[str, Any] = {
         "format": FORMAT,
         "nlgbench": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -99,12 +103,25 @@ def distill(
         "history": trained.history,
         "allow_overlap": allow_overlap,
     }
+    record = without_machine_paths(record)
     _write_student(folder, trained, record, texts_text)
     log(
         f"student written to {folder} (use it as `metric: frugalscore` with `encoders: [{folder}]`"
         f"{'' if not allow_overlap else '; --allow-overlap recorded: the leakage guard is off for it'})"
     )
     return DistillResult(folder, record, [p for p, _ in val], [y for _, y in val], trained.val_predictions)
+
+
+def without_machine_paths(value: Any) -> Any:
+    """A JSON-ready value with every absolute path (a whole string, or a mapping's key: `/data/models/student`,
+    `~/x.jsonl`, `C:\\data\\x.tsv`) replaced by its last part (`model_label`); other values unchanged."""
+    if isinstance(value, dict):
+        return {without_machine_paths(k): without_machine_paths(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_machine_paths(v) for v in value]
+    if isinstance(value, str) and (value.startswith(("/", "~", "\\")) or PureWindowsPath(value).drive):
+        return model_label(value, local=True)
+    return value
 
 
 def _check_inputs(

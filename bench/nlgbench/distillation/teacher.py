@@ -24,7 +24,7 @@ from nlgbench.data.catalogue import cache_dir
 from nlgbench.data.model import Item
 from nlgbench.distillation.pairs import Pair, pairs_sha256
 from nlgbench.distillation.progress import BAR_INTERVAL, Log, log_stderr
-from nlgbench.encoders.registry import EncoderRef, resolve_encoder
+from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, resolve_encoder
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import write_atomic
 from nlgbench.metrics import default_encoder, get_metric
@@ -77,7 +77,7 @@ class Teacher:
         }
         fingerprint = resolve_encoder(self.encoder.name).fingerprint()
         if fingerprint is not None:
-            out["inputs"] = {self.encoder.name: "weights:" + fingerprint}
+            out["inputs"] = {self.encoder.name: WEIGHTS_PREFIX + fingerprint}
         return out
 
     @property

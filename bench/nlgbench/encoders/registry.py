@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from nlgbench.encoders.hfcache import check_model_folder, local_snapshot, weights_fingerprint
@@ -28,6 +29,7 @@ KINDS = ("encoder", "seq2seq", "causal-lm", "cross-encoder")
 VARIANT_OPTIONS: dict[str, type] = {"num_layers": int, "early_exit": float, "quantize": str, "dtype": str}
 DTYPE_NAMES = ("fp32", "fp16", "bf16")  # a variant's `dtype` (nlgbench.encoders.variants.DTYPES: the torch dtypes)
 QUANTIZE = ("int8",)  # a variant's `quantize`
+WEIGHTS_PREFIX = "weights:"  # a cell's `inputs` value for a local model folder: weights:<fingerprint>
 
 
 @dataclass(frozen=True)
@@ -208,42 +210,93 @@ def resolve_encoder(name: str) -> ResolvedEncoder:
 
 @dataclass(frozen=True)
 class EncoderRef:
-    """An encoder as a spec names it: registry name, Hub id or local folder, plus variant options."""
+    """An encoder as a spec names it: registry name, Hub id or local folder, plus variant options and
+    the spec's `label:` (`given_label`).
+
+    `local` says that the name is a local model folder (the spec found it on disk, or the cell's
+    `inputs` hold its weights fingerprint); it only changes the label, so it is neither compared nor
+    serialised."""
 
     name: str
     num_layers: int | None = None  # keep only the first N layers
     early_exit: float | None = None  # DeeBERT-style exit threshold (entropy, or relative change)
     quantize: str | None = None  # "int8": dynamic quantisation of linear layers (CPU)
     dtype: str | None = None  # "fp32", "fp16", "bf16"
+    given_label: str | None = None  # the spec's `label:`; part of the config (and id) only where given
+    local: bool = field(default=False, compare=False)
 
     @property
     def label(self) -> str:
-        """Short human-readable name used in tables, e.g. `all-MiniLM-L6-v2[num_layers=3]`."""
+        """Short human-readable name used in tables: the model's name (`model_label`) with the variant
+        options set, e.g. `all-MiniLM-L6-v2[num_layers=3]`, `student-minilm[quantize=int8]`."""
         opts = self.variant()
-        return self.name + (f"[{','.join(f'{k}={v}' for k, v in opts.items())}]" if opts else "")
+        base = self.given_label or model_label(self.name, self.local)
+        return base + (f"[{','.join(f'{k}={v}' for k, v in opts.items())}]" if opts else "")
 
     def variant(self) -> dict[str, Any]:
         """The variant options that are set."""
         return {k: getattr(self, k) for k in VARIANT_OPTIONS if getattr(self, k) is not None}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **self.variant()}
+        """The JSON form (config.json, result.json, cell ids): name, variant options, and `label` only
+        where the spec gave one, so cells without it keep their ids."""
+        return {"name": self.name, **self.variant(), **({"label": self.given_label} if self.given_label else {})}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> EncoderRef:
+        """The reference `to_dict` wrote (not marked `local`: `CellConfig` does that from its inputs)."""
+        return cls(**{k: v for k, v in raw.items() if k != "label"}, given_label=raw.get("label"))
+
+
+def is_path_name(name: str) -> bool:
+    """Whether a model name is written as a path of a machine: absolute (`/...`, `C:\\...`), from the
+    home or current folder (`~`, `./`, `../`), with a backslash, or with two or more `/` (a Hub id
+    has one). A relative `folder/model` reads as a Hub id here: the spec marks it `local` instead."""
+    return (
+        name.startswith(("/", "~", "./", "../"))
+        or "\\" in name
+        or name.count("/") >= 2
+        or bool(PureWindowsPath(name).drive)
+    )
+
+
+def model_label(name: str, local: bool = False) -> str:
+    """How tables name a model: a local folder (`local`, or a name written as a path, `is_path_name`)
+    by its last part, `student-minilm` for `/data/models/student-minilm`, so no path of the machine
+    that ran a cell reaches results.csv, reports or compare; any other name as it is."""
+    if not (local or is_path_name(name)):
+        return name
+    last = PureWindowsPath(name).name if "\\" in name or PureWindowsPath(name).drive else PurePosixPath(name).name
+    return last or name
+
+
+def check_label(label: Any, where: str) -> str:
+    """A spec's `label:` of an encoder: plain text, one line, no `/`, `\\`, `[`, `]` or `|` (it stands
+    for a model name in labels, beside variant options and cell-label separators)."""
+    if not isinstance(label, str) or not label.strip():
+        raise UserError(f"{where}: label must be a non-empty string, got {label!r}")
+    bad = sorted({c for c in label if c in "/\\[]|"})
+    if bad or not label.isprintable():
+        shown = ", ".join(repr(c) for c in bad) if bad else "a control character"
+        raise UserError(f"{where}: label {label!r} may not contain {shown} (it names the model in tables)")
+    return label.strip()
 
 
 def parse_encoder_ref(raw: Any, where: str) -> EncoderRef:
-    """Build an EncoderRef from a spec value: a string or `{name: ..., num_layers: ...}`."""
+    """Build an EncoderRef from a spec value: a string or `{name: ..., num_layers: ..., label: ...}`."""
     if isinstance(raw, str):
         return EncoderRef(name=raw)
     if not isinstance(raw, dict) or "name" not in raw or not isinstance(raw["name"], str):
         raise UserError(f"{where}: an encoder must be a name or a mapping with 'name', got {raw!r}")
     opts: dict[str, Any] = {}
     for key, value in raw.items():
-        if key == "name":
+        if key in ("name", "label"):
             continue
         if key not in VARIANT_OPTIONS:
-            hits = closest(key, VARIANT_OPTIONS)
+            valid = [*VARIANT_OPTIONS, "label"]
+            hits = closest(key, valid)
             hint = f"; did you mean {hits[0]!r}?" if hits else ""
-            raise UserError(f"{where}: unknown encoder option {key!r}{hint} (valid: {', '.join(VARIANT_OPTIONS)})")
+            raise UserError(f"{where}: unknown encoder option {key!r}{hint} (valid: {', '.join(valid)})")
         want = VARIANT_OPTIONS[key]
         if want is float and isinstance(value, (int, float)) and not isinstance(value, bool):
             value = float(value)  # an integer threshold is accepted as a float
@@ -251,7 +304,8 @@ def parse_encoder_ref(raw: Any, where: str) -> EncoderRef:
             raise UserError(f"{where}: encoder option {key!r} must be {want.__name__}, got {value!r}")
         opts[key] = value
     _check_variant(opts, where)
-    return EncoderRef(name=raw["name"], **opts)
+    label = check_label(raw["label"], f"{where}.label") if "label" in raw else None
+    return EncoderRef(name=raw["name"], **opts, given_label=label)
 
 
 def _check_variant(opts: dict[str, Any], where: str) -> None:

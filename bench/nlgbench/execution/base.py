@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config, write_config
+from nlgbench.core.datawarnings import blank_text_warnings
 from nlgbench.core.leakage import guard_spec
 from nlgbench.core.result import CellResult
-from nlgbench.data.model import check_nonblank
+from nlgbench.data.model import Dataset, item_name
 from nlgbench.execution.progress import PROGRESS_ENV, live
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.fmt import duration
@@ -33,6 +34,7 @@ from nlgbench.metrics import get_metric
 from nlgbench.metrics.base import no_reference_policy
 from nlgbench.runs.folder import locked, own_folder
 from nlgbench.runs.store import Store, open_store
+from nlgbench.runs.views import column_label, correlation_columns
 
 if TYPE_CHECKING:
     from nlgbench.core.spec import SweepSpec
@@ -123,25 +125,23 @@ def check_devices(spec: SweepSpec) -> None:
 
 def check_datasets(spec: SweepSpec, *, catalogue: bool = True) -> tuple[SweepSpec, dict[str, int]]:
     """Load every dataset of the spec once (`catalogue=False`: own data files only, as --dry-run) and
-    check the fields its metrics read are non-blank, and that a one-reference metric without a
-    reference_policy meets no item with several references (refused here, before any model loads,
-    not inside its cells). Returns the spec to run, in which a `sample` that draws every item is
+    check that no metric meets a blank text where it defines no value for one (`MetricInfo.blank_rule`;
+    those it scores are warned about here and recorded with each cell), and that a one-reference metric
+    without a reference_policy meets no item with several references (refused here, before any model
+    loads, not inside its cells). Returns the spec to run, in which a `sample` that draws every item is
     dropped (its cells are the whole dataset's, labelled so, not `[~n]`), and items per dataset."""
-    fields = {"hypothesis"}
-    for entry in spec.metrics:
-        fields.update(get_metric(entry.metric).needs)
     sizes, refs = {}, []
     for ref in spec.datasets:
         if not catalogue and ref.path is None:
             refs.append(ref)
             continue
         ds = ref.load()
-        check_nonblank(ds, sorted(fields))
+        blank_warnings = check_blank_texts(spec, ds, ref.label)
         most = max((len(it.references) for it in ds.items), default=1)
         for entry in spec.metrics if most > 1 else []:
             if get_metric(entry.metric).needs_reference_policy(entry.options):
                 raise UserError(f"dataset {ref.label}: {no_reference_policy(entry.metric, most)}")
-        for warning in ds.warnings:  # e.g. a head subset of a file sorted by human score
+        for warning in [*ds.warnings, *blank_warnings]:  # e.g. a head subset of a file sorted by human score
             print(f"warning: {warning}", file=sys.stderr, flush=True)
         if ref.sample is not None and ds.drawn_whole:
             whole = replace(ref, sample=None)
@@ -156,20 +156,35 @@ def check_datasets(spec: SweepSpec, *, catalogue: bool = True) -> tuple[SweepSpe
     return replace(spec, datasets=refs), sizes
 
 
+def check_blank_texts(spec: SweepSpec, ds: Dataset, label: str) -> list[str]:
+    """Refuse (one line naming the dataset, the metric and the item) a blank text where one of the
+    spec's metrics defines no value for it (`MetricInfo.blank_rule`); the warnings on those it scores,
+    prefixed with the metric's name, each once."""
+    out: list[str] = []
+    for entry in spec.metrics:
+        rule = get_metric(entry.metric).blank_rule(entry.options)
+        refused = rule.refusal(entry.metric, ds.items, lambda _, i: f"item {item_name(ds.items[i])}")
+        if refused is not None:
+            raise UserError(f"dataset {label}: {refused}")
+        out += [f"{entry.metric}: {warning}" for warning in blank_text_warnings(ds, rule)]
+    return list(dict.fromkeys(out))
+
+
+PROGRESS_QUALITY = ("pearson_global", "pearson_segment")  # results.csv's columns the progress line shows
+
+
 def summary(result: CellResult, elapsed: float) -> str:
-    """The progress line's verdict on a cell. Both Pearson figures are named: `global` (pooled over
-    all segments: what report and compare show by default) and `segment` (per lp, then the mean)."""
+    """The progress line's verdict on a cell: results.csv's first correlation (Pearson, global: pooled
+    over all segments, what report and compare show by default), then Pearson at the segment level
+    (per lp, then the mean), each labelled with its level as report and compare label it."""
     if not result.ok or result.timing is None or result.correlation is None:
         return f"{result.status.upper()}: {result.error}"
-    c, note = result.correlation, result.correlation.get("note")
-
-    def show(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.4f}"
-
-    return (
-        f"ok in {duration(elapsed)}: {result.timing.ms_per_segment_mean:.2f} ms/segment, "
-        f"pearson global {show(c.get('pearson_pooled'))} / segment {show(c['pearson'])}"
-        + (f" ({note})" if note else "")
+    figures, note = correlation_columns(result.correlation), result.correlation.get("note")
+    shown = ", ".join(
+        f"{column_label(k)} {'n/a' if figures[k] == '' else f'{figures[k]:.4f}'}" for k in PROGRESS_QUALITY
+    )
+    return f"ok in {duration(elapsed)}: {result.timing.ms_per_segment_mean:.2f} ms/segment, {shown}" + (
+        f" ({note})" if note else ""
     )
 
 

@@ -7,7 +7,7 @@ hardware/library checks. `--metric` takes a metric's label or its name (`moversc
 aligner that ran); `--aligner` picks the cells run with one aligner (`select_metrics`; the CLI's
 `--metric` / `--aligner`). Encoders are named by label or, for registered models, by Hub id.
 
-An imported cell (device `none`: scores from another tool, no timing) compares on quality with
+An imported cell (device `imported`: scores from another tool, no timing) compares on quality with
 the other encoder's cell on any device; what it cannot have (speed-up, memory) prints "-".
 A quality that cannot be computed (constant scores, too few segments) prints "n/a" with the
 reason among the warnings."""
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nlgbench.core.cell import IMPORTED_DEVICE
+from nlgbench.core.cell import IMPORTED
 from nlgbench.core.labels import find_encoder_label
 from nlgbench.data.model import HUMAN
 from nlgbench.foundations import fmt
@@ -118,7 +118,7 @@ def _pairs(
 ) -> list[tuple[pd.Series, pd.Series]]:
     """The (candidate, baseline) cells to compare, per (candidate metric, baseline metric) x dataset
     x device in the run's order: the two encoders' cells on that device, or, where one encoder has
-    none there, its imported cell (device none) in their place. The two metrics are one label
+    none there, its imported cell (device `imported`) in their place. The two metrics are one label
     except in a cross-metric comparison (a distilled student's frugalscore vs its teacher)."""
     pairs: list[tuple[pd.Series, pd.Series]] = []
     for c_metric, b_metric in metric_pairs:
@@ -126,11 +126,11 @@ def _pairs(
         for _, key in both[["dataset", "device"]].drop_duplicates().iterrows():
             sel = both[both["dataset"] == key["dataset"]]
             c, b = _cell(sel, c_metric, candidate, key["device"]), _cell(sel, b_metric, baseline, key["device"])
-            if key["device"] != IMPORTED_DEVICE:
-                c = c if c is not None else _cell(sel, c_metric, candidate, IMPORTED_DEVICE)
-                b = b if b is not None else _cell(sel, b_metric, baseline, IMPORTED_DEVICE)
+            if key["device"] != IMPORTED:
+                c = c if c is not None else _cell(sel, c_metric, candidate, IMPORTED)
+                b = b if b is not None else _cell(sel, b_metric, baseline, IMPORTED)
                 if c is not None and b is not None and c["imported"] and b["imported"]:
-                    continue  # both imported: compared once, at device none
+                    continue  # both imported: compared once, at device `imported`
             if c is not None and b is not None and not any(c is pc and b is pb for pc, pb in pairs):
                 pairs.append((c, b))
     return pairs
@@ -167,12 +167,8 @@ def metric_pairs(
 
 
 def _device(c: Any, b: Any) -> str:
-    """A row's device: the cells' device, `imported` for none, `candidate / baseline` when they differ."""
-
-    def name(device: str) -> str:
-        return "imported" if device == IMPORTED_DEVICE else device
-
-    return name(c["device"]) if c["device"] == b["device"] else f"{name(c['device'])} / {name(b['device'])}"
+    """A row's device: the cells' device (`imported` for imported cells), `candidate / baseline` when they differ."""
+    return str(c["device"]) if c["device"] == b["device"] else f"{c['device']} / {b['device']}"
 
 
 def compare(

@@ -1,11 +1,14 @@
 """Plain tables of a run folder's results.csv rows (`RunData.results_csv`, read as text): every cell,
-and one row per metric x encoder across datasets."""
+and one row per metric x encoder across datasets. Correlations are labelled with their level, as
+report and compare label them (nlgbench.runs.views.column_label); rows of a results.csv written
+before issue 28 are read under the new names (nlgbench.runs.views.current_names)."""
 
 from __future__ import annotations
 
 from nlgbench.core.labels import metric_label
 from nlgbench.foundations import fmt
 from nlgbench.reporting.renderers import markdown
+from nlgbench.runs.views import MAIN_QUALITY, QUALITY_COLUMNS, column_label, current_names
 
 CELL_COLUMNS = [
     ("metric", "metric"),
@@ -15,23 +18,18 @@ CELL_COLUMNS = [
     ("dataset", "dataset"),
     ("n_segments", "n"),
     ("ms_per_segment_median", "ms/seg"),
-    ("peak_rss_mb", "peak RSS MB"),
+    ("peak_rss_mib", "peak RSS MiB"),
     ("params", "params (M)"),
-    ("weight_mb", "weights MB"),
+    ("weight_mib", "weights MiB"),
     ("mean_exit_layer", "mean exit layer"),
-    ("pearson", "pearson"),
-    ("kendall", "kendall"),
-    ("pearson_pooled", "pearson pooled"),
+    *((column, column_label(column)) for column in MAIN_QUALITY),
     ("status", "status"),
 ]
 DIGITS = {  # results.csv column -> decimals shown
-    "pearson": 3,
-    "kendall": 3,
-    "pearson_pooled": 3,
-    "kendall_pooled": 3,
+    **dict.fromkeys(QUALITY_COLUMNS, 3),
     "ms_per_segment_median": 1,
-    "peak_rss_mb": 1,
-    "weight_mb": 1,
+    "peak_rss_mib": 1,
+    "weight_mib": 1,
     "mean_exit_layer": 2,
 }
 
@@ -50,11 +48,14 @@ def cell_text(key: str, value: str) -> str:
 
 def cells_table(rows: list[dict[str, str]]) -> str:
     """Every cell with its time, memory, size, exit layer and correlations."""
+    rows = [current_names(r) for r in rows]
     return markdown([h for _, h in CELL_COLUMNS], [[cell_text(k, r.get(k, "")) for k, _ in CELL_COLUMNS] for r in rows])
 
 
-def by_dataset_table(rows: list[dict[str, str]], quality: str = "pearson_pooled") -> str:
-    """One row per metric x aligner x encoder; per dataset its ms/segment and `quality` correlation."""
+def by_dataset_table(rows: list[dict[str, str]], quality: str = QUALITY_COLUMNS[0]) -> str:
+    """One row per metric x aligner x encoder; per dataset its ms/segment and `quality` correlation
+    (a results.csv correlation column; default the first, report's default figure)."""
+    rows = [current_names(r) for r in rows]
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
 
     def metric(r: dict[str, str]) -> str:
@@ -62,9 +63,9 @@ def by_dataset_table(rows: list[dict[str, str]], quality: str = "pearson_pooled"
 
     keys = list(dict.fromkeys((metric(r), r["encoder"]) for r in rows))
     index = {(metric(r), r["encoder"], r["dataset"]): r for r in rows}
-    header = ["metric", "encoder", "params (M)", "weights MB"]
+    header = ["metric", "encoder", "params (M)", "weights MiB"]
     for ds in datasets:
-        header += [f"{ds} ms/seg", f"{ds} r"]
+        header += [f"{ds} ms/seg", f"{ds} {column_label(quality)}"]
     header.append("mean exit layer")
     out = []
     for label, encoder in keys:
@@ -75,7 +76,7 @@ def by_dataset_table(rows: list[dict[str, str]], quality: str = "pearson_pooled"
             label,
             encoder,
             cell_text("params", first.get("params", "")),
-            cell_text("weight_mb", first.get("weight_mb", "")),
+            cell_text("weight_mib", first.get("weight_mib", "")),
         ]
         for c in cells:
             if c is None or c["status"] != "ok":

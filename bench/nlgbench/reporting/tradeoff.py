@@ -120,7 +120,7 @@ def _baseline_row(run: RunData, metric: str, b: pd.Series) -> dict[str, Any]:
     return {
         "metric": metric,
         "dataset": b["dataset"],
-        "device": b["device"] if not b["imported"] else "imported",
+        "device": b["device"],  # `imported` for an imported cell (RunData.cells)
         "encoder": b["encoder"],
         "baseline": b["encoder"],
         "n": len(run.segments(b["cell_id"])),

@@ -123,6 +123,7 @@ def import_scores(
         warmup=0,
         threads=None,
     )
+    # the config's device `none` and batch size 0 are hashed as ever (views show `imported`, no batch size)
     cell_id = short_hash({"imported": sha, **config.to_dict()})
     values = [scores[key] for key in wanted]
     # a data file keyed as the config names it
@@ -130,7 +131,7 @@ def import_scores(
     correlation = correlate_scores(values, ds, higher_is_better=not lower_is_better)
     result = CellResult(
         cell_id=cell_id,
-        label=imported_label(metric, encoder, ref.label),
+        label=imported_label(metric, config.encoder.label, ref.label),
         status=OK,
         error=None,
         config=config,

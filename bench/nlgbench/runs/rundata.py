@@ -339,7 +339,7 @@ def cell_record(r: CellResult, human_dim: str) -> dict[str, Any]:
         "dataset": cfg.dataset.label,
         "human_dim": human_dim,
         "score_type": score_type(r, human_dim),
-        "device": "cuda" if str(cfg.device).startswith("cuda") else cfg.device,
+        "device": "cuda" if str(cfg.device).startswith("cuda") else cfg.device_label,  # `imported`: import-scores
         "batch_size": cfg.batch_size,
         "n_segments": r.n_segments,
         "ms_per_segment": timing.ms_per_segment_median if timing else np.nan,

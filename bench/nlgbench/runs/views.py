@@ -1,6 +1,13 @@
 """The store's CSV views, rewritten from it after every recorded cell: `results.csv` (one row per cell and
 human dimension: the output contract of docs/architecture.md, Result files) and `correlations.csv`
-(every figure of every cell, long format). The columns are declared here, in order."""
+(every figure of every cell, long format). The columns are declared here, in order.
+
+results.csv names every correlation `<method>_<level>` (`correlation_column`; levels as in
+nlgbench.statistics.levels: global = pooled segments, segment = per language pair then the mean,
+item, system), and its first one is the figure report and compare show by default (Pearson,
+global: nlgbench.reporting.quality.DEFAULT_QUALITY; a test checks they agree). Memory and sizes
+are in MiB (bytes / 2**20), named `_mib`. The names before issue 28 follow as LEGACY_COLUMNS
+(same values), kept for one release."""
 
 from __future__ import annotations
 
@@ -15,6 +22,22 @@ from nlgbench.core.result import CellResult
 from nlgbench.core.signature import recorded_signature
 from nlgbench.foundations.files import write_atomic
 from nlgbench.runs.folder import CORRELATIONS_FILE, CSV_FILE
+from nlgbench.statistics.levels import GROUPING
+from nlgbench.statistics.summary import SUMMARY_METHODS
+
+
+def correlation_column(method: str, level: str) -> str:
+    """results.csv's column of a correlation method at a level (canonical names): `pearson_global`."""
+    return f"{method}_{level}"
+
+
+def column_label(column: str) -> str:
+    """A correlation column's figure named as report and compare name it (QualityOptions.label, a test
+    checks they agree): `pearson_global` 'pearson (global)', `kendall_segment` 'kendall (segment, by lp)'."""
+    method, level = column.rsplit("_", 1)
+    grouping = "" if GROUPING[level] == "none" else f", by {GROUPING[level]}"
+    return f"{method} ({level}{grouping})"
+
 
 # The output contract of docs/architecture.md (Result files), in order; extra columns follow.
 CSV_COLUMNS = [
@@ -32,44 +55,44 @@ CSV_COLUMNS = [
     "ms_per_segment_median",
     "ms_per_segment_std",
     "n_repeats",
-    "peak_rss_mb",
-    "rss_growth_mb",
-    "cuda_peak_allocated_mb",
+    "peak_rss_mib",
+    "rss_growth_mib",
+    "cuda_peak_allocated_mib",
     "params",
-    "disk_mb",
-    "pearson",
-    "kendall",
-    "pearson_pooled",
-    "kendall_pooled",
+    "disk_mib",
+    "pearson_global",  # the first correlation column: report's and compare's default figure
+    "kendall_global",
+    "pearson_segment",
+    "kendall_segment",
     "error",
 ]
 EXTRA_COLUMNS = [
     "layer",
     "prepare_s",
     "warmup_s",
-    "cuda_peak_reserved_mb",
+    "cuda_peak_reserved_mib",
     "n_lps",
-    "system_pearson",
-    "system_kendall",
-    "pearson_pooled_ci_low",
-    "pearson_pooled_ci_high",
+    "pearson_system",
+    "kendall_system",
+    "pearson_global_ci_low",
+    "pearson_global_ci_high",
     "scores_agree",
     "threads",
     "cpu_model",
     "gpu",
     "phase_ms",
     "mean_exit_layer",
-    "weight_mb",
+    "weight_mib",
     "metric_options",
     "truncated_segments",
     "human_dim",
     "n_missing_human",
-    "spearman",
-    "spearman_pooled",
-    "system_spearman",
-    "item_pearson",
-    "item_kendall",
-    "item_spearman",
+    "spearman_global",
+    "spearman_segment",
+    "spearman_system",
+    "pearson_item",
+    "kendall_item",
+    "spearman_item",
     "n_docs",
     "dataset_path",
     "dataset_sha256",
@@ -78,8 +101,38 @@ EXTRA_COLUMNS = [
     "batch_tokens",
     "signature",  # the scorer's reproducibility signature (nlgbench.core.signature), blank before issue 28
     "warnings",  # the cell's data warnings (result.json `warnings`), "; "-joined
-    "correlation_note",  # the note stays last: it says why any figure left of it is blank
 ]
+# The column names before issue 28, kept for one release with the same values (old name -> new name),
+# between EXTRA_COLUMNS and the note: `pearson`/`kendall`/`spearman` were the segment level (the mean
+# over language pairs), `*_pooled` the global level, `system_*` / `item_*` those levels, `*_mb` MiB.
+LEGACY_COLUMNS = {
+    "pearson": "pearson_segment",
+    "kendall": "kendall_segment",
+    "pearson_pooled": "pearson_global",
+    "kendall_pooled": "kendall_global",
+    "system_pearson": "pearson_system",
+    "system_kendall": "kendall_system",
+    "pearson_pooled_ci_low": "pearson_global_ci_low",
+    "pearson_pooled_ci_high": "pearson_global_ci_high",
+    "spearman": "spearman_segment",
+    "spearman_pooled": "spearman_global",
+    "system_spearman": "spearman_system",
+    "item_pearson": "pearson_item",
+    "item_kendall": "kendall_item",
+    "item_spearman": "spearman_item",
+    "peak_rss_mb": "peak_rss_mib",
+    "rss_growth_mb": "rss_growth_mib",
+    "cuda_peak_allocated_mb": "cuda_peak_allocated_mib",
+    "cuda_peak_reserved_mb": "cuda_peak_reserved_mib",
+    "disk_mb": "disk_mib",
+    "weight_mb": "weight_mib",
+}
+NOTE_COLUMN = "correlation_note"  # last: it says why any figure left of it is blank
+# results.csv's correlation figures, method x level (the global level's Pearson first, as in CSV_COLUMNS)
+SUMMARY_LEVELS = ("global", "segment", "system", "item")
+QUALITY_COLUMNS = [correlation_column(m, level) for level in SUMMARY_LEVELS for m in SUMMARY_METHODS]
+MAIN_QUALITY = [c for c in CSV_COLUMNS if c in QUALITY_COLUMNS]  # the contract's: pearson/kendall, global/segment
+RESULTS_COLUMNS = [*CSV_COLUMNS, *EXTRA_COLUMNS, *LEGACY_COLUMNS, NOTE_COLUMN]  # results.csv's header, in order
 WARNINGS_SEPARATOR = "; "  # between a cell's data warnings in results.csv's `warnings` column
 # correlations.csv: every figure of every cell, long format, naming its level and grouping (nlgbench.statistics.levels).
 CORRELATION_COLUMNS = [
@@ -107,13 +160,13 @@ def write_views(folder: Path, results: list[CellResult]) -> Path:
     path = folder / CSV_FILE
     text = io.StringIO(newline="")
     long = io.StringIO(newline="")
-    w = csv.DictWriter(text, fieldnames=CSV_COLUMNS + EXTRA_COLUMNS)
+    w = csv.DictWriter(text, fieldnames=RESULTS_COLUMNS)
     w.writeheader()
     figures = csv.DictWriter(long, fieldnames=CORRELATION_COLUMNS)
     figures.writeheader()
     labels = distinct_dataset_labels([r.config.dataset.label for r in results], [r.dataset_file[1] for r in results])
     for result, label in zip(results, labels, strict=True):
-        w.writerows([{**row, "dataset": label} for row in csv_rows(result)])
+        w.writerows([with_legacy({**row, "dataset": label}) for row in csv_rows(result)])
         figures.writerows([{**row, "dataset": label} for row in figure_rows(result)])
     write_atomic(path, text.getvalue())
     write_atomic(folder / CORRELATIONS_FILE, long.getvalue())
@@ -129,6 +182,17 @@ def _num(value: Any, digits: int | None = None) -> Any:
             return ""
         return round(value, digits) if digits is not None else value
     return value
+
+
+def with_legacy(row: dict[str, Any]) -> dict[str, Any]:
+    """A results.csv row with its LEGACY_COLUMNS, each the value of the column that replaced it."""
+    return {**row, **{old: row.get(new, "") for old, new in LEGACY_COLUMNS.items()}}
+
+
+def current_names(row: dict[str, str]) -> dict[str, str]:
+    """A results.csv row read from a file written before issue 28 (old names only) with the new
+    names too (LEGACY_COLUMNS), so readers of the new names read old run folders; a newer row as is."""
+    return {**{new: row[old] for old, new in LEGACY_COLUMNS.items() if old in row and new not in row}, **row}
 
 
 def dimension_sections(result: CellResult) -> list[dict[str, Any]]:
@@ -155,7 +219,7 @@ def figure_rows(result: CellResult) -> list[dict[str, Any]]:
         "encoder": cfg.encoder.label,
         "aligner": cfg.aligner_label,
         "dataset": cfg.dataset.label,
-        "device": cfg.device,
+        "device": cfg.device_label,
     }
     return [
         {**key, "human_dim": section.get("human_dim", ""), **{k: _num(figure.get(k)) for k in CORRELATION_COLUMNS[7:]}}
@@ -174,8 +238,8 @@ def csv_row(result: CellResult, section: dict[str, Any] | None = None) -> dict[s
         "encoder": cfg.encoder.label,
         "aligner": cfg.aligner_label,
         "dataset": cfg.dataset.label,
-        "device": cfg.device,
-        "batch_size": cfg.batch_size,
+        "device": cfg.device_label,  # `imported` for an imported cell (its config: none)
+        "batch_size": cfg.batch_label,  # blank for an imported cell
         "status": result.status,
         "n_repeats": cfg.repeats,
         "error": result.error or "",
@@ -204,25 +268,26 @@ def correlation_columns(c: dict[str, Any]) -> dict[str, Any]:
     system = c.get("system") or {}
     item = c.get("item") or {}
     ci = (c.get("bootstrap") or {}).get("pearson_pooled_ci") or [None, None]
+    # result.json's section: the segment level's figures under the method's name, the global level's
+    # as `<method>_pooled` (nlgbench.statistics.summary.correlate), the system and item levels' in theirs
+    levels = {
+        "global": {m: c.get(f"{m}_pooled") for m in SUMMARY_METHODS},
+        "segment": c,
+        "system": system,
+        "item": item,
+    }
     return {
-        "pearson": _num(c["pearson"]),
-        "kendall": _num(c["kendall"]),
-        "pearson_pooled": _num(c["pearson_pooled"]),
-        "kendall_pooled": _num(c["kendall_pooled"]),
+        **{
+            correlation_column(m, level): _num(levels[level].get(m))
+            for level in SUMMARY_LEVELS
+            for m in SUMMARY_METHODS
+        },
         "n_lps": c.get("n_lps", ""),
-        "system_pearson": _num(system.get("pearson")),
-        "system_kendall": _num(system.get("kendall")),
-        "pearson_pooled_ci_low": _num(ci[0]),
-        "pearson_pooled_ci_high": _num(ci[1]),
-        "correlation_note": c.get("note") or "",
+        "pearson_global_ci_low": _num(ci[0]),
+        "pearson_global_ci_high": _num(ci[1]),
+        NOTE_COLUMN: c.get("note") or "",
         "human_dim": c.get("human_dim", ""),
         "n_missing_human": c.get("n_missing_human", ""),
-        "spearman": _num(c.get("spearman")),
-        "spearman_pooled": _num(c.get("spearman_pooled")),
-        "system_spearman": _num(system.get("spearman")),
-        "item_pearson": _num(item.get("pearson")),
-        "item_kendall": _num(item.get("kendall")),
-        "item_spearman": _num(item.get("spearman")),
         "n_docs": item.get("n_docs", ""),
     }
 
@@ -237,13 +302,14 @@ def measured_columns(result: CellResult) -> dict[str, Any]:
         "ms_per_segment_mean": _num(t.ms_per_segment_mean, 4),
         "ms_per_segment_median": _num(t.ms_per_segment_median, 4),
         "ms_per_segment_std": _num(t.ms_per_segment_std, 4),
-        "peak_rss_mb": _num(m.peak_rss_mb, 1),
-        "rss_growth_mb": _num(m.rss_growth_mb, 1),
+        # MiB: result.json's memory figures are MiB (nlgbench.measurement.trackers), sizes bytes / 2**20
+        "peak_rss_mib": _num(m.peak_rss_mb, 1),
+        "rss_growth_mib": _num(m.rss_growth_mb, 1),
         # 0 on CPU cells: no CUDA memory was allocated there.
-        "cuda_peak_allocated_mb": _num(m.cuda_peak_allocated_mb, 1) if m.cuda_peak_allocated_mb is not None else 0.0,
-        "cuda_peak_reserved_mb": _num(m.cuda_peak_reserved_mb, 1) if m.cuda_peak_reserved_mb is not None else 0.0,
+        "cuda_peak_allocated_mib": _num(m.cuda_peak_allocated_mb, 1) if m.cuda_peak_allocated_mb is not None else 0.0,
+        "cuda_peak_reserved_mib": _num(m.cuda_peak_reserved_mb, 1) if m.cuda_peak_reserved_mb is not None else 0.0,
         "params": result.params,
-        "disk_mb": _num(result.disk_bytes / 2**20, 2) if result.disk_bytes is not None else "",
+        "disk_mib": _num(result.disk_bytes / 2**20, 2) if result.disk_bytes is not None else "",
         "layer": scorer.get("layer", ""),
         "prepare_s": _num(t.prepare_s, 3),
         "warmup_s": _num(t.warmup_s, 3),
@@ -254,7 +320,7 @@ def measured_columns(result: CellResult) -> dict[str, Any]:
         "mean_exit_layer": _num(scorer.get("mean_exit_layer"), 3),
         "truncated_segments": scorer.get("truncated_segments", ""),  # blank in results written before it was counted
         "signature": recorded_signature(result.config.metric, scorer),
-        "weight_mb": _num(scorer["weight_bytes"] / 2**20, 2) if "weight_bytes" in scorer else "",
+        "weight_mib": _num(scorer["weight_bytes"] / 2**20, 2) if "weight_bytes" in scorer else "",
         "phase_ms": ";".join(f"{k}={v:.3f}" for k, v in t.phase_ms_per_segment_mean.items()),
         # blank in results written before the GPU-grade protocol, and the CV with one repeat
         "ms_per_segment_cv": _num(t.ms_per_segment_cv, 4),

@@ -93,6 +93,18 @@ def summarize(records: Sequence[Record], out: Path, notes: Iterable[str] = ()) -
     }
     if not dimensions:
         missing = {"human": sum(1 for r in records if r["human"] is None)}
+    blank = {
+        "hypothesis": sum(1 for r in records if not r["hypothesis"].strip()),
+        "reference": sum(1 for r in records if any(not ref.strip() for ref in r["references"])),
+    }
+    notes = [
+        *notes,
+        *(
+            f"{n} of {len(records)} items have a blank {field} (each metric scores or refuses it: README, Metrics)"
+            for field, n in blank.items()
+            if n
+        ),
+    ]
     return ImportSummary(
         out=out,
         items=len(records),

@@ -39,8 +39,10 @@ def table_records(
     from a column of the same name if there is one (``references`` from ``reference``). `human`
     maps dimension -> column for several dimensions; else the ``human`` field is one number per
     item. An empty or NaN score cell is null: that item's score is missing. `lp` is a constant
-    language pair (or domain label) for tables without one. Every text cell used must be present.
-    Rows are counted from 1, header excluded.
+    language pair (or domain label) for tables without one. An empty source, hypothesis or reference
+    cell is an empty text (an empty system output is data: each metric scores or refuses it, README
+    "Metrics"); an empty further reference cell means fewer references on that row. Name cells (lp,
+    system, doc_id, seg_id) must be present. Rows are counted from 1, header excluded.
     """
     path = Path(src)
     table = _read_table(path)
@@ -135,9 +137,12 @@ def _row_record(
     }
     if "doc_id" in mapping:
         record["doc_id"] = _cell_label(cells, mapping["doc_id"], where)
-    record["source"] = _cell_text(cells, mapping["source"], where) if "source" in mapping else ""
-    record["references"] = [_cell_text(cells, c, where) for c in ref_columns]
-    record["hypothesis"] = _cell_text(cells, mapping["hypothesis"], where)
+    record["source"] = _cell_text(cells, mapping["source"], where, blank=True) if "source" in mapping else ""
+    references = [_cell_text(cells, c, where, blank=True) for c in ref_columns]
+    while len(references) > 1 and not references[-1].strip():
+        references.pop()  # fewer references on this row, as the own-data TSV loader reads reference_N
+    record["references"] = references
+    record["hypothesis"] = _cell_text(cells, mapping["hypothesis"], where, blank=True)
     if human:
         record["human"] = {dim: _cell_score(cells, col, where) for dim, col in human.items()}
     else:
@@ -202,9 +207,12 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT
 
 
-def _cell_text(cells: Mapping[str, Any], column: str, where: str) -> str:
+def _cell_text(cells: Mapping[str, Any], column: str, where: str, blank: bool = False) -> str:
+    """A text cell; an empty one is "" where `blank` (a text), else refused (a name must be there)."""
     value = cells[column]
     if _is_missing(value):
+        if blank:
+            return ""
         raise UserError(f"{where}: column {column!r} is empty")
     if not isinstance(value, str):
         raise UserError(f"{where}: column {column!r} must be text, got {value!r}")
