@@ -120,8 +120,11 @@ def sweep_spec(device: str, max_segments: int | None, repeats: int, batch_sizes:
 
 
 def read_rows(run: Path) -> list[dict[str, str]]:
+    """results.csv's rows, with the current column names also for a file written before issue 28."""
+    from nlgbench.runs.views import current_names
+
     with (run / "results.csv").open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
+        return [current_names(row) for row in csv.DictReader(fh)]
 
 
 def phases(row: dict[str, str]) -> dict[str, float]:
@@ -157,8 +160,8 @@ def summary_row(part: str, row: dict[str, str]) -> dict[str, Any]:
         "tokenize_ms": ph.get("tokenize"),
         "encode_ms": ph.get("encode"),
         "tokenize_overlapped_ms": ph.get("tokenize_overlapped"),
-        "cuda_peak_allocated_mb": number(row.get("cuda_peak_allocated_mb", "")),
-        "pearson": number(row.get("pearson", "")),
+        "cuda_peak_allocated_mib": number(row.get("cuda_peak_allocated_mib", "")),
+        "pearson_global": number(row.get("pearson_global", "")),
         "error": row.get("error", ""),
     }
 
@@ -186,8 +189,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         "encode %",
         "tok ms",
         "tok hidden ms",
-        "CUDA MB",
-        "pearson",
+        "CUDA MiB",
+        "pearson (global)",
         "status",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -210,8 +213,8 @@ def table(rows: list[dict[str, Any]]) -> str:
                     share,
                     fmt(r["tokenize_ms"]),
                     fmt(r["tokenize_overlapped_ms"]),
-                    fmt(r["cuda_peak_allocated_mb"], 0),
-                    fmt(r["pearson"]),
+                    fmt(r["cuda_peak_allocated_mib"], 0),
+                    fmt(r["pearson_global"]),
                     r["status"] if r["status"] == "ok" else f"{r['status']}: {r['error'][:60]}",
                 ]
             )

@@ -122,6 +122,13 @@ class SentSimScorer(ScorerBase[SentSimOptions]):
                     token.append(self._token_part(*words[it.hypothesis], *words[self._other(it)]))
         with timer.phase("combine"):
             is_distance = self.options.token_part != "bertscore"
+            for part, values in (("sentence cosine", cosine), (f"token ({self.options.token_part})", token)):
+                if len(values) < 2 or max(values) <= min(values):
+                    raise UserError(
+                        f"sentsim normalises each part by its min and max over the scored set (SentSim's "
+                        f"min-max rule), so it needs at least two items with different {part} scores; "
+                        f"these {len(values)} all score {values[0]:.6g} (identical or blank texts?)"
+                    )
             sentsim = combine(min_max(cosine), min_max(token), is_distance)
         token_column = f"token_{self.options.token_part}"
         return Scores(

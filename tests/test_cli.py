@@ -503,7 +503,7 @@ def test_list_encoders(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "encoders"]) == 0
     lines = capsys.readouterr().out.splitlines()
     header = lines[0].split()
-    assert header == ["name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mb"]
+    assert header == ["name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mib"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert set(rows) == set(nlgbench.encoders.registry.registry())
     mini = rows["all-MiniLM-L6-v2"]

@@ -410,6 +410,17 @@ def test_repair_refuses_a_folder_that_is_not_a_run(capsys: pytest.CaptureFixture
     assert sorted(os.listdir(folder)) == ["cat.jpg"]
 
 
+def test_repair_leaves_a_published_folder_as_it_is(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A committed folder (results.csv + report/, no store, no cells/) has nothing to rebuild from: repair
+    says so and writes nothing (it used to make an empty store and cut results.csv to its header)."""
+    folder = Path(shutil.copytree(Path(__file__).resolve().parents[1] / "reports" / "example", tmp_path / "ex"))
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    line = one_line(capsys, "repair", folder)
+    assert "no results.sqlite and no cells/" in line and "nothing to rebuild" in line, line
+    after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert after == before
+
+
 def test_import_scores_lines_end_at_newline_only(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Issue 25.6 in import-scores: a seg_id holding U+2028 (or U+0085) is one text, not two CSV records."""
     ids = ["a\u2028b", "c\x85d", "e"]

@@ -614,8 +614,8 @@ def test_gpu_benchmark_summary_reads_results_csv_rows() -> None:
         "ms_per_segment_cv": "0.021",
         "warmup_passes": "3",
         "phase_ms": "encode=0.30;tokenize=0.02;match=0.06;other=0.02;tokenize_overlapped=0.11",
-        "cuda_peak_allocated_mb": "484.0",
-        "pearson": "0.5",
+        "cuda_peak_allocated_mib": "484.0",
+        "pearson_global": "0.5",
         "error": "",
     }
     cut = {**row, "encoder": "all-MiniLM-L6-v2[num_layers=3]", "ms_per_segment_median": "0.30"}
@@ -629,6 +629,22 @@ def test_gpu_benchmark_summary_reads_results_csv_rows() -> None:
     assert any("encode share" in line and "75%" in line and "met" in line for line in lines)
     assert any("largest CV" in line and "2.1%" in line for line in lines)
     assert "| quickstart | bertscore | all-MiniLM-L6-v2 | cuda | 64 | 3360 | 0.390 | 2.1% | 3 | 75 |" in gpu.table(rows)
+    assert gpu.table(rows).splitlines()[2].endswith("| 484 | 0.500 | ok |")  # CUDA MiB, pearson (global)
+
+
+def test_gpu_benchmark_reads_results_csv_written_before_issue_28(tmp_path: Path) -> None:
+    """reports/gpu was measured before the columns were renamed: its results.csv (old names) still
+    gives the CUDA memory and the global Pearson in the summary."""
+    gpu = load_gpu_benchmark()
+    run = tmp_path / "gpu-quickstart-cuda"
+    run.mkdir()
+    (run / "results.csv").write_text(
+        "metric,encoder,device,batch_size,status,ms_per_segment_median,cuda_peak_allocated_mb,pearson,pearson_pooled\n"
+        "bertscore,all-MiniLM-L6-v2,cuda,64,ok,0.4,485.0,0.61,0.59\n",
+        encoding="utf-8",
+    )
+    (row,) = [gpu.summary_row("quickstart", r) for r in gpu.read_rows(run)]
+    assert row["cuda_peak_allocated_mib"] == 485.0 and row["pearson_global"] == 0.59
 
 
 # ----------------------------------------------------------------------------- a real cell

@@ -183,6 +183,15 @@ def test_sentsim_wmd_part_is_a_distance(bert_dir: Path) -> None:
         scorer.score(blank, PhaseTimer())
 
 
+def test_sentsim_with_all_parts_equal_is_one_clear_error(bert_dir: Path) -> None:
+    """Min-max normalisation over a set whose scores are all equal is undefined: a UserError naming the
+    rule (one line, exit 2 from the CLI), never a ValueError traceback."""
+    scorer = SentSimScorer(EncoderRef(str(bert_dir)), {"against": "source"}, "cpu", 2)
+    same = [dataclasses.replace(it, hypothesis=ITEMS[0].source, source=ITEMS[0].source) for it in ITEMS[:3]]
+    with pytest.raises(UserError, match="at least two items with different .* scores; these 3 all score"):
+        scorer.score(same, PhaseTimer())
+
+
 # ----------------------------------------------------------------------------- FrugalScore
 
 

@@ -16,7 +16,7 @@ from nlgbench.metrics import get_metric, metric_names
 
 
 def cmd_list_encoders(args: argparse.Namespace) -> int:
-    rows = [("name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mb")]
+    rows = [("name", "hub_id", "family", "kind", "layers", "local", "params", "disk_mib")]
     for name, e in sorted(registry().items()):
         snap = local_snapshot(e.hub_id)
         local, params, disk = "no", "-", "-"

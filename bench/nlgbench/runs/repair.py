@@ -54,6 +54,13 @@ def repair(folder: Path, *, log: Callable[[str], None] = print) -> Repair:
         raise UserError(f"{folder}: no such run folder")
     if not any((folder / name).exists() for name in (CELLS, CSV_FILE, STORE_FILE)):
         raise UserError(f"{folder} is not a run folder (no {CELLS}/, {CSV_FILE} or {STORE_FILE}); nothing to repair")
+    if not (folder / STORE_FILE).exists() and not any(cells_dir(folder).glob("*/result.json")):
+        # A published folder (results.csv and report/ only) or one whose cells are gone: a new, empty
+        # store would rewrite results.csv without its rows.
+        raise UserError(
+            f"{folder} has no {STORE_FILE} and no {CELLS}/*/result.json: nothing to rebuild the store from "
+            f"(results.csv is left as it is; `nlgbench report` reads a published folder's report/cells.jsonl)"
+        )
     with locked(folder, log=log):
         moved_to = None
         try:
