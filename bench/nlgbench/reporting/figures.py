@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.files import write_atomic
@@ -58,7 +59,6 @@ from nlgbench.reporting.placement import PointLabel, place_labels
 from nlgbench.reporting.quality import QualityOptions
 
 if TYPE_CHECKING:
-    import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -408,7 +408,9 @@ def build_figures(
         for group in dataset_groups(cells):
             for kind in figure_kinds(device):
                 points = figure_points(cells, group, [kind.column], intervals)
-                points = points[(points[kind.column] > 0) & np.isfinite(points[kind.column])]
+                # numbers, also where every cell left the column empty (an object column of NaNs)
+                x = pd.to_numeric(points[kind.column], errors="coerce").astype(float)
+                points = points[(x > 0) & np.isfinite(x)]
                 anchor = points["encoder"] == NO_ENCODER
                 with_encoder = bool((~anchor).any())  # else only lexical metrics: each its own panel
                 shown = points[~anchor] if with_encoder else points
