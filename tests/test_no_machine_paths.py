@@ -85,13 +85,42 @@ def test_the_checker_leaves_relative_paths_and_urls(text: str) -> None:
     assert machine_paths(text) == []
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PNG_TEXT_CHUNKS = {b"tEXt", b"iTXt", b"zTXt"}
+
+
+def png_text(data: bytes) -> str:
+    """A PNG's text chunks (where a writer would record a path), not its compressed pixels: those are
+    arbitrary bytes that can spell a Windows share (`\\\\x\\y`) by chance."""
+    import struct
+    import zlib
+
+    texts, at = [], len(PNG_SIGNATURE)
+    while at + 8 <= len(data):
+        (length,), kind = struct.unpack(">I", data[at : at + 4]), data[at + 4 : at + 8]
+        body = data[at + 8 : at + 8 + length]
+        if kind in PNG_TEXT_CHUNKS:
+            key, _, rest = body.partition(b"\0")
+            value = zlib.decompress(rest[1:]) if kind == b"zTXt" else rest
+            texts.append((key + b" " + value).decode("utf-8", errors="replace"))
+        at += 12 + length
+    return "\n".join(texts)
+
+
+def file_text(path: Path) -> str:
+    """What a path could hide in: a PNG's text chunks, any other file's bytes read as text (PDFs,
+    SVGs and CSVs hold their text uncompressed or as text)."""
+    data = path.read_bytes()
+    return png_text(data) if data.startswith(PNG_SIGNATURE) else data.decode("utf-8", errors="replace")
+
+
 def files_with_machine_paths(files: list[Path]) -> dict[str, list[str]]:
-    """File -> the first machine paths it holds, for each of `files` that holds any (read as bytes:
-    figures and PDFs too)."""
+    """File -> the first machine paths it holds, for each of `files` that holds any (figures and PDFs
+    too)."""
     return {
         p.name if not p.is_relative_to(REPO) else str(p.relative_to(REPO)): hits[:3]
         for p in files
-        if (hits := machine_paths(p.read_bytes().decode("utf-8", errors="replace")))
+        if (hits := machine_paths(file_text(p)))
     }
 
 
@@ -100,6 +129,24 @@ def test_committed_reports_and_examples_hold_no_machine_path() -> None:
     assert any(p.name == "results.csv" for p in files) and any(p.suffix == ".yaml" for p in files)  # read something
     found = files_with_machine_paths(files)
     assert not found, f"paths of a machine in committed files: {found}"
+
+
+def test_a_png_is_read_by_its_text_chunks_not_its_pixels(tmp_path: Path) -> None:
+    """A path in a PNG's metadata is found; pixel bytes that happen to read like a share are not."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(1, 1))
+    fig.savefig(tmp_path / "planted.png", metadata={"Description": "made in /home/ana/run"})
+    fig.savefig(tmp_path / "clean.png")
+    plt.close(fig)
+    pixels = tmp_path / "clean.png"
+    data = pixels.read_bytes()
+    pixels.write_bytes(data[:-12] + b"\\\\srv\\x" + data[-12:])  # after the last chunk: never text
+    assert machine_paths(pixels.read_bytes().decode("latin-1"))  # read as plain bytes it would be flagged
+    assert files_with_machine_paths([pixels, tmp_path / "planted.png"]) == {"planted.png": ["/home/ana/run"]}
 
 
 def test_a_planted_file_fails_the_walk(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     names = zipfile.ZipFile(wheel).namelist()
     assert "nlgbench/encoders.yaml" in names and "nlgbench/catalogue.yaml" in names and "nlgbench/py.typed" in names
     assert "nlgbench/metrics/bertscore.py" in names
+    assert "nlgbench/reporting/nlgbench.mplstyle" in names  # the figures' style (issue 29)
     assert not [n for n in names if n.split("/")[0] in ("bench", "metrics")]
     assert any(n.endswith("licenses/LICENSE") for n in names)
     site = root / "site"

@@ -8,7 +8,6 @@ import html
 import json
 import math
 import os
-import re
 import shutil
 from pathlib import Path
 
@@ -22,16 +21,9 @@ from nlgbench.data.loaders import load_dataset
 from nlgbench.foundations import fmt
 from nlgbench.reporting.compare import compare
 from nlgbench.reporting.figures import build_figures
-from nlgbench.reporting.numbers import (
-    QualityIntervals,
-    choose_baselines,
-    pareto_front,
-    quantity_correlations,
-    quantity_note,
-    quantity_rows,
-    with_quality,
-)
+from nlgbench.reporting.numbers import QualityIntervals, choose_baselines, pareto_front, with_quality
 from nlgbench.reporting.quality import QualityOptions
+from nlgbench.reporting.quantities import quantity_correlations, quantity_note, quantity_rows
 from nlgbench.reporting.report import write_report
 from nlgbench.runs.importscores import import_scores as import_scores_file
 from nlgbench.runs.rundata import RunData
@@ -110,14 +102,16 @@ def test_quantity_correlations_average_per_metric_matrices() -> None:
     want = np.mean([np.corrcoef(df[df["metric"] == m][columns].to_numpy().T) for m in ("m1", "m2")], axis=0)
     order = ["CPU time", "model memory", "parameters", "disk", "quality"]
     assert np.allclose(got.r.loc[order, order].to_numpy(), want)
-    assert (got.n.loc[order, order].to_numpy() == 4 + 5).all()  # the encoders behind each entry
+    # the encoders behind each entry: the fewest of the metrics averaged (they share encoders; issue 29)
+    assert (got.n.loc[order, order].to_numpy() == 4).all() and (got.metrics.loc[order, order].to_numpy() == 2).all()
     assert got.r.loc["GPU time"].isna().all() and (got.n.loc["GPU time"] == 0).all()  # not measured: no number
     header, text = quantity_rows(got)
     cpu = dict(zip(header, next(r for r in text if r[0] == "CPU time"), strict=True))
+    low, high = got.interval("CPU time", "quality")
     assert (
         cpu["CPU time"] == ""
-        and cpu["GPU time"] == "-"
-        and cpu["quality"] == f"{got.r.loc['CPU time', 'quality']:.2f} (9)"
+        and "GPU time" not in cpu  # measured with nothing: left out (issue 29)
+        and cpu["quality"] == f"{got.r.loc['CPU time', 'quality']:.2f} [{low:.2f}, {high:.2f}] (n=4)"
     )
     # fewer than 3 encoders per metric: no matrix at all, said in words, not 1.00s
     few = quantity_correlations(df[df["metric"] == "m3"])
@@ -128,7 +122,7 @@ def test_quantity_correlations_average_per_metric_matrices() -> None:
     same_disk = df[df["metric"] == "m1"].assign(disk_mb=50.0)
     flat = quantity_correlations(same_disk)
     disk = dict(zip(quantity_rows(flat)[0], next(r for r in quantity_rows(flat)[1] if r[0] == "disk"), strict=True))
-    assert disk["quality"] == "n/a" and disk["GPU time"] == "-"
+    assert disk["quality"] == "n/a" and "GPU time" not in disk
 
 
 def test_report_files_and_relative_table(run_dir: Path) -> None:
@@ -263,7 +257,7 @@ def test_every_table_names_its_human_dimension_level_method_unit_and_test(
     if options is not None:
         assert f"{n} permutations, seed {seed}" in trade_note
     tex = (out / "tradeoff.tex").read_text(encoding="utf-8")
-    assert f"% {trade_note}\n\\begin{{tabular}}" in tex
+    assert f"% {trade_note}\n" in tex and "\\begin{table*}" in tex  # the note, then the floats (tests/test_latex.py)
     trade = pd.read_csv(out / "tradeoff.csv")
     assert len(trade) == 2 and set(trade["human_dim"]) == {human} and set(trade["level"]) == {level}
     assert set(trade["method"]) == {method} and set(trade["test"]) == {test} and set(trade["resampling"]) == {unit}
@@ -301,23 +295,25 @@ def test_every_table_names_its_human_dimension_level_method_unit_and_test(
 
 
 def test_figures_say_what_their_bars_resample(run_dir: Path) -> None:
-    """Issue 27: each figure's title (second line) and its caption in index.html name the unit the
-    bars' bootstrap resampled, with the resamples and the seed."""
+    """Issue 27, then 29: each figure's caption (index.html, figures.tex) names the unit the bars'
+    bootstrap resampled, with the resamples and the seed; its title says what is plotted only."""
     import matplotlib.pyplot as plt
 
     assert main(["report", str(run_dir)]) == 0
-    bars = "bars: 95% bootstrap interval of the quality, resampling segments, stratified by language pair; "
+    bars = "95% percentile bootstrap interval of the quality, resampling segments, stratified by language pair; "
     run = RunData.open(run_dir)
     options = QualityOptions(level="segment")
     df = with_quality(run, options)
     figures = list(build_figures(df, options, choose_baselines(df, None), QualityIntervals(run, options, 50, 7)))
-    assert len(figures) == 2
-    for _, title, _, _, fig in figures:
-        suptitle = " ".join(fig._suptitle.get_text().split())  # type: ignore[attr-defined]  # wrapped
-        assert suptitle == f"{title} {bars}50 resamples, seed 7"
-        plt.close(fig)  # type: ignore[arg-type]
-    captions = re.findall(r"<figcaption>(.*?) \(<a", (run_dir / "report" / "index.html").read_text(encoding="utf-8"))
-    assert len(captions) == 2 and all(c.endswith(f". B{bars[1:]}1000 resamples, seed 0") for c in captions)
+    assert len(figures) == 3  # runtime, model memory, peak memory
+    for drawn in figures:
+        suptitle = " ".join(drawn.figure._suptitle.get_text().split())  # type: ignore[attr-defined]  # wrapped
+        assert suptitle == drawn.title and "bootstrap" not in suptitle
+        plt.close(drawn.figure)
+    page = html.unescape((run_dir / "report" / "index.html").read_text(encoding="utf-8"))
+    tex = (run_dir / "report" / "figures.tex").read_text(encoding="utf-8")
+    assert page.count(f"{bars}1000 resamples, seed 0.") == 3
+    assert tex.count("resampling segments, stratified by language pair; 1000 resamples, seed 0.") == 3
 
 
 def test_report_errors_are_one_line(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -512,22 +508,23 @@ def test_index_html_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
         images = browser.execute_script(
             "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);"
         )
-        assert len(images) == 2  # runtime and memory on cpu
+        assert len(images) == 3  # runtime, model memory and peak memory on cpu (issue 29)
         assert all(complete and width > 100 for _, complete, width in images), images
         rows = browser.execute_script(
             "return Array.from(document.querySelectorAll('table')).map(t => t.querySelectorAll('tbody tr').length);"
         )
         tradeoff = pd.read_csv(run_dir / "report" / "tradeoff.csv")
         relative = pd.read_csv(run_dir / "report" / "relative.csv")
-        # trade-off, relative, per encoder, quantities, then one signature per measured cell (issue 28)
-        assert rows == [len(tradeoff), len(relative), 3, 6, 3] and len(tradeoff) == 3
+        # trade-off, relative, per encoder, quantities (GPU time left out: issue 29), then one signature
+        # per measured cell (issue 28)
+        assert rows == [len(tradeoff), len(relative), 3, 5, 3] and len(tradeoff) == 3
         first = browser.execute_script(
             "return document.querySelectorAll('table')[1].querySelector('tbody tr td:nth-child(2)').textContent;"
         )
         assert first == relative["encoder"].iloc[0]
         # every figure links its vector versions, which exist
         links = browser.execute_script("return Array.from(document.querySelectorAll('figcaption a')).map(a => a.href);")
-        assert len(links) == 4 and all(Path(link.removeprefix("file://")).stat().st_size > 0 for link in links)
+        assert len(links) == 6 and all(Path(link.removeprefix("file://")).stat().st_size > 0 for link in links)
     finally:
         browser.quit()
 

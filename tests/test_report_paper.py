@@ -34,9 +34,9 @@ from nlgbench.reporting.figures import (
     dataset_groups,
     encoder_styles,
     figure_points,
-    log_ticks,
     tradeoff_figure,
 )
+from nlgbench.reporting.figurestyle import log_ticks
 from nlgbench.reporting.numbers import QualityIntervals, choose_baselines, relative_table, with_quality
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.report import write_report
@@ -94,8 +94,8 @@ def figures(run_dir: Path) -> list[tuple[str, object]]:
     df = with_quality(run, PEARSON)
     baselines = choose_baselines(df, None)
     return [
-        (name, fig)
-        for name, _, _, _, fig in build_figures(df[~df["imported"]], PEARSON, baselines, QualityIntervals(run, PEARSON))
+        (drawn.name, drawn.figure)
+        for drawn in build_figures(df[~df["imported"]], PEARSON, baselines, QualityIntervals(run, PEARSON))
     ]
 
 
@@ -146,26 +146,31 @@ def test_figures_per_dataset_and_a_mean_only_within_one_kind_of_human_score(run_
         assert mean["quality"] == pytest.approx(da["quality"].mean(), abs=1e-12)
     # the per-encoder table and the quantity matrix keep one quality per kind of human score
     assert "<th>quality (DA)</th><th>quality (MQM)</th>" in page.replace("\n", "")
-    assert list(pd.read_csv(out / "quantities.csv", index_col=0).columns)[-2:] == ["quality (DA)", "quality (MQM)"]
+    # two encoders per metric: no quantity correlation is defined (issue 29: no bare r from too few
+    # encoders), and the note says why and names the per-kind quality columns it would use
+    pairs = pd.read_csv(out / "quantities.csv")  # one row per pair of quantities
+    assert pairs.empty
+    note = (out / "quantities.md").read_text(encoding="utf-8")
+    assert "no metric has 3 or more encoders" in note and "per kind of human score" in note
 
 
 def test_png_pdf_and_svg_are_written(run_dir: Path) -> None:
     out = run_dir / "report"
     pngs = sorted(out.glob("*.png"))
-    assert len(pngs) == 8  # runtime and memory x 4 dataset groups
+    assert len(pngs) == 12  # runtime, model memory and peak memory x 4 dataset groups
     for png in pngs:
         pdf, svg = png.with_suffix(".pdf"), png.with_suffix(".svg")
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 1000
         root = ET.parse(svg).getroot()
         assert root.tag.endswith("svg") and len(list(root.iter())) > 50
-        assert "ms per segment" in svg.read_text(encoding="utf-8") or "MiB" in svg.read_text(
+        assert "time per segment" in svg.read_text(encoding="utf-8") or "MiB" in svg.read_text(
             encoding="utf-8"
         )  # text stays text
 
 
 def test_no_label_leaves_its_axes_and_every_figure_has_a_legend(figures: list[tuple[str, object]]) -> None:
-    assert len(figures) == 8
+    assert len(figures) == 12
     for name, fig in figures:
         assert fig.legends, name  # type: ignore[attr-defined]
         labels = [t.get_text() for t in fig.legends[0].get_texts()]  # type: ignore[attr-defined]
@@ -227,9 +232,9 @@ def test_one_point_pareto_front_is_drawn_and_in_the_legend() -> None:
         for line in ax.lines
         if line.get_linestyle() == "--" and matplotlib.colors.same_color(line.get_color(), FRONT_COLOR)
     ]
-    assert len(dashed) == 1
-    xs, ys = dashed[0].get_data()
-    assert 7.0 in list(xs) and 0.5 in list(ys) and len(xs) >= 3  # the staircase through the point to the axes' edges
+    assert dashed == []  # a front of one point is no line (issue 29: no staircase to the axes' edges) ...
+    rings = [c for c in ax.collections if matplotlib.colors.same_color(c.get_edgecolor()[0], FRONT_COLOR)]
+    assert len(rings) == 1 and [tuple(o) for o in rings[0].get_offsets()] == [(7.0, 0.5)]  # ... but its ring
     assert "Pareto front" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
@@ -338,12 +343,13 @@ def test_one_colour_and_marker_per_encoder_in_every_figure(figures: list[tuple[s
 def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(
     run_dir: Path, figures: list[tuple[str, object]]
 ) -> None:
-    fig = dict(figures)["memory_cpu_wmt16_5"]
-    xlabels = [ax.get_xlabel() for ax in fig.axes if ax.get_visible()]  # type: ignore[attr-defined]
-    assert xlabels == [
-        "model memory: RSS growth over the post-import baseline (MiB, log)",
-        "process peak RSS (MiB, log)",
-    ]
+    # model memory and the process peak, each its own figure (issue 29), short axis labels in MiB
+    xlabels = [ax.get_xlabel() for ax in dict(figures)["memory_cpu_wmt16_5"].axes]  # type: ignore[attr-defined]
+    assert set(xlabels) == {"model memory (MiB, log)"}
+    xlabels = [ax.get_xlabel() for ax in dict(figures)["peak_memory_cpu_wmt16_5"].axes]  # type: ignore[attr-defined]
+    assert set(xlabels) == {"peak RSS (MiB, log)"}
+    tex = (run_dir / "report" / "figures.tex").read_text(encoding="utf-8")  # what they are: the caption
+    assert "model memory (the growth of the process's resident set size over its post-import baseline, MiB)" in tex
     run = RunData.open(run_dir)
     df = with_quality(run, PEARSON)
     group = DatasetGroup("wmt16[:5]", ("wmt16[:5]",), "DA")
@@ -404,7 +410,8 @@ def test_tradeoff_table_is_compares_numbers(run_dir: Path, capsys: pytest.Captur
         list(np.percentile(ratios, [2.5, 97.5])), abs=1e-9
     )
     tex = (out / "tradeoff.tex").read_text(encoding="utf-8")
-    assert all(rule in tex for rule in ("\\toprule", "\\midrule", "\\bottomrule")) and "retained [95\\% CI]" in tex
+    assert all(rule in tex for rule in ("\\toprule", "\\midrule", "\\bottomrule"))
+    assert "{retained (\\%)} & 95\\% CI" in tex  # tests/test_latex.py compiles it
     md = (out / "tradeoff.md").read_text(encoding="utf-8")
     assert md.count("| bertscore |") == 6 and md.count("| baseline |") == 3
 

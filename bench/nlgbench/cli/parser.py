@@ -295,6 +295,19 @@ def _add_report(sub: Commands) -> None:
     rep.add_argument("--baseline", help="baseline encoder label (default: per metric, the one with most parameters)")
     _add_selection_args(rep)
     _add_quality_args(rep)
+    size = rep.add_mutually_exclusive_group()
+    size.add_argument(
+        "--column",
+        choices=("single", "double"),
+        help="figures as wide as a paper's single column (3.3 in) or both columns (6.9 in, the default); "
+        "text is 7-9 pt at that width",
+    )
+    size.add_argument("--figure-width", type=float, metavar="INCHES", help="figure width in inches (2.5 to 20)")
+    rep.add_argument(
+        "--format",
+        default="png,pdf,svg",
+        help="figure files to write, comma-separated: png, pdf, svg (default all three; figures.tex takes the PDF)",
+    )
     rep.set_defaults(handler="report")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from nlgbench.core.result import json_safe
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import check_bootstrap, compare, render
+from nlgbench.reporting.figurestyle import COLUMN_WIDTHS, DEFAULT_FIGURES, FigureOptions
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.report import write_report
 from nlgbench.runs.rundata import RunData
@@ -22,6 +23,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         human=args.human,
         metric=args.metric,
         aligner=args.aligner,
+        figure_options=_figure_options(args),
     )
     print(f"report: {index}")
     return 0
@@ -53,6 +55,15 @@ def _quality_options(args: argparse.Namespace) -> QualityOptions:
         resample=args.resample,
         test=getattr(args, "test", "bootstrap"),
     )
+    options.check()
+    return options
+
+
+def _figure_options(args: argparse.Namespace) -> FigureOptions:
+    """--column or --figure-width, and --format, checked before the run folder is read."""
+    width = COLUMN_WIDTHS[args.column] if args.column else args.figure_width
+    formats = tuple(f.strip().lower() for f in str(args.format).split(",") if f.strip())
+    options = FigureOptions(DEFAULT_FIGURES.width if width is None else width, formats)
     options.check()
     return options
 

@@ -1,13 +1,20 @@
-"""The report's figures (matplotlib, imported on first use): runtime and memory against quality per
-device and dataset group, one panel per metric, each encoder in its own colour and marker, the 95%
-bootstrap interval as a bar (what it resamples in the title's second line), the Pareto front, point
-labels kept inside their axes."""
+"""The report's figures (matplotlib, imported on first use), sized for print: per device and dataset
+group, runtime, model memory and peak memory against quality, one panel per metric, each encoder in
+its own colour and marker, the 95% bootstrap interval of the quality as a vertical bar, the spread of
+the timed repeats as a horizontal bar, the Pareto front between its points, the baseline ringed,
+point labels that cover nothing (nlgbench.reporting.placement).
+
+A figure is drawn at the width asked for (`FigureOptions`: a paper's single or double column) in
+the package's style file (`STYLE_FILE`: sizes in points, nothing below 7 pt), its panels in rows
+of at most 3 that fit that width, at most MAX_ROWS rows (more panels: several figures, `_part1`,
+`_part2`), one y range for all panels. Titles say what is plotted; how (method, interval, data,
+machine) is in the caption (nlgbench.reporting.figuredata.figure_caption), shown in index.html and
+written into figures.tex."""
 
 from __future__ import annotations
 
 import io
 import math
-import re
 import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -15,177 +22,72 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.files import write_atomic
-from nlgbench.reporting.numbers import QualityIntervals, mean_label, pareto_front, resampling_words, score_types
+from nlgbench.reporting.figuredata import (
+    DatasetGroup,
+    FigureKind,
+    dataset_groups,
+    figure_caption,
+    figure_kinds,
+    figure_points,
+    figures_tex,
+    slug,
+)
+from nlgbench.reporting.figurestyle import (
+    ANCHOR_COLOR,
+    BASELINE_COLOR,
+    BASELINE_RING,
+    DEFAULT_FIGURES,
+    FIGURE_FORMATS,
+    FRONT_COLOR,
+    FRONT_RING,
+    MARKER_SIZE,
+    MAX_ROWS,
+    STYLE_FILE,
+    FigureOptions,
+    Style,
+    encoder_styles,
+    row_sizes,
+    set_log_x,
+    y_limits,
+)
+from nlgbench.reporting.numbers import QualityIntervals, pareto_front, resampling_words
 from nlgbench.reporting.placement import PointLabel, place_labels
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.runs.rundata import memory_columns
 
 if TYPE_CHECKING:
-    import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-FIGURE_FORMATS = ("png", "pdf", "svg")
-DPI = 200  # figures are drawn (and PNGs saved) at this resolution
-PALETTE = ("tab:blue", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
-MARKERS = ("o", "s", "^", "v", "P", "X", "h", "<", ">")
-ANCHOR_COLOR, FRONT_COLOR = "tab:gray", "tab:orange"  # lexical baselines; the Pareto front
-RUNTIME_COLUMNS = [("ms_per_segment", "ms per segment (median of repeats, log)")]
+INTERVAL_LABEL, SPREAD_LABEL = "95% bootstrap interval", "min-max of timed repeats"
+MAKE_ROOM = 3  # times the y range may grow to give a label a free place
 
 
-# ----------------------------------------------------------------------------- what a figure shows
-
-
-@dataclass(frozen=True)
-class DatasetGroup:
-    """The datasets one figure shows: one dataset, or the mean over the datasets of one kind of human score."""
-
-    name: str  # the dataset's label, or mean_label(kind)
-    datasets: tuple[str, ...]
-    score_type: str
-
-    @property
-    def title(self) -> str:
-        if len(self.datasets) == 1:
-            return f"{self.datasets[0]} ({self.score_type})" if self.score_type else self.datasets[0]
-        kind = f"{self.score_type} " if self.score_type else ""
-        return f"mean over the {len(self.datasets)} {kind}datasets ({', '.join(self.datasets)})"
-
-
-def dataset_groups(df: pd.DataFrame) -> list[DatasetGroup]:
-    """Every dataset on its own, then per kind of human score with two or more datasets their mean."""
-    kinds = dict(zip(df["dataset"], score_types(df), strict=True))
-    groups = [DatasetGroup(d, (d,), kind) for d, kind in kinds.items()]
-    for kind in dict.fromkeys(kinds.values()):
-        same = tuple(d for d, k in kinds.items() if k == kind)
-        if len(same) > 1:
-            groups.append(DatasetGroup(mean_label(kind), same, kind))
-    return groups
-
-
-def slug(text: str) -> str:
-    """A file-name part: `wmt16[:100]` -> `wmt16_100`, `mean (DA)` -> `mean_DA`."""
-    return re.sub(r"[^A-Za-z0-9.-]+", "_", text).strip("_") or "data"
-
-
-def figure_points(
-    df: pd.DataFrame, group: DatasetGroup, columns: Sequence[str], intervals: QualityIntervals
-) -> pd.DataFrame:
-    """Per metric x encoder with a cell of defined quality in every dataset of the group: each of
-    `columns` and the quality averaged over those datasets, with the quality's 95% interval
-    (`ci_low`, `ci_high`); cells of one device (the caller's)."""
-    import pandas as pd
-
-    rows = []
-    data = df[df["dataset"].isin(group.datasets) & np.isfinite(df["quality"].astype(float))]
-    for (metric, encoder), g in data.groupby(["metric", "encoder"], sort=False):
-        cells = [g[g["dataset"] == d] for d in group.datasets]
-        if any(len(c) != 1 for c in cells):
-            continue  # not measured on every dataset of the group: its mean would be over others
-        cells_df = pd.concat(cells)
-        lo, hi = intervals.interval(list(cells_df["cell_id"]))
-        rows.append(
-            {
-                "metric": metric,
-                "encoder": encoder,
-                "quality": float(cells_df["quality"].mean()),
-                "ci_low": lo,
-                "ci_high": hi,
-                "cell_ids": tuple(cells_df["cell_id"]),
-                **{c: float(cells_df[c].astype(float).mean()) for c in columns},
-            }
-        )
-    return pd.DataFrame(rows, columns=["metric", "encoder", "quality", "ci_low", "ci_high", "cell_ids", *columns])
-
-
-# ----------------------------------------------------------------------------- figures
-
-
-@dataclass(frozen=True)
-class Style:
-    color: str
-    marker: str
-
-
-def encoder_styles(encoders: Sequence[str]) -> dict[str, Style]:
-    """A colour and marker per encoder, the same in every panel and figure of a report (encoders in
-    the order given); no encoder (`none`, lexical baselines) is a grey diamond."""
-    styles = {NO_ENCODER: Style(ANCHOR_COLOR, "D")}
-    models = [e for e in dict.fromkeys(encoders) if e != NO_ENCODER]
-    for i, encoder in enumerate(models):  # pairs of colour and marker stay distinct past 8 encoders
-        styles[encoder] = Style(PALETTE[i % len(PALETTE)], MARKERS[(i + i // len(PALETTE)) % len(MARKERS)])
-    return styles
-
-
-def log_ticks(lo: float, hi: float) -> tuple[list[float], float, float]:
-    """Labelled ticks of a log axis from lo to hi (> 0), readable in any range: over a decade or
-    more, powers of ten where three fit, else 1-2-5 steps; within one decade, at least 3 round
-    values (1, 2, 2.5 or 5 times a power of ten apart). Returns (ticks, lo, hi), the limits widened by
-    10% each way when lo == hi."""
-    from matplotlib.ticker import MaxNLocator
-
-    if hi <= lo:
-        lo, hi = lo / 1.1, hi * 1.1
-
-    def steps(mantissas: Sequence[int]) -> list[float]:
-        out = []
-        for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
-            out += [v for m in mantissas if lo <= (v := float(f"{m}e{k}")) <= hi]
-        return out
-
-    if hi / lo >= 10:
-        powers = steps((1,))
-        return (powers if len(powers) >= 3 else steps((1, 2, 5))), lo, hi
-    for bins in (5, 8, 12):
-        values = MaxNLocator(nbins=bins, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
-        ticks = [float(f"{v:.12g}") for v in values if lo <= v <= hi and v > 0]
-        if len(ticks) >= 3:
-            break
-    return ticks, lo, hi
-
-
-def _set_log_x(ax: Axes, values: Sequence[float]) -> None:
-    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
-
-    finite = [v for v in values if math.isfinite(v) and v > 0]
-    lo, hi = math.log10(min(finite)), math.log10(max(finite))
-    pad = max(0.12 * (hi - lo), 0.08)  # decades
-    ticks, a, b = log_ticks(10 ** (lo - pad), 10 ** (hi + pad))
-    ax.set_xscale("log")
-    ax.set_xlim(a, b)
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-
-
-def _set_y(ax: Axes, values: Sequence[float]) -> None:
-    finite = [v for v in values if math.isfinite(v)]
-    lo, hi = min(finite), max(finite)
-    pad = max(0.1 * (hi - lo), 0.01)
-    ax.set_ylim(lo - pad, hi + pad)
+# ----------------------------------------------------------------------------- one panel
 
 
 def _draw_pareto(ax: Axes, xs: np.ndarray, qs: np.ndarray) -> None:
-    """The Pareto front as the boundary of what its points dominate (a dashed staircase from the
-    bottom of the axes to its right edge), its points ringed: visible for one point too."""
+    """The Pareto front: a dashed staircase from its fastest point to its best (right along the
+    quality reached, up at the next point's time), its points ringed; a front of one point is its ring."""
     front = pareto_front(list(xs), list(qs))
     if not front:
         return
     fx, fq = xs[front], qs[front]
-    (y0, _), (_, x1) = ax.get_ylim(), ax.get_xlim()
-    px, py = [fx[0]], [y0]
-    for i in range(len(front)):
-        px += [fx[i], fx[i + 1] if i + 1 < len(front) else x1]
-        py += [fq[i], fq[i]]
-    ax.plot(px, py, linestyle="--", color=FRONT_COLOR, linewidth=1.2, zorder=1)
-    ax.scatter(fx, fq, s=170, facecolors="none", edgecolors=FRONT_COLOR, linewidths=1.5, zorder=2)
+    if len(front) > 1:
+        px, py = [fx[0]], [fq[0]]
+        for i in range(1, len(front)):
+            px += [fx[i], fx[i]]
+            py += [fq[i - 1], fq[i]]
+        ax.plot(px, py, linestyle="--", color=FRONT_COLOR, linewidth=0.9, zorder=1)
+    ax.scatter(fx, fq, s=FRONT_RING**2, facecolors="none", edgecolors=FRONT_COLOR, linewidths=0.9, zorder=2)
 
 
 def _draw_points(ax: Axes, pts: pd.DataFrame, x: str, styles: dict[str, Style]) -> None:
+    """Each point with its quality interval (vertical, capped) and, where measured, the spread of
+    its x (horizontal, no caps)."""
     for _, p in pts.iterrows():
         style = styles[p["encoder"]]
         err = None
@@ -197,13 +99,20 @@ def _draw_points(ax: Axes, pts: pd.DataFrame, x: str, styles: dict[str, Style]) 
             yerr=err,
             fmt=style.marker,
             color=style.color,
-            markersize=7,
+            markersize=MARKER_SIZE,
             markeredgecolor="white",
-            markeredgewidth=0.6,
-            capsize=3,
-            elinewidth=1.1,
+            markeredgewidth=0.4,
+            capsize=2,
+            capthick=0.8,
+            elinewidth=0.8,
             zorder=3,
         )
+        lo, hi = p.get(f"{x}_low", math.nan), p.get(f"{x}_high", math.nan)
+        if math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+            xerr = [[max(0.0, p[x] - lo)], [max(0.0, hi - p[x])]]
+            ax.errorbar(
+                [p[x]], [p["quality"]], xerr=xerr, fmt="none", ecolor=style.color, elinewidth=0.8, capsize=0, zorder=3
+            )
 
 
 def _panel(
@@ -211,88 +120,57 @@ def _panel(
     pts: pd.DataFrame,
     anchors: pd.DataFrame,
     x: str,
-    xlabel: str,
-    ylabel: str,
-    title: str,
     styles: dict[str, Style],
     baseline: str | None,
 ) -> list[PointLabel]:
-    """One metric's panel; returns the labels to place."""
-    import pandas as pd
-
+    """One metric's points, front and baseline ring; returns the labels to place."""
     _draw_points(ax, anchors, x, styles)
     _draw_points(ax, pts, x, styles)
     base = pts[pts["encoder"] == baseline]
     if len(base):
         ax.scatter(
-            base[x], base["quality"], marker="*", s=420, facecolors="none", edgecolors="black", linewidths=1.0, zorder=2
+            base[x],
+            base["quality"],
+            marker="o",
+            s=BASELINE_RING**2,
+            facecolors="none",
+            edgecolors=BASELINE_COLOR,
+            linewidths=0.8,
+            zorder=2,
         )
-    every = pd.concat([pts, anchors])
-    _set_log_x(ax, list(every[x]))
-    _set_y(ax, [*every["quality"], *every["ci_low"], *every["ci_high"]])
     _draw_pareto(ax, pts[x].to_numpy(float), pts["quality"].to_numpy(float))
-    ax.set_title(title, fontsize=10)
-    ax.set_xlabel(xlabel, fontsize=9)
-    ax.set_ylabel(ylabel, fontsize=9)
-    ax.tick_params(labelsize=8)
-    ax.grid(True, which="major", alpha=0.35)
-    ax.grid(True, which="minor", alpha=0.12)
-    return [
-        PointLabel(
-            p[x],
-            p["quality"],
-            _short(p["encoder"]),
-            "black",
-            p["ci_low"],
-            p["ci_high"],
-            11.0 if p["encoder"] == baseline else 6.0,
-        )
-        for _, p in pts.iterrows()
-    ] + [
-        PointLabel(a[x], a["quality"], str(a["metric"]), ANCHOR_COLOR, a["ci_low"], a["ci_high"])
-        for _, a in anchors.iterrows()
+    ax.grid(True, which="major", alpha=0.3)
+    ax.grid(True, which="minor", alpha=0.1)
+    return [PointLabel(p[x], p["quality"], _short(p["encoder"]), "black") for _, p in pts.iterrows()] + [
+        PointLabel(a[x], a["quality"], str(a["metric"]), ANCHOR_COLOR) for _, a in anchors.iterrows()
     ]
 
 
-def _legend_handles(encoders: Sequence[str], styles: dict[str, Style], anchors: bool, baseline: bool) -> list[Any]:
+def _x_values(frame: pd.DataFrame, x: str) -> list[float]:
+    """The x values a panel's axis must show: the points and their spread."""
+    return [float(v) for c in (x, f"{x}_low", f"{x}_high") if c in frame for v in frame[c]]
+
+
+def _legend_handles(
+    encoders: Sequence[str], styles: dict[str, Style], anchors: bool, baseline: bool, spread: bool
+) -> list[Any]:
     from matplotlib.lines import Line2D
 
-    handles = [
-        Line2D(
-            [],
-            [],
-            linestyle="none",
-            marker=styles[e].marker,
-            color=styles[e].color,
-            markersize=7,
-            markeredgecolor="white",
-            label=e,
-        )
-        for e in encoders
-    ]
+    def point(label: str, **kw: Any) -> Line2D:
+        return Line2D([], [], linestyle="none", label=label, **{"markersize": MARKER_SIZE, **kw})
+
+    handles = [point(e, marker=styles[e].marker, color=styles[e].color, markeredgecolor="white") for e in encoders]
     if anchors:
-        handles.append(
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker="D",
-                color=ANCHOR_COLOR,
-                markersize=6,
-                label="lexical baseline (no encoder)",
-            )
-        )
+        handles.append(point("lexical baseline (no encoder)", marker="D", color=ANCHOR_COLOR))
     if baseline:
         handles.append(
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker="*",
-                markersize=14,
+            point(
+                "baseline encoder",
+                marker="o",
+                markersize=BASELINE_RING * 0.8,
                 markerfacecolor="none",
-                markeredgecolor="black",
-                label="baseline encoder",
+                markeredgecolor=BASELINE_COLOR,
+                markeredgewidth=0.8,
             )
         )
     handles.append(
@@ -300,18 +178,23 @@ def _legend_handles(encoders: Sequence[str], styles: dict[str, Style], anchors: 
             [],
             [],
             linestyle="--",
+            linewidth=0.9,
             color=FRONT_COLOR,
             marker="o",
-            markersize=10,
+            markersize=FRONT_RING,
             markerfacecolor="none",
             markeredgecolor=FRONT_COLOR,
+            markeredgewidth=0.9,
             label="Pareto front",
         )
     )
-    handles.append(
-        Line2D([], [], linestyle="none", marker="|", markersize=14, color="black", label="95% bootstrap interval")
-    )
+    handles.append(point(INTERVAL_LABEL, marker="|", markersize=10, color="black", markeredgewidth=0.8))
+    if spread:
+        handles.append(point(SPREAD_LABEL, marker="_", markersize=10, color="black", markeredgewidth=0.8))
     return handles
+
+
+# ----------------------------------------------------------------------------- one figure
 
 
 def tradeoff_figure(
@@ -321,12 +204,15 @@ def tradeoff_figure(
     styles: dict[str, Style],
     baselines: dict[str, str],
     title: str,
+    options: FigureOptions = DEFAULT_FIGURES,
 ) -> Figure | None:
-    """One panel per metric and x column (`columns`: (column, axis label); two columns put a metric's
-    panels side by side), quality on y with its interval, x on a log scale, the Pareto front, the
-    baseline starred, a legend of every encoder below; metrics without an encoder (lexical
-    baselines) are grey diamonds in every panel (their own panels when there is nothing else).
-    Point labels stay inside their axes. None when there is nothing to plot."""
+    """One figure of panels per metric and x column (`columns`: (column, axis label); the panel
+    title is the metric, with the column's label where there are several), quality on y (one range
+    for all panels) with its interval, x on a log scale with its spread, the Pareto front, the
+    baseline ringed, the legend below; metrics without an encoder (lexical baselines) are grey
+    diamonds in every panel (their own panels when there is nothing else). `options.width` wide,
+    rows of `options.per_row` panels, a shorter last row centred (no empty slot). Point labels are
+    placed last and cover nothing. None when there is nothing to plot."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -344,62 +230,95 @@ def tradeoff_figure(
     metrics = list(dict.fromkeys(data["metric"]))
     if not metrics:
         return None
-    if len(columns) == 1:
-        ncols = min(3, len(metrics))
-        cells = [(m, columns[0]) for m in metrics]
-    else:
-        ncols = len(columns)
-        cells = [(m, c) for m in metrics for c in columns]
-    nrows = math.ceil(len(cells) / ncols)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(max(4.6 * ncols, 7.0), 3.7 * nrows + 0.9), squeeze=False, dpi=DPI, layout="constrained"
-    )
-    labels: list[tuple[Axes, list[PointLabel]]] = []
-    # the grid may hold more axes than cells: the extra ones are hidden below
-    for ax, (metric, (x, xlabel)) in zip(axes.flat, cells, strict=False):
-        pts = data[data["metric"] == metric]
-        labels.append(
-            (ax, _panel(ax, pts, anchors, x, xlabel, quality_label, str(metric), styles, baselines.get(metric)))
-        )
-    for ax in list(axes.flat)[len(cells) :]:
-        ax.set_visible(False)
-    encoders = [e for e in styles if e in set(data["encoder"])]
-    has_base = any((data["encoder"] == baselines.get(m)).any() for m in metrics)
-    handles = _legend_handles(encoders, styles, bool(len(anchors)), has_base)
-    _fit_title_and_legend(fig, title, handles)  # the layout is final before labels are placed (they take no part in it)
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    for ax, items in labels:
-        place_labels(ax, items, renderer)
+    cells = [(m, c) for m in metrics for c in columns]
+    rows = row_sizes(len(cells), min(options.per_row, len(cells)))
+    per_row = max(rows)
+    panel_w = options.width / per_row
+    panel_h = min(max(0.7 * panel_w, 1.9), 2.4)  # inches: a single-column figure of 3 rows stays under 9 in
+    with plt.style.context(STYLE_FILE):
+        fig = plt.figure(figsize=(options.width, panel_h * len(rows) + 0.3), layout="constrained")
+        grid = fig.add_gridspec(len(rows), 2 * per_row)
+        axes: list[Axes] = []
+        for r, n in enumerate(rows):
+            start = per_row - n  # half-slots: a shorter row centred
+            axes += [fig.add_subplot(grid[r, start + 2 * k : start + 2 * k + 2]) for k in range(n)]
+        firsts = {sum(rows[:r]) for r in range(len(rows))}  # the first panel of each row
+        labels: list[tuple[Axes, list[PointLabel]]] = []
+        ys = [*points["quality"], *points["ci_low"], *points["ci_high"]]
+        ylim = y_limits(ys)
+        for k, (ax, (metric, (x, xlabel))) in enumerate(zip(axes, cells, strict=True)):
+            pts = data[data["metric"] == metric]
+            items = _panel(ax, pts, anchors, x, styles, baselines.get(metric))
+            labels.append((ax, items))
+            set_log_x(ax, _x_values(pts, x) + _x_values(anchors, x))
+            ax.set_ylim(*ylim)
+            ax.set_title(f"{metric}: {xlabel.split(' (')[0]}" if len(columns) > 1 else str(metric))
+            ax.set_xlabel(xlabel)
+            if k in firsts:
+                ax.set_ylabel(quality_label)
+            else:
+                ax.tick_params(axis="y", labelleft=False)
+        encoders = [e for e in styles if e in set(data["encoder"])]
+        has_base = any((data["encoder"] == baselines.get(m)).any() for m in metrics)
+        spread = any(f"{c}_low" in points and points[f"{c}_low"].notna().any() for c, _ in columns)
+        handles = _legend_handles(encoders, styles, bool(len(anchors)), has_base, spread)
+        _fit_title_and_legend(fig, title, handles)
+        _place(fig, labels, ylim)
     return fig
 
 
+def _place(fig: Figure, labels: list[tuple[Axes, list[PointLabel]]], ylim: tuple[float, float]) -> None:
+    """Every panel's point labels, placed on the final layout (frozen, so it stays as they saw it);
+    where a label finds no free place, the y range (of every panel) grows by a fifth each way and
+    all are placed again, up to MAKE_ROOM times."""
+    for attempt in range(MAKE_ROOM + 1):
+        fig.set_layout_engine("constrained")
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")  # the layout is final: labels are placed against it, and it stays
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        placed = [place_labels(ax, items, renderer) for ax, items in labels]
+        if attempt == MAKE_ROOM or not any(p.covering for p in placed):
+            return
+        for p in placed:
+            for ann in p.annotations:
+                ann.remove()
+        lo, hi = ylim
+        ylim = (lo - 0.2 * (hi - lo), hi + 0.2 * (hi - lo))
+        for ax, _ in labels:
+            ax.set_ylim(*ylim)
+
+
 def _fit_title_and_legend(fig: Figure, title: str, handles: list[Any]) -> None:
-    """The title wrapped and the legend (below the panels) in as many columns (at most 3) as fit
-    the figure's width; drawn, so the layout is final."""
-    width = fig.bbox.width
-    for columns in range(min(3, len(handles)), 0, -1):
-        legend = fig.legend(handles=handles, loc="outside lower center", ncols=columns, fontsize=8, frameon=False)
-        fig.canvas.draw()
-        if legend.get_window_extent().width <= width or columns == 1:
+    """The title wrapped to the figure's width and the legend below the panels in as many columns
+    (at most 4) as fit; the figure made taller by the legend's and the title's extra lines (the
+    panels keep their height); laid out (not rendered), so the layout is final."""
+    width = fig.bbox.width - 4
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    legend = None
+    for columns in range(min(4, len(handles)), 0, -1):
+        legend = fig.legend(handles=handles, loc="outside lower center", ncols=columns)
+        if legend.get_window_extent(renderer).width <= width or columns == 1:
             break
         legend.remove()
-    extra = legend.get_window_extent().height / fig.dpi - 0.6  # inches of legend beyond what the height allows for
-    if extra > 0:  # many or long legend entries: a taller figure, not flatter panels
-        fig.set_figheight(fig.get_figheight() + extra)
-    for chars in range(90, 20, -10):
-        text = fig.suptitle("\n".join(textwrap.fill(line, chars) for line in title.splitlines()), fontsize=11)
-        fig.canvas.draw()
-        if text.get_window_extent().width <= width:
+    assert legend is not None
+    extra = legend.get_window_extent(renderer).height / fig.dpi + 0.05
+    for chars in range(110, 20, -5):
+        text = fig.suptitle("\n".join(textwrap.fill(line, chars) for line in title.splitlines()))
+        if text.get_window_extent(renderer).width <= width:
             break
+    extra += text.get_text().count("\n") * float(text.get_fontsize()) * 1.2 / 72
+    fig.set_figheight(fig.get_figheight() + extra)
+    fig.draw_without_rendering()
 
 
 def _short(name: str) -> str:
     return name.split("/")[-1]
 
 
-def save_figure(fig: Figure, stem: Path) -> list[Path]:
-    """The figure as PNG (DPI), PDF and SVG (text kept as text, TrueType fonts in the PDF), without
-    creation dates, so a regenerated report differs only where its content does."""
+def save_figure(fig: Figure, stem: Path, formats: Sequence[str] = FIGURE_FORMATS) -> list[Path]:
+    """The figure in each format (PNG at the figure's dpi, PDF and SVG with text kept as text:
+    the style file), without creation dates, so a regenerated report differs only where its content
+    does; at the figure's size (no tight bounding box: the width is the one asked for)."""
     import matplotlib.pyplot as plt
 
     metadata = {
@@ -408,15 +327,18 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
         "svg": {"Date": None, "Creator": None},
     }
     paths = []
-    with plt.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "nlgbench"}):
-        for ext in FIGURE_FORMATS:
+    with plt.style.context(STYLE_FILE):
+        for ext in formats:
             path = stem.with_name(f"{stem.name}.{ext}")
             image = io.BytesIO()
-            fig.savefig(image, format=ext, dpi=DPI, metadata=metadata[ext])
+            fig.savefig(image, format=ext, dpi=fig.dpi, metadata=metadata[ext])
             write_atomic(path, image.getvalue())
             paths.append(path)
     plt.close(fig)
     return paths
+
+
+# ----------------------------------------------------------------------------- the report's figures
 
 
 @dataclass(frozen=True)
@@ -424,8 +346,24 @@ class FigureFile:
     title: str
     device: str
     group: DatasetGroup
-    paths: list[Path]  # png, pdf, svg
+    paths: list[Path]  # in the order of the formats written (png, pdf, svg by default)
     note: str = ""  # what the bars are (`bars_note`)
+    caption: str = ""  # the figure's caption (`figure_caption`), also in figures.tex
+    name: str = ""  # the files' stem, figures.tex's label fig:<name>
+
+
+@dataclass(frozen=True)
+class DrawnFigure:
+    """One figure of the report, not yet saved: its file stem, title, device, datasets, kind, the
+    metrics of its panels and the figure."""
+
+    name: str
+    title: str
+    device: str
+    group: DatasetGroup
+    kind: FigureKind
+    metrics: list[str]
+    figure: Figure
 
 
 def bars_note(cells: pd.DataFrame, options: QualityOptions, intervals: QualityIntervals) -> str:
@@ -441,41 +379,98 @@ def _group_cells(df: pd.DataFrame, device: str, group: DatasetGroup) -> pd.DataF
     return df[(df["device"] == device) & df["dataset"].isin(group.datasets)]
 
 
+def _parts(metrics: list[str], cap: int) -> list[list[str]]:
+    """The metrics split into as few figures of at most `cap` panels as can be, as even as can be."""
+    n = math.ceil(len(metrics) / cap)
+    sizes = row_sizes(len(metrics), math.ceil(len(metrics) / n)) if n > 1 else [len(metrics)]
+    out, start = [], 0
+    for size in sizes:
+        out.append(metrics[start : start + size])
+        start += size
+    return out
+
+
 def build_figures(
-    df: pd.DataFrame, options: QualityOptions, baselines: dict[str, str], intervals: QualityIntervals
-) -> Iterator[tuple[str, str, str, DatasetGroup, Figure]]:
-    """Runtime and memory figures per device and dataset group (see `dataset_groups`), each as
-    (file name stem, title, device, group, figure); encoder styles shared by all of them."""
+    df: pd.DataFrame,
+    options: QualityOptions,
+    baselines: dict[str, str],
+    intervals: QualityIntervals,
+    figure_options: FigureOptions = DEFAULT_FIGURES,
+) -> Iterator[DrawnFigure]:
+    """Runtime, model-memory and peak-memory figures per device and dataset group (see
+    `dataset_groups`), each at most MAX_ROWS rows of panels (more metrics: several figures, named
+    `_part1`, `_part2` ...); encoder styles shared by all of them."""
     styles = encoder_styles(list(df["encoder"]))
     names: set[str] = set()
+    cap = figure_options.per_row * MAX_ROWS
     for device in dict.fromkeys(df["device"]):
         cells = df[df["device"] == device]
         for group in dataset_groups(cells):
-            note = bars_note(_group_cells(df, device, group), options, intervals)
-            for kind, columns in (("runtime", RUNTIME_COLUMNS), ("memory", memory_columns(device))):
-                points = figure_points(cells, group, [c for c, _ in columns], intervals)
-                title = f"{kind.capitalize()} vs quality, {device}, {group.title}"
-                fig = tradeoff_figure(points, columns, options.label, styles, baselines, f"{title}\n{note}")
-                if fig is None:
-                    continue
-                name = f"{kind}_{device}_{slug(group.name)}"
-                while name in names:
-                    name += "_"
-                names.add(name)
-                yield name, title, device, group, fig
+            for kind in figure_kinds(device):
+                points = figure_points(cells, group, [kind.column], intervals)
+                # numbers, also where every cell left the column empty (an object column of NaNs)
+                x = pd.to_numeric(points[kind.column], errors="coerce").astype(float)
+                points = points[(x > 0) & np.isfinite(x)]
+                anchor = points["encoder"] == NO_ENCODER
+                with_encoder = bool((~anchor).any())  # else only lexical metrics: each its own panel
+                shown = points[~anchor] if with_encoder else points
+                metrics = [str(m) for m in dict.fromkeys(shown["metric"])]
+                parts = _parts(metrics, cap) if metrics else []
+                for k, part in enumerate(parts):
+                    title = f"{kind.title} vs quality, {device}, {group.title}"
+                    fig = tradeoff_figure(
+                        points[points["metric"].isin(part) | (anchor & with_encoder)],
+                        [(kind.column, kind.label)],
+                        group.quality_label(options.label),
+                        styles,
+                        baselines,
+                        title + (f" ({k + 1}/{len(parts)})" if len(parts) > 1 else ""),
+                        figure_options,
+                    )
+                    if fig is None:
+                        continue
+                    name = f"{kind.name}_{device}_{slug(group.name)}" + (f"_part{k + 1}" if len(parts) > 1 else "")
+                    while name in names:
+                        name += "_"
+                    names.add(name)
+                    yield DrawnFigure(name, title, device, group, kind, part, fig)
 
 
 def write_figures(
-    df: pd.DataFrame, out: Path, options: QualityOptions, baselines: dict[str, str], intervals: QualityIntervals
+    df: pd.DataFrame,
+    out: Path,
+    options: QualityOptions,
+    baselines: dict[str, str],
+    intervals: QualityIntervals,
+    figure_options: FigureOptions = DEFAULT_FIGURES,
 ) -> list[FigureFile]:
-    """`build_figures`, each saved as PNG, PDF and SVG into `out`, with what its bars are."""
-    return [
-        FigureFile(
-            title,
-            device,
-            group,
-            save_figure(fig, out / name),
-            bars_note(_group_cells(df, device, group), options, intervals),
+    """`build_figures`, each saved in the formats asked for into `out` with its caption, and
+    figures.tex (one float per figure, where PDF or PNG is written); figure files of an earlier
+    report (another width may have split them otherwise) removed first."""
+    figure_options.check()
+    for old in sorted(out.glob("*_*.*")):
+        if old.suffix[1:] in FIGURE_FORMATS and old.name.split("_")[0] in ("runtime", "memory", "peak"):
+            old.unlink()
+    files = []
+    for drawn in build_figures(df, options, baselines, intervals, figure_options):
+        cells = _group_cells(df, drawn.device, drawn.group)
+        caption = figure_caption(
+            drawn.kind, drawn.group, drawn.device, cells, drawn.metrics, baselines, options, intervals
         )
-        for name, title, device, group, fig in build_figures(df, options, baselines, intervals)
+        paths = save_figure(drawn.figure, out / drawn.name, figure_options.formats)
+        files.append(
+            FigureFile(
+                drawn.title, drawn.device, drawn.group, paths, bars_note(cells, options, intervals), caption, drawn.name
+            )
+        )
+    tex = out / "figures.tex"
+    printable = [
+        (min(shown, key=lambda p: p.suffix != ".pdf"), f.caption, f.name)  # the PDF, else the PNG
+        for f in files
+        if (shown := [p for p in f.paths if p.suffix in (".pdf", ".png")])
     ]
+    if printable:
+        write_atomic(tex, figures_tex(printable, figure_options.width))
+    elif tex.exists():
+        tex.unlink()
+    return files

@@ -1,13 +1,12 @@
 """The numbers a report shows, as records and as rows of text: quality per cell, the baselines,
-Table 3 (quality retained and speed-up against the baseline), Table 4 (the correlation of the
-measured quantities) and the bootstrap intervals of plotted points (the trade-off table: tradeoff.py)."""
+Table 3 (quality retained and speed-up against the baseline), Table 4's inputs (the measured
+quantities per encoder; the table itself: quantities.py) and the bootstrap intervals of plotted
+points (the trade-off table: tradeoff.py)."""
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,15 +25,6 @@ from nlgbench.statistics.speedup import speedup
 
 if TYPE_CHECKING:
     import pandas as pd
-
-QUANTITIES = {  # Table 4's measured quantities: column -> readable name; then quality per kind of human score
-    "cpu_ms": "CPU time",
-    "gpu_ms": "GPU time",
-    "model_mb": "model memory",
-    "params": "parameters",
-    "disk_mb": "disk",
-}
-MIN_ENCODERS = 3  # a metric's quantity correlations need at least this many encoders
 
 
 def with_quality(run: RunData, options: QualityOptions, cells: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -252,7 +242,7 @@ def relative_rows(table: pd.DataFrame) -> TextTable:
     return header, rows
 
 
-# ----------------------------------------------------------------------------- Table 4: measured quantities
+# ----------------------------------------------------------------------------- Table 4: measured quantities per encoder
 
 
 def quality_columns(df: pd.DataFrame) -> list[str]:
@@ -326,99 +316,6 @@ def per_encoder_rows(df: pd.DataFrame) -> TextTable:
         for _, r in enc.iterrows()
     ]
     return header, rows
-
-
-@dataclass(frozen=True)
-class QuantityMatrix:
-    """Table 4: `r`, the Pearson correlation of two measured quantities across encoders, per metric
-    (metrics with at least MIN_ENCODERS encoders), averaged over metrics; `n`, the encoders behind
-    each entry, summed over the metrics averaged; `measured`, whether both quantities were measured
-    on enough encoders (r NaN where measured: a quantity constant across a metric's encoders)."""
-
-    r: pd.DataFrame
-    n: pd.DataFrame
-    measured: pd.DataFrame
-    n_metrics: int
-
-
-def quantity_correlations(df: pd.DataFrame, min_encoders: int = MIN_ENCODERS) -> QuantityMatrix:
-    """Table 4 from the cells (see QuantityMatrix); a metric with fewer than `min_encoders`
-    encoders has no matrix (through 2 points every correlation is +-1)."""
-    import pandas as pd
-
-    enc = per_encoder(df)
-    columns = [*QUANTITIES, *quality_columns(df)]
-    names = [*QUANTITIES.values(), *quality_columns(df)]
-    mats, counts, measured = [], [], []
-    for _, g in enc.groupby("metric", sort=False):
-        if len(g) < min_encoders:
-            continue
-        values = g[columns].astype(float)
-        r = values.corr(method="pearson", min_periods=min_encoders).to_numpy()
-        finite = np.isfinite(values.to_numpy())
-        both = (finite[:, :, None] & finite[:, None, :]).sum(axis=0)
-        mats.append(r)
-        counts.append(np.where(np.isfinite(r), both, 0))
-        measured.append(both >= min_encoders)
-    if not mats:
-        return QuantityMatrix(
-            pd.DataFrame(np.nan, index=names, columns=names),
-            pd.DataFrame(0, index=names, columns=names),
-            pd.DataFrame(False, index=names, columns=names),
-            0,
-        )
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # 'mean of empty slice': an all-NaN entry stays NaN
-        mean = np.nanmean(np.stack(mats), axis=0)
-    return QuantityMatrix(
-        pd.DataFrame(mean, index=names, columns=names),
-        pd.DataFrame(np.sum(counts, axis=0), index=names, columns=names),
-        pd.DataFrame(np.any(measured, axis=0), index=names, columns=names),
-        len(mats),
-    )
-
-
-def quantity_rows(matrix: QuantityMatrix) -> TextTable:
-    """Table 4 as text: 'r (n)' off the diagonal, n the encoders behind it; '-' where not measured,
-    'n/a' where a quantity is constant; the diagonal blank."""
-    header = ["", *matrix.r.columns]
-    rows = []
-    for name in matrix.r.index:
-        cells = []
-        for other in matrix.r.columns:
-            r, n = matrix.r.loc[name, other], int(matrix.n.loc[name, other])
-            text = (
-                f"{r:.2f} ({n})"
-                if math.isfinite(r)
-                else fmt.UNDEFINED
-                if matrix.measured.loc[name, other]
-                else fmt.UNKNOWN
-            )
-            cells.append("" if name == other else text)
-        rows.append([name, *cells])
-    return header, rows
-
-
-def quantity_note(matrix: QuantityMatrix, quality: str = "") -> str:
-    """The note under Table 4; `quality` says which quality its quality column(s) hold (e.g.
-    'pearson (global), against human dimension relevance')."""
-    which = (
-        f" The quality column(s): {quality}, per encoder the mean over its datasets (per kind of human score)."
-        if quality
-        else ""
-    )
-    if not matrix.n_metrics:
-        return (
-            f"No matrix: no metric has {MIN_ENCODERS} or more encoders with these quantities measured (through "
-            f"2 points every correlation is +-1).{which}"
-        )
-    return (
-        f"Pearson r across encoders, per metric with at least {MIN_ENCODERS} encoders ({matrix.n_metrics} here), "
-        f"averaged over metrics; in brackets n, the encoders behind the entry summed over those metrics.{which} "
-        "No interval and no test (nothing resampled): with few encoders these are descriptive only. '-': not "
-        "measured (e.g. no GPU cells); n/a: a quantity constant across the encoders (e.g. the disk size of one "
-        "checkpoint run at fewer layers)."
-    )
 
 
 # ----------------------------------------------------------------------------- intervals of plotted points

@@ -1,10 +1,13 @@
-"""Tables as text, one renderer per format: Markdown (the terminal and .md files), LaTeX booktabs
-(.tex files for papers) and HTML (index.html). Each takes a header and rows of strings."""
+"""Tables as text, one renderer per format: Markdown (the terminal and .md files), LaTeX table
+floats (.tex files for papers: `LatexFloat`, `latex`) and HTML (index.html). Markdown and HTML take
+a header and rows of strings; LaTeX takes floats whose cells are LaTeX already (`latex_text`)."""
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 TextTable = tuple[list[str], list[list[str]]]  # (header, rows) of strings: what the renderers take
 LATEX_SPECIAL = {
@@ -33,21 +36,115 @@ def latex_escape(text: str) -> str:
     return "".join(LATEX_SPECIAL.get(ch, ch) for ch in text)
 
 
-def latex(
-    header: Sequence[str], rows: Sequence[Sequence[str]], text_columns: int = 4, comments: Sequence[str] = ()
-) -> str:
-    """A booktabs tabular; the first `text_columns` columns left-aligned, the rest right-aligned;
-    `comments` as % lines above it."""
-    lines = [f"% {c}" for c in comments]
-    lines += [
-        "\\begin{tabular}{" + "l" * text_columns + "r" * (len(header) - text_columns) + "}",
+LATEX_PACKAGES = ("booktabs", "siunitx")  # what `latex`'s floats need: rules, decimal-aligned S columns
+LATEX_SYMBOLS = {"<": "$<$", ">": "$>$", "|": "\\textbar{}", "+-": "$\\pm$", "\u00b1": "$\\pm$", "\u00d7": "$\\times$"}
+NUMBER = re.compile(r"([+-]?)(\d+)(?:\.(\d+))?(?:e([+-]?)(\d+))?")  # what an S column aligns; the rest is text
+
+
+def latex_text(text: str) -> str:
+    """Free text (a name, a note) as LaTeX that prints what it says under any font encoding: specials
+    escaped, `code` in typewriter, <, >, |, +- as symbols (OT1 prints a bare < as an inverted
+    exclamation mark), opening quotes as such, and a line break allowed after each dot of a dotted
+    name (module paths)."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an odd backtick: no code spans
+        parts = [text]
+    out = []
+    for k, part in enumerate(parts):
+        escaped = latex_escape(part)
+        for plain, symbol in LATEX_SYMBOLS.items():
+            escaped = escaped.replace(plain, symbol)
+        escaped = re.sub(r"(?<=[a-z]{2})\.(?=[a-z]{2})", lambda _: ".\\allowbreak{}", escaped)
+        escaped = re.sub(r"(?<![^\s(\[])'(?=\S)", "`", escaped)  # an opening quote: 'x' prints as `x' does
+        out.append(f"\\texttt{{{escaped}}}" if k % 2 else escaped)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class LatexGroup:
+    """Rows under one heading (a metric, a dataset), in place of a column repeating it on every row;
+    `heading` is LaTeX ('' for none), each cell LaTeX (`latex_text`), numbers as plain decimals."""
+
+    heading: str
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
+class LatexFloat:
+    """One complete table float: caption (LaTeX; `short_caption` for the list of tables), label,
+    header, which columns are numbers (S columns aligned on the decimal point), groups of rows."""
+
+    label: str
+    short_caption: str
+    caption: str
+    header: list[str]
+    numeric: list[bool]
+    groups: list[LatexGroup]
+
+
+def table_format(cells: Sequence[str]) -> str:
+    """siunitx's `table-format` that fits every number among `cells` (sign, integer and decimal
+    digits, exponent): '-1.3', '3.1', '1.1e-2'; '1.0' when none is a number."""
+    found = [m for m in (NUMBER.fullmatch(c.strip()) for c in cells) if m]
+    if not found:
+        return "1.0"
+    sign = "-" if any(m[1] for m in found) else ""
+    integer = max(len(m[2]) for m in found)
+    decimals = max(len(m[3] or "") for m in found)
+    exponents = [m for m in found if m[5]]
+    spec = f"{sign}{integer}.{decimals}" if decimals else f"{sign}{integer}"
+    if exponents:
+        spec += "e" + ("-" if any(m[4] for m in exponents) else "") + str(max(len(m[5]) for m in exponents))
+    return spec
+
+
+def _cell(text: str, numeric: bool) -> str:
+    """A cell as the tabular reads it: text in an S column in braces (siunitx sets it as text), and
+    `{}` before a leading [ or * (which `\\\\` of the row above would take as its argument)."""
+    if numeric and not NUMBER.fullmatch(text.strip()):
+        return "{" + text + "}"
+    return "{}" + text if text[:1] in ("[", "*") else text
+
+
+def latex_float(table: LatexFloat) -> str:
+    """`table` as a `table*` float (the full text width in a two-column paper, as `table` in a
+    one-column one): caption above, label, booktabs rules, S columns, each group's heading as a row
+    across the table with a little space above it."""
+    columns = [
+        "S[table-format=" + table_format([r[k] for g in table.groups for r in g.rows]) + "]" if numeric else "l"
+        for k, numeric in enumerate(table.numeric)
+    ]
+    width = len(columns)
+    lines = [
+        "\\begin{table*}[tbp]",
+        "\\centering",
+        "\\small",
+        "\\setlength{\\tabcolsep}{4pt}",  # 6 pt by default: long encoder names leave little room
+        f"\\caption[{{{table.short_caption}}}]{{{table.caption}}}",  # braces: a ] in the short caption
+        f"\\label{{{table.label}}}",
+        "\\begin{tabular}{@{}" + " ".join(columns) + "@{}}",
         "\\toprule",
-        " & ".join(latex_escape(h) for h in header) + " \\\\",
+        " & ".join("{" + h + "}" if n else h for h, n in zip(table.header, table.numeric, strict=True)) + " \\\\",
         "\\midrule",
     ]
-    lines += [" & ".join(latex_escape(c) for c in r) + " \\\\" for r in rows]
-    lines += ["\\bottomrule", "\\end{tabular}"]
+    for k, group in enumerate(table.groups):
+        if k:
+            lines.append("\\addlinespace")
+        if group.heading:
+            lines.append(f"\\multicolumn{{{width}}}{{@{{}}l}}{{\\textit{{{group.heading}}}}} \\\\")
+        lines += [
+            " & ".join(_cell(c, n) for c, n in zip(row, table.numeric, strict=True)) + " \\\\" for row in group.rows
+        ]
+    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table*}"]
     return "\n".join(lines) + "\n"
+
+
+def latex(floats: Sequence[LatexFloat], what: str, comments: Sequence[str] = ()) -> str:
+    """A .tex file of table floats to `\\input` into a paper: % lines saying `what` it holds, the
+    packages it needs (`% needs \\usepackage{booktabs,siunitx}`) and `comments`, then the floats."""
+    said = [" ".join(c.split()) for c in (what, *comments)]  # a comment is one line
+    lines = [f"% {said[0]}", f"% needs \\usepackage{{{','.join(LATEX_PACKAGES)}}}", *(f"% {c}" for c in said[1:])]
+    return "\n".join(lines) + "\n\n" + "\n".join(latex_float(f) for f in floats)
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "", text_columns: int = 2) -> str:

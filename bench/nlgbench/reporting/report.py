@@ -3,23 +3,28 @@ for papers to print.
 
 Writes DIR/report/:
 
-- per device and dataset, runtime-vs-quality and memory-vs-quality figures (PNG, PDF, SVG): one
-  panel per metric (memory: model memory beside process peak), every encoder in its own colour and
-  marker throughout, the 95% bootstrap interval of each quality as a bar (the level's unit resampled,
-  named under each figure), the Pareto front, the
-  baseline starred, lexical baselines (no encoder) as grey diamonds in every panel; a figure of
-  the mean over datasets only for datasets of one kind of human score (`score_type`: DA, MQM,
-  a named dimension), titled as such;
+- per device and dataset, runtime-, model-memory- and peak-memory-vs-quality figures (PNG, PDF,
+  SVG; `--format`) at a paper's column width (`--column`, `--figure-width`): one panel per metric,
+  every encoder in its own colour and marker throughout, the 95% bootstrap interval of each quality
+  as a vertical bar, the timed repeats' spread as a horizontal bar, the Pareto front, the baseline
+  ringed, lexical baselines (no encoder) as grey diamonds in every panel, labels covering nothing;
+  a figure of the mean over datasets only for datasets of one kind of human score (`score_type`:
+  DA, MQM, a named dimension), titled as such; each figure's caption in index.html and in
+  figures.tex, one LaTeX `figure` float per figure (nlgbench.reporting.figures);
 - the trade-off table (`tradeoff.{md,tex,csv}`): per metric x dataset x device, each encoder's
   quality, quality retained with its paired-bootstrap interval, speed-up with its range and the
   p-value of the chosen test against the baseline, the numbers `nlgbench compare` prints;
 - the baseline-relative table (`relative.*`, quality retained and speed-up per dataset, with a
   mean per kind of human score where there are several datasets of it; the study's Table 3), the
-  correlation matrix of the measured quantities with the number of encoders behind each entry
-  (`quantities.*`; Table 4), and an offline index.html showing all of it. Every table's note (the
-  .md's last line, the .tex's % lines, index.html) and the CSVs' columns where rows carry a quality
-  name the human dimension, the level and method, the unit resampled and the test;
-- `cells.jsonl` and `metric_scores.csv` (nlgbench.runs.rundata.write_published): what report and compare
+  correlation matrix of the measured quantities, each r with n, the encoders behind it, and its 95%
+  Fisher z interval (`quantities.*`; Table 4; nlgbench.reporting.quantities), and an offline
+  index.html showing all of it, titled with the sweep spec's name and saying when, with which
+  versions, on which machine and with which threads and batch sizes the cells ran
+  (nlgbench.reporting.runinfo). Every table's note (the .md's last line, the .tex's % lines,
+  index.html) and the CSVs' columns where rows carry a quality name the human dimension, the level
+  and method, the unit resampled and the test;
+- `cells.jsonl` and `metric_scores.csv` (nlgbench.runs.rundata.write_published), `run.json`
+  (nlgbench.runs.provenance: the spec's name, when each cell was recorded): what report and compare
   need to run again from this folder alone, without human scores or texts (each cell's data
   warnings included, so the page's "Warnings" section is the same on a fresh clone).
 
@@ -39,15 +44,14 @@ from nlgbench.core.signature import recorded_signature
 from nlgbench.foundations.files import write_atomic
 from nlgbench.reporting.compare import select_metrics
 from nlgbench.reporting.figures import FigureFile, write_figures
+from nlgbench.reporting.figurestyle import DEFAULT_FIGURES, FigureOptions
+from nlgbench.reporting.latex import preview_document, quantities_latex, relative_latex, tradeoff_latex
 from nlgbench.reporting.numbers import (
     QualityIntervals,
     choose_baselines,
     human_words,
     left_out_notes,
     per_encoder_rows,
-    quantity_correlations,
-    quantity_note,
-    quantity_rows,
     relative_note,
     relative_rows,
     relative_table,
@@ -57,21 +61,18 @@ from nlgbench.reporting.numbers import (
     with_quality,
 )
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
-from nlgbench.reporting.renderers import html_table, latex, markdown
+from nlgbench.reporting.quantities import quantity_correlations, quantity_csv, quantity_note, quantity_rows
+from nlgbench.reporting.renderers import html_table, markdown
+from nlgbench.reporting.runinfo import run_info
 from nlgbench.reporting.tradeoff import tradeoff_note, tradeoff_rows, tradeoff_table
+from nlgbench.reporting.webpage import STYLE, figures_html, run_html, without_empty_columns
 from nlgbench.runs.folder import check_links, own_folder, report_dir
+from nlgbench.runs.provenance import read_provenance, write_provenance
 from nlgbench.runs.rundata import RunData, write_published
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 if TYPE_CHECKING:
     import pandas as pd
-
-STYLE = (
-    "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
-    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
-    "td.t,th{text-align:left}caption{text-align:left;font-weight:bold}"
-    "img{max-width:100%;border:1px solid #ddd}</style>"
-)
 
 
 @dataclass(frozen=True)
@@ -92,10 +93,12 @@ def write_report(
     aligner: str | None = None,
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
+    figure_options: FigureOptions = DEFAULT_FIGURES,
 ) -> Path:
     """Write DIR/report/ and return the path of its index.html; `human` names the human dimension
     (data with several), default each cell's first; `metric` and `aligner` select metrics as
-    `nlgbench.reporting.compare.select_metrics`."""
+    `nlgbench.reporting.compare.select_metrics`; `figure_options` the figures' width and formats."""
+    figure_options.check()
     run = RunData.open(folder, human)
     picked = select_metrics(run.cells, metric, aligner)
     options.check()
@@ -105,11 +108,13 @@ def write_report(
     out = own_folder(report_dir(folder))
     baselines = choose_baselines(df, baseline)
     intervals = QualityIntervals(run, options, n_resamples, seed)
-    figures = write_figures(df[~df["imported"]], out, options, baselines, intervals)
+    figures = write_figures(df[~df["imported"]], out, options, baselines, intervals, figure_options)
     trade = write_tradeoff(out, run, df, baselines, options, n_resamples, seed)
     relative = write_relative(out, df, baselines, options, resampling_words(run, options, df))
     quantities = write_quantities(out, df, f"{options.label}, against {human_words(df)}")
+    write_atomic(out / "preview.tex", preview_document())
     write_published(run, out)
+    write_provenance(run, out)
     index = out / "index.html"
     page = index_html(
         folder, run, df, options, baselines, figures, trade, relative, quantities, n_resamples=n_resamples, seed=seed
@@ -133,7 +138,7 @@ def write_tradeoff(
     header, rows = tradeoff_rows(trade, n_resamples)
     note = tradeoff_note(trade, options, n_resamples, seed)
     write_atomic(out / "tradeoff.md", markdown(header, rows) + f"\n{note}\n")
-    write_atomic(out / "tradeoff.tex", latex(header, rows, comments=[note]))
+    write_atomic(out / "tradeoff.tex", tradeoff_latex(trade, note, n_resamples))
     return Table(header, rows, note)
 
 
@@ -147,32 +152,21 @@ def write_relative(
     header, rows = relative_rows(rel)
     note = relative_note(options.label, human_words(df), test_words(options), resampled)
     write_atomic(out / "relative.md", markdown(header, rows) + f"\n{note}\n")
-    write_atomic(out / "relative.tex", latex(header, rows, comments=[note]))
+    write_atomic(out / "relative.tex", relative_latex(rel, note))
     return Table(header, rows, note)
 
 
 def write_quantities(out: Path, df: pd.DataFrame, quality: str) -> Table:
-    """quantities.{csv,md,tex} and quantities_n.csv: Table 4, the correlation of the measured quantities;
-    `quality` names what its quality column(s) hold."""
+    """quantities.{csv,md,tex}: Table 4, the correlation of the measured quantities, each r with its n
+    and 95% interval (`nlgbench.reporting.quantities`); `quality` names what its quality column(s) hold."""
     matrix = quantity_correlations(df)
-    write_atomic(out / "quantities.csv", matrix.r.to_csv())
-    write_atomic(out / "quantities_n.csv", matrix.n.to_csv())
+    write_atomic(out / "quantities.csv", quantity_csv(matrix).to_csv(index=False))
+    (out / "quantities_n.csv").unlink(missing_ok=True)  # before issue 29: n summed over metrics; now in the CSV
     note = quantity_note(matrix, quality)
     header, rows = quantity_rows(matrix)
     write_atomic(out / "quantities.md", markdown(header, rows) + f"\n{note}\n")
-    write_atomic(out / "quantities.tex", latex(header, rows, text_columns=1, comments=[note]))
+    write_atomic(out / "quantities.tex", quantities_latex(matrix, note))
     return Table(header, rows, note)
-
-
-def figure_html(f: FigureFile) -> str:
-    """A figure of index.html: the PNG, its title, what its bars resample, links to the PDF and SVG."""
-    png, *vector = f.paths
-    links = ", ".join(f"<a href='{p.name}'>{p.suffix[1:].upper()}</a>" for p in vector)
-    note = f". {f.note[:1].upper()}{f.note[1:]}" if f.note else ""
-    return (
-        f"<figure><img src='{png.name}' alt='{html.escape(f.title)}'><figcaption>{html.escape(f.title + note)} "
-        f"({links})</figcaption></figure>"
-    )
 
 
 def summary_html(
@@ -184,9 +178,7 @@ def summary_html(
     seed: int = BOOTSTRAP_SEED,
 ) -> str:
     """index.html's first paragraph: the cells, the quality, the human scores, what the intervals and
-    the test resample, the baselines, the machine."""
-    env = sorted({(c, g) for c, g in zip(df["cpu_model"], df["gpu"], strict=True)})
-    machine = "; ".join(f"{c}" + (f", GPU {g}" if g else "") for c, g in env if c) or "unknown"
+    the test resample, the baselines, where the cells were read from (the machine: `run_html`)."""
     kinds = ", ".join(f"{d}: {k}" for d, k in dict(zip(df["dataset"], df["score_type"], strict=True)).items())
     return (
         f"<p>{len(df)} finished cells; quality = {html.escape(options.label)} with human judgments "
@@ -195,7 +187,6 @@ def summary_html(
         f"{html.escape(resampling_words(run, options, df))} ({n_resamples} resamples, seed {seed}); "
         f"p against the baseline (trade-off table): {html.escape(test_words(options))}; "
         f"baselines: {html.escape(', '.join(f'{m}: {e}' for m, e in baselines.items()))}. "
-        f"Machine: {html.escape(machine)}. "
         f"Read from {html.escape(run.source.name if run.source else 'results.sqlite')}.</p>"
     )
 
@@ -245,22 +236,28 @@ def index_html(
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> str:
-    """The offline index.html: notes, every figure and every table, with links to their files."""
-    encoders = Table(*per_encoder_rows(df))
+    """The offline index.html: the run (title from the sweep spec's name, dates, versions, machine,
+    batch sizes: `nlgbench.reporting.runinfo`), notes, every figure and every table, with links to
+    their files."""
+    encoders = Table(*without_empty_columns(per_encoder_rows(df)))
+    cell_ids = list(dict.fromkeys(df["cell_id"]))
+    source = run.source.name if run.source else "results.sqlite"
+    info = run_info(folder, [run.results[c] for c in cell_ids], read_provenance(run), source)
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>nlgbench report: {html.escape(folder.name)}</title>",
+        f"<title>nlgbench report: {html.escape(info.title)}</title>",
         STYLE + "</head><body>",
-        f"<h1>nlgbench report: {html.escape(folder.name)}</h1>",
+        f"<h1>nlgbench report: {html.escape(info.title)}</h1>",
+        run_html(info),
         summary_html(run, df, options, baselines, n_resamples, seed),
         *[f"<p>{html.escape(note)}</p>" for note in left_out_notes(df, options.level) + undefined_quality_notes(df)],
         *warnings_html(run, df["cell_id"]),
         "<h2>Trade-off plots</h2>",
         "<p>Per device and dataset; a mean over datasets only within one kind of human score. Memory: model memory "
         "(RSS growth over the post-import baseline on CPU, peak CUDA memory allocated on GPU) beside the process peak, "
-        "in MiB.</p>",
+        "in MiB. A click on a figure opens its full-size file (the PDF where one is written).</p>",
         *([] if figures else ["<p>No plot: no measured cell has a defined quality.</p>"]),
-        *[figure_html(f) for f in figures],
+        *figures_html(figures),
         "<h2>Trade-off table</h2>",
         f"<p>{html.escape(trade.note)}. Files: <a href='tradeoff.md'>Markdown</a>, <a href='tradeoff.tex'>LaTeX</a>, "
         "<a href='tradeoff.csv'>CSV</a>.</p>",
@@ -281,8 +278,7 @@ def index_html(
         html_table(encoders.header, encoders.rows, "Measured quantities"),
         "<h2>Correlation of the measured quantities</h2>",
         f"<p>{html.escape(quantities.note)} Files: <a href='quantities.md'>Markdown</a>, "
-        "<a href='quantities.tex'>LaTeX</a>, <a href='quantities.csv'>CSV</a> "
-        "(n: <a href='quantities_n.csv'>CSV</a>).</p>",
+        "<a href='quantities.tex'>LaTeX</a>, <a href='quantities.csv'>CSV</a>.</p>",
         html_table(quantities.header, quantities.rows, "Correlation matrix of measured quantities", 1),
         *signatures_html(run, df["cell_id"]),
         "</body></html>",

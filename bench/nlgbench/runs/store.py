@@ -340,6 +340,19 @@ class Store:
         return [text for (text,) in rows]
 
     @translated
+    def sweep_names(self) -> list[str]:
+        """The names of the sweep specs run into this folder (runs started by `nlgbench run`, whose
+        record holds the spec; not `import-scores`, `repair` or `collect`), first run first, each once."""
+        rows = self.db.execute("SELECT name, spec_json FROM runs ORDER BY started_at, run_id").fetchall()
+        sweeps = [name for name, spec in rows if name and "spec" in json.loads(spec or "{}")]
+        return list(dict.fromkeys(sweeps))
+
+    @translated
+    def recorded_at(self) -> dict[str, float]:
+        """When each cell was recorded (its last `record`, seconds since the epoch), by cell id."""
+        return {cid: float(at) for cid, at in self.db.execute("SELECT cell_id, updated_at FROM cells") if at}
+
+    @translated
     def write_csv(self) -> Path:
         """Rewrite results.csv and correlations.csv from the store (atomically; `nlgbench.runs.views`)."""
         return write_views(self.out_dir, self.results())

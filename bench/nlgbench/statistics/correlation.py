@@ -13,7 +13,9 @@ means better before they get here."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
+from statistics import NormalDist
 
 import numpy as np
 
@@ -31,6 +33,7 @@ METHOD_LEVELS: dict[str, tuple[str, ...]] = {
     **{m: ("system",) for m in SYSTEM_METHODS},
 }
 MIN_POINTS = 3  # fewer points: no correlation (NaN); see the module docstring
+MIN_FISHER_POINTS = 4  # Fisher's z interval needs n - 3 > 0 (its standard error is 1 / sqrt(n - 3))
 PAIR_BLOCK = 1 << 22  # kendall_like compares at most this many pairs at once (bounded memory)
 NAN = float("nan")
 
@@ -141,3 +144,17 @@ def correlation_function(method: str, threshold: float = 0.0) -> Correlation:
 def correlation(method: str, x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
     """One correlation coefficient; NaN for fewer than MIN_POINTS points or a constant side."""
     return correlation_function(method, threshold)(x, h)
+
+
+def fisher_interval(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The confidence interval of Pearson's r from `n` points by Fisher's z transformation:
+    tanh(atanh(r) -+ z_{(1+confidence)/2} / sqrt(n - 3)) (what SciPy's `pearsonr(...).confidence_interval()`
+    gives). (NaN, NaN) for fewer than MIN_FISHER_POINTS points or an undefined r; r = +-1 gives the
+    one-point interval it implies."""
+    if n < MIN_FISHER_POINTS or not math.isfinite(r):
+        return NAN, NAN
+    if abs(r) >= 1.0:
+        return float(r), float(r)
+    half = NormalDist().inv_cdf((1.0 + confidence) / 2.0) / math.sqrt(n - 3)
+    z = math.atanh(r)
+    return math.tanh(z - half), math.tanh(z + half)
