@@ -41,6 +41,18 @@ def min_max(values: Sequence[float]) -> np.ndarray:
     return (v - v.min()) / span
 
 
+def normalised(part: str, values: Sequence[float]) -> np.ndarray:
+    """`min_max` of one part's scores, its undefined case (all scores equal) as one clear UserError."""
+    try:
+        return min_max(values)
+    except ValueError:
+        raise UserError(
+            f"sentsim normalises each part by its min and max over the scored set (SentSim's min-max rule), "
+            f"so it needs at least two items with different {part} scores; these {len(values)} all score "
+            f"{values[0]:.6g} (identical or blank texts?)"
+        ) from None
+
+
 def combine(sentence: np.ndarray, token: np.ndarray, token_is_distance: bool) -> np.ndarray:
     """SentSim's combination of two min-max normalised parts."""
     return np.exp(sentence) + np.exp(1.0 - token if token_is_distance else token)
@@ -122,14 +134,8 @@ class SentSimScorer(ScorerBase[SentSimOptions]):
                     token.append(self._token_part(*words[it.hypothesis], *words[self._other(it)]))
         with timer.phase("combine"):
             is_distance = self.options.token_part != "bertscore"
-            for part, values in (("sentence cosine", cosine), (f"token ({self.options.token_part})", token)):
-                if len(values) < 2 or max(values) <= min(values):
-                    raise UserError(
-                        f"sentsim normalises each part by its min and max over the scored set (SentSim's "
-                        f"min-max rule), so it needs at least two items with different {part} scores; "
-                        f"these {len(values)} all score {values[0]:.6g} (identical or blank texts?)"
-                    )
-            sentsim = combine(min_max(cosine), min_max(token), is_distance)
+            token_part = f"token ({self.options.token_part})"
+            sentsim = combine(normalised("sentence cosine", cosine), normalised(token_part, token), is_distance)
         token_column = f"token_{self.options.token_part}"
         return Scores(
             primary="sentsim",
