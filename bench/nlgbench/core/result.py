@@ -125,6 +125,13 @@ class Timing:
     repeat_cpu_s: list[float] | None = None  # process CPU time (all threads) per repeat
     repeat_cuda_s: list[float] | None = None  # CUDA-event time per repeat
     gpu_sm_clock_mhz: list[int | None] | None = None  # SM clock after each repeat, where readable
+    # Issue 30: worker start until the scorer could begin loading (process start, imports, config),
+    # model export to a backend's format (not part of load_s), and the energy each repeat drew where a
+    # hardware counter exists (`energy_counter` names it: "rapl", "nvml"; "none" where none exists).
+    startup_s: float | None = None
+    export_s: float | None = None
+    energy_j: list[float] | None = None
+    energy_counter: str | None = None
 
     # Fields added after the first results were written: left out of the JSON when None, so
     # older result.json files round-trip byte for byte.
@@ -135,6 +142,10 @@ class Timing:
         "repeat_cpu_s",
         "repeat_cuda_s",
         "gpu_sm_clock_mhz",
+        "startup_s",
+        "export_s",
+        "energy_j",
+        "energy_counter",
     )
 
     @classmethod
