@@ -52,6 +52,8 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
 
     if ref.num_layers is not None or ref.early_exit is not None:
         raise UserError(f"{ref.label}: num_layers and early_exit apply to encoders, not to a whole {kind} model")
+    if ref.backend is not None:
+        raise UserError(f"{ref.label}: backend {ref.backend} runs token-embedding encoders, not a whole {kind} model")
     resolved = resolve_encoder(ref.name)
     found = resolved.kind
     if found is not None and found != kind:
