@@ -14,6 +14,7 @@ cell's `timing.export_s`), never inside load or ms/segment.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.metadata
@@ -212,7 +213,9 @@ def _compress_openvino(src: Path, dst: Path) -> None:
 
     nncf.set_log_level(logging.ERROR)  # its per-layer statistics table would land in the cell's output
     core = ov.Core()
-    compressed = nncf.compress_weights(core.read_model(str(src)), mode=nncf.CompressWeightsMode.INT8_ASYM)
+    model = core.read_model(str(src))
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        compressed = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)  # (and its progress bar)
     ov.save_model(compressed, str(dst), compress_to_fp16=False)
 
 
