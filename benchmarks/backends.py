@@ -128,7 +128,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             else ""
         )
         diff = f"{r['max_abs_score_diff']:.1e}" if r["max_abs_score_diff"] is not None else ""
-        lines.append(f"| {r['metric']} | {r['model']} | {r['variant']} | {r['ms_per_segment']:.2f} | {ratio} | {diff} |")
+        cells = [r["metric"], r["model"], r["variant"], f"{r['ms_per_segment']:.2f}", ratio, diff]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

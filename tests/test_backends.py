@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.tiny import TEXTS, make_tiny_bert
 
 from nlgbench.core.cell import CellConfig, backend_versions
+from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef, parse_encoder_ref
 from nlgbench.foundations.errors import UserError
-from nlgbench.encoders.hfcache import local_snapshot
-from tests.tiny import TEXTS, make_tiny_bert
 
 ort = pytest.importorskip("onnxruntime", reason="extra `onnx` not installed")
 HAS_OPENVINO = all(m in sys.modules or __import__("importlib").util.find_spec(m) for m in ("openvino", "nncf"))
@@ -63,7 +63,9 @@ def test_fp32_backend_scores_equal_torch_on_real_minilm(backend: str, metric: st
     import nlgbench
 
     torch_out = nlgbench.score_outputs(HYPS, REFS, metric=metric, encoder=MINILM, device="cpu")
-    other = nlgbench.score_outputs(HYPS, REFS, metric=metric, encoder={"name": MINILM, "backend": backend}, device="cpu")
+    other = nlgbench.score_outputs(
+        HYPS, REFS, metric=metric, encoder={"name": MINILM, "backend": backend}, device="cpu"
+    )
     assert set(other) == set(torch_out)
     for column, values in torch_out.items():
         diff = np.abs(np.asarray(other[column], dtype=float) - np.asarray(values, dtype=float))
@@ -215,3 +217,22 @@ def test_backend_torch_is_the_default_cell_and_others_change_the_id() -> None:
     assert onnx.cell_id != plain.cell_id
     assert onnx.encoder.label == f"{MINILM}[backend=onnxruntime]"
     assert backend_versions(onnx.encoder) == {"onnxruntime": ".".join(ort.__version__.split(".")[:2])}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("metric", "options"), [("sentsim", {"against": "source"}), ("xmoverscore", {"layer": 3})])
+def test_reference_free_metrics_run_on_a_backend(
+    backend: str, metric: str, options: dict, tiny: Path, cache: Path
+) -> None:
+    """SentSim's parts and XMoverScore's encoder read token embeddings through the same encoder:
+    on a backend they give torch's scores (float32 on a tiny model: ~1e-6)."""
+    import nlgbench
+
+    sources, hyps = TEXTS[:4], TEXTS[4:]
+    base = nlgbench.score_outputs(hyps, sources=sources, metric=metric, encoder=str(tiny), device="cpu", **options)
+    other = nlgbench.score_outputs(
+        hyps, sources=sources, metric=metric, encoder={"name": str(tiny), "backend": backend}, device="cpu", **options
+    )
+    for column, values in base.items():
+        assert np.abs(np.asarray(other[column]) - np.asarray(values)).max() <= 1e-4, column
+    assert exports(cache)

@@ -19,6 +19,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -196,8 +197,6 @@ def _count_outputs(model: Any, sample: tuple[Any, Any]) -> int:
 def _quantize_ort(src: Path, dst: Path) -> None:
     """ONNX Runtime's dynamic quantisation: int8 weights of every MatMul (per output channel: half the
     error of one scale per tensor on MiniLM's hidden states, at the same speed), activations per batch."""
-    import logging
-
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))  # its pre-processing hint
@@ -206,8 +205,6 @@ def _quantize_ort(src: Path, dst: Path) -> None:
 
 def _compress_openvino(src: Path, dst: Path) -> None:
     """OpenVINO's int8 path for transformers: NNCF's int8 weight compression (asymmetric, per channel)."""
-    import logging
-
     import nncf
     import openvino as ov
 
