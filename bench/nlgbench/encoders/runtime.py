@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from nlgbench.encoders import backends
-from nlgbench.encoders.hfcache import disk_bytes, local_snapshot, weights_fingerprint
+from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, weights_fingerprint
 from nlgbench.encoders.registry import EncoderRef, check_layers, resolve_source
 from nlgbench.encoders.variants import (
     ExitState,
@@ -265,7 +265,7 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
         backends.require(ref.backend)
         backends.check_backend_device(ref.backend, device)
     source = resolve_source(ref.name)
-    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer = AutoTokenizer.from_pretrained(source, **load_options(source))
     if not getattr(tokenizer, "is_fast", False):
         raise UserError(f"encoder {ref.label}: a fast tokenizer is needed (offsets and word ids)")
     folder = local_snapshot(source)
@@ -300,9 +300,9 @@ def _encoder_model(ref: EncoderRef, source: str, needed_layer: int | None, *, me
 
     if meta:
         with torch.device("meta"):
-            model = AutoModel.from_config(AutoConfig.from_pretrained(source))
+            model = AutoModel.from_config(AutoConfig.from_pretrained(source, **load_options(source)))
     else:
-        model = AutoModel.from_pretrained(source)
+        model = AutoModel.from_pretrained(source, **load_options(source))
     if hasattr(model, "get_encoder") and getattr(model.config, "is_encoder_decoder", False):
         model = model.get_encoder()
     if getattr(model, "pooler", None) is not None:
