@@ -236,3 +236,39 @@ def test_reference_free_metrics_run_on_a_backend(
     for column, values in base.items():
         assert np.abs(np.asarray(other[column]) - np.asarray(values)).max() <= 1e-4, column
     assert exports(cache)
+
+
+# ----------------------------------------------------------------------------- in a sweep
+
+
+def test_sweep_cells_record_export_apart_and_the_second_cell_reuses_it(tmp_path: Path, cache: Path) -> None:
+    """Two cells on one backend export: the first exports (export_s > 0, not in load_s), the second
+    finds the export cached (export_s 0) and reads no torch weights; the torch cell has no export_s.
+    Their scores equal the torch cell's (float32 on a tiny model)."""
+    import json
+
+    from nlgbench.cli import main
+    from nlgbench.data.loaders import load_dataset
+    from test_runner import read_csv, write_spec
+
+    items = load_dataset("wmt16", max_segments=4).items
+    tiny = make_tiny_bert(tmp_path / "tiny", [t for it in items for t in (it.reference, it.hypothesis)])
+    onnx = {"name": str(tiny), "backend": "onnxruntime"}
+    spec = write_spec(tmp_path / "spec.yaml", [str(tiny), onnx, {**onnx, "label": "again"}], max_segments=4)
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out)]) == 0
+    rows = {r["encoder"]: r for r in read_csv(out / "results.csv")}
+    assert set(rows) == {"tiny", "tiny[backend=onnxruntime]", "again[backend=onnxruntime]"}
+    timing = {
+        k: json.loads((out / "cells" / r["cell_id"] / "result.json").read_text())["timing"] for k, r in rows.items()
+    }
+    assert "export_s" not in timing["tiny"] and rows["tiny"]["export_s"] == ""
+    assert timing["tiny[backend=onnxruntime]"]["export_s"] > 0 and timing["again[backend=onnxruntime]"]["export_s"] == 0
+    assert len(exports(cache)) == 1
+    for row in rows.values():
+        assert float(row["startup_s"]) >= 0
+    scores = {
+        k: [float(s["score"]) for s in read_csv(out / "cells" / r["cell_id"] / "scores.csv")] for k, r in rows.items()
+    }
+    for k in ("tiny[backend=onnxruntime]", "again[backend=onnxruntime]"):
+        assert np.abs(np.asarray(scores[k]) - np.asarray(scores["tiny"])).max() <= 1e-5

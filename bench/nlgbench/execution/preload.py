@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from nlgbench.core.cell import CellConfig
-from nlgbench.encoders.registry import NO_ENCODER, resolve_encoder
+from nlgbench.encoders.registry import BACKEND_MODULES, NO_ENCODER, resolve_encoder
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric
 
@@ -63,9 +63,21 @@ def architecture_modules(models: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def backend_modules(cell: CellConfig) -> list[str]:
+    """The inference backend's libraries a cell imports (issue 30; NNCF only to compress int8 weights)."""
+    backend = cell.encoder.backend
+    if backend is None:
+        return []
+    return [m for m in BACKEND_MODULES[backend] if m != "nncf" or cell.encoder.quantize]
+
+
 def startup_modules(cells: Sequence[CellConfig]) -> list[str]:
-    """Every module the `cells` import before loading: LIBRARIES and their models' architectures."""
-    return [*LIBRARIES, *architecture_modules(m for cell in cells for m in cell_models(cell))]
+    """Every module the `cells` import before loading: LIBRARIES, their inference backends' libraries
+    and their models' architectures."""
+    backends = [m for cell in cells for m in backend_modules(cell)]
+    return list(
+        dict.fromkeys([*LIBRARIES, *backends, *architecture_modules(m for cell in cells for m in cell_models(cell))])
+    )
 
 
 def import_modules(names: Iterable[str]) -> None:
