@@ -95,6 +95,7 @@ def export_key(fingerprint: str, layers: int, backend: str, quantize: str | None
         "layers": layers,
         "opset": OPSET,
         "exporter": EXPORTER,
+        "attention": "eager",  # the traced attention (nlgbench.encoders.runtime exports the eager one)
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "onnx": onnx.__version__,

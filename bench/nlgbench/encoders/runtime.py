@@ -293,16 +293,21 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     )
 
 
-def _encoder_model(ref: EncoderRef, source: str, needed_layer: int | None, *, meta: bool) -> tuple[Any, int, int]:
+def _encoder_model(
+    ref: EncoderRef, source: str, needed_layer: int | None, *, meta: bool, export: bool = False
+) -> tuple[Any, int, int]:
     """torch's encoder module (the encoder half of a seq2seq model, no pooler, layers above the kept
-    ones dropped), the model's total layers and those kept; on the meta device (no weights) if `meta`."""
+    ones dropped), the model's total layers and those kept; on the meta device (no weights) if `meta`.
+    `export`: with the eager attention, whose traced graph ONNX Runtime ran 5-15% faster on MiniLM
+    than SDPA's (alternating rounds here); the same arithmetic."""
     from transformers import AutoConfig, AutoModel
 
     if meta:
         with torch.device("meta"):
             model = AutoModel.from_config(AutoConfig.from_pretrained(source, **load_options(source)))
     else:
-        model = AutoModel.from_pretrained(source, **load_options(source))
+        extra = {"attn_implementation": "eager"} if export else {}
+        model = AutoModel.from_pretrained(source, **load_options(source), **extra)
     if hasattr(model, "get_encoder") and getattr(model.config, "is_encoder_decoder", False):
         model = model.get_encoder()
     if getattr(model, "pooler", None) is not None:
@@ -331,8 +336,7 @@ def _backend(
     if cached is not None:
         backends.reused_export()
     else:
-        if model.device.type == "meta":  # no export after all: read the weights
-            model, _, _ = _encoder_model(ref, source, needed_layer, meta=False)
+        model, _, _ = _encoder_model(ref, source, needed_layer, meta=False, export=True)  # read the weights
         folder = local_snapshot(source)  # downloaded by `from_pretrained` if it was not there
         if folder is None:
             raise UserError(f"encoder {ref.label}: backend {ref.backend} needs the model's files on disk")
