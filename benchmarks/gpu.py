@@ -162,6 +162,10 @@ def summary_row(part: str, row: dict[str, str]) -> dict[str, Any]:
         "tokenize_overlapped_ms": ph.get("tokenize_overlapped"),
         "cuda_peak_allocated_mib": number(row.get("cuda_peak_allocated_mib", "")),
         "pearson_global": number(row.get("pearson_global", "")),
+        "startup_s": number(row.get("startup_s", "")),  # issue 30: worker start until loading began
+        "load_s": number(row.get("load_s", "")),
+        "energy_j_per_segment": number(row.get("energy_j_per_segment", "")),  # NVML on CUDA, RAPL on CPU
+        "energy_counter": row.get("energy_counter", ""),
         "error": row.get("error", ""),
     }
 
@@ -172,6 +176,14 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def energy_cell(row: dict[str, Any]) -> str:
+    """Millijoules per segment where a counter measured them, else what results.csv says (n/a, or -)."""
+    value = row.get("energy_j_per_segment")
+    if isinstance(value, float):
+        return f"{value * 1000:.2f}"
+    return row.get("energy_counter") or "-"
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -190,6 +202,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         "tok ms",
         "tok hidden ms",
         "CUDA MiB",
+        "start-up s",
+        "load s",
+        "mJ/seg",
         "pearson (global)",
         "status",
     ]
@@ -214,6 +229,9 @@ def table(rows: list[dict[str, Any]]) -> str:
                     fmt(r["tokenize_ms"]),
                     fmt(r["tokenize_overlapped_ms"]),
                     fmt(r["cuda_peak_allocated_mib"], 0),
+                    fmt(r.get("startup_s"), 2),
+                    fmt(r.get("load_s"), 2),
+                    energy_cell(r),
                     fmt(r["pearson_global"]),
                     r["status"] if r["status"] == "ok" else f"{r['status']}: {r['error'][:60]}",
                 ]

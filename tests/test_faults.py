@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from nlgbench.execution.forkserver import SERVER_MODULE
 from tiny import TEXTS, make_tiny_bert
 
 # ----------------------------------------------------------------------------- shared helpers
@@ -522,11 +523,18 @@ def wait_for(condition, timeout: float = 60.0, what: str = "condition") -> None:
 
 
 def workers_of(proc: subprocess.Popen) -> list[psutil.Process]:
-    """The worker processes (`python -c ...`) a running CLI process has started."""
+    """The cell worker processes of a running CLI process: its `python -c ...` children, or, where it
+    started a fork server (`nlgbench.execution.forkserver`, itself a `python -c` child), that server's
+    children."""
     try:
-        return [c for c in psutil.Process(proc.pid).children() if "-c" in c.cmdline()]
+        children = [c for c in psutil.Process(proc.pid).children() if "-c" in c.cmdline()]
+        return [w for c in children for w in (c.children() if is_fork_server(c) else [c])]
     except psutil.Error:
         return []
+
+
+def is_fork_server(process: psutil.Process) -> bool:
+    return any(SERVER_MODULE in arg for arg in process.cmdline())
 
 
 def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -699,8 +707,10 @@ def test_read_only_run_folder(case: str, shared_dir: Path, tiny_model: Path) -> 
 
 
 # A sitecustomize for fault injection, put on PYTHONPATH by `faulty`. FAULT_GATE: a worker waits until that
-# file exists (a test acts while a cell is surely running). FAULT_MODE after FAULT_AFTER good writes: `sqlite`,
-# the store's INSERT of a cell fails as on a full disk; `csv`, writing results.csv fails with ENOSPC.
+# file exists (a test acts while a cell is surely running): a plain worker (`python -c BOOT CELL_DIR ...`)
+# at its start, a fork server's child right after the fork (the server itself does not wait). FAULT_MODE
+# after FAULT_AFTER good writes: `sqlite`, the store's INSERT of a cell fails as on a full disk; `csv`,
+# writing results.csv fails with ENOSPC.
 # FAULT_READONLY: creating or writing anything under that folder fails with EROFS.
 FAULT_SHIM = """
 import errno, os, pathlib, sqlite3, sys, time
@@ -720,9 +730,14 @@ if os.environ.get("FAULT_READONLY"):
     def _access_ro(path, mode, *a, **k):
         return False if mode & os.W_OK and _inside(path) else _access(path, mode, *a, **k)
     os.mkdir, os.open, os.access = _mkdir_ro, _open_ro, _access_ro
-if os.environ.get("FAULT_GATE") and sys.argv[:1] == ["-c"]:
+def _wait_for_gate():
     while not os.path.exists(os.environ["FAULT_GATE"]):
         time.sleep(0.05)
+if os.environ.get("FAULT_GATE") and sys.argv[:1] == ["-c"]:
+    if os.path.isfile(os.path.join(sys.argv[1], "config.json")):
+        _wait_for_gate()
+    else:
+        os.register_at_fork(after_in_child=_wait_for_gate)
 _mode, _left = os.environ.get("FAULT_MODE"), [int(os.environ.get("FAULT_AFTER", "0"))]
 
 def _spend():
@@ -822,11 +837,15 @@ def test_corrupt_store_is_refused_and_repaired(case: str, finished_run: tuple[Pa
         assert nlgbench("repair", str(out)).stdout.startswith("nothing to repair")
 
 
-def test_worker_killed_by_a_signal_is_failed_not_oom(tmp_path: Path, tiny_model: Path) -> None:
+@pytest.mark.parametrize("forkserver", ["1", "0"])
+def test_worker_killed_by_a_signal_is_failed_not_oom(forkserver: str, tmp_path: Path, tiny_model: Path) -> None:
+    """A cell's process killed by SIGKILL (a fork server's child, or a plain worker): recorded failed, with
+    the signal; the sweep goes on."""
     spec = two_cell_spec(tmp_path, tiny_model)
     out = tmp_path / "out"
     gate = tmp_path / "gate"
-    proc = start_cli("run", str(spec), "--out", str(out), env=faulty(tmp_path, gate=str(gate)))
+    env = {**faulty(tmp_path, gate=str(gate)), "NLGBENCH_FORKSERVER": forkserver}
+    proc = start_cli("run", str(spec), "--out", str(out), env=env)
     wait_for(lambda: workers_of(proc), what="the first worker")
     workers_of(proc)[0].send_signal(signal.SIGKILL)  # as the kernel's OOM killer would, but it did not
     gate.touch()
@@ -887,12 +906,18 @@ def test_worker_records_allocation_failures_as_oom(error: Exception, status: str
     assert (tmp_path / "traceback.txt").is_file()
 
 
-def test_ctrl_c_prints_one_line_and_no_worker_traceback(tmp_path: Path, tiny_model: Path) -> None:
+@pytest.mark.parametrize("forkserver", ["1", "0"])
+def test_ctrl_c_prints_one_line_and_no_worker_traceback(forkserver: str, tmp_path: Path, tiny_model: Path) -> None:
+    """Ctrl-C during a cell: exit 130, one line, no traceback, nothing recorded; with the fork server (its
+    child held at the gate: a tiny model's cell is over within a second) and with plain workers."""
     spec = two_cell_spec(tmp_path, tiny_model)
     out = tmp_path / "out"
-    proc = start_cli("run", str(spec), "--out", str(out))
+    env = {"NLGBENCH_FORKSERVER": forkserver}
+    if forkserver == "1":
+        env.update(faulty(tmp_path, gate=str(tmp_path / "gate")))
+    proc = start_cli("run", str(spec), "--out", str(out), env=env)
     wait_for(lambda: workers_of(proc), what="the first worker")
-    time.sleep(1.5)  # the worker is importing torch or measuring
+    time.sleep(1.5)  # the worker is at the gate, or importing torch
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr[-3000:]

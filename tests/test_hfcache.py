@@ -308,3 +308,22 @@ def test_weights_fingerprint_follows_weights_and_config(tiny_bert: Path, tmp_pat
     assert second != first
     (folder / "config.json").write_text((folder / "config.json").read_text(encoding="utf-8") + " ", encoding="utf-8")
     assert hfcache.weights_fingerprint(folder) not in (first, second)
+
+
+def test_a_cached_model_loads_without_asking_the_hub(
+    tiny_bert: Path, hub_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the snapshot on disk the loads pass local_files_only, so no Hub request is made even
+    without HF_HUB_OFFLINE: an endpoint that cannot be reached would otherwise cost retries."""
+    from nlgbench.encoders.registry import EncoderRef
+    from nlgbench.encoders.runtime import load_encoder
+
+    assert hfcache.load_options("org/never-downloaded") == {}
+    hfcache.import_model(tiny_bert, "org/tiny")
+    assert hfcache.load_options("org/tiny") == {"local_files_only": True}
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens: any request fails at once
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9")
+    encoder = load_encoder(EncoderRef("org/tiny"), "cpu")
+    assert encoder.layers_run == encoder.total_layers

@@ -24,6 +24,7 @@ from nlgbench.execution.eta import (
     CostModel,
     encoder_params,
     header_params,
+    time_split,
 )
 from nlgbench.execution.progress import PROGRESS_ENV, CellProgress, live
 from nlgbench.metrics.common import advance, length_sorted_map, progress_hook
@@ -166,26 +167,61 @@ def test_eta_scales_by_parameters_not_by_the_mean_of_finished_cells(tmp_path: Pa
     items = {c.dataset.label: c.dataset.max_segments for c in cells}
     model = CostModel.of(cells, items)
     ids = [c.cell_id for c in cells]
-    assert model.units[ids[0]] == p_big * 100 * 4 and model.units[ids[1]] == p_small * 100 * 4
-    assert model.units[ids[3]] == LEXICAL_PARAMS * 100 * 4
+    assert model.units[ids[0]] == p_big * 100 * 3 and model.units[ids[1]] == p_small * 100 * 3  # 3 repeats
+    assert model.units[ids[3]] == LEXICAL_PARAMS * 100 * 3
     # nothing finished: the default guess, a fixed start-up plus DEFAULT_RATE per unit
-    assert model.guessed and model.eta(ids[1:2]) == pytest.approx(DEFAULT_FIXED_S + DEFAULT_RATE * p_small * 400)
+    assert model.guessed and model.eta(ids[1:2]) == pytest.approx(DEFAULT_FIXED_S + DEFAULT_RATE * p_small * 300)
     model.finished(ids[0], 80.0)
-    # one cell: DEFAULT_FIXED_S is its fixed part, the rest its rate
-    rate = (80.0 - DEFAULT_FIXED_S) / (p_big * 400)
-    assert model.eta(ids[1:3]) == pytest.approx(2 * DEFAULT_FIXED_S + rate * p_small * (400 + 200), rel=1e-12)
+    # one cell whose time is not split (no timing): DEFAULT_FIXED_S is its fixed part, the rest its rate
+    rate = (80.0 - DEFAULT_FIXED_S) / (p_big * 300)
+    assert model.eta(ids[1:3]) == pytest.approx(2 * DEFAULT_FIXED_S + rate * p_small * (300 + 150), rel=1e-12)
     assert model.eta(ids[1:3]) < 80.0 * 2  # the average-of-finished-cells ETA
     model.finished(ids[1], 10.0)  # two BERTScore cells of different sizes: seconds = fixed + rate x units, fitted
-    slope = (80.0 - 10.0) / (p_big * 400 - p_small * 400)
-    fixed = min(max(45.0 - slope * (p_big * 400 + p_small * 400) / 2, 0.0), 10.0)
-    rate = (90.0 - 2 * fixed) / (p_big * 400 + p_small * 400)
+    slope = (80.0 - 10.0) / (p_big * 300 - p_small * 300)
+    fixed = min(max(45.0 - slope * (p_big * 300 + p_small * 300) / 2, 0.0), 10.0)
+    rate = (90.0 - 2 * fixed) / (p_big * 300 + p_small * 300)
     assert model.fit("bertscore") == pytest.approx((fixed, rate), rel=1e-9)
-    assert model.eta([ids[2]]) == pytest.approx(fixed + rate * p_small * 200, rel=1e-9)
+    assert model.eta([ids[2]]) == pytest.approx(fixed + rate * p_small * 150, rel=1e-9)
     model.finished(ids[2], 5.0)
     model.finished(ids[3], 1.0)
     assert model.rate("sentbleu") == pytest.approx(
-        (1.0 - 0.5) / (LEXICAL_PARAMS * 400), rel=1e-12
+        (1.0 - 0.5) / (LEXICAL_PARAMS * 300), rel=1e-12
     )  # fixed: half of 1 s
+
+
+def test_eta_learns_the_fixed_cost_of_a_cell_from_its_result(tmp_path: Path, tiny: Path) -> None:
+    """Issue 30: a finished cell's time outside its timed repeats (start-up, data and model load,
+    prepare, warm-up, writing) is the fixed cost of the next ones, and only its repeats set the rate;
+    the start-up predicted is the last finished cell's (after the first, a warm fork server's)."""
+    big, small = str(tiny), str(make_tiny_bert(tmp_path / "small", TEXTS, num_layers=1))
+    cells = [cell(big), cell(big, items=50), cell(small), cell(small, items=20)]
+    model = CostModel.of(cells, {c.dataset.label: c.dataset.max_segments for c in cells})
+    ids = [c.cell_id for c in cells]
+    model.finished(ids[0], 30.0, repeats_s=18.0, startup_s=4.0)  # fixed: 12 s, 4 of them start-up
+    assert model.fit("bertscore") == pytest.approx((12.0, 18.0 / model.units[ids[0]]), rel=1e-12)
+    # the half-size cell: all of the fixed cost, half the repeats' time (without the split: 7 + 23 / 2)
+    assert model.eta([ids[1]]) == pytest.approx(12.0 + 9.0, rel=1e-12)
+    model.finished(ids[1], 17.5, repeats_s=9.0, startup_s=0.5)  # forked from a warm server: fixed 8.5 s
+    # start-up of the last cell (0.5 s) plus the median of the rest (8 s and 8 s)
+    assert model.fit("bertscore") == pytest.approx((8.5, 27.0 / (model.units[ids[0]] + model.units[ids[1]])))
+    before = model.fit("bertscore")
+    model.finished(ids[2], 3.0)  # a failed cell: no timing, so no split; it does not move the fit
+    assert model.fit("bertscore") == before and not model.guessed
+
+
+def test_time_split_reads_a_result(tmp_path: Path, tiny: Path) -> None:
+    """What the local launcher hands the cost model: the repeats' and the start-up's seconds of a cell's
+    result.json; None for a failed one."""
+    from nlgbench.core.result import CellResult
+
+    proc = sweep(tmp_path, tiny, None)
+    assert proc.returncode == 0
+    for folder in sorted((tmp_path / "run" / "cells").iterdir()):
+        result = CellResult.read(folder)
+        assert result.timing is not None and result.timing.startup_s is not None
+        assert time_split(result) == (sum(result.timing.repeat_s), result.timing.startup_s)
+        failed = CellResult.not_finished(result.cell_id, result.label, result.config, "worker killed", oom=False)
+        assert time_split(failed) == (None, None)
 
 
 PTY_SCRIPT = """

@@ -616,6 +616,10 @@ def test_gpu_benchmark_summary_reads_results_csv_rows() -> None:
         "phase_ms": "encode=0.30;tokenize=0.02;match=0.06;other=0.02;tokenize_overlapped=0.11",
         "cuda_peak_allocated_mib": "484.0",
         "pearson_global": "0.5",
+        "startup_s": "0.42",
+        "load_s": "1.5",
+        "energy_j_per_segment": "0.0123",
+        "energy_counter": "nvml",
         "error": "",
     }
     cut = {**row, "encoder": "all-MiniLM-L6-v2[num_layers=3]", "ms_per_segment_median": "0.30"}
@@ -629,7 +633,12 @@ def test_gpu_benchmark_summary_reads_results_csv_rows() -> None:
     assert any("encode share" in line and "75%" in line and "met" in line for line in lines)
     assert any("largest CV" in line and "2.1%" in line for line in lines)
     assert "| quickstart | bertscore | all-MiniLM-L6-v2 | cuda | 64 | 3360 | 0.390 | 2.1% | 3 | 75 |" in gpu.table(rows)
-    assert gpu.table(rows).splitlines()[2].endswith("| 484 | 0.500 | ok |")  # CUDA MiB, pearson (global)
+    # CUDA MiB, start-up s, load s, mJ/segment, pearson (global)
+    assert gpu.table(rows).splitlines()[2].endswith("| 484 | 0.42 | 1.50 | 12.30 | 0.500 | ok |")
+    no_counter = gpu.summary_row(
+        "quickstart", {**row, "energy_j_per_segment": "", "energy_counter": "n/a (no counter)"}
+    )
+    assert "| n/a (no counter) |" in gpu.table([no_counter])
 
 
 def test_gpu_benchmark_reads_results_csv_written_before_issue_28(tmp_path: Path) -> None:

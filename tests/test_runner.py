@@ -120,7 +120,8 @@ def test_failed_cell_is_recorded_and_sweep_goes_on(tiny_dir: Path, tmp_path: Pat
 
 def test_killed_sweep_resumes_without_rerunning_or_duplicating(tiny_dir: Path, tmp_path: Path) -> None:
     encoders = [str(tiny_dir), {"name": str(tiny_dir), "num_layers": 3}, {"name": str(tiny_dir), "num_layers": 1}]
-    spec = write_spec(tmp_path / "spec.yaml", encoders, max_segments=40, repeats=3)
+    # 20 repeats: a cell forked from the fork server lasts seconds, not the 2 s its start-up once took alone
+    spec = write_spec(tmp_path / "spec.yaml", encoders, max_segments=40, repeats=20)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "nlgbench.cli", "run", str(spec), "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ)

@@ -21,7 +21,7 @@ from typing import Any
 from nlgbench.core.labels import aligner_label, cell_label, dataset_label, metric_label, options_label
 from nlgbench.data.loaders import load_dataset
 from nlgbench.data.model import Dataset
-from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef
+from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, backend_version, major_minor
 from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.version import __version__
 from nlgbench.metrics import get_metric, metric_names
@@ -152,7 +152,7 @@ class CellConfig:
         """The cell's id: a short hash of this config (with its `inputs`' fingerprints) and the
         versions that change scores, so a finished cell is recognised (and skipped) when the same
         sweep runs again on the same data, weights and library versions."""
-        return self.id_under({**score_versions(), **metric_versions(self.metric)})
+        return self.id_under({**score_versions(), **metric_versions(self.metric), **backend_versions(self.encoder)})
 
     def id_under(self, versions: Mapping[str, str]) -> str:
         """The id this config has under the given score-changing versions (`cell_id`: this process's;
@@ -223,13 +223,9 @@ def recorded_score_versions(environment: Mapping[str, Any]) -> dict[str, str]:
     them (`score_versions` passes this process's): with `metric_versions`, what a cell id hashes."""
     return {
         "nlgbench": str(environment["nlgbench"]),
-        "torch": _major_minor(str(environment["torch"])),
-        "transformers": _major_minor(str(environment["transformers"])),
+        "torch": major_minor(str(environment["torch"])),
+        "transformers": major_minor(str(environment["transformers"])),
     }
-
-
-def _major_minor(version: str) -> str:
-    return ".".join(version.split("+")[0].split(".")[:2])
 
 
 @cache
@@ -241,10 +237,18 @@ def metric_versions(metric: str) -> dict[str, str]:
     out = {}
     for name in get_metric(metric).libraries:
         try:
-            out[name] = _major_minor(importlib.metadata.version(name))
+            out[name] = major_minor(importlib.metadata.version(name))
         except importlib.metadata.PackageNotFoundError:
             out[name] = "missing"
     return out
+
+
+def backend_versions(encoder: EncoderRef) -> dict[str, str]:
+    """major.minor of the inference backend an encoder runs on (issue 30: `onnxruntime`, `openvino`),
+    part of its cells' ids; {} for torch, whose version every id holds already."""
+    if encoder.backend is None:
+        return {}
+    return {encoder.backend: major_minor(backend_version(encoder.backend))}
 
 
 def write_config(cell_dir: Path, cell_id: str, label: str, config: CellConfig) -> None:

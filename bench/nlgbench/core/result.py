@@ -125,6 +125,15 @@ class Timing:
     repeat_cpu_s: list[float] | None = None  # process CPU time (all threads) per repeat
     repeat_cuda_s: list[float] | None = None  # CUDA-event time per repeat
     gpu_sm_clock_mhz: list[int | None] | None = None  # SM clock after each repeat, where readable
+    # Issue 30: worker start until the scorer could begin loading (process start, imports, config),
+    # model export to a backend's format (not part of load_s), and the energy each repeat drew where a
+    # hardware counter exists (`energy_counter` names it: "rapl", "nvml"; "none" where none exists;
+    # `energy_note` says what it read, or why there is none: nlgbench.measurement.energy).
+    startup_s: float | None = None
+    export_s: float | None = None
+    energy_j: list[float] | None = None
+    energy_counter: str | None = None
+    energy_note: str | None = None
 
     # Fields added after the first results were written: left out of the JSON when None, so
     # older result.json files round-trip byte for byte.
@@ -135,11 +144,16 @@ class Timing:
         "repeat_cpu_s",
         "repeat_cuda_s",
         "gpu_sm_clock_mhz",
+        "startup_s",
+        "export_s",
+        "energy_j",
+        "energy_counter",
+        "energy_note",
     )
 
     @classmethod
     def of_protocol(cls, data_s: float, load_s: float, prepare_s: float, run: ScoringRun, n_segments: int) -> Timing:
-        """The phases' seconds and the protocol's repeats, per segment over `n_segments`."""
+        """The phases' seconds and the protocol's repeats, per segment over `n_segments`, and their energy."""
         per_seg = [t / n_segments * 1000 for t in run.repeat_s]
         phases = run.phases_s
         names = list(dict.fromkeys(k for p in phases for k in p))
@@ -164,6 +178,9 @@ class Timing:
             repeat_cpu_s=run.repeat_cpu_s,
             repeat_cuda_s=run.repeat_cuda_s,
             gpu_sm_clock_mhz=run.gpu_sm_clock_mhz,
+            energy_j=run.energy_j,
+            energy_counter=run.energy_counter,
+            energy_note=run.energy_note,
         )
 
     def to_dict(self) -> dict[str, Any]:

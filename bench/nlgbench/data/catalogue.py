@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from nlgbench.foundations.errors import UserError, unknown_name
-from nlgbench.foundations.package import package_file
+from nlgbench.foundations.package import cache_root, package_file
 from nlgbench.foundations.registry import Registry, UserFiles, read_registry_file
 
-CACHE_ENV = "NLGBENCH_CACHE"
 MIRROR_ENV = "NLGBENCH_DATA_MIRROR"
 USER_CATALOGUES = UserFiles("NLGBENCH_CATALOGUE")  # the user's catalogue files, merged over the packaged one
 _CHUNK = 1 << 20
@@ -121,9 +120,8 @@ def catalogue_entry(name: str, catalogue: dict[str, Any] | None = None) -> dict[
 
 
 def cache_dir() -> Path:
-    """The cache root: ``$NLGBENCH_CACHE`` or ``~/.cache/nlgbench``."""
-    value = os.environ.get(CACHE_ENV, "").strip()
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "nlgbench"
+    """The cache root: ``$NLGBENCH_CACHE`` or ``~/.cache/nlgbench`` (`nlgbench.foundations.package.cache_root`)."""
+    return cache_root()
 
 
 def fetch(name: str, progress: Progress | None = None, *, catalogue: dict[str, Any] | None = None) -> Path:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlgbench.encoders.hfcache import disk_bytes, local_snapshot
+from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot
 from nlgbench.encoders.registry import EncoderRef, resolve_encoder
 from nlgbench.encoders.variants import check_dtype, count_params, quantize_int8, weight_bytes
 from nlgbench.foundations.errors import UserError
@@ -52,14 +52,17 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
 
     if ref.num_layers is not None or ref.early_exit is not None:
         raise UserError(f"{ref.label}: num_layers and early_exit apply to encoders, not to a whole {kind} model")
+    if ref.backend is not None:
+        raise UserError(f"{ref.label}: backend {ref.backend} runs token-embedding encoders, not a whole {kind} model")
     resolved = resolve_encoder(ref.name)
     found = resolved.kind
     if found is not None and found != kind:
         raise UserError(f"{ref.label} is of kind {found}; this metric needs a {kind} model")
     hf_logging.disable_progress_bar()
     source = resolved.source
-    tokenizer = transformers.AutoTokenizer.from_pretrained(source)
-    model = getattr(transformers, AUTO_CLASSES[kind]).from_pretrained(source)
+    cached = load_options(source)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(source, **cached)
+    model = getattr(transformers, AUTO_CLASSES[kind]).from_pretrained(source, **cached)
     if kind == "seq2seq" and not getattr(model.config, "is_encoder_decoder", False):
         raise UserError(f"{ref.label} is not an encoder-decoder model; this metric needs a seq2seq model")
     if state_dict is not None:

@@ -7,6 +7,7 @@ check of layer numbers. The runtime encoder (tokenizer + model) is `nlgbench.enc
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 from collections.abc import Mapping
@@ -26,7 +27,18 @@ NO_ENCODER = "none"  # the encoder of a metric that runs none (lexical baselines
 KINDS = ("encoder", "seq2seq", "causal-lm", "cross-encoder")
 
 # Variant options an encoder may carry in a spec, with their types (see nlgbench.encoders.variants).
-VARIANT_OPTIONS: dict[str, type] = {"num_layers": int, "early_exit": float, "quantize": str, "dtype": str}
+VARIANT_OPTIONS: dict[str, type] = {
+    "backend": str,  # issue 30: torch (default), onnxruntime, openvino (nlgbench.encoders.backends)
+    "num_layers": int,
+    "early_exit": float,
+    "quantize": str,
+    "dtype": str,
+}
+TORCH = "torch"
+BACKENDS = (TORCH, "onnxruntime", "openvino")  # a variant's `backend` (nlgbench.encoders.backends runs them)
+# The pip extra that installs a backend's libraries, and the modules it needs (the first: its version).
+BACKEND_EXTRAS = {"onnxruntime": "onnx", "openvino": "openvino"}
+BACKEND_MODULES = {"onnxruntime": ("onnxruntime", "onnx"), "openvino": ("openvino", "onnx", "nncf")}
 DTYPE_NAMES = ("fp32", "fp16", "bf16")  # a variant's `dtype` (nlgbench.encoders.variants.DTYPES: the torch dtypes)
 QUANTIZE = ("int8",)  # a variant's `quantize`
 WEIGHTS_PREFIX = "weights:"  # a cell's `inputs` value for a local model folder: weights:<fingerprint>
@@ -222,6 +234,7 @@ class EncoderRef:
     early_exit: float | None = None  # DeeBERT-style exit threshold (entropy, or relative change)
     quantize: str | None = None  # "int8": dynamic quantisation of linear layers (CPU)
     dtype: str | None = None  # "fp32", "fp16", "bf16"
+    backend: str | None = None  # "onnxruntime", "openvino"; None: torch (`backend: torch` is normalised to None)
     given_label: str | None = None  # the spec's `label:`; part of the config (and id) only where given
     local: bool = field(default=False, compare=False)
 
@@ -319,6 +332,50 @@ def _check_variant(opts: dict[str, Any], where: str) -> None:
         raise UserError(f"{where}: dtype must be one of {', '.join(DTYPE_NAMES)}, got {opts['dtype']!r}")
     if opts.get("quantize") and opts.get("dtype") not in (None, "fp32"):
         raise UserError(f"{where}: quantize int8 runs float32 activations; drop dtype {opts['dtype']!r}")
+    if opts.get("backend") is not None:
+        check_backend(opts["backend"], where)
+        if opts["backend"] == TORCH:
+            del opts["backend"]  # the default: the same cell (and id) as no backend key
+        else:
+            try:
+                check_backend_options(opts["backend"], opts.get("quantize"), opts.get("dtype"), opts.get("early_exit"))
+            except UserError as exc:
+                raise UserError(f"{where}: {exc}") from None
+
+
+def check_backend(name: str, where: str) -> None:
+    """A spec's `backend` value."""
+    if name not in BACKENDS:
+        raise UserError(f"{where}: backend must be one of {', '.join(BACKENDS)}, got {name!r}")
+
+
+def backend_version(backend: str) -> str:
+    """The backend library's version ("" for torch, whose version every cell records anyway)."""
+    if backend == TORCH:
+        return ""
+    try:
+        return importlib.metadata.version(BACKEND_MODULES[backend][0])
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
+
+
+def major_minor(version: str) -> str:
+    """`2.13` of `2.13.0+cpu`: the part of a library's version that cell ids hold."""
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def check_backend_options(backend: str, quantize: str | None, dtype: str | None, early_exit: float | None) -> None:
+    """What a backend cannot combine with, refused before loading (one line each)."""
+    if backend == TORCH:
+        return
+    if early_exit is not None:
+        raise UserError(f"backend {backend}: early_exit needs torch (its layers are wrapped in Python); drop one")
+    if dtype == "fp16":
+        raise UserError(f"backend {backend}: dtype fp16 is not offered on CPU; use dtype bf16 with openvino, or torch")
+    if dtype == "bf16" and backend != "openvino":
+        raise UserError(f"backend {backend}: no bf16 CPU kernels; use backend openvino or torch for dtype bf16")
+    if dtype == "bf16" and quantize:
+        raise UserError(f"backend {backend}: quantize int8 and dtype bf16 exclude each other")
 
 
 def check_layers(ref: EncoderRef, depth: int | None, layer: int | None, where: str) -> None:

@@ -7,11 +7,11 @@ recorded), and the one way a cell runs: its folder prepared, then a fresh worker
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
 import sys
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -23,6 +23,7 @@ from nlgbench.core.datawarnings import blank_text_warnings
 from nlgbench.core.leakage import guard_spec
 from nlgbench.core.result import CellResult
 from nlgbench.data.model import Dataset, item_name
+from nlgbench.execution.forkserver import WORKER_MODULE, ForkServer, boot, die_with
 from nlgbench.execution.progress import PROGRESS_ENV, live
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.fmt import duration
@@ -190,37 +191,29 @@ def summary(result: CellResult, elapsed: float) -> str:
 
 # ----------------------------------------------------------------------------- one cell in a worker process
 
-# The worker runs `nlgbench.execution.worker` (started by name: runpy) with the current folder off its
-# import path (a user's `metrics/` or `bench/` folder can never shadow it) and checks it imported the
-# parent's package. SIGINT keeps its default action: Ctrl-C ends the worker quietly (no traceback);
-# the parent says why.
-WORKER_MODULE = "nlgbench.execution.worker"
-_WORKER_BOOT = (
-    "import signal; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
-    "import runpy, nlgbench; "
-    f"runpy.run_module({WORKER_MODULE!r}, run_name='__main__', alter_sys=True)"
-)
+# The worker runs `nlgbench.execution.worker` (started by name: runpy; `forkserver.boot`) with the current
+# folder off its import path (a user's `metrics/` or `bench/` folder can never shadow it) and checks it
+# imported the parent's package. SIGINT keeps its default action: Ctrl-C ends the worker quietly (no
+# traceback); the parent says why. A local sweep forks its workers from a fork server instead
+# (`nlgbench.execution.forkserver`), which keeps all of this.
 
 
-def worker_command(cell_dir: Path) -> list[str]:
-    """`python -c BOOT CELL_DIR PACKAGE_DIR`: the worker of this very installation."""
-    return [sys.executable, "-c", _WORKER_BOOT, str(cell_dir), str(PACKAGE_DIR)]
+def worker_command(cell_dir: Path, started: float | None = None) -> list[str]:
+    """`python -c BOOT CELL_DIR PACKAGE_DIR [STARTED]`: the worker of this very installation;
+    STARTED is the launcher's `time.time()` when it started the cell, the origin of `startup_s`."""
+    command = [sys.executable, "-c", boot(WORKER_MODULE), str(cell_dir), str(PACKAGE_DIR)]
+    return command if started is None else [*command, repr(started)]
 
 
-def die_with(parent_pid: int) -> Callable[[], None]:
-    """For Popen's preexec_fn: the child gets SIGKILL when its parent dies (Linux prctl
-    PR_SET_PDEATHSIG), and exits at once if the parent died before the prctl took effect."""
-
-    def arm() -> None:
-        try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-        except OSError:
-            return
-        if os.getppid() != parent_pid:
-            os._exit(1)
-
-    return arm
+def worker_environment(threads: int | None, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """A worker's environment: this process's, unbuffered output, the user's registry files
+    (`extra_env`, default `user_files_environment()` as this process sees them), NLGBENCH_PROGRESS
+    (the worker's bar and phase lines: on a terminal only) and OMP_NUM_THREADS for `threads`."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(user_files_environment() if extra_env is None else extra_env))
+    env.setdefault(PROGRESS_ENV, "1" if live() else "0")
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return env
 
 
 def death_cause(code: int, oom_killed: bool) -> tuple[str, bool]:
@@ -248,23 +241,33 @@ def prepare_cell(cell: CellConfig, cell_dir: Path) -> None:
     write_config(cell_dir, cell.cell_id, cell.label, cell)
 
 
-def run_worker(cell_dir: Path, threads: int | None, extra_env: dict[str, str] | None = None) -> CellResult:
-    """Run the cell prepared in `cell_dir` in a fresh worker process (`worker_command`) and return
-    its result: the worker's result.json, or, when it died without one, why (not written here).
+def run_worker(
+    cell_dir: Path,
+    threads: int | None,
+    extra_env: dict[str, str] | None = None,
+    *,
+    server: ForkServer | None = None,
+    started: float | None = None,
+) -> CellResult:
+    """Run the cell prepared in `cell_dir` in a fresh worker process and return its result: the
+    worker's result.json, or, when it died without one, why (not written here). The process is a
+    child forked from `server` (`nlgbench.execution.forkserver`), else a plain `worker_command`.
     `extra_env`: the user's registry files (`user_files_environment`) as the caller saw them.
+    `started`: the origin of the cell's `startup_s` (default: now; a Slurm task passes its own start).
     If this process is killed, the worker dies with it (Linux parent-death signal)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **(user_files_environment() if extra_env is None else extra_env))
-    env.setdefault(PROGRESS_ENV, "1" if live() else "0")  # the worker's bar and phase lines: on a terminal only
-    if threads:
-        env["OMP_NUM_THREADS"] = str(threads)
+    env = worker_environment(threads, extra_env)
+    started = time.time() if started is None else started
     kills_before = oom_kills()
-    proc = subprocess.Popen(worker_command(cell_dir), env=env, preexec_fn=die_with(os.getpid()))
-    try:
-        code = proc.wait()
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
+    if server is not None:
+        code = server.run(cell_dir, env, started)
+    else:
+        proc = subprocess.Popen(worker_command(cell_dir, started), env=env, preexec_fn=die_with(os.getpid()))
+        try:
+            code = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
     if (cell_dir / RESULT_FILE).exists():
         return CellResult.read(cell_dir)
     kills_after = oom_kills()

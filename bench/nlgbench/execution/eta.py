@@ -1,7 +1,11 @@
-"""The sweep's ETA from a cost model: a cell costs a fixed start-up (worker process, imports, data
-and model load) plus rate x units, units = (encoder parameters) x items x passes; the rate and the
-fixed cost are learnt from the cells finished so far (before any, DEFAULT_RATE and DEFAULT_FIXED_S
-give a first guess, shown as such).
+"""The sweep's ETA from a cost model: a cell costs a fixed part (everything but its timed repeats:
+worker start-up, data and model load, prepare, warm-up, correlation, writing) plus rate x units,
+units = (encoder parameters) x items x repeats; the rate and the fixed cost are learnt from the
+cells finished so far (before any, DEFAULT_RATE and DEFAULT_FIXED_S give a first guess, shown as
+such). A finished cell's result splits its time: its timed repeats' seconds against units give the
+rate, the rest of its time is its fixed part, predicted for a pending cell as the start-up of the
+cell that finished last (the first cell of a sweep waits for the fork server's imports, the next
+ones start at once) plus the median over finished cells of the rest.
 
 An average over finished cells misleads as soon as cells differ in size (after a 110M-parameter
 MPNet cell it predicts every remaining MiniLM cell at MPNet's time). Here each pending cell is
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nlgbench.core.cell import CellConfig
+from nlgbench.core.result import CellResult
 from nlgbench.encoders.hfcache import SAFETENSORS_DTYPE_BYTES, safetensors_header, weight_files
 from nlgbench.encoders.registry import NO_ENCODER, EncoderRef, resolve_encoder
 from nlgbench.foundations.errors import UserError
@@ -31,8 +36,8 @@ from nlgbench.foundations.errors import UserError
 LEXICAL_PARAMS = 1_000_000
 DEFAULT_PARAMS = 100_000_000  # an encoder of unknown size in a sweep where no size is known
 # Before any cell has finished: the README quickstart's MPNet cell on this project's 2-vCPU machine
-# (109M parameters x 600 items x 4 passes in about 150 s) and its ~7 s of worker start, imports and
-# loading. A guess for other machines, replaced by what the sweep measures once a cell ends.
+# (109M parameters x 600 items, about 150 s for 4 passes) and about 7 s outside its timed repeats. A
+# guess for other machines, replaced by what the sweep measures once a cell ends.
 DEFAULT_RATE = 150.0 / (109e6 * 600 * 4)
 DEFAULT_FIXED_S = 7.0
 
@@ -86,11 +91,13 @@ class CostModel:
     units: dict[str, float]
     metric: dict[str, str]
     done: dict[str, float] = field(default_factory=dict)
+    repeats_s: dict[str, float] = field(default_factory=dict)  # of `done`: their timed repeats' seconds
+    startup_s: dict[str, float] = field(default_factory=dict)  # and their start-up, in the order they ended
 
     @classmethod
     def of(cls, cells: Sequence[CellConfig], items: dict[str, int]) -> CostModel:
-        """Units of each cell: parameters x items (`items` by dataset label) x passes (repeats,
-        plus one when it warms up)."""
+        """Units of each cell: parameters x items (`items` by dataset label) x repeats (the warm-up
+        is part of the fixed cost)."""
         params: dict[EncoderRef, int | None] = {}
         for cell in cells:
             if cell.encoder not in params:
@@ -101,32 +108,49 @@ class CostModel:
         for cell in cells:
             p = params[cell.encoder]
             size = LEXICAL_PARAMS if p == 0 else (p if p is not None else fallback)
-            passes = cell.repeats + (1 if cell.warmup else 0)
-            units[cell.cell_id] = float(size) * items.get(cell.dataset.label, 1) * passes
+            units[cell.cell_id] = float(size) * items.get(cell.dataset.label, 1) * cell.repeats
             metric[cell.cell_id] = cell.metric
         return cls(units, metric)
 
-    def finished(self, cell_id: str, seconds: float) -> None:
-        """A cell ended after `seconds` (ok or not: its time is spent either way)."""
+    def finished(
+        self, cell_id: str, seconds: float, repeats_s: float | None = None, startup_s: float | None = None
+    ) -> None:
+        """A cell ended after `seconds` (ok or not: its time is spent either way); `repeats_s` and
+        `startup_s`: how many of them its timed repeats and its start-up took (`time_split` of its
+        result), None where unknown."""
         self.done[cell_id] = seconds
+        if repeats_s is not None:
+            self.repeats_s[cell_id] = min(repeats_s, seconds)
+            if startup_s is not None:
+                self.startup_s[cell_id] = min(startup_s, seconds - self.repeats_s[cell_id])
 
     def fit(self, metric: str) -> tuple[float, float] | None:
-        """(fixed seconds per cell, seconds per unit) over the finished cells of `metric`, else over
-        all finished cells; None before any. One cell: the fixed cost is DEFAULT_FIXED_S (at most
-        half its time) and the rate the rest; several of different sizes: least squares of
-        seconds = fixed + rate x units, the fixed cost kept within [0, the fastest cell's time]."""
-        for pick in ([c for c in self.done if self.metric[c] == metric], list(self.done)):
+        """(fixed seconds per cell, seconds per unit), from the finished cells of `metric`, else from
+        all finished cells; None before any. From cells whose time is split (`repeats_s`): the
+        start-up of the cell that finished last plus the median of their fixed parts without their
+        start-up, and their repeats' seconds over their units. Else (only cells
+        without timing finished, e.g. failed ones): with one cell, the fixed cost is DEFAULT_FIXED_S
+        (at most half its time) and the rate the rest; with several of different sizes, least squares
+        of seconds = fixed + rate x units, the fixed cost kept within [0, the fastest cell's time]."""
+        mine = [c for c in self.done if self.metric[c] == metric]
+        for pick in ([c for c in mine if c in self.repeats_s], [c for c in self.done if c in self.repeats_s]):
+            units = sum(self.units[c] for c in pick)
+            if pick and units > 0:
+                startup = list(self.startup_s.values())[-1] if self.startup_s else 0.0
+                rest = statistics.median(self.done[c] - self.repeats_s[c] - self.startup_s.get(c, 0.0) for c in pick)
+                return startup + rest, sum(self.repeats_s[c] for c in pick) / units
+        for pick in (mine, list(self.done)):
             if not pick:
                 continue
-            units = [self.units[c] for c in pick]
+            sizes = [self.units[c] for c in pick]
             seconds = [self.done[c] for c in pick]
             fixed = min(DEFAULT_FIXED_S, min(seconds) / 2)
-            if len(pick) > 1 and statistics.pvariance(units) > 0:
-                slope = statistics.covariance(units, seconds) / statistics.variance(units)
+            if len(pick) > 1 and statistics.pvariance(sizes) > 0:
+                slope = statistics.covariance(sizes, seconds) / statistics.variance(sizes)
                 if slope > 0:
-                    fixed = min(max(statistics.fmean(seconds) - slope * statistics.fmean(units), 0.0), min(seconds))
-            if sum(units) > 0:
-                return fixed, max(sum(seconds) - fixed * len(pick), 0.0) / sum(units)
+                    fixed = min(max(statistics.fmean(seconds) - slope * statistics.fmean(sizes), 0.0), min(seconds))
+            if sum(sizes) > 0:
+                return fixed, max(sum(seconds) - fixed * len(pick), 0.0) / sum(sizes)
         return None
 
     def rate(self, metric: str) -> float | None:
@@ -147,3 +171,11 @@ class CostModel:
     def guessed(self) -> bool:
         """Whether `eta` is the default guess (no cell of this sweep has finished yet)."""
         return not self.done
+
+
+def time_split(result: CellResult) -> tuple[float | None, float | None]:
+    """Seconds a finished cell spent in its timed repeats and in its start-up (None where its result
+    does not say: a failed cell, a result written before `startup_s`)."""
+    if result.timing is None:
+        return None, None
+    return sum(result.timing.repeat_s), result.timing.startup_s

@@ -1,6 +1,8 @@
 """The local launcher: the sweep's cells one after another, each in a fresh worker process on this
-machine (`nlgbench.execution.base`), results into the store, resumable. (On a Slurm cluster the same
-worker runs in job array tasks: `nlgbench.execution.slurm`.)
+machine (`nlgbench.execution.base`), results into the store, resumable. The workers are forked from
+one fork server per sweep that has done their imports (`nlgbench.execution.forkserver`; on Linux,
+unless NLGBENCH_FORKSERVER=0). (On a Slurm cluster the same worker runs in job array tasks:
+`nlgbench.execution.slurm`.)
 
 A finished (`ok`) cell is skipped unless forced; a failed one is tried again. On a terminal a cell
 shows a live bar and the sweep an ETA from a cost model (`nlgbench.execution.eta`); elsewhere the
@@ -12,23 +14,28 @@ signal) and nothing half-written is recorded. A worker that dies is recorded wit
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nlgbench.core.cell import SCORES_FILE, CellConfig
 from nlgbench.core.datawarnings import truncation_text
 from nlgbench.core.result import OK, CellResult
-from nlgbench.execution.base import Launcher, Sweep, prepare_cell, run_worker, summary
-from nlgbench.execution.eta import CostModel
+from nlgbench.execution import forkserver
+from nlgbench.execution.base import Launcher, Sweep, prepare_cell, run_worker, summary, worker_environment
+from nlgbench.execution.eta import CostModel, time_split
+from nlgbench.execution.forkserver import ForkServer
+from nlgbench.execution.preload import startup_modules
 from nlgbench.execution.progress import live
 from nlgbench.foundations.fmt import duration
 from nlgbench.runs.folder import cell_dir
 
 
-def execute(cell: CellConfig, cell_dir: Path) -> CellResult:
-    """Run one cell in a fresh worker process (`worker_command`) and return its result."""
+def execute(cell: CellConfig, cell_dir: Path, server: ForkServer | None = None) -> CellResult:
+    """Run one cell in a fresh worker process (forked from `server`, else `worker_command`) and return
+    its result."""
     prepare_cell(cell, cell_dir)
-    return run_worker(cell_dir, cell.threads)
+    return run_worker(cell_dir, cell.threads, server=server)
 
 
 def truncation_warning(result: CellResult) -> str | None:
@@ -65,18 +72,23 @@ class Progress:
 
 
 class LocalLauncher(Launcher):
-    """Each unfinished cell in turn, in a fresh worker process on this machine (`execute`)."""
+    """Each unfinished cell in turn, in a fresh worker process on this machine (`execute`), forked
+    from the sweep's fork server where `forkserver.enabled()`."""
 
     def launch(self, sweep: Sweep) -> list[CellResult]:
         todo = [c for c in sweep.cells if sweep.force or sweep.store.status(c.cell_id) != OK]
-        progress = Progress(CostModel.of(todo, sweep.sizes), [c.cell_id for c in todo])
-        results: list[CellResult] = []
-        for seq, cell in enumerate(sweep.cells):
-            prefix = f"[{seq + 1}/{len(sweep.cells)}] {cell.label}"
-            if cell in todo:
-                results.append(run_one(sweep, seq, cell, prefix, progress))
-            else:
-                results.append(skip(sweep, cell, progress.stamp(prefix)))
+        server_wanted = todo and forkserver.enabled()
+        with ForkServer(startup_modules(todo), [c.metric for c in todo]) if server_wanted else nullcontext() as server:
+            if server is not None:  # its imports run while the sweep works out its ETA
+                server.start(worker_environment(todo[0].threads))
+            progress = Progress(CostModel.of(todo, sweep.sizes), [c.cell_id for c in todo])
+            results: list[CellResult] = []
+            for seq, cell in enumerate(sweep.cells):
+                prefix = f"[{seq + 1}/{len(sweep.cells)}] {cell.label}"
+                if cell in todo:
+                    results.append(run_one(sweep, seq, cell, prefix, progress, server))
+                else:
+                    results.append(skip(sweep, cell, progress.stamp(prefix)))
         return results
 
 
@@ -89,17 +101,19 @@ def skip(sweep: Sweep, cell: CellConfig, prefix: str) -> CellResult:
     return stored
 
 
-def run_one(sweep: Sweep, seq: int, cell: CellConfig, prefix: str, progress: Progress) -> CellResult:
+def run_one(
+    sweep: Sweep, seq: int, cell: CellConfig, prefix: str, progress: Progress, server: ForkServer | None = None
+) -> CellResult:
     """Run one cell (`execute`), record it (store and results.csv) and say how it went."""
     if progress.on_terminal:  # elsewhere one line per cell, when it ends
         eta = progress.eta()
         sweep.log(f"{prefix}: running (cell {cell.cell_id})" + (f" — sweep ETA {eta}" if eta else ""))
     folder = cell_dir(sweep.folder, cell.cell_id)
     start = time.perf_counter()
-    result = execute(cell, folder)
+    result = execute(cell, folder, server)
     elapsed = time.perf_counter() - start
     progress.pending.remove(cell.cell_id)
-    progress.costs.finished(cell.cell_id, elapsed)
+    progress.costs.finished(cell.cell_id, elapsed, *time_split(result))
     sweep.store.record(sweep.run_id, seq, result, folder / SCORES_FILE if result.ok else None)
     sweep.store.write_csv()
     sweep.note_environment(result)

@@ -1,31 +1,39 @@
 """Run one cell in this (fresh) process, following the measurement protocol of docs/architecture.md.
 
-Started by a launcher (`nlgbench.execution.base.worker_command`) with CELL_DIR; reads `CELL_DIR/config.json`
+Started by a launcher (`nlgbench.execution.base.worker_command`) with CELL_DIR, or forked from a fork
+server (`nlgbench.execution.forkserver`) that has imported this module already; reads `CELL_DIR/config.json`
 (nlgbench.core.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
-Phases: data, load, prepare (corpus state), then the protocol of `measure.measure_scoring`:
+Phases: start-up (`startup_s`: from the launcher starting the cell's process until this worker is
+ready to load: imports done, config read, threads set; model and data load excluded), data, load,
+prepare (corpus state), then the protocol of `measure.measure_scoring`:
 warm-up (not counted; until stable on CUDA) and R timed repeats over the whole dataset, with the
 cell's per-batch token budget (`batch_tokens`) in force where it has one. On a terminal
 (`progress.live`) it prints its phase lines and a live bar of each pass; elsewhere nothing. Exit code 0 when the cell
 is ok, 1 when it failed (the result says why). Ctrl-C ends it quietly, without a traceback: its
-SIGINT is left at the default action (`base.worker_command`) and the parent prints one line.
+SIGINT is left at the default action (`forkserver.boot`) and the parent prints one line.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import psutil
 
 from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, read_config
 from nlgbench.core.leakage import guard_cell
 from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
 from nlgbench.core.scores import write_scores
 from nlgbench.core.signature import scorer_signature
-from nlgbench.encoders.registry import NO_ENCODER
+from nlgbench.encoders.backends import exported_seconds
 from nlgbench.encoders.runtime import truncated_texts
+from nlgbench.execution.preload import cell_models, import_modules, startup_modules
 from nlgbench.execution.progress import CellProgress, live
 from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.package import PACKAGE_DIR
@@ -64,9 +72,10 @@ def truncated_segments(items: Sequence[Item], fields: Sequence[str]) -> int:
     return sum(1 for it in items if any(text.strip() in cut for field in fields for text in texts(it, field)))
 
 
-def run_cell(cell_dir: Path) -> CellResult:
-    """Measure one cell: data, load, prepare, then the protocol (`measure_scoring`); writes
-    scores.csv and returns the result."""
+def run_cell(cell_dir: Path, started: float | None = None) -> CellResult:
+    """Measure one cell: start-up, data, load, prepare, then the protocol (`measure_scoring`); writes
+    scores.csv and returns the result. `started`: the launcher's `time.time()` when it started this
+    cell's process (default: this process's creation), the origin of `startup_s`."""
     import torch
     import transformers  # noqa: F401  (library import is not part of the measured load time)
 
@@ -75,24 +84,27 @@ def run_cell(cell_dir: Path) -> CellResult:
     torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError(f"device {device!r} requested but CUDA is not available on this machine")
+    info = get_metric(cfg.metric)  # the metric's module imported: part of start-up, not of loading
+    models = cell_models(cfg)
+    import_modules(startup_modules([cfg]))  # done already in a fork server's child
+    startup_s = time.time() - (psutil.Process().create_time() if started is None else started)
+    _log(f"start-up: {startup_s:.1f} s")
 
     sync = synchroniser(device)
+    # The baseline is taken here, after the imports; a fork server's child has mapped the server's resident
+    # pages by now (`forkserver.populate`), so it reads as a plain worker's, and so do peak and growth.
     with MemoryTracker(device) as memory:
-        info = get_metric(cfg.metric)
         with LatencyTracker() as data:
             dataset = cfg.dataset.load()
         items = dataset.items
         _log(f"data: {len(items)} items from {dataset.name} ({data.seconds:.1f} s)")
-        models = [
-            *([cfg.encoder.name] if cfg.encoder.name != NO_ENCODER else []),
-            *(str(cfg.options[k]) for k in info.model_options if cfg.options.get(k)),
-        ]
         leakage = guard_cell(models, dataset)  # not timed: a distilled student on its own training data fails here
 
         with LatencyTracker(sync) as load:
             extra = {"aligner": cfg.aligner} if info.accepts_aligners else {}
             scorer = info.make(cfg.encoder, cfg.options, device, cfg.batch_size, **extra)
-        _log(f"load: {load.seconds:.1f} s")
+        export_s = exported_seconds()  # a backend's export (issue 30): its own phase, not part of load_s
+        _log(f"load: {load.seconds - (export_s or 0.0):.1f} s" + (f" (+ export {export_s:.1f} s)" if export_s else ""))
 
         with token_budget(cfg.batch_tokens), CellProgress(live(sys.stderr)) as bar, progress_hook(bar):
             bar.stage("prepare")
@@ -125,7 +137,11 @@ def run_cell(cell_dir: Path) -> CellResult:
             "leakage_guard": leakage,
         },
         dataset=dataset,
-        timing=Timing.of_protocol(data.seconds, load.seconds, prepare.seconds, run, len(items)),
+        timing=replace(
+            Timing.of_protocol(data.seconds, load.seconds - (export_s or 0.0), prepare.seconds, run, len(items)),
+            startup_s=startup_s,
+            export_s=export_s,
+        ),
         memory=Memory.of_tracker(memory),
         agreement=RepeatAgreement(max_abs_diff=run.max_abs_diff, agree=run.agree),
         environment=environment(device),
@@ -148,14 +164,17 @@ def failure(cell_dir: Path, exc: BaseException) -> CellResult:
     return CellResult.not_finished(cell_id, label, cfg, f"{type(exc).__name__}: {message}", oom=oom)
 
 
-def main() -> int:
-    cell_dir = Path(sys.argv[1])
+def main(argv: Sequence[str] | None = None) -> int:
+    """The worker: `argv` (default: the command line's) is CELL_DIR [PACKAGE_DIR [STARTED]]
+    (`base.worker_command`); exit code 3 when this process imported another nlgbench than PACKAGE_DIR."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    cell_dir = Path(args[0])
     here = PACKAGE_DIR  # the package this worker was imported from
-    if len(sys.argv) > 2 and here != Path(sys.argv[2]):
-        print(f"worker imported nlgbench from {here}, not the parent's {sys.argv[2]}", file=sys.stderr)
+    if len(args) > 1 and here != Path(args[1]):
+        print(f"worker imported nlgbench from {here}, not the parent's {args[1]}", file=sys.stderr)
         return 3
     try:
-        result = run_cell(cell_dir)
+        result = run_cell(cell_dir, float(args[2]) if len(args) > 2 else None)
     except BaseException as exc:  # recorded, never lost: the sweep goes on
         result = failure(cell_dir, exc)
     result.write(cell_dir)

@@ -19,6 +19,10 @@ DEFERRED_LIBRARIES = frozenset(
         "scipy",  # ~0.5 s (scipy.stats)
         "pandas",
         "matplotlib",  # figures of `report` only
+        "onnx",  # optional (extras onnx, openvino): inference backends, nlgbench.encoders.backends
+        "onnxruntime",
+        "openvino",
+        "nncf",  # OpenVINO's int8 weight compression
         "tqdm",
         "submitit",  # --executor slurm only
         "pynvml",  # CUDA memory, on a GPU machine only

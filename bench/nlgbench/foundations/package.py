@@ -3,6 +3,7 @@ checkout, the repository around it (for the git commit a result records)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # .../nlgbench, the folder of the import name
@@ -12,3 +13,12 @@ REPOSITORY_DIR = PACKAGE_DIR.parents[1]  # bench/nlgbench -> the checkout (meani
 def package_file(name: str) -> Path:
     """A data file shipped inside the package (a link to the repository's file in a checkout)."""
     return PACKAGE_DIR / name
+
+
+CACHE_ENV = "NLGBENCH_CACHE"  # the cache root: datasets, distillation labels, backend exports
+
+
+def cache_root() -> Path:
+    """The cache root: ``$NLGBENCH_CACHE`` or ``~/.cache/nlgbench``."""
+    value = os.environ.get(CACHE_ENV, "").strip()
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "nlgbench"

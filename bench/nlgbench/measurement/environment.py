@@ -13,6 +13,7 @@ import psutil
 
 from nlgbench.foundations.package import REPOSITORY_DIR
 from nlgbench.foundations.version import __version__
+from nlgbench.measurement.energy import nvml_handle
 
 
 def gpu_sm_clock_mhz(device: str) -> int | None:
@@ -25,21 +26,10 @@ def gpu_sm_clock_mhz(device: str) -> int | None:
         import pynvml
 
         pynvml.nvmlInit()
-        handle = _nvml_handle(pynvml, device)
+        handle = nvml_handle(pynvml, device)
         return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
     except Exception:  # pynvml missing, no NVML library, or no permission: not recorded
         return None
-
-
-def _nvml_handle(pynvml: Any, device: str) -> Any:
-    """The NVML handle of a torch CUDA device, by UUID (CUDA_VISIBLE_DEVICES renumbers devices)."""
-    import torch
-
-    props = torch.cuda.get_device_properties(torch.device(device))
-    uuid = getattr(props, "uuid", None)
-    if uuid is not None:
-        return pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
-    return pynvml.nvmlDeviceGetHandleByIndex(torch.device(device).index or 0)
 
 
 def cpu_model() -> str:
@@ -97,7 +87,7 @@ def gpu_record(device: str) -> dict[str, Any]:
         import pynvml
 
         pynvml.nvmlInit()
-        handle = _nvml_handle(pynvml, device)
+        handle = nvml_handle(pynvml, device)
         driver = pynvml.nvmlSystemGetDriverVersion()
         out.update(
             {

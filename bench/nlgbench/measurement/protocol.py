@@ -2,7 +2,8 @@
 (`warm_up`: on CUDA passes over the whole data until two consecutive passes agree within
 WARMUP_TOLERANCE, so every batch shape has been seen and kernel selection is over; on CPU passes over
 a prefix), then R timed repeats over the whole dataset whose scores must agree. The trackers it times
-with are `nlgbench.measurement.trackers`; the environment record is `nlgbench.measurement.environment`.
+with are `nlgbench.measurement.trackers`, its energy counters `nlgbench.measurement.energy`; the
+environment record is `nlgbench.measurement.environment`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nlgbench.measurement.energy import Counter, EnergyTracker, energy_counter
 from nlgbench.measurement.environment import gpu_sm_clock_mhz
 from nlgbench.measurement.trackers import CudaEventTracker, LatencyTracker, synchroniser
 from nlgbench.metrics.base import PhaseTimer, Scorer, Scores
@@ -85,7 +87,9 @@ class ScoringRun:
     """What the protocol measured: the warm-up passes, each timed repeat's seconds (whole
     dataset: wall clock, process CPU time, and on CUDA the CUDA-event time and SM clock after the
     repeat) and its metric phases (adding up to the wall time with `other`; background phases
-    `*_overlapped` beside them), the first repeat's scores, and how far later repeats strayed."""
+    `*_overlapped` beside them), the first repeat's scores, and how far later repeats strayed.
+    Energy (`nlgbench.measurement.energy`): joules per repeat where a hardware counter exists
+    (None where not), the counter's name (rapl, nvml, none) and what it read or why there is none."""
 
     warmup_s: float
     warmup_items: int
@@ -98,6 +102,9 @@ class ScoringRun:
     repeat_cpu_s: list[float] | None = None
     repeat_cuda_s: list[float] | None = None
     gpu_sm_clock_mhz: list[int | None] | None = None
+    energy_j: list[float] | None = None
+    energy_counter: str | None = None
+    energy_note: str | None = None
 
     @property
     def agree(self) -> bool:
@@ -123,10 +130,12 @@ def measure_scoring(
     policy: WarmupPolicy | None = None,
     log: Callable[[str], None] = lambda _: None,
     on_pass: Callable[[str], None] = lambda _: None,
+    energy: Counter | None = None,
 ) -> ScoringRun:
     """The warm-up (`warm_up`, untimed: at least `warmup` passes over the items `policy` picks,
     default `warmup_policy(device)`), then `repeats` (>= 1) timed passes over all items, each
-    timed by the wall clock (device synchronised), process CPU time and, on CUDA, CUDA events;
+    timed by the wall clock (device synchronised), process CPU time and, on CUDA, CUDA events, and
+    its energy read around it from `energy` (default the device's counter, `energy_counter`);
     every repeat's scores are compared with the first's. `on_pass` hears each pass begin ("warm-up",
     "repeat 2/3": the progress bar's name), `log` each pass's line."""
     if repeats < 1:
@@ -135,13 +144,16 @@ def measure_scoring(
     policy = policy if policy is not None else warmup_policy(device)
     timer = PhaseTimer(sync=sync)
     n_warm = len(items) if policy.whole_data else warmup_items(len(items), batch_size)
+    counter = energy if energy is not None else energy_counter(device)
+    log(f"energy: {counter.name}, {counter.note}")
     warm, stable = _warm_up_phase(scorer, items[:n_warm], timer, sync, warmup, policy, log, on_pass)
     timed = _TimedRepeats()
     for r in range(repeats):
         on_pass(f"repeat {r + 1}/{repeats}")
-        timed.run(scorer, items, timer, sync, device)
+        timed.run(scorer, items, timer, sync, device, counter)
         rate = f", {len(items) / timed.repeat_s[-1]:.0f} items/s" if timed.repeat_s[-1] > 0 else ""
-        log(f"repeat {r + 1}/{repeats}: {timed.repeat_s[-1]:.2f} s{rate}")
+        joules = f", {timed.energy_j[-1]:.1f} J" if timed.energy_j else ""
+        log(f"repeat {r + 1}/{repeats}: {timed.repeat_s[-1]:.2f} s{rate}{joules}")
     assert timed.first is not None
     return ScoringRun(
         warmup_s=sum(warm),
@@ -155,6 +167,9 @@ def measure_scoring(
         repeat_cpu_s=timed.cpu_s,
         repeat_cuda_s=timed.cuda_s or None,
         gpu_sm_clock_mhz=timed.clocks or None,
+        energy_j=timed.energy_j or None,
+        energy_counter=counter.name,
+        energy_note=counter.note,
     )
 
 
@@ -195,20 +210,30 @@ class _TimedRepeats:
     cpu_s: list[float] = field(default_factory=list)
     cuda_s: list[float] = field(default_factory=list)
     clocks: list[int | None] = field(default_factory=list)
+    energy_j: list[float] = field(default_factory=list)
     phases: list[dict[str, float]] = field(default_factory=list)
     first: Scores | None = None
     max_diff: float = 0.0
 
     def run(
-        self, scorer: Scorer, items: Sequence[Any], timer: PhaseTimer, sync: Callable[[], None], device: str
+        self,
+        scorer: Scorer,
+        items: Sequence[Any],
+        timer: PhaseTimer,
+        sync: Callable[[], None],
+        device: str,
+        counter: Counter,
     ) -> None:
         """One timed pass over all items (wall clock with the device synchronised, process CPU time,
-        CUDA events on CUDA), its scores compared with the first repeat's."""
+        CUDA events on CUDA, energy where `counter` reads one: its readings bracket the wall clock's,
+        each after the device is synchronised), its scores compared with the first repeat's."""
         timer.reset()
         cpu_start = time.process_time()
-        with LatencyTracker(sync) as lap, CudaEventTracker(device) as events:
+        with EnergyTracker(counter, sync) as energy, LatencyTracker(sync) as lap, CudaEventTracker(device) as events:
             scores = scorer.score(items, timer)
         self.cpu_s.append(time.process_time() - cpu_start)
+        if energy.joules is not None:
+            self.energy_j.append(energy.joules)
         self.repeat_s.append(lap.seconds)
         if events.seconds is not None:
             self.cuda_s.append(events.seconds)

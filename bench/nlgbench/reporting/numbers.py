@@ -18,6 +18,7 @@ from nlgbench.foundations.errors import unknown_name
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.renderers import TextTable
 from nlgbench.runs.rundata import RunData
+from nlgbench.runs.views import NO_COUNTER
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, percentile_interval
 from nlgbench.statistics.correlation import canonical_method
 from nlgbench.statistics.levels import canonical_level, left_out_note, quality_note, too_small_groups
@@ -253,11 +254,35 @@ def quality_columns(df: pd.DataFrame) -> list[str]:
     return ["quality"] if len(kinds) <= 1 else [f"quality ({k})" for k in kinds]
 
 
+def with_energy(run: RunData, df: pd.DataFrame) -> pd.DataFrame:
+    """`df` (cells of `run`) with each cell's `energy_j_per_segment` (the mean over its repeats / its
+    segments; NaN where not measured) and `energy_counter` (rapl, nvml, none; '' before issue 30)."""
+    timings = [run.results[c].timing for c in df["cell_id"]]
+    per_segment = [
+        float(np.mean(t.energy_j)) / n if t is not None and t.energy_j and n else np.nan
+        for t, n in zip(timings, df["n_segments"], strict=True)
+    ]
+    counters = [(t.energy_counter or "") if t is not None else "" for t in timings]
+    return df.assign(energy_j_per_segment=per_segment, energy_counter=counters)
+
+
+def energy_of(cells: pd.DataFrame) -> float | str:
+    """The cells' mean joules per segment where a counter measured it; NO_COUNTER where none did
+    and some cell recorded that it has none; NaN where no cell recorded energy (before issue 30)."""
+    if "energy_j_per_segment" not in cells:
+        return np.nan
+    measured = cells["energy_j_per_segment"].dropna()
+    if len(measured):
+        return float(measured.mean())
+    return NO_COUNTER if (cells["energy_counter"] == "none").any() else np.nan
+
+
 def per_encoder(df: pd.DataFrame) -> pd.DataFrame:
     """Table 4's inputs: per metric x encoder, the quantities averaged over datasets (quality per
     kind of human score, `quality_columns`); model memory is RSS growth over the post-import
     baseline on CPU, peak CUDA memory allocated on GPU; peak memory the process peak (peak RSS on
-    CPU, peak CUDA memory reserved on GPU)."""
+    CPU, peak CUDA memory reserved on GPU); energy per segment on CPU and GPU (`energy_of`, where
+    `df` has `with_energy`'s columns)."""
     import pandas as pd
 
     rows = []
@@ -276,6 +301,8 @@ def per_encoder(df: pd.DataFrame) -> pd.DataFrame:
                 "encoder": encoder,
                 "cpu_ms": cpu["ms_per_segment"].mean() if len(cpu) else np.nan,
                 "gpu_ms": gpu["ms_per_segment"].mean() if len(gpu) else np.nan,
+                "cpu_j": energy_of(cpu),
+                "gpu_j": energy_of(gpu),
                 "model_mb": cpu["rss_growth_mb"].mean() if len(cpu) else gpu["cuda_peak_allocated_mb"].mean(),
                 "peak_mb": cpu["peak_rss_mb"].mean() if len(cpu) else gpu["cuda_peak_reserved_mb"].mean(),
                 "params": g["params"].mean(),
@@ -287,7 +314,7 @@ def per_encoder(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def per_encoder_rows(df: pd.DataFrame) -> TextTable:
-    """`per_encoder` as text: times in ms, memory and disk in MiB, parameters in millions."""
+    """`per_encoder` as text: times in ms, energy in J, memory and disk in MiB, parameters in millions."""
     enc = per_encoder(df)
     qcolumns = quality_columns(df)
     header = [
@@ -295,6 +322,8 @@ def per_encoder_rows(df: pd.DataFrame) -> TextTable:
         "encoder",
         "CPU ms/seg",
         "GPU ms/seg",
+        "CPU J/seg",
+        "GPU J/seg",
         "model memory MiB",
         "peak memory MiB",
         "params (M)",
@@ -307,6 +336,8 @@ def per_encoder_rows(df: pd.DataFrame) -> TextTable:
             r["encoder"],
             fmt.number(r["cpu_ms"], 1),
             fmt.number(r["gpu_ms"], 1),
+            fmt.number(r["cpu_j"], 4),  # a text (NO_COUNTER) as it is
+            fmt.number(r["gpu_j"], 4),
             fmt.number(r["model_mb"], 0),
             fmt.number(r["peak_mb"], 0),
             fmt.number(r["params"] / 1e6, 1),

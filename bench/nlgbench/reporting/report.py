@@ -58,6 +58,7 @@ from nlgbench.reporting.numbers import (
     resampling_words,
     test_words,
     undefined_quality_notes,
+    with_energy,
     with_quality,
 )
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
@@ -239,7 +240,7 @@ def index_html(
     """The offline index.html: the run (title from the sweep spec's name, dates, versions, machine,
     batch sizes: `nlgbench.reporting.runinfo`), notes, every figure and every table, with links to
     their files."""
-    encoders = Table(*without_empty_columns(per_encoder_rows(df)))
+    encoders = Table(*without_empty_columns(per_encoder_rows(with_energy(run, df))))
     cell_ids = list(dict.fromkeys(df["cell_id"]))
     source = run.source.name if run.source else "results.sqlite"
     info = run_info(folder, [run.results[c] for c in cell_ids], read_provenance(run), source)

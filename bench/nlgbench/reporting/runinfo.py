@@ -17,6 +17,7 @@ from typing import Any
 
 from nlgbench.core.result import CellResult
 from nlgbench.runs.provenance import Provenance
+from nlgbench.runs.views import energy_counter_label
 
 VERSIONS = {"nlgbench": "nlgbench", "torch": "torch", "transformers": "transformers", "pot": "POT", "python": "Python"}
 NOT_RECORDED = "not recorded"
@@ -91,6 +92,16 @@ def batch_text(results: list[CellResult]) -> str:
     )
 
 
+def energy_text(result: CellResult) -> str:
+    """The energy counter a cell read and what it read, or 'n/a (no counter)' and why (issue 30);
+    '' for a cell recorded before."""
+    t = result.timing
+    if t is None or t.energy_counter is None:
+        return ""
+    label = energy_counter_label(t.energy_counter)
+    return f"{label}: {t.energy_note}" if t.energy_note else label
+
+
 def title_of(folder: Path, provenance: Provenance, source: str) -> tuple[str, str]:
     """The title (the sweep specs' names) and, where there is none, the folder's name and why."""
     if provenance.spec_names:
@@ -140,4 +151,7 @@ def run_info(folder: Path, results: list[CellResult], provenance: Provenance, so
         ("batch size", batch_text(measured) or NOT_RECORDED),
         ("timing", protocol),
     ]
+    energy = [text for text in map(energy_text, measured) if text]
+    if energy:  # cells recorded before issue 30 say nothing about energy: no fact
+        facts.append(("energy", distinct(energy)))
     return RunInfo(title, note, facts)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,10 @@ EXTRA_COLUMNS = [
     "ms_per_segment_cv",
     "warmup_passes",
     "batch_tokens",
+    "startup_s",  # issue 30: worker start until loading began (timing.startup_s); blank before
+    "export_s",  # issue 30: exporting the model to its backend's format (0 when the export cache held it)
+    "energy_j_per_segment",  # issue 30: mean energy per segment over the repeats, from a hardware counter
+    "energy_counter",  # which counter (rapl, nvml), or "n/a (no counter)"; blank before issue 30
     "signature",  # the scorer's reproducibility signature (nlgbench.core.signature), blank before issue 28
     "warnings",  # the cell's data warnings (result.json `warnings`), "; "-joined
 ]
@@ -292,6 +297,16 @@ def correlation_columns(c: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+NO_COUNTER = "n/a (no counter)"  # results.csv and the report where no hardware energy counter exists
+
+
+def energy_counter_label(counter: str | None) -> str:
+    """results.csv's `energy_counter`: the counter's name, NO_COUNTER where none exists, blank before issue 30."""
+    if counter is None:
+        return ""
+    return NO_COUNTER if counter == "none" else counter
+
+
 def measured_columns(result: CellResult) -> dict[str, Any]:
     """results.csv's timing, memory, model and environment columns of a finished measured cell."""
     t, m, scorer = result.timing, result.memory, result.scorer
@@ -325,4 +340,10 @@ def measured_columns(result: CellResult) -> dict[str, Any]:
         # blank in results written before the GPU-grade protocol, and the CV with one repeat
         "ms_per_segment_cv": _num(t.ms_per_segment_cv, 4),
         "warmup_passes": len(t.warmup_passes_s) if t.warmup_passes_s is not None else "",
+        "startup_s": _num(t.startup_s, 3),
+        "export_s": _num(t.export_s, 3),
+        "energy_j_per_segment": _num(statistics.fmean(t.energy_j) / result.n_segments, 6)
+        if t.energy_j and result.n_segments
+        else "",
+        "energy_counter": energy_counter_label(t.energy_counter),
     }

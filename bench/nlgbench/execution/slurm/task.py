@@ -1,6 +1,8 @@
 """What runs on a node: one job array task (submitit calls `run_task`), the cell's worker in a fresh
-process exactly as a local sweep runs it (`nlgbench.execution.base.run_worker`). It writes only its
-own `DIR/cells/<id>/` (result.json, scores.csv and slurm.json, each atomically), never the store."""
+`python -c` process (`nlgbench.execution.base.run_worker`; a task runs one cell, so no fork server).
+It writes only its own `DIR/cells/<id>/` (result.json, scores.csv and slurm.json, each atomically),
+never the store. The cell's `startup_s` counts from the task process's start: under Slurm the task's
+own start-up (Python, submitit, nlgbench) is part of what each cell costs."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, TRACEBACK_FILE
 from nlgbench.execution.base import run_worker
@@ -44,7 +48,7 @@ def run_task(cell_dir: str, threads: int | None, extra_env: dict[str, str]) -> s
         record.pop(key, None)
     write_task_record(folder, record)
     start = time.perf_counter()
-    result = run_worker(folder, threads, extra_env)
+    result = run_worker(folder, threads, extra_env, started=psutil.Process().create_time())
     worker_s = time.perf_counter() - start
     if not (folder / RESULT_FILE).exists():
         result.write(folder)  # the worker died: its cause (signal, exit code) is the cell's result

@@ -1,0 +1,274 @@
+"""Inference backends for token-embedding encoders (issue 30): the encoder exported once to ONNX
+(its hidden states as outputs, dynamic batch and length), cached, and run by ONNX Runtime or
+OpenVINO instead of torch.
+
+A spec asks for one with the encoder variant `backend:` (`torch`, the default, `onnxruntime`,
+`openvino`), combinable with `num_layers` / the metric's layer (the export holds only the layers
+kept), `quantize: int8` (ONNX Runtime's dynamic quantisation of the exported graph; OpenVINO's
+int8 weight compression through NNCF) and, for OpenVINO, `dtype: bf16` (its bf16 inference
+precision, where the CPU has bf16 instructions). The export is cached under
+`NLGBENCH_CACHE/exports/<key>`, the key hashing the weights' fingerprint, the layers kept, the
+opset, the exporter and the library versions; exporting is timed apart (`exported_seconds`, the
+cell's `timing.export_s`), never inside load or ms/segment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import importlib.metadata
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nlgbench.encoders.registry import BACKEND_EXTRAS, BACKEND_MODULES, TORCH, backend_version
+from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.package import cache_root
+
+OPSET = 17
+EXPORTER = "torch.onnx.export(dynamo=False)"  # the TorchScript exporter: 1 s for MiniLM, the dynamo one 8 s
+EXPORTS_FOLDER = "exports"
+MODEL_FILE = "model.onnx"  # the fp32 export
+ORT_INT8_FILE = "model.int8.onnx"  # ONNX Runtime's dynamic int8 quantisation of it
+OV_INT8_FILE = "openvino.int8.xml"  # OpenVINO IR with int8-compressed weights (its .bin beside it)
+META_FILE = "export.json"
+
+# Seconds spent exporting (and quantising) in this process, one entry per export made or reused
+# (0.0 when reused). A worker measures one cell, so their sum is the cell's `timing.export_s`.
+_EXPORTS: list[float] = []
+
+
+def exported_seconds() -> float | None:
+    """Seconds this process spent exporting models for a backend; None where no backend ran."""
+    return sum(_EXPORTS) if _EXPORTS else None
+
+
+def require(backend: str) -> None:
+    """Import the backend's libraries, or one line naming the extra that installs them."""
+    for module in BACKEND_MODULES[backend]:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise UserError(
+                f"backend {backend} needs the package {module!r}: pip install 'nlgbench[{BACKEND_EXTRAS[backend]}]'"
+            ) from None
+
+
+def check_backend_device(backend: str, device: str) -> None:
+    """ONNX Runtime runs on CUDA only where its CUDA provider is installed; OpenVINO here runs on the CPU."""
+    if backend == TORCH or device == "cpu":
+        return
+    if backend == "onnxruntime":
+        import onnxruntime as ort
+
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            raise UserError(
+                f"backend onnxruntime on {device}: this onnxruntime has no CUDA provider "
+                "(install onnxruntime-gpu), or run the cell on cpu"
+            )
+        return
+    raise UserError(f"backend {backend} runs on the CPU here; device {device!r} is not supported")
+
+
+# ----------------------------------------------------------------------------- export and its cache
+
+
+def export_key(fingerprint: str, layers: int, backend: str, quantize: str | None) -> str:
+    """The cache key of an export: what changes the exported graph or its run."""
+    import onnx
+    import transformers
+
+    payload = {
+        "weights": fingerprint,
+        "layers": layers,
+        "opset": OPSET,
+        "exporter": EXPORTER,
+        "attention": "eager",  # the traced attention (nlgbench.encoders.runtime exports the eager one)
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "onnx": onnx.__version__,
+        "backend": backend,
+        "backend_version": backend_version(backend),
+        "quantize": quantize,
+    }
+    if backend == "openvino" and quantize:
+        payload["nncf"] = importlib.metadata.version("nncf")
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def export_folder(key: str) -> Path:
+    return cache_root() / EXPORTS_FOLDER / key
+
+
+def run_file(folder: Path, backend: str, quantize: str | None) -> Path:
+    """The file the backend loads from an export folder."""
+    if quantize and backend == "onnxruntime":
+        return folder / ORT_INT8_FILE
+    if quantize and backend == "openvino":
+        return folder / OV_INT8_FILE
+    return folder / MODEL_FILE
+
+
+def cached_export(key: str, backend: str, quantize: str | None) -> Path | None:
+    """The export folder of `key` when it is complete (its record is written last), else None."""
+    folder = export_folder(key)
+    return folder if (folder / META_FILE).is_file() and run_file(folder, backend, quantize).is_file() else None
+
+
+def export(model: Any, sample: tuple[Any, Any], key: str, backend: str, quantize: str | None) -> Path:
+    """Export `model` (torch, eval mode, already truncated) to the cache as `key`: the fp32 graph whose
+    outputs h0..hL are the hidden states (embeddings, then each layer), quantised as asked. Built in a
+    temporary folder and renamed into place, so an interrupted export is never used; a concurrent
+    export of the same key keeps the first one. The seconds it took join `exported_seconds`."""
+    start = time.perf_counter()
+    root = cache_root() / EXPORTS_FOLDER
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
+    try:
+        layers = _count_outputs(model, sample)
+        names = [f"h{i}" for i in range(layers)]
+        axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"}}
+        axes.update({n: {0: "batch", 1: "tokens"} for n in names})
+        with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on Python branches it records as constants
+            torch.onnx.export(
+                HiddenStates(model),
+                sample,
+                str(tmp / MODEL_FILE),
+                input_names=["input_ids", "attention_mask"],
+                output_names=names,
+                dynamic_axes=axes,
+                opset_version=OPSET,
+                dynamo=False,
+            )
+        model.eval()  # the exporter may leave modules in training mode
+        if quantize and backend == "onnxruntime":
+            _quantize_ort(tmp / MODEL_FILE, tmp / ORT_INT8_FILE)
+        elif quantize and backend == "openvino":
+            _compress_openvino(tmp / MODEL_FILE, tmp / OV_INT8_FILE)
+        seconds = time.perf_counter() - start
+        (tmp / META_FILE).write_text(json.dumps({"key": key, "outputs": names, "export_s": seconds}))
+        target = export_folder(key)
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another process finished the same export first: keep its
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _EXPORTS.append(time.perf_counter() - start)
+    return target
+
+
+def reused_export() -> None:
+    """Record that a cached export was used (0 s of export in this cell)."""
+    _EXPORTS.append(0.0)
+
+
+class HiddenStates(torch.nn.Module):
+    """The model as the exporter traces it: (input_ids, attention_mask) -> every hidden state."""
+
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.inner(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        return tuple(out.hidden_states)
+
+
+def _count_outputs(model: Any, sample: tuple[Any, Any]) -> int:
+    with torch.inference_mode():
+        out = model(input_ids=sample[0], attention_mask=sample[1], output_hidden_states=True)
+    return len(out.hidden_states)
+
+
+def _quantize_ort(src: Path, dst: Path) -> None:
+    """ONNX Runtime's dynamic quantisation: int8 weights of every MatMul (per output channel: half the
+    error of one scale per tensor on MiniLM's hidden states, at the same speed), activations per batch."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))  # its pre-processing hint
+    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=True)
+
+
+def _compress_openvino(src: Path, dst: Path) -> None:
+    """OpenVINO's int8 path for transformers: NNCF's int8 weight compression (asymmetric, per channel)."""
+    import nncf
+    import openvino as ov
+
+    nncf.set_log_level(logging.ERROR)  # its per-layer statistics table would land in the cell's output
+    core = ov.Core()
+    model = core.read_model(str(src))
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        compressed = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)  # (and its progress bar)
+    ov.save_model(compressed, str(dst), compress_to_fp16=False)
+
+
+# ----------------------------------------------------------------------------- running it
+
+
+@dataclass
+class BackendRunner:
+    """A loaded backend model: hidden states of chosen layers for a padded batch (numpy in, torch out)."""
+
+    backend: str
+    path: Path
+    session: Any
+    outputs: list[str]
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of the model files the backend loaded (the graph's weights at their stored precision)."""
+        files = [self.path, self.path.with_suffix(".bin")]
+        return sum(f.stat().st_size for f in files if f.is_file())
+
+    def hidden_states(self, input_ids: Any, attention_mask: Any, layers: Sequence[int]) -> list[Any]:
+        """[B, T, D] float32 torch tensors (CPU) of the requested hidden states."""
+        feed = {"input_ids": _int64(input_ids), "attention_mask": _int64(attention_mask)}
+        if self.backend == "onnxruntime":
+            arrays = self.session.run([self.outputs[i] for i in layers], feed)
+        else:
+            result = self.session(feed)  # OpenVINO: its output buffers are reused by the next call
+            arrays = [np.array(result[i], copy=True) for i in layers]
+        return [torch.from_numpy(a) for a in arrays]
+
+
+def _int64(tensor: Any) -> np.ndarray:
+    return tensor.cpu().numpy().astype(np.int64, copy=False)
+
+
+def load_runner(folder: Path, backend: str, quantize: str | None, dtype: str | None, threads: int) -> BackendRunner:
+    """Open an export for `backend` on the CPU with `threads` intra-op threads (the cell's)."""
+    path = run_file(folder, backend, quantize)
+    outputs = json.loads((folder / META_FILE).read_text())["outputs"]
+    if backend == "onnxruntime":
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return BackendRunner(backend, path, session, outputs)
+    import openvino as ov
+
+    core = ov.Core()
+    precision = "bf16" if dtype == "bf16" else "f32"
+    if precision == "bf16" and "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        raise UserError("backend openvino: dtype bf16 needs a CPU with bf16 instructions; this one has none")
+    # f32 explicitly: on a CPU with bf16 instructions OpenVINO would otherwise run in bf16
+    config = {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads}
+    return BackendRunner(backend, path, core.compile_model(str(path), "CPU", config), outputs)
