@@ -105,7 +105,7 @@ def main() -> int:
         writer.writeheader()
         writer.writerows(rows)
     env = environment("cpu")
-    keep = ("cpu_model", "cpu_cores_logical", "torch_threads", "python", "torch", "transformers", "nlgbench", "git_commit")
+    keep = ("cpu_model", "cpu_cores_logical", "torch_threads", "python", "torch", "transformers", "nlgbench")
     machine = {k: env.get(k) for k in keep}
     machine.update({lib: backends.backend_version(lib) for lib in ("onnxruntime", "openvino")})
     (args.out / "machine.json").write_text(json.dumps(machine, indent=2) + "\n", encoding="utf-8")
