@@ -120,7 +120,8 @@ def test_second_load_reuses_the_export_and_reads_no_weights(backend: str, tiny: 
     assert exports(cache) == [folder]  # no second export folder
     assert (folder / backends.MODEL_FILE).stat().st_mtime_ns == stamp  # nor a rewritten one
     assert backends._EXPORTS[before] > 0 and backends._EXPORTS[before + 1] == 0.0
-    assert first.model.device.type == "cpu" and second.model.device.type == "meta"  # weights not read again
+    # torch's module of a backend cell is a skeleton (configuration, parameter count), exported or not
+    assert first.model.device.type == second.model.device.type == "meta"
     assert first.params_run == second.params_run == load(str(tiny)).params_run
     torch_states = states(load(str(tiny)), [0, 2, 4])
     for got in (states(first, [0, 2, 4]), states(second, [0, 2, 4])):

@@ -127,9 +127,9 @@ def cached_export(key: str, backend: str, quantize: str | None) -> Path | None:
     return folder if (folder / META_FILE).is_file() and run_file(folder, backend, quantize).is_file() else None
 
 
-def export(model: Any, sample: tuple[Any, Any], key: str, backend: str, quantize: str | None) -> Path:
-    """Export `model` (torch, eval mode, already truncated) to the cache as `key`: the fp32 graph whose
-    outputs h0..hL are the hidden states (embeddings, then each layer), quantised as asked. Built in a
+def export(model: Any, sample: tuple[Any, Any], layers: int, key: str, backend: str, quantize: str | None) -> Path:
+    """Export `model` (torch, eval mode, truncated to `layers`) to the cache as `key`: the fp32 graph whose
+    outputs h0..hL are the hidden states (embeddings, then each of the L = `layers`), quantised as asked. Built in a
     temporary folder and renamed into place, so an interrupted export is never used; a concurrent
     export of the same key keeps the first one. The seconds it took join `exported_seconds`."""
     start = time.perf_counter()
@@ -137,8 +137,7 @@ def export(model: Any, sample: tuple[Any, Any], key: str, backend: str, quantize
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
     try:
-        layers = _count_outputs(model, sample)
-        names = [f"h{i}" for i in range(layers)]
+        names = [f"h{i}" for i in range(layers + 1)]
         axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"}}
         axes.update({n: {0: "batch", 1: "tokens"} for n in names})
         with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
@@ -187,12 +186,6 @@ class HiddenStates(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
         out = self.inner(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
         return tuple(out.hidden_states)
-
-
-def _count_outputs(model: Any, sample: tuple[Any, Any]) -> int:
-    with torch.inference_mode():
-        out = model(input_ids=sample[0], attention_mask=sample[1], output_hidden_states=True)
-    return len(out.hidden_states)
 
 
 def _quantize_ort(src: Path, dst: Path) -> None:

@@ -365,9 +365,7 @@ def major_minor(version: str) -> str:
 
 
 def check_backend_options(backend: str, quantize: str | None, dtype: str | None, early_exit: float | None) -> None:
-    """What a backend cannot combine with, refused before loading (one line each)."""
-    if backend == TORCH:
-        return
+    """What a (non-torch) backend cannot combine with, refused before loading (one line each)."""
     if early_exit is not None:
         raise UserError(f"backend {backend}: early_exit needs torch (its layers are wrapped in Python); drop one")
     if dtype == "fp16":

@@ -268,14 +268,14 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     tokenizer = AutoTokenizer.from_pretrained(source, **load_options(source))
     if not getattr(tokenizer, "is_fast", False):
         raise UserError(f"encoder {ref.label}: a fast tokenizer is needed (offsets and word ids)")
-    folder = local_snapshot(source)
-    meta = ref.backend is not None and folder is not None  # a cached export needs no weights: decided below
-    model, total, keep = _encoder_model(ref, source, needed_layer, meta=meta)
+    # A backend cell keeps torch's module on the meta device (configuration and parameter count): the
+    # weights are read only to export, once, inside `_backend`.
+    model, total, keep = _encoder_model(ref, source, needed_layer, meta=ref.backend is not None)
     runner, exit_state = None, None
     if ref.backend is not None:
-        model, runner = _backend(ref, source, tokenizer, model, keep, needed_layer)
-        folder = local_snapshot(source)
-    else:
+        runner = _backend(ref, source, tokenizer, keep, needed_layer)
+    folder = local_snapshot(source)
+    if ref.backend is None:
         model, exit_state = _apply_variants(model, ref, device, Path(folder) if folder else None)
     special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
     return Encoder(
@@ -324,15 +324,17 @@ def _encoder_model(
 
 
 def _backend(
-    ref: EncoderRef, source: str, tokenizer: Any, model: Any, keep: int, needed_layer: int | None
-) -> tuple[Any, backends.BackendRunner]:
-    """The backend's runner of the kept layers: from the export cache, else exported now (timed apart)."""
+    ref: EncoderRef, source: str, tokenizer: Any, keep: int, needed_layer: int | None
+) -> backends.BackendRunner:
+    """The backend's runner of the kept layers: from the export cache, else exported now (timed apart).
+    The key is taken again after loading: a Hub model's folder may have held its config but not its weights."""
     assert ref.backend is not None
     folder = local_snapshot(source)
     cached = None
     if folder is not None:
-        key = backends.export_key(weights_fingerprint(folder), keep, ref.backend, ref.quantize)
-        cached = backends.cached_export(key, ref.backend, ref.quantize)
+        cached = backends.cached_export(
+            backends.export_key(weights_fingerprint(folder), keep, ref.backend, ref.quantize), ref.backend, ref.quantize
+        )
     if cached is not None:
         backends.reused_export()
     else:
@@ -347,9 +349,10 @@ def _backend(
             return_tensors="pt",
             return_token_type_ids=False,
         )
-        cached = backends.export(model, (sample["input_ids"], sample["attention_mask"]), key, ref.backend, ref.quantize)
-    runner = backends.load_runner(cached, ref.backend, ref.quantize, ref.dtype, torch.get_num_threads())
-    return model, runner
+        inputs = (sample["input_ids"], sample["attention_mask"])
+        cached = backends.export(model, inputs, keep, key, ref.backend, ref.quantize)
+        del model  # torch's weights are not kept: the cell runs the export
+    return backends.load_runner(cached, ref.backend, ref.quantize, ref.dtype, torch.get_num_threads())
 
 
 def _apply_variants(model: Any, ref: EncoderRef, device: str, folder: Path | None) -> tuple[Any, ExitState | None]:
