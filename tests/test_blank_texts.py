@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 ARGUMENT = {"hypothesis": "hypotheses", "reference": "references", "source": "sources"}
 
-# The decisions (README, Metrics, "Empty texts"): at each metric's default options, the fields whose
+# The decisions (docs/reference/metrics.md, "Empty texts"): at each metric's default options, the fields whose
 # blank text it scores and those it refuses; the others it does not read.
 DECISIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "bertscore": (("hypothesis", "reference"), ()),
@@ -107,7 +107,7 @@ def score_with(metric: str, blank: str | None, options: dict[str, Any]) -> tuple
 
 
 def test_every_metric_declares_what_a_blank_text_gets() -> None:
-    """Each packaged metric decides (no fallback to the default rule), as DECISIONS and the README say."""
+    """Each packaged metric decides (no fallback to the default rule), as DECISIONS and the docs say."""
     assert sorted(DECISIONS) == sorted(metric_names())
     for name, (scored, refused) in DECISIONS.items():
         info = get_metric(name)
@@ -126,11 +126,11 @@ def test_options_change_the_rule_where_the_metric_reads_other_texts() -> None:
     assert (faithful.scored, faithful.refused) == (("hypothesis", "reference"), ("source",))
 
 
-def test_readme_table_says_what_each_metric_does() -> None:
-    """The README's "Empty texts" table has a row per metric whose cells say scored / refused / not read as
-    the metric's rule at its default options."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("**Empty texts**") :].split("\n\n")
+def test_docs_table_says_what_each_metric_does() -> None:
+    """The "Empty texts" table of docs/reference/metrics.md has a row per metric whose cells say scored /
+    refused / not read as the metric's rule at its default options."""
+    page = (REPO / "docs" / "reference" / "metrics.md").read_text(encoding="utf-8")
+    section = page[page.index("## Empty texts") :].split("\n\n")
     (lines,) = [part.splitlines() for part in section[:4] if part.startswith("| metric")]
     table = {}
     for line in lines[2:]:

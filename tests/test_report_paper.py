@@ -609,10 +609,10 @@ def test_report_and_compare_from_cell_folders_without_the_store(run_dir: Path, t
 
 
 @pytest.mark.parametrize("folder", ["example", "similarity"])
-def test_readme_commands_on_the_committed_example(
+def test_documented_commands_on_the_committed_example(
     folder: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The README's `nlgbench report reports/<folder>` and `nlgbench compare reports/<folder> ...`
+    """The docs' `nlgbench report reports/<folder>` and `nlgbench compare reports/<folder> ...` (results/)
     on a copy of exactly what git holds of the folder (no store, no cells/): compare prints the
     committed trade-off table's numbers, and the report regenerates that table."""
     listed = subprocess.run(

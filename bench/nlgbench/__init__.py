@@ -1,9 +1,14 @@
 """nlgbench: benchmark the efficiency-quality trade-off of NLG evaluation metrics.
 
-Python API (see the README): `score` / `score_outputs` for lists of strings, `run` for a sweep
-spec, `load_run` / `load_scores` for a run folder. The package sits above every layer; its API
-names (`PUBLIC_API`) load `nlgbench.api` on first use (PEP 562), so `import nlgbench` and
-`nlgbench --help` stay light.
+Python API (docs/reference/api.md): `Scorer` / `score` / `score_outputs` for lists of strings, `run`
+for a sweep spec, `load_run` / `load_scores` for a run folder, `compare` and `correlation`. The package
+sits above every layer; its API names (`PUBLIC_API`) load `nlgbench.api` on first use (PEP 562), so
+`import nlgbench` and `nlgbench --help` stay light.
+
+Examples:
+    >>> import nlgbench
+    >>> nlgbench.score(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+    [0.9071274399757385]
 """
 
 from __future__ import annotations

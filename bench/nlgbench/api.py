@@ -175,15 +175,19 @@ def _auto_device(device: str) -> str:
 
 class Scorer:
     """A metric with its model loaded once, to score any number of batches (as bert_score's
-    `BERTScorer`)::
-
-        scorer = nlgbench.Scorer("bertscore", encoder="all-MiniLM-L6-v2")
-        f1 = scorer.score(["The cat sat on the mat."], ["A cat was sitting on the mat."])
-        print(scorer.signature)  # bertscore|enc:sentence-transformers/all-MiniLM-L6-v2@...|L6|idf:no|...
+    `BERTScorer`).
 
     `options` are the metric's spec options (`nlgbench list metrics`), e.g. `idf=True, layer=4`;
     `device="auto"` takes CUDA when available. Corpus state (idf) is prepared over the texts of
-    each `score` call, as `nlgbench.score` and a sweep cell do over theirs."""
+    each `score` call, as `nlgbench.score` and a sweep cell do over theirs.
+
+    Examples:
+        >>> scorer = nlgbench.Scorer("bertscore", encoder="all-MiniLM-L6-v2")
+        >>> scorer.score(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+        [0.9071274399757385]
+        >>> scorer.signature.split("|")[:4]  # then options, reference use, versions
+        ['bertscore', 'enc:sentence-transformers/all-MiniLM-L6-v2@34bb7e1', 'L6', 'idf:no']
+    """
 
     def __init__(
         self,
@@ -283,7 +287,13 @@ def score_outputs(
     `hypotheses`, `references` and `sources` may be any iterable (a list, a tuple, a generator).
     `references` gives one text per hypothesis, or a list of texts (several references) per
     hypothesis; the metric uses several as its reference code does, or as `reference_policy`
-    (first, max or mean) says."""
+    (first, max or mean) says.
+
+    Examples:
+        >>> out = nlgbench.score_outputs(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+        >>> list(out), out["precision"]
+        (['score', 'precision', 'recall'], [0.9186349511146545])
+    """
     hyps = _as_list("hypotheses", hypotheses)
     refs = (
         _as_list("references", references, "a list of strings (or of lists of strings)") if references else references
@@ -308,7 +318,17 @@ def score(
 ) -> list[float]:
     """The metric's primary score per hypothesis (BERTScore F1, MoverScore, BaryScore distance, ...).
 
-    `options` are the metric's spec options (`nlgbench list metrics`), e.g. `idf=True, layer=4`.
+    `options` are the metric's spec options (`nlgbench list metrics`), e.g. `idf=True, layer=4`;
+    `encoder` a registered name, a Hub id, a local folder, or a variant as a dict. The model loads on
+    every call: to score several batches, build one `Scorer`.
+
+    Examples:
+        >>> hyps = ["The cat sat on the mat.", "A dog is running in the park."]
+        >>> refs = ["A cat was sitting on the mat.", "The dog runs through the park."]
+        >>> nlgbench.score(hyps, refs)  # BERTScore F1 with all-MiniLM-L6-v2
+        [0.9071274399757385, 0.8599725961685181]
+        >>> nlgbench.score(hyps, refs, encoder={"name": "all-MiniLM-L6-v2", "num_layers": 3}, idf=False)
+        [0.8733524680137634, 0.8841153979301453]
     """
     return score_outputs(
         hypotheses,
@@ -348,7 +368,12 @@ def run(
     quiet: bool = False,
 ) -> pd.DataFrame:
     """Run a sweep (a spec file, a dict shaped like the YAML, or a SweepSpec) into `out`
-    (default reports/<name>), resuming finished cells; returns `load_run(out)`."""
+    (default reports/<name>), resuming finished cells; returns `load_run(out)`.
+
+    Examples:
+        >>> cells = nlgbench.run("examples/quickstart.yaml", out="runs/q")
+        >>> cells[["encoder", "status", "ms_per_segment_median", "pearson_global"]]
+    """
     folder = _path("out", out, "a folder's path") if out is not None else None
     sweep = _as_spec(spec)
     folder = folder if folder is not None else Path("reports") / sweep.name
@@ -359,7 +384,13 @@ def run(
 def load_run(path: str | Path) -> pd.DataFrame:
     """One row per cell of a run folder, failed cells too (the columns of results.csv), ids and
     labels kept as text. A thin wrapper: the folder is read by `nlgbench.runs.rundata.RunData`
-    (`RunData.open` for the finished cells with their segment scores, as report and compare read them)."""
+    (`RunData.open` for the finished cells with their segment scores, as report and compare read them).
+
+    Examples:
+        >>> cells = nlgbench.load_run("reports/example")  # the committed quickstart run
+        >>> list(cells.encoder), cells.pearson_global.round(4).tolist()
+        (['all-mpnet-base-v2', 'all-MiniLM-L6-v2', 'all-MiniLM-L6-v2[num_layers=3]'], [0.6231, 0.5981, 0.6076])
+    """
     import pandas as pd
 
     text = RunData.results_csv(_path("path", path, "a run folder's path"))
@@ -368,7 +399,15 @@ def load_run(path: str | Path) -> pd.DataFrame:
 
 
 def load_scores(path: str | Path, cell_id: str) -> pd.DataFrame:
-    """A cell's segment scores (`cells/<cell_id>/scores.csv`): lp, seg_id, system, score, human, extras."""
+    """A cell's segment scores (`cells/<cell_id>/scores.csv`): lp, seg_id, system, score, human, extras,
+    checked against the row count and sha256 its result.json records.
+
+    Examples:
+        >>> cells = nlgbench.run("examples/quickstart.yaml", out="runs/q")
+        >>> scores = nlgbench.load_scores("runs/q", cells.cell_id[0])
+        >>> list(scores.columns[:5])
+        ['lp', 'seg_id', 'system', 'score', 'human']
+    """
     import pandas as pd
 
     folder = _path("path", path, "a run folder's path")
@@ -399,9 +438,16 @@ def compare(
     seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, Any]:
     """`nlgbench compare PATH --candidate C --baseline B --json` as a dict: per metric x dataset x
-    device the two encoders' quality (`method` at `level`, README "Meta-evaluation"), the
+    device the two encoders' quality (`method` at `level`, docs/concepts/correlation.md), the
     difference with its interval, the `test` at the level's resampling unit and Williams' test per
-    group of the level, each row naming its test, resampling unit and n."""
+    group of the level, each row naming its test, resampling unit and n.
+
+    Examples:
+        >>> result = nlgbench.compare("reports/example", "all-MiniLM-L6-v2", "all-mpnet-base-v2")
+        >>> row = result["rows"][0]  # one per metric x dataset x device
+        >>> round(row["retained"], 3), row["p_value"], round(row["speedup"], 2)
+        (0.96, 0.068, 7.01)
+    """
     folder = _path("path", path, "a run folder's path")
     options = QualityOptions(method=method, level=level, threshold=threshold, resample=resample, test=test)
     return json_safe(
@@ -423,7 +469,14 @@ def correlation(
 ) -> float:
     """One figure of `method` at `level` for scores you have (higher is better): the groups are
     `lps` (default one), `systems` (system level), `seg_ids` (translations of one source share a
-    seg_id within an lp: darr_kendall, acc_eq) and `docs` (item level). NaN where undefined."""
+    seg_id within an lp: darr_kendall, acc_eq) and `docs` (item level). NaN where undefined.
+
+    Examples:
+        >>> round(nlgbench.correlation([0.9, 0.2, 0.5, 0.4], [80, 10, 40, 50]), 4)  # pooled Pearson
+        0.9414
+        >>> nlgbench.correlation([0.9, 0.2, 0.5, 0.4], [80, 10, 40, 50], method="acc_eq", seg_ids=[1, 2, 1, 2])
+        1.0
+    """
     options = QualityOptions(method=method, level=level, threshold=threshold)
     options.check()
     n = len(metric_scores)

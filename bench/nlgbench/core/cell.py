@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.core.labels import aligner_label, cell_label, dataset_label, metric_label, options_label
+from nlgbench.data.hubsource import HubSource
 from nlgbench.data.loaders import load_dataset
 from nlgbench.data.model import Dataset
 from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, backend_version, major_minor
@@ -41,8 +42,8 @@ CONFIG_FILE, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE = "config.json", "result.j
 
 @dataclass(frozen=True)
 class DatasetRef:
-    """A catalogue dataset or a user file, optionally cut to the first N items per language pair;
-    `human` selects its human dimension(s) (None: every one, as ``all``)."""
+    """A catalogue dataset, a user file or a Hugging Face dataset (`hf`), optionally cut to the first N
+    items per language pair; `human` selects its human dimension(s) (None: every one, as ``all``)."""
 
     name: str | None = None
     path: str | None = None
@@ -50,18 +51,27 @@ class DatasetRef:
     human: str | None = None
     sample: tuple[int, int] | None = None  # (n, seed): a seeded random subset per language pair
     columns: tuple[str, ...] = ()  # further columns of a user file carried into scores.csv
+    hf: HubSource | None = None  # a Hugging Face dataset (nlgbench.data.hubdata); its content hash is in `inputs`
 
     def __post_init__(self) -> None:
         if isinstance(self.sample, Mapping):  # from JSON: {"n": .., "seed": ..}
             object.__setattr__(self, "sample", (self.sample["n"], self.sample["seed"]))
         object.__setattr__(self, "columns", tuple(self.columns))
+        if isinstance(self.hf, Mapping):  # from JSON
+            object.__setattr__(self, "hf", HubSource.from_dict(self.hf))
 
     @property
     def label(self) -> str:
-        return dataset_label(self.name, self.path, self.max_segments, self.sample)
+        return dataset_label(self.hf.label if self.hf else self.name, self.path, self.max_segments, self.sample)
+
+    @property
+    def input_key(self) -> str | None:
+        """The key of the data it reads in a cell's `inputs` (and results.csv's dataset_path): a user
+        file's path, an hf dataset's `hf:ID`; None for catalogue data (sha256-checked by the catalogue)."""
+        return self.hf.key if self.hf is not None else self.path
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form; `human` and `sample` only where set, so earlier cells keep their ids."""
+        """The JSON form; `human`, `sample`, `columns` and `hf` only where set, so earlier cells keep their ids."""
         out: dict[str, Any] = {"name": self.name, "path": self.path, "max_segments": self.max_segments}
         if self.human is not None:
             out["human"] = self.human
@@ -69,6 +79,8 @@ class DatasetRef:
             out["sample"] = {"n": self.sample[0], "seed": self.sample[1]}
         if self.columns:
             out["columns"] = list(self.columns)
+        if self.hf is not None:
+            out["hf"] = self.hf.to_dict()
         return out
 
     def load(self) -> Dataset:
@@ -76,6 +88,7 @@ class DatasetRef:
         return load_dataset(
             self.name,
             path=self.path,
+            hf=self.hf,
             max_segments=self.max_segments,
             human=self.human,
             sample=self.sample,
@@ -92,8 +105,10 @@ class CellConfig:
 
     `inputs` fingerprints the local files the cell reads, by path: a user data file's
     `sha256:...`, a local model folder's `weights:...` (`nlgbench.encoders.hfcache.weights_fingerprint`),
-    so changed data or weights make a new cell instead of a skipped one. Catalogue datasets (whose
-    files are sha256-checked) and registered or Hub models have none: their ids are unchanged."""
+    and under `hf:ID` a Hugging Face dataset's `sha256:...` of its mapped records
+    (`nlgbench.data.hubdata.hub_fingerprint`), so changed data or weights make a new cell instead of a
+    skipped one. Catalogue datasets (whose files are sha256-checked) and registered or Hub models have
+    none: their ids are unchanged."""
 
     metric: str
     options: dict[str, Any]

@@ -255,8 +255,9 @@ class CellResult:
 
     @property
     def dataset_file(self) -> tuple[str, str]:
-        """(path, sha256) of the user data file the cell read; ('', '') for a catalogue dataset."""
-        path = self.config.dataset.path
+        """(path, sha256) of the user data file the cell read (an hf dataset: `hf:ID` and its content's
+        sha256); ('', '') for a catalogue dataset."""
+        path = self.config.dataset.input_key
         if not path:
             return "", ""
         sha = self.config.inputs.get(path, "") or (self.dataset.files.get(path, "") if self.dataset else "")

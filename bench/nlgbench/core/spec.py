@@ -17,6 +17,8 @@ from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.executor_options import ExecutorOptions, parse_executor
 from nlgbench.core.labels import check_encoder_labels
 from nlgbench.data.catalogue import add_catalogue_file, dataset_names, sha256_file, unknown_dataset
+from nlgbench.data.hubdata import hub_fingerprint
+from nlgbench.data.hubsource import HUB_KEYS, HubSource, check_library
 from nlgbench.data.model import ALL_DIMENSIONS
 from nlgbench.data.userfile import check_user_file
 from nlgbench.encoders.registry import (
@@ -56,7 +58,7 @@ TOP_KEYS = {
     "executor",
 }
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
-DATASET_KEYS = {"name", "path", "max_segments", "human", "sample", "columns"}
+DATASET_KEYS = {"name", "path", "max_segments", "human", "sample", "columns", *HUB_KEYS}
 MAX_NAME_CHARS = 100  # a sweep's name (it names the folder reports/<name>)
 
 
@@ -104,7 +106,8 @@ class SweepSpec:
 
     def input_fingerprints(self) -> dict[str, str]:
         """Path -> fingerprint of every local file the sweep reads: user data files (`sha256:...`)
-        and local model folders (`weights:...`); read once, when the cells are made."""
+        and local model folders (`weights:...`); read once, when the cells are made. Hugging Face
+        datasets have theirs per entry (`dataset_inputs`: two entries may filter one dataset)."""
         out = {ds.path: "sha256:" + sha256_file(Path(ds.path)) for ds in self.datasets if ds.path is not None}
         for name, model in self.models.items():
             fingerprint = model.fingerprint()
@@ -112,17 +115,23 @@ class SweepSpec:
                 out[name] = WEIGHTS_PREFIX + fingerprint
         return out
 
+    def dataset_inputs(self) -> list[dict[str, str]]:
+        """Per dataset entry, what its cells' `inputs` hold for it besides files: for an hf dataset
+        {`hf:ID`: `sha256:` of its mapped records} (loaded here, once per process), else {}."""
+        return [{ds.hf.key: hub_fingerprint(ds.hf)} if ds.hf is not None else {} for ds in self.datasets]
+
     def cells(self) -> list[CellConfig]:
         """All cells in a stable order: metric entry, encoder, aligner, dataset, device, batch size, token budget."""
         fingerprints = self.input_fingerprints()
+        data_inputs = self.dataset_inputs()
         out: list[CellConfig] = []
         for entry in self.metrics:
             models = [entry.options[k] for k in get_metric(entry.metric).model_options if entry.options.get(k)]
             for enc in entry.encoders:
                 for aligner in entry.aligners:
-                    for ds in self.datasets:
+                    for ds, data_input in zip(self.datasets, data_inputs, strict=True):
                         read = [ds.path, enc.name, *models]
-                        inputs = {path: fingerprints[path] for path in read if path in fingerprints}
+                        inputs = {**data_input, **{path: fingerprints[path] for path in read if path in fingerprints}}
                         for device in self.devices:
                             for bs in self.batch_sizes:
                                 for tokens in self.batch_tokens:
@@ -192,13 +201,21 @@ def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> Data
     if not isinstance(raw, dict):
         raise UserError(f"{where}: a dataset must be a name or a mapping, got {raw!r}")
     _check_keys(raw, DATASET_KEYS, where)
-    name, path = raw.get("name"), raw.get("path")
-    if (name is None) == (path is None):
-        raise UserError(f"{where}: give exactly one of 'name' or 'path'")
+    name, path, hf = raw.get("name"), raw.get("path"), raw.get("hf")
+    if sum(given is not None for given in (name, path, hf)) != 1:
+        raise UserError(f"{where}: give exactly one of 'name' or 'path', or 'hf' for a Hugging Face dataset")
+    hub = None
+    if hf is not None:
+        check_library(where)
+        hub = HubSource.parse({k: v for k, v in raw.items() if k in (*HUB_KEYS, "columns")}, where, base)
+    else:
+        misplaced = [key for key in HUB_KEYS if key in raw]
+        if misplaced:
+            raise UserError(f"{where}: {', '.join(misplaced)} belong to Hugging Face entries (hf: ID)")
     if name is not None:
         if not isinstance(name, str) or name not in dataset_names():
             raise unknown_dataset(str(name))
-    else:
+    elif path is not None:
         if not isinstance(path, str):
             raise UserError(f"{where}.path must be a string, got {path!r}")
         p = Path(path).expanduser()
@@ -212,7 +229,7 @@ def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> Data
     sample = _sample(raw.get("sample"), f"{where}.sample")
     if sample is not None and max_seg is not None:
         raise UserError(f"{where}: give max_segments (the first N per language pair) or sample (a random N), not both")
-    columns = raw.get("columns") or []
+    columns = [] if hub is not None else raw.get("columns") or []
     if not isinstance(columns, list) or not all(isinstance(c, str) and c.strip() for c in columns):
         raise UserError(f"{where}.columns must be a list of column names to carry into scores.csv, got {columns!r}")
     if columns and name is not None:
@@ -224,6 +241,7 @@ def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> Data
         human=selected,
         sample=sample,
         columns=tuple(dict.fromkeys(c.strip() for c in columns)),
+        hf=hub,
     )
 
 

@@ -1,6 +1,7 @@
 """Loading a dataset: `load_dataset` reads a catalogue dataset (fetched into the cache, parsed per
-format, ``da`` or ``mqm``) or a user's own file (`nlgbench.data.userfile`), then keeps the requested
-subset and human dimensions. Bad input raises :class:`nlgbench.foundations.errors.UserError` (one line)."""
+format, ``da`` or ``mqm``), a user's own file (`nlgbench.data.userfile`) or a Hugging Face dataset
+(`nlgbench.data.hubdata`), then keeps the requested subset and human dimensions. Bad input raises
+:class:`nlgbench.foundations.errors.UserError` (one line)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.data.catalogue import Progress, catalogue_entry, fetch
+from nlgbench.data.hubdata import load_hub
+from nlgbench.data.hubsource import HubSource, hub_warnings
 from nlgbench.data.model import Dataset, Item, select_human, take_subset
 from nlgbench.data.text import parse_score, parse_seg_id
 from nlgbench.data.userfile import load_user_file
@@ -25,6 +28,7 @@ def load_dataset(
     name: str | None = None,
     *,
     path: str | os.PathLike[str] | None = None,
+    hf: HubSource | None = None,
     max_segments: int | None = None,
     human: str | None = None,
     sample: tuple[int, int] | None = None,
@@ -32,7 +36,8 @@ def load_dataset(
     catalogue: dict[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> Dataset:
-    """Load a catalogue dataset (`name`) or a user file (`path`); exactly one of them.
+    """Load a catalogue dataset (`name`), a user file (`path`) or a Hugging Face dataset (`hf`); exactly
+    one of them.
 
     `sample` = (n, seed) keeps a seeded random subset instead of the head (`sample_items`).
     `columns` names further columns of a user file to carry through to scores.csv (`Item.extra`).
@@ -45,20 +50,25 @@ def load_dataset(
     A catalogue dataset is always parsed whole first, and its item count checked
     against the catalogue's ``expected_items``.
     """
-    if (name is None) == (path is None):
-        raise UserError("load a dataset by exactly one of a catalogue name or a file path")
+    if sum(given is not None for given in (name, path, hf)) != 1:
+        raise UserError("load a dataset by exactly one of a catalogue name, a file path or a Hugging Face dataset")
     if max_segments is not None and (
         isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1
     ):
         raise UserError(f"max_segments must be a positive integer, got {max_segments!r}")
+    if columns and path is None:
+        shown = name if hf is None else hf.label
+        raise UserError(f"dataset {shown!r}: columns are carried from own data files only")
     if path is not None:
         dataset = load_user_file(Path(path), tuple(columns))
+    elif hf is not None:
+        dataset = load_hub(hf)
     else:
         assert name is not None
-        if columns:
-            raise UserError(f"dataset {name!r}: columns are carried from own data files only")
         dataset = _load_catalogue_dataset(name, catalogue, progress)
     take_subset(dataset, max_segments, sample)
+    if hf is not None:
+        dataset.warnings = [*hub_warnings(hf), *dataset.warnings]  # after take_subset, which sets its own
     return select_human(dataset, human)
 
 

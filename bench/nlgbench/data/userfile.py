@@ -46,14 +46,24 @@ def load_user_file(path: Path, columns: tuple[str, ...] = ()) -> Dataset:
     sha = hashlib.sha256(data).hexdigest()
     text = utf8_text(path, data, data_file=True).removeprefix(BOM)
     records = list(jsonl_records(path, text) if suffix == ".jsonl" else _tsv_records(path, text))
+    return records_dataset(str(path), path.stem, records, columns, {str(path): sha})
+
+
+def records_dataset(
+    origin: str, name: str, records: list[tuple[str, dict[str, Any]]], columns: tuple[str, ...], files: dict[str, str]
+) -> Dataset:
+    """The dataset of user records, (location, record) each, as a JSONL line holds them: every record
+    checked (`_user_item`), ids unique, one form of human score, at least one score; stable order.
+    The one owner of these checks, for own files and for other sources turned into such records
+    (Hugging Face datasets: `nlgbench.data.hubdata`). `origin` names the source in messages."""
     reserved = [c for c in columns if c in USER_COLUMNS or c == "references"]
     if reserved:
-        raise UserError(f"{path}: columns {', '.join(reserved)} are item fields, not further columns to carry")
-    _check_carried(path, columns, records)
+        raise UserError(f"{origin}: columns {', '.join(reserved)} are item fields, not further columns to carry")
+    _check_carried(origin, columns, records)
     items = [(where, _with_extra(_user_item(record, where), record, columns, where)) for where, record in records]
     if not items:
-        raise UserError(f"data file {path} has no items")
-    items = _uniform_seg_ids(path, items)
+        raise UserError(f"{origin} has no items")
+    items = _uniform_seg_ids(items)
     where_of: dict[tuple[str, SegId, str], str] = {}
     for where, item in items:
         if item.key in where_of:
@@ -68,17 +78,17 @@ def load_user_file(path: Path, columns: tuple[str, ...] = ()) -> Dataset:
     if scalar and len(scalar) < len(scored):
         other = next(where for where, item in scored if item.humans.keys() != {HUMAN})
         raise UserError(
-            f"{path}: human is a single number at {scalar[0]} but named dimensions at {other}; use one form"
+            f"{origin}: human is a single number at {scalar[0]} but named dimensions at {other}; use one form"
         )
     if not dims:
-        raise UserError(f"{path}: no item has a human score")
+        raise UserError(f"{origin}: no item has a human score")
     ordered = sorted((item for _, item in items), key=lambda item: item.key)
     ordered = [replace(item, human=item.humans.get(dims[0], NAN)) for item in ordered]
     has_systems = any(item.system for item in ordered)
-    return Dataset(name=path.stem, items=ordered, has_systems=has_systems, files={str(path): sha}, human_dims=dims)
+    return Dataset(name=name, items=ordered, has_systems=has_systems, files=files, human_dims=dims)
 
 
-def _check_carried(path: Path, columns: tuple[str, ...], records: list[tuple[str, dict[str, Any]]]) -> None:
+def _check_carried(origin: str, columns: tuple[str, ...], records: list[tuple[str, dict[str, Any]]]) -> None:
     """Refuse a column to carry that no record has (it would be carried as '' everywhere)."""
     present = list(
         dict.fromkeys(key for _, record in records for key in record if key not in USER_COLUMNS and key != "references")
@@ -88,7 +98,7 @@ def _check_carried(path: Path, columns: tuple[str, ...], records: list[tuple[str
             hits = closest(column, present)
             hint = f"; did you mean {', '.join(repr(h) for h in hits)}?" if hits else ""
             raise UserError(
-                f"{path}: no column {column!r} to carry{hint} (further columns: {', '.join(present) or 'none'})"
+                f"{origin}: no column {column!r} to carry{hint} (further columns: {', '.join(present) or 'none'})"
             )
 
 
@@ -105,7 +115,7 @@ def _with_extra(item: Item, record: dict[str, Any], columns: tuple[str, ...], wh
     return replace(item, extra=extra)
 
 
-def _uniform_seg_ids(path: Path, items: list[tuple[str, Item]]) -> list[tuple[str, Item]]:
+def _uniform_seg_ids(items: list[tuple[str, Item]]) -> list[tuple[str, Item]]:
     """Items whose seg_ids are all integers (JSON numbers, or texts in plain integer form: `plain_int`)
     keep integer ids (numeric order); otherwise every id is text as written (text order), so the
     stable order rule holds either way and "007" and "7" stay two items."""

@@ -125,7 +125,7 @@ def check_devices(spec: SweepSpec) -> None:
 
 
 def check_datasets(spec: SweepSpec, *, catalogue: bool = True) -> tuple[SweepSpec, dict[str, int]]:
-    """Load every dataset of the spec once (`catalogue=False`: own data files only, as --dry-run) and
+    """Load every dataset of the spec once (`catalogue=False`: own files and hf datasets only, as --dry-run) and
     check that no metric meets a blank text where it defines no value for one (`MetricInfo.blank_rule`;
     those it scores are warned about here and recorded with each cell), and that a one-reference metric
     without a reference_policy meets no item with several references (refused here, before any model
@@ -133,7 +133,7 @@ def check_datasets(spec: SweepSpec, *, catalogue: bool = True) -> tuple[SweepSpe
     dropped (its cells are the whole dataset's, labelled so, not `[~n]`), and items per dataset."""
     sizes, refs = {}, []
     for ref in spec.datasets:
-        if not catalogue and ref.path is None:
+        if not catalogue and ref.name is not None:  # an hf dataset loads: its content hash is in the cell id
             refs.append(ref)
             continue
         ds = ref.load()

@@ -4,7 +4,7 @@ Every import of nlgbench's own modules, and of the standard library, sits at the
 module, so a module's first lines show what it depends on. The libraries below may instead be
 imported inside the function that needs them, so that `nlgbench --help`, `nlgbench list` and
 `import nlgbench` do not pay for torch, transformers or matplotlib, and so that an optional
-extra (submitit, pyarrow, pynvml) is needed only by the command that uses it.
+extra (submitit, pyarrow, pynvml, datasets) is needed only by the command that uses it.
 tests/test_structure.py holds every function-level import to this list.
 """
 
@@ -27,5 +27,6 @@ DEFERRED_LIBRARIES = frozenset(
         "submitit",  # --executor slurm only
         "pynvml",  # CUDA memory, on a GPU machine only
         "pyarrow",  # parquet tables only
+        "datasets",  # optional (extra hf): Hugging Face datasets as a data source, nlgbench.data.hubdata
     }
 )
