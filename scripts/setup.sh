@@ -10,6 +10,15 @@ PY="${PYTHON:-python3}"
 # may install their own torch build before running this script (any torch>=2.1 satisfies it).
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+# moverscore==1.0.3 (the published moverscore_v2, reference of the MoverScore parity test) declares the
+# obsolete `typing` backport, whose typing.py in site-packages shadows the standard library's (an import of
+# that site-packages through PYTHONPATH then fails with AttributeError: '_abc_registry'). It is installed
+# without its declared dependencies: moverscore_v2 needs only numpy, torch, pyemd and transformers, which
+# the test extra brings. An environment made before this fix loses the backport.
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps moverscore==1.0.3
+if .venv/bin/python -m pip show -q typing >/dev/null 2>&1; then
+  .venv/bin/python -m pip uninstall -q -y typing
+fi
 .venv/bin/python scripts/get_models.py
 # Debian packages for three tests: Chromium and ChromeDriver (the test that opens the HTML report in a
 # real browser), Slurm with MUNGE (the test that runs a sweep on a real single-node cluster that

@@ -17,6 +17,7 @@ from nlgbench.foundations.files import write_fault
 
 #: The one lazy door of the command line: command (its words; `list WHAT` one per listing) -> "module:function".
 COMMANDS = {
+    "example": "nlgbench.cli.example:cmd_example",
     "run": "nlgbench.cli.run:cmd_run",
     "status": "nlgbench.cli.run:cmd_status",
     "collect": "nlgbench.cli.run:cmd_collect",

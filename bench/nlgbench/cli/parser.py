@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"nlgbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for add in (
+        _add_example,
         _add_run,
         _add_status,
         _add_collect,
@@ -65,6 +66,18 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         add(sub)
     return p
+
+
+def _add_example(sub: Commands) -> None:
+    ex = sub.add_parser(
+        "example",
+        help="list the example sweep specs, or print one (nlgbench example quickstart > q.yaml)",
+        description="Without NAME: the bundled example specs, one line each. With NAME: that spec's YAML on "
+        "stdout (or into a new file with --out), to run with `nlgbench run`.",
+    )
+    ex.add_argument("name", nargs="?", help="the example's name (quickstart, similarity, ...)")
+    ex.add_argument("--out", metavar="FILE", help="write the spec into FILE, a new file (never overwritten)")
+    ex.set_defaults(handler="example")
 
 
 def _add_run(sub: Commands) -> None:
@@ -357,7 +370,7 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--correlation",
         default="pearson",
-        help=f"quality measure: {', '.join(METHODS)} (default pearson; README 'Meta-evaluation' says which level "
+        help=f"quality measure: {', '.join(METHODS)} (default pearson; docs/concepts/correlation.md says which level "
         "each one has)",
     )
     p.add_argument(

@@ -11,6 +11,7 @@ from nlgbench.core.executor_options import ExecutorOptions, with_cli
 from nlgbench.core.leakage import guard_spec
 from nlgbench.core.spec import SweepSpec, load_spec
 from nlgbench.execution.base import check_datasets, check_devices
+from nlgbench.execution.slurm.book import require_submitit
 from nlgbench.execution.slurm.submit import dry_run_text
 from nlgbench.execution.slurm.watch import collect_folder, status_data, status_text
 from nlgbench.execution.sweep import run as run_sweep
@@ -35,6 +36,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.cancel_on_exit and not executor.on_slurm:
         raise UserError("--cancel-on-exit is for --executor slurm (a local sweep's workers always stop with it)")
+    if executor.on_slurm:
+        require_submitit()  # the extra `slurm`, for a run and its dry run alike
     if args.dry_run:
         return _dry_run(spec, out, executor)
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print  # --json: stdout is the JSON alone

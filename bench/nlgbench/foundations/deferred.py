@@ -5,10 +5,15 @@ module, so a module's first lines show what it depends on. The libraries below m
 imported inside the function that needs them, so that `nlgbench --help`, `nlgbench list` and
 `import nlgbench` do not pay for torch, transformers or matplotlib, and so that an optional
 extra (submitit, pyarrow, pynvml, datasets) is needed only by the command that uses it.
-tests/test_structure.py holds every function-level import to this list.
+tests/test_structure.py holds every function-level import to this list. `require` checks an optional
+extra's library before a command starts, naming the extra to install.
 """
 
 from __future__ import annotations
+
+import importlib.util
+
+from nlgbench.foundations.errors import UserError
 
 DEFERRED_LIBRARIES = frozenset(
     {
@@ -30,3 +35,10 @@ DEFERRED_LIBRARIES = frozenset(
         "datasets",  # optional (extra hf): Hugging Face datasets as a data source, nlgbench.data.hubdata
     }
 )
+
+
+def require(library: str, extra: str, purpose: str) -> None:
+    """One UserError line naming the extra to install where the optional `library` is missing, so that a
+    command checks it before anything runs (found without importing it)."""
+    if importlib.util.find_spec(library) is None:
+        raise UserError(f"{purpose} needs the package {library!r}: pip install 'nlgbench[{extra}]'")

@@ -1,6 +1,7 @@
 """Files read and written by every layer. Reading: `read_bytes`, `utf8_text`, `read_text`,
 `read_lines` (a file that cannot be read is one UserError naming it). Writing: `write_atomic` (whole or
-not at all, no link followed) and `write_fault`, the one line for a write the file system refused."""
+not at all, no link followed), `write_new` (a new file only: nothing there is replaced) and `write_fault`,
+the one line for a write the file system refused."""
 
 from __future__ import annotations
 
@@ -49,6 +50,30 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            exc.filename = str(path)
+        raise
+
+
+def write_new(path: Path, data: str | bytes) -> None:
+    """Write `data` (text as UTF-8) into a new file at `path`; one UserError where anything is there already
+    (a file, a folder, a link, dangling or not: never followed, never replaced) or its folder is missing.
+    The file is created with O_EXCL, so a file that appears meanwhile is not overwritten either; a write
+    that fails half-way removes what it wrote."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    if path.is_symlink():
+        raise UserError(f"{path} is a symbolic link; refusing to write through it (give the path of a new file)")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except FileExistsError:
+        raise UserError(f"{path} exists already; refusing to overwrite it (remove it or give another name)") from None
+    except FileNotFoundError:
+        raise UserError(f"cannot write {path}: its folder does not exist") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+    except BaseException as exc:
+        path.unlink(missing_ok=True)
         if isinstance(exc, OSError):
             exc.filename = str(path)
         raise

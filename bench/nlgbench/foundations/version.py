@@ -1,3 +1,3 @@
 """The nlgbench version: one number, read by the package, its metadata and every result."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

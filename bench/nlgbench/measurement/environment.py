@@ -11,7 +11,7 @@ from typing import Any
 
 import psutil
 
-from nlgbench.foundations.package import REPOSITORY_DIR
+from nlgbench.foundations.package import checkout_dir
 from nlgbench.foundations.version import __version__
 from nlgbench.measurement.energy import nvml_handle
 
@@ -43,15 +43,19 @@ def cpu_model() -> str:
 
 
 def git_commit() -> str | None:
-    """The project's git commit (with `-dirty` when the work tree has changes), if in a checkout."""
+    """The project's git commit (with `-dirty` when the work tree has changes), if it runs from a checkout
+    (None from an installed wheel)."""
+    repository = checkout_dir()
+    if repository is None:
+        return None
     try:
         head = subprocess.run(
-            ["git", "-C", str(REPOSITORY_DIR), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+            ["git", "-C", str(repository), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
         )
         if head.returncode != 0:
             return None
         dirty = subprocess.run(
-            ["git", "-C", str(REPOSITORY_DIR), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "-C", str(repository), "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
             text=True,
             timeout=10,

@@ -100,7 +100,7 @@ def summarize(records: Sequence[Record], out: Path, notes: Iterable[str] = ()) -
     notes = [
         *notes,
         *(
-            f"{n} of {len(records)} items have a blank {field} (each metric scores or refuses it: README, Metrics)"
+            f"{n} of {len(records)} items have a blank {field} (each metric scores or refuses it: docs, Metrics)"
             for field, n in blank.items()
             if n
         ),

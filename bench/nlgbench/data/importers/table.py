@@ -40,8 +40,8 @@ def table_records(
     maps dimension -> column for several dimensions; else the ``human`` field is one number per
     item. An empty or NaN score cell is null: that item's score is missing. `lp` is a constant
     language pair (or domain label) for tables without one. An empty source, hypothesis or reference
-    cell is an empty text (an empty system output is data: each metric scores or refuses it, README
-    "Metrics"); an empty further reference cell means fewer references on that row. Name cells (lp,
+    cell is an empty text (an empty system output is data: each metric scores or refuses it,
+    docs/reference/metrics.md); an empty further reference cell means fewer references on that row. Name cells (lp,
     system, doc_id, seg_id) must be present. Rows are counted from 1, header excluded.
     """
     path = Path(src)

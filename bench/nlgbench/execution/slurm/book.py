@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nlgbench.foundations.deferred import require
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import write_atomic
 from nlgbench.runs.folder import own_folder, slurm_dir, submitit_dir
@@ -19,8 +20,14 @@ BOOK_FILE = "submissions.json"  # DIR/slurm/submissions.json: written by the par
 TASK_FILE = "slurm.json"  # DIR/cells/<id>/slurm.json: the task's record (job ids, node, times), then Slurm's verdict
 
 
+def require_submitit() -> None:
+    """submitit is the optional extra `slurm`: one line naming it where it is missing, before anything runs."""
+    require("submitit", "slurm", "a Slurm sweep (--executor slurm, or kind: slurm in the spec's executor block)")
+
+
 def log_path(folder: Path, slurm_id: str) -> Path:
     """The task's stderr (where the worker's progress and tracebacks go), as submitit names it."""
+    require_submitit()
     from submitit.core.utils import JobPaths
 
     return JobPaths(submitit_dir(folder), job_id=slurm_id, task_id=0).stderr

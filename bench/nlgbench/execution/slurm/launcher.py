@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from nlgbench.core.executor_options import ExecutorOptions
 from nlgbench.core.result import OK, CellResult
 from nlgbench.execution.base import Launcher, Sweep, prepare_cell
-from nlgbench.execution.slurm.book import TASK_FILE, Book
+from nlgbench.execution.slurm.book import TASK_FILE, Book, require_submitit
 from nlgbench.execution.slurm.queue import cancel, query_states
 from nlgbench.execution.slurm.submit import recover_unrecorded, submit, thread_warnings
 from nlgbench.execution.slurm.watch import collect, live_tasks, watch
@@ -32,6 +32,7 @@ class SlurmLauncher(Launcher):
     where = " on Slurm"
 
     def __init__(self, options: ExecutorOptions, *, cancel_on_exit: bool = False) -> None:
+        require_submitit()  # the extra `slurm`: checked before the sweep starts
         self.options = options
         self.cancel_on_exit = cancel_on_exit
 

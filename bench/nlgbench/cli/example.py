@@ -1,0 +1,79 @@
+"""`nlgbench example [NAME] [--out FILE]`: the example sweep specs the package carries (the repository's
+examples/, one copy: bench/nlgbench/examples links to it), listed or printed, so that a user who installed
+the wheel can start with `nlgbench example quickstart > q.yaml && nlgbench run q.yaml`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nlgbench.foundations.errors import UserError, unknown_name
+from nlgbench.foundations.files import read_text, write_new
+from nlgbench.foundations.package import package_file
+
+FIRST = "quickstart"  # listed first: the spec to start with
+RELATIVE = ("./", "../")  # a string value starting so is a path relative to the spec's own folder
+
+
+def example_files() -> dict[str, Path]:
+    """The bundled example specs by name (the file name without `.yaml`), quickstart first, then by name."""
+    files = sorted(package_file("examples").glob("*.yaml"), key=lambda p: (p.stem != FIRST, p.stem))
+    if not files:
+        raise UserError(f"no example specs in {package_file('examples')}: the installed package is incomplete")
+    return {p.stem: p for p in files}
+
+
+def summary_line(text: str) -> str:
+    """A spec's first comment line (what it runs), without the `#`; empty where it opens with no comment."""
+    first = text.lstrip().splitlines()[0] if text.strip() else ""
+    return first.lstrip("#").strip() if first.startswith("#") else ""
+
+
+def relative_paths(text: str) -> list[str]:
+    """The paths a spec names relative to its own folder (own data files, student folders), in order: they
+    hold beside the repository's examples/, not beside a copy written elsewhere."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, str) and node.startswith(RELATIVE) and node not in found:
+            found.append(node)
+        elif isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(yaml.safe_load(text))
+    return found
+
+
+def cmd_example(args: argparse.Namespace) -> int:
+    files = example_files()
+    if args.name is None:
+        if args.out:
+            raise UserError("--out needs an example NAME (nlgbench example quickstart --out q.yaml)")
+        width = max(len(name) for name in files)
+        for name, path in files.items():
+            print(f"{name:<{width}}  {summary_line(read_text(path))}".rstrip())
+        return 0
+    if args.name not in files:
+        raise unknown_name("example", args.name, files)
+    text = read_text(files[args.name])
+    if args.out:
+        write_new(Path(args.out), text)
+        print(f"wrote the example {args.name} into {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    paths = relative_paths(text)
+    if paths:
+        print(
+            f"nlgbench: note: {args.name} names {', '.join(paths)} relative to the spec's own folder, as laid out "
+            "in the nlgbench repository (see the spec's comments); point them at your own files before running it",
+            file=sys.stderr,
+        )
+    return 0
