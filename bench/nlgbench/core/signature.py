@@ -2,7 +2,7 @@
 line, fields in a fixed order, that names what produced a score and so when two scores are
 comparable, e.g.
 
-    bertscore|enc:sentence-transformers/all-MiniLM-L6-v2@c9745ed|L6|idf:no|refs:max|nlgbench:0.1.0|torch:2.13|tf:5.24
+    bertscore|enc:sentence-transformers/all-MiniLM-L6-v2@34bb7e1|L6|idf:no|refs:max|nlgbench:0.2.0|torch:2.13|tf:5.24
 
 Fields: the metric; `enc:` the encoder's source with its revision (the Hub snapshot's commit, else
 a fingerprint of a local folder's weight files; a local folder by its name, `model_label`, never by
