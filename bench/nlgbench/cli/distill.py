@@ -21,6 +21,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
         epochs=args.epochs,
         lr=args.lr,
         batch_size=args.batch_size,
+        accumulate=args.accumulate,
         max_length=args.max_length,
         val_fraction=args.val_fraction,
         patience=args.patience,
@@ -37,6 +38,8 @@ def cmd_distill(args: argparse.Namespace) -> int:
         max_pairs=args.max_pairs,
         allow_overlap=args.allow_overlap,
         threads=args.threads,
+        checkpoint_every=args.checkpoint_every,
+        resume=args.resume,
     )
     v, t = result.record["validation"], result.record["training"]
     print(

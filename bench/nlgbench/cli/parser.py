@@ -13,7 +13,7 @@ import yaml
 from nlgbench.data.importers import FORMATS
 from nlgbench.data.importers.summeval import ANNOTATORS
 from nlgbench.data.importers.table import TABLE_FIELDS
-from nlgbench.distillation.config import TrainConfig
+from nlgbench.distillation.config import AUTO, TrainConfig
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.version import __version__
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
@@ -219,6 +219,16 @@ def add_distill_arguments(p: argparse.ArgumentParser) -> None:
     _add_training_arguments(p.add_argument_group("training"))
 
 
+def _max_length(raw: str) -> int | str:
+    """`--max-length`: a number of tokens or `auto`."""
+    if raw == AUTO:
+        return raw
+    try:
+        return int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give a number of tokens or {AUTO}, not {raw!r}") from None
+
+
 def _add_teacher_arguments(t: argparse._ArgumentGroup) -> None:
     t.add_argument("--teacher-metric", required=True, help="a registered metric (bertscore, moverscore, ...)")
     t.add_argument(
@@ -281,7 +291,21 @@ def _add_training_arguments(o: argparse._ArgumentGroup) -> None:
         help=f"peak learning rate of AdamW, linear warm-up and decay (default {TrainConfig.lr})",
     )
     o.add_argument("--batch-size", type=int, default=TrainConfig.batch_size, help=f"default {TrainConfig.batch_size}")
-    o.add_argument("--max-length", type=int, default=TrainConfig.max_length, help="tokens per pair (default 128)")
+    o.add_argument(
+        "--accumulate",
+        type=int,
+        default=TrainConfig.accumulate,
+        metavar="K",
+        help=f"batches per optimizer step: an effective batch of batch-size x K (default {TrainConfig.accumulate})",
+    )
+    o.add_argument(
+        "--max-length",
+        type=_max_length,
+        default=TrainConfig.max_length,
+        metavar="N|auto",
+        help="tokens per pair; auto (default): the smallest multiple of 8 covering the 99th percentile "
+        "of the training pairs' lengths, capped by the model's maximum",
+    )
     o.add_argument(
         "--val-fraction",
         type=float,
@@ -296,6 +320,10 @@ def _add_training_arguments(o: argparse._ArgumentGroup) -> None:
         "(default 3; 4 validations per epoch)",
     )
     o.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (teacher and student)")
+    o.add_argument(
+        "--checkpoint-every", type=int, metavar="N", help="checkpoint every N steps too (and at validations)"
+    )
+    o.add_argument("--resume", action="store_true", help="continue from the checkpoint in MODEL_DIR.partial")
     o.add_argument(
         "--seed", type=int, default=TrainConfig.seed, help="pairs subset, augmentation, split, head, order (default 0)"
     )

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from nlgbench.foundations.errors import UserError
 
+AUTO = "auto"  # --max-length auto: from the pairs' length distribution (`nlgbench.distillation.student`)
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -19,7 +21,8 @@ class TrainConfig:
     epochs: int = 3
     lr: float = 2e-4  # measured here: 5e-5 with batches of 32 had not left the mean predictor after 88 steps
     batch_size: int = 16
-    max_length: int = 128
+    accumulate: int = 2  # batches per optimizer step: an effective batch of 32 with the default batch size
+    max_length: int | str = AUTO  # tokens per pair, or AUTO
     val_fraction: float = 0.1
     patience: int = 3  # validations without improvement (after the first epoch) before stopping
     evals_per_epoch: int = 4
@@ -27,17 +30,26 @@ class TrainConfig:
     weight_decay: float = 0.01
     seed: int = 0
 
+    @property
+    def effective_batch(self) -> int:
+        """Pairs per optimizer step."""
+        return self.batch_size * self.accumulate
+
     def check(self) -> None:
         for name, minimum in (
             ("epochs", 1),
             ("batch_size", 1),
-            ("max_length", 8),
+            ("accumulate", 1),
             ("patience", 1),
             ("evals_per_epoch", 1),
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
                 raise UserError(f"{name.replace('_', '-')} must be an integer >= {minimum}, got {value!r}")
+        if self.max_length != AUTO and (
+            not isinstance(self.max_length, int) or isinstance(self.max_length, bool) or self.max_length < 8
+        ):
+            raise UserError(f"max-length must be an integer >= 8 or {AUTO!r}, got {self.max_length!r}")
         if self.student_layers is not None and self.student_layers < 1:
             raise UserError(f"student-layers must be >= 1, got {self.student_layers}")
         if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < math.inf:

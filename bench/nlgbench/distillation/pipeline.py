@@ -4,8 +4,11 @@ The student (`nlgbench.distillation.student`) is trained on the teacher's score,
 lower-is-better teacher (the student, like the `frugalscore` metric, is higher-is-better), on a
 split by reference. The output folder (config, tokenizer, safetensors) is usable as an encoder of
 `frugalscore` by path; it holds `distill.json` (teacher, data hashes, hyper-parameters, validation
-MSE and Pearson with the teacher, times) and `training_texts.sha256` (hashes of every training
+MSE and Pearson with the teacher, the training record and validation curve, times), the curve's
+figure (`training_curve.png`) and `training_texts.sha256` (hashes of every training
 reference and pair), which the leakage guard (`nlgbench.core.leakage`) compares with evaluation data.
+Training is checkpointed into `OUT.partial` beside the output folder (`nlgbench.distillation.checkpoint`),
+removed once the student is written; `resume` continues an interrupted run from there.
 distill.json travels with the student (copied into reports, imported into other caches), so it names
 no folder of the machine that made it: absolute paths (a local student or teacher folder, a pairs
 file) are recorded by their last part, the labels' cache file relative to `$NLGBENCH_CACHE`.
@@ -28,11 +31,14 @@ from typing import Any
 
 from nlgbench.core.leakage import DISTILL_FILE, TEXTS_FILE, training_hashes
 from nlgbench.core.result import json_safe
+from nlgbench.distillation.checkpoint import Checkpoints, check_checkpoints, checkpoint_folder
 from nlgbench.distillation.config import TrainConfig
+from nlgbench.distillation.curve import CURVE_FILE, plot_curve
 from nlgbench.distillation.pairs import Pair, gather_pairs, pairs_sha256, split_by_reference
 from nlgbench.distillation.progress import Log, log_stderr
-from nlgbench.distillation.student import INPUT_ORDER, Example, Trained, check_student, train_student
+from nlgbench.distillation.student import INPUT_ORDER, Example, check_student
 from nlgbench.distillation.teacher import Labels, Teacher, labels_key, teacher_labels
+from nlgbench.distillation.training import Trained, train_student
 from nlgbench.encoders.registry import model_label
 from nlgbench.encoders.variants import count_params
 from nlgbench.foundations.errors import UserError
@@ -65,19 +71,25 @@ def distill(
     max_pairs: int | None = None,
     allow_overlap: bool = False,
     threads: int | None = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
     log: Log = log_stderr,
 ) -> DistillResult:
-    """Pairs -> teacher labels (cached) -> trained student -> model folder `out` with distill.json.
-    `threads`: CPU threads of torch (None: as torch chooses, all cores)."""
+    """Pairs -> teacher labels (cached) -> trained student -> model folder `out` with distill.json and
+    the validation curve's figure. `threads`: CPU threads of torch (None: as torch chooses, all cores).
+    Training is checkpointed into `OUT.partial` beside `out` (`nlgbench.distillation.checkpoint`) at each
+    validation and every `checkpoint_every` optimizer steps; `resume` continues from there."""
     import torch
 
     folder = _check_inputs(cfg, out, device, teacher_batch_size, augment, max_pairs, threads)
+    checkpoints = Checkpoints(checkpoint_folder(folder), checkpoint_every, resume)
+    check_checkpoints(checkpoints)
     pairs, read, counts = gather_pairs(sources, max_pairs=max_pairs, augment=augment, seed=cfg.seed, log=log)
     labels = teacher_labels(pairs, teacher, device=device, batch_size=teacher_batch_size, log=log)
     rows = _targets(pairs, labels, teacher, log)
     train_idx, val_idx = split_by_reference([p for p, _ in rows], cfg.val_fraction, cfg.seed)
     train, val = [rows[i] for i in train_idx], [rows[i] for i in val_idx]
-    trained = train_student(_examples(train), _examples(val), cfg, device, log)
+    trained = train_student(_examples(train), _examples(val), cfg, device, log, checkpoints)
     texts = training_hashes([(p.reference, p.candidate) for p, _ in rows])
     texts_text = "".join(h + "\n" for h in texts)
     record: dict[str, Any] = {
@@ -105,6 +117,7 @@ def distill(
     }
     record = without_machine_paths(record)
     _write_student(folder, trained, record, texts_text)
+    shutil.rmtree(checkpoints.folder, ignore_errors=True)  # the student is complete: nothing left to resume
     log(
         f"student written to {folder} (use it as `metric: frugalscore` with `encoders: [{folder}]`"
         f"{'' if not allow_overlap else '; --allow-overlap recorded: the leakage guard is off for it'})"
@@ -239,6 +252,7 @@ def _write_student(out: Path, trained: Trained, record: dict[str, Any], texts: s
         trained.tokenizer.save_pretrained(tmp)
         (tmp / TEXTS_FILE).write_text(texts, encoding="utf-8")
         (tmp / DISTILL_FILE).write_text(json.dumps(json_safe(record), indent=2) + "\n", encoding="utf-8")
+        plot_curve(record["training"]["curve"], record["training"]["best_step"], tmp / CURVE_FILE)
         for path in tmp.iterdir():  # plain readable files, whatever the writers' temporary files were made with
             path.chmod(0o644)
         tmp.chmod(0o755)

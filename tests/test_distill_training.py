@@ -1,0 +1,194 @@
+"""`nlgbench distill` training mechanics on a tiny random BERT: checkpoints and --resume (an interrupted
+run resumed ends with the uninterrupted run's weights, exactly, on CPU), refusal of a changed
+configuration, gradient accumulation's step count, --max-length auto, the curve in distill.json and
+its figure. The synthetic task and teacher (chrF) are those of tests/test_distill.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from nlgbench.cli.parser import add_distill_arguments
+from nlgbench.core.leakage import DISTILL_FILE
+from nlgbench.distillation.checkpoint import LAST, checkpoint_folder
+from nlgbench.distillation.curve import CURVE_FILE
+from nlgbench.distillation.pipeline import DistillResult, distill
+from nlgbench.distillation.student import choose_max_length
+from nlgbench.foundations.errors import UserError
+from test_distill import CHRF, WORDS, config, own_data, synthetic_rows
+from tiny import make_tiny_bert
+
+PAIRS = 200  # 20 references held out: 180 training pairs, 23 batches of 8, 12 steps of 2 batches per epoch
+TRAINING = {"epochs": 3, "batch_size": 8, "accumulate": 2, "evals_per_epoch": 2, "max_length": "auto"}
+
+
+class Interrupted(Exception):
+    """Raised from the log after a given number of checkpoints: the run stops as if killed."""
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), WORDS, num_layers=2)
+
+
+@pytest.fixture(scope="module")
+def data_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return own_data(tmp_path_factory.mktemp("data") / "train.jsonl", synthetic_rows(PAIRS, seed=3))
+
+
+def quiet(_message: str) -> None:
+    pass
+
+
+def interrupt_after(checkpoints: int) -> Any:
+    """A log that raises `Interrupted` once it has reported `checkpoints` checkpoints."""
+    seen: list[str] = []
+
+    def log(message: str) -> None:
+        if message.startswith("checkpoint: "):
+            seen.append(message)
+            if len(seen) == checkpoints:
+                raise Interrupted(message)
+
+    return log
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory, tiny_dir: Path, data_file: Path) -> DistillResult:
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("whole") / "student"
+    return distill([str(data_file)], CHRF, config(tiny_dir, **TRAINING), out, checkpoint_every=4, log=quiet)
+
+
+def weights(result: DistillResult) -> dict[str, torch.Tensor]:
+    return load_file(next(result.out.glob("*.safetensors")))
+
+
+def test_an_interrupted_run_resumed_ends_with_the_uninterrupted_weights(
+    tmp_path: Path, tiny_dir: Path, data_file: Path, uninterrupted: DistillResult
+) -> None:
+    out = tmp_path / "student"
+    cfg = config(tiny_dir, **TRAINING)
+    # checkpoints at steps 4, 6 (a validation), 8: interrupted after the one at step 8, mid-epoch (16 of 23 batches)
+    with pytest.raises(Interrupted, match="step 8 "):
+        distill([str(data_file)], CHRF, cfg, out, checkpoint_every=4, log=interrupt_after(3))
+    partial = checkpoint_folder(out)
+    assert partial.name == "student.partial" and not out.exists()
+    files = sorted(p.name for p in partial.iterdir())
+    assert files[-1] == LAST and len(files) == 2 and files[0].startswith("best-")  # the last and the best only
+    saved = torch.load(partial / LAST, weights_only=True)
+    assert saved["fit"]["step"] == 8 and saved["fit"]["epoch"] == 0 and saved["fit"]["batch"] == 16
+    seen = saved["fit"]["seen"]
+    assert seen == sum(len(b) for b in saved["order"][:16]) and 120 <= seen <= 128  # one batch of 180 has 4 pairs
+
+    # a run without --resume would overwrite it: refused; a changed configuration: refused, naming what changed
+    with pytest.raises(UserError, match="add --resume"):
+        distill([str(data_file)], CHRF, cfg, out, log=quiet)
+    with pytest.raises(UserError, match=r"another configuration \(lr 0.001 -> 0.002\)"):
+        distill([str(data_file)], CHRF, config(tiny_dir, **{**TRAINING, "lr": 2e-3}), out, resume=True, log=quiet)
+    other_pairs = own_data(tmp_path / "other.jsonl", synthetic_rows(PAIRS, seed=4))
+    with pytest.raises(UserError, match="the pairs or their teacher labels"):
+        distill([str(other_pairs)], CHRF, cfg, out, resume=True, log=quiet)
+
+    resumed = distill([str(data_file)], CHRF, cfg, out, checkpoint_every=4, resume=True, log=quiet)
+    # exact equality: on CPU, one thread, the same operations in the same order give the same bits
+    whole, again = weights(uninterrupted), weights(resumed)
+    assert whole.keys() == again.keys() and all(torch.equal(whole[k], again[k]) for k in whole)
+
+    def curve(result: DistillResult) -> list[dict[str, Any]]:
+        return result.record["training"]["curve"]
+
+    assert curve(resumed) == curve(uninterrupted) and len(curve(resumed)) == 1 + 3 * 2
+    training = resumed.record["training"]
+    assert training["resumed_from"] == [{"step": 8, "pairs_seen": seen}]
+    assert uninterrupted.record["training"]["resumed_from"] == []
+    assert training["steps"] == uninterrupted.record["training"]["steps"] == 36
+    assert not partial.exists()  # removed once the student is written
+
+
+def test_resume_without_a_checkpoint_starts_afresh(tmp_path: Path, tiny_dir: Path, data_file: Path) -> None:
+    cfg = config(tiny_dir, **{**TRAINING, "epochs": 1})
+    result = distill([str(data_file)], CHRF, cfg, tmp_path / "student", resume=True, log=quiet)
+    assert result.record["training"]["resumed_from"] == [] and result.record["training"]["steps"] == 12
+
+
+@pytest.mark.parametrize(("accumulate", "steps"), [(1, 23), (3, 8), (30, 1)])
+def test_accumulation_counts_optimizer_steps(
+    tmp_path: Path, tiny_dir: Path, data_file: Path, accumulate: int, steps: int
+) -> None:
+    """180 training pairs in batches of 8: 23 batches, ceil(23 / K) optimizer steps per epoch."""
+    changes = {**TRAINING, "epochs": 1, "accumulate": accumulate, "evals_per_epoch": 1}
+    result = distill([str(data_file)], CHRF, config(tiny_dir, **changes), tmp_path / "s", log=quiet)
+    training = result.record["training"]
+    assert training["steps"] == training["steps_planned"] == steps == math.ceil(23 / accumulate)
+    assert training["pairs_seen"] == result.record["data"]["train_pairs"] == 180
+    assert training["effective_batch"] == 8 * accumulate
+    # the warm-up and decay run over the optimizer steps: the learning rate is back near 0 at the last one
+    assert training["curve"][-1]["lr"] < 1e-3 * 2 / steps + 1e-12
+
+
+def test_max_length_auto_covers_the_99th_percentile() -> None:
+    lengths = list(range(1, 201))  # the 99th percentile lies between 198 and 199 tokens: 199, so 200
+    assert choose_max_length(lengths, 512) == {
+        "value": 200,
+        "chosen": "auto",
+        "percentile": 99,
+        "percentile_tokens": 199,
+        "longest_tokens": 200,
+        "model_max": 512,
+    }
+    assert choose_max_length(lengths, 64)["value"] == 64  # capped by the model's maximum
+    assert choose_max_length([17] * 50, 512)["value"] == 24
+    assert choose_max_length([16] * 199 + [300], 512)["value"] == 16  # one outlier in 200 is cut
+    assert choose_max_length(list(range(1, 101)), 512)["value"] == 104  # 99.01 tokens: 100 needed
+
+
+def test_distill_json_holds_the_curve_and_the_choices(uninterrupted: DistillResult) -> None:
+    record = json.loads((uninterrupted.out / DISTILL_FILE).read_text())
+    training = record["training"]
+    chosen = training["max_length"]
+    assert chosen["chosen"] == "auto" and chosen["value"] % 8 == 0
+    assert chosen["value"] == 8 * math.ceil(chosen["percentile_tokens"] / 8) <= chosen["longest_tokens"] + 7
+    assert training["truncated_pairs"] <= 0.01 * 180 + 20  # at most 1% of the training pairs (+ validation)
+    assert record["hyperparameters"]["max_length"] == "auto" and record["hyperparameters"]["accumulate"] == 2
+    assert training["stop_reason"] == "epochs done" and training["epochs_run"] == 3
+    assert training["pairs_seen"] == 3 * 180 and training["effective_batch"] == 16
+    curve = training["curve"]
+    assert [p["step"] for p in curve] == [0, 6, 12, 18, 24, 30, 36]
+    assert [p["pairs_seen"] for p in curve][1:] == sorted({p["pairs_seen"] for p in curve[1:]})
+    assert curve[-1]["pairs_seen"] == 540 and set(curve[0]) == {"step", "pairs_seen", "val_mse", "val_pearson", "lr"}
+    assert curve[-1]["val_mse"] < curve[0]["val_mse"]
+
+
+def test_the_curve_is_drawn_beside_distill_json(uninterrupted: DistillResult) -> None:
+    png = uninterrupted.out / CURVE_FILE
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+def test_the_command_line_takes_the_training_options() -> None:
+    parser = argparse.ArgumentParser()
+    add_distill_arguments(parser)
+    base = ["--teacher-metric", "chrf", "--student", "s", "--pairs", "p", "--out", "o"]
+    args = parser.parse_args(base)
+    assert (args.max_length, args.accumulate, args.resume, args.checkpoint_every) == ("auto", 2, False, None)
+    args = parser.parse_args([*base, "--max-length", "96", "--accumulate", "4", "--resume", "--checkpoint-every", "50"])
+    assert (args.max_length, args.accumulate, args.resume, args.checkpoint_every) == (96, 4, True, 50)
+    with pytest.raises(SystemExit):
+        parser.parse_args([*base, "--max-length", "long"])
