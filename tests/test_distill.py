@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from nlgbench.cli.distill import cmd_distill
-from nlgbench.cli.parser import add_distill_arguments
+from nlgbench.cli.distill_parser import add_distill_arguments
 from nlgbench.core import leakage
 from nlgbench.data.loaders import load_dataset
 from nlgbench.data.model import Item

@@ -17,7 +17,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from nlgbench.cli.parser import add_distill_arguments
+from nlgbench.cli.distill_parser import add_distill_arguments
 from nlgbench.core.leakage import DISTILL_FILE
 from nlgbench.distillation.checkpoint import LAST, checkpoint_folder
 from nlgbench.distillation.curve import CURVE_FILE

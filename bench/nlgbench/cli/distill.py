@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from nlgbench.cli.parser import key_value
+from nlgbench.cli.values import key_value
 from nlgbench.distillation.config import TrainConfig
 from nlgbench.distillation.pipeline import distill
+from nlgbench.distillation.shards import SHARD_SIZE
 from nlgbench.distillation.teacher import Teacher
 
 
@@ -40,6 +41,9 @@ def cmd_distill(args: argparse.Namespace) -> int:
         threads=args.threads,
         checkpoint_every=args.checkpoint_every,
         resume=args.resume,
+        random_share=args.random_share,
+        holdout=args.holdout,
+        label_shard_size=SHARD_SIZE if args.label_shard_size is None else args.label_shard_size,
     )
     v, t = result.record["validation"], result.record["training"]
     print(

@@ -1,5 +1,5 @@
-"""The argparse of every `nlgbench` command, one function per command, and `key_value`, the one reader
-of the YAML-valued KEY=VALUE options (`score --option`, `distill --teacher-options`). Each leaf command
+"""The argparse of every `nlgbench` command, one function per command (`distill`'s many options in
+`nlgbench.cli.distill_parser`; YAML-valued option values in `nlgbench.cli.values`). Each leaf command
 sets `handler`, its key in `nlgbench.cli.COMMANDS`, which `main` imports only after parsing."""
 
 from __future__ import annotations
@@ -8,13 +8,10 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from nlgbench.cli.distill_parser import add_distill_arguments
 from nlgbench.data.importers import FORMATS
 from nlgbench.data.importers.summeval import ANNOTATORS
 from nlgbench.data.importers.table import TABLE_FIELDS
-from nlgbench.distillation.config import AUTO, TrainConfig
-from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.version import __version__
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from nlgbench.statistics.correlation import METHODS
@@ -28,18 +25,6 @@ EXIT_STATUSES = (
 
 if TYPE_CHECKING:
     Commands = argparse._SubParsersAction[argparse.ArgumentParser]  # what add_subparsers returns
-
-
-def key_value(raw: str, option: str) -> tuple[str, Any]:
-    """One `KEY=VALUE` of a repeated option (`score --option`, `distill --teacher-options`): the key
-    (spaces around it removed) and the value read as YAML (`idf=true` -> True, `layer=9` -> 9)."""
-    key, sep, value = raw.partition("=")
-    if not sep or not key.strip():
-        raise UserError(f"{option} takes KEY=VALUE, got {raw!r}")
-    try:
-        return key.strip(), yaml.safe_load(value)
-    except yaml.YAMLError:
-        raise UserError(f"{option} {key}: cannot read the value {value!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -209,125 +194,6 @@ def _add_distill(sub: Commands) -> None:
     dist = sub.add_parser("distill", help="train a FrugalScore-style student on a teacher metric's scores")
     add_distill_arguments(dist)
     dist.set_defaults(handler="distill")
-
-
-def add_distill_arguments(p: argparse.ArgumentParser) -> None:
-    """Arguments of `nlgbench distill`, in four groups."""
-    _add_teacher_arguments(p.add_argument_group("teacher"))
-    _add_student_arguments(p.add_argument_group("student"))
-    _add_pairs_arguments(p.add_argument_group("pairs"))
-    _add_training_arguments(p.add_argument_group("training"))
-
-
-def _max_length(raw: str) -> int | str:
-    """`--max-length`: a number of tokens or `auto`."""
-    if raw == AUTO:
-        return raw
-    try:
-        return int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"give a number of tokens or {AUTO}, not {raw!r}") from None
-
-
-def _add_teacher_arguments(t: argparse._ArgumentGroup) -> None:
-    t.add_argument("--teacher-metric", required=True, help="a registered metric (bertscore, moverscore, ...)")
-    t.add_argument(
-        "--teacher-encoder",
-        help="its encoder: registered name, Hub id or local folder "
-        "(default as nlgbench score: all-MiniLM-L6-v2, none for lexical metrics)",
-    )
-    t.add_argument(
-        "--teacher-options",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="KEY=VALUE",
-        help="the teacher metric's options, e.g. idf=true layer=9 (values read as YAML)",
-    )
-    t.add_argument("--teacher-aligner", help="wmd, rwmd or wcd (metrics with an aligner)")
-    t.add_argument("--teacher-batch-size", type=int, default=64, help="batch size of the labelling (default 64)")
-
-
-def _add_student_arguments(s: argparse._ArgumentGroup) -> None:
-    s.add_argument("--student", required=True, help="the student checkpoint: registered name, Hub id or local folder")
-    s.add_argument("--student-layers", type=int, metavar="K", help="keep only its first K layers")
-
-
-def _add_pairs_arguments(d: argparse._ArgumentGroup) -> None:
-    d.add_argument(
-        "--pairs",
-        nargs="+",
-        action="extend",
-        required=True,
-        metavar="PAIRS",
-        help="pairs file (.jsonl/.tsv with reference and candidate), own-data file, or catalogue dataset; "
-        "several allowed",
-    )
-    d.add_argument("--max-pairs", type=int, metavar="N", help="a seeded random subset of N pairs (before augmentation)")
-    d.add_argument(
-        "--augment",
-        type=int,
-        default=0,
-        metavar="N",
-        help="N synthetic candidates per distinct reference: word drop, swap, substitution, truncation (default 0)",
-    )
-    d.add_argument(
-        "--allow-overlap",
-        action="store_true",
-        help="record that the student may be evaluated on data overlapping its training pairs "
-        "(lifts the leakage guard)",
-    )
-
-
-def _add_training_arguments(o: argparse._ArgumentGroup) -> None:
-    o.add_argument(
-        "--out", required=True, metavar="MODEL_DIR", help="the student's folder (a previous student there is replaced)"
-    )
-    o.add_argument("--epochs", type=int, default=TrainConfig.epochs, help=f"default {TrainConfig.epochs}")
-    o.add_argument(
-        "--lr",
-        type=float,
-        default=TrainConfig.lr,
-        help=f"peak learning rate of AdamW, linear warm-up and decay (default {TrainConfig.lr})",
-    )
-    o.add_argument("--batch-size", type=int, default=TrainConfig.batch_size, help=f"default {TrainConfig.batch_size}")
-    o.add_argument(
-        "--accumulate",
-        type=int,
-        default=TrainConfig.accumulate,
-        metavar="K",
-        help=f"batches per optimizer step: an effective batch of batch-size x K (default {TrainConfig.accumulate})",
-    )
-    o.add_argument(
-        "--max-length",
-        type=_max_length,
-        default=TrainConfig.max_length,
-        metavar="N|auto",
-        help="tokens per pair; auto (default): the smallest multiple of 8 covering the 99th percentile "
-        "of the training pairs' lengths, capped by the model's maximum",
-    )
-    o.add_argument(
-        "--val-fraction",
-        type=float,
-        default=TrainConfig.val_fraction,
-        help="share of the distinct references held out for validation (default 0.1)",
-    )
-    o.add_argument(
-        "--patience",
-        type=int,
-        default=TrainConfig.patience,
-        help="validations without improvement before stopping, counted after the first epoch "
-        "(default 3; 4 validations per epoch)",
-    )
-    o.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (teacher and student)")
-    o.add_argument(
-        "--checkpoint-every", type=int, metavar="N", help="checkpoint every N steps too (and at validations)"
-    )
-    o.add_argument("--resume", action="store_true", help="continue from the checkpoint in MODEL_DIR.partial")
-    o.add_argument(
-        "--seed", type=int, default=TrainConfig.seed, help="pairs subset, augmentation, split, head, order (default 0)"
-    )
-    o.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
 
 
 def _add_report(sub: Commands) -> None:

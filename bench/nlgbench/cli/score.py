@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 from nlgbench.api import BlankTextWarning, Scorer, check_texts
-from nlgbench.cli.parser import key_value
+from nlgbench.cli.values import key_value
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_lines
 from nlgbench.metrics import default_encoder

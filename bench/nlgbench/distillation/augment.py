@@ -1,11 +1,13 @@
 """Synthetic candidates from references, to spread a teacher's score range (FrugalScore's pseudo-pairs).
 
-Four word-level edits, each at a random strength (the fraction of words touched, uniform in
+Word-level edits, each at a random strength (the fraction of words touched, uniform in
 [MIN_STRENGTH, MAX_STRENGTH]): drop words, swap words, substitute words drawn from the corpus
-vocabulary, truncate (keep a head). Words are whitespace-separated tokens, so a reference needs at
-least MIN_WORDS of them; shorter ones get no synthetic candidate. Everything is seeded: the same
-references, count and seed give the same candidates, and a reference's candidates depend only on
-(seed, its text, k) and, for substitutions, on the vocabulary of all references.
+vocabulary, truncate (keep a head); at scale (`SCALE_EDITS`, what `gather_pairs` uses) also delete
+one contiguous span and insert words drawn from the corpus vocabulary. Words are
+whitespace-separated tokens, so a reference needs at least MIN_WORDS of them; shorter ones get no
+synthetic candidate. Everything is seeded: the same references, count and seed give the same
+candidates, and a reference's candidates depend only on (seed, its text, k) and, for substitutions
+(and insertions), on the vocabulary of all references.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 EDITS = ("drop", "swap", "substitute", "truncate")
+SCALE_EDITS = (*EDITS, "delete", "insert")  # `gather_pairs --augment`: also a span deleted, corpus words inserted
 MIN_STRENGTH, MAX_STRENGTH = 0.1, 0.7
 MIN_WORDS = 3  # fewer words leave too little to edit
 
@@ -51,13 +54,24 @@ def edit_words(
         return out
     if edit == "truncate":
         return words[: max(1, n - k)]
-    raise ValueError(f"unknown edit {edit!r} (valid: {', '.join(EDITS)})")
+    if edit == "delete":  # one contiguous span of k words (at most n - 1)
+        k = min(k, n - 1)
+        start = rng.randrange(n - k + 1)
+        return words[:start] + words[start + k :]
+    if edit == "insert":
+        out = list(words)
+        for _ in range(k):
+            out.insert(rng.randrange(len(out) + 1), rng.choice(vocabulary))
+        return out
+    raise ValueError(f"unknown edit {edit!r} (valid: {', '.join(SCALE_EDITS)})")
 
 
-def synthetic_candidates(references: Sequence[str], per_reference: int, seed: int) -> list[Synthetic]:
+def synthetic_candidates(
+    references: Sequence[str], per_reference: int, seed: int, edits: Sequence[str] = EDITS
+) -> list[Synthetic]:
     """`per_reference` synthetic candidates for each distinct reference of at least MIN_WORDS words,
-    in the references' order; the edit cycles through EDITS (shifted per reference), so each edit
-    makes about a quarter of them. A candidate equal to its reference (a swap of equal words, a
+    in the references' order; the edit cycles through `edits` (shifted per reference), so each edit
+    makes about an equal share of them. A candidate equal to its reference (a swap of equal words, a
     substitution by the same word) is left out."""
     distinct = list(dict.fromkeys(references))
     vocabulary = sorted({w for ref in distinct for w in ref.split()})
@@ -66,10 +80,10 @@ def synthetic_candidates(references: Sequence[str], per_reference: int, seed: in
         words = ref.split()
         if len(words) < MIN_WORDS:
             continue
-        shift = random.Random(f"{seed}/{ref}").randrange(len(EDITS))
+        shift = random.Random(f"{seed}/{ref}").randrange(len(edits))
         for k in range(per_reference):
             rng = random.Random(f"{seed}/{k}/{ref}")
-            edit = EDITS[(k + shift) % len(EDITS)]
+            edit = edits[(k + shift) % len(edits)]
             strength = rng.uniform(MIN_STRENGTH, MAX_STRENGTH)
             candidate = " ".join(edit_words(words, edit, strength, rng, vocabulary))
             if candidate != " ".join(words):

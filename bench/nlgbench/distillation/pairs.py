@@ -1,7 +1,9 @@
-"""The training pairs of `nlgbench distill`: (reference, candidate) pairs read from pairs files
-(JSONL / TSV with `reference` and `candidate`), catalogue datasets or own-data files (every
-reference x hypothesis of their items), a seeded subset, synthetic candidates (`augment`), their
-content hash, and the split by reference (no reference on both sides)."""
+"""The training pairs of `nlgbench distill` (FrugalScore's recipe): (reference, candidate) pairs read
+from pairs files (JSONL / TSV with `reference` and `candidate`: kind `given`), catalogue datasets or
+own-data files (every reference x system output of the same source: `system`; every two distinct
+references of one source: `paraphrase`), the evaluation data's texts held out (`holdout`), a seeded
+subset, synthetic candidates (`augment`: `synthetic`), random unrelated pairs as a stated share
+(`random`), their content hash, and the split by reference (no reference on both sides)."""
 
 from __future__ import annotations
 
@@ -16,19 +18,23 @@ from typing import Any
 from nlgbench.data.catalogue import sha256_file
 from nlgbench.data.loaders import load_dataset
 from nlgbench.data.text import jsonl_records, tsv_table
-from nlgbench.distillation.augment import synthetic_candidates
+from nlgbench.distillation.augment import SCALE_EDITS, synthetic_candidates
+from nlgbench.distillation.holdout import Holdout
 from nlgbench.distillation.progress import Log, log_stderr
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_text
 
 PAIR_FIELDS = ("reference", "candidate")
+KINDS = ("given", "system", "paraphrase", "synthetic", "random")
+MAX_RANDOM_SHARE = 0.5
 
 
 @dataclass(frozen=True)
 class Pair:
     reference: str
     candidate: str
-    origin: str  # the source's name, or `augment:<edit>`
+    origin: str  # the source's name, `augment:<edit>` or `random`
+    kind: str = "given"  # one of KINDS
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,13 @@ def read_pairs(source: str) -> tuple[list[Pair], PairSource]:
     else:
         dataset = load_dataset(source)  # unknown names: the closest catalogue names
         kind = "catalogue dataset"
-    pairs = [Pair(ref, it.hypothesis, dataset.name) for it in dataset.items for ref in it.references]
+    pairs = [Pair(ref, it.hypothesis, dataset.name, "system") for it in dataset.items for ref in it.references]
+    references: dict[tuple[str, object], dict[str, None]] = {}  # per source (lp, seg_id): its distinct references
+    for it in dataset.items:
+        references.setdefault((it.lp, it.seg_id), {}).update(dict.fromkeys(it.references))
+    pairs += [
+        Pair(a, b, dataset.name, "paraphrase") for refs in references.values() for a in refs for b in refs if a != b
+    ]
     return pairs, PairSource(dataset.name, kind, len(pairs), dict(dataset.files))
 
 
@@ -93,41 +105,93 @@ def _read_pairs_file(path: Path) -> list[Pair]:
 
 
 def gather_pairs(
-    sources: Sequence[str], *, max_pairs: int | None, augment: int, seed: int, log: Log = log_stderr
-) -> tuple[list[Pair], list[PairSource], dict[str, int]]:
-    """Every source's pairs, blank ones left out and duplicates once; a seeded subset of
-    `max_pairs`; then `augment` synthetic candidates per distinct reference. Returns the pairs, the
-    sources and counts of what was left out."""
+    sources: Sequence[str],
+    *,
+    max_pairs: int | None,
+    augment: int,
+    seed: int,
+    random_share: float = 0.0,
+    holdout: Sequence[str] = (),
+    log: Log = log_stderr,
+) -> tuple[list[Pair], list[PairSource], dict[str, Any]]:
+    """Every source's pairs, blank ones left out and duplicates once, every pair touching a text of
+    the `holdout` datasets removed; a seeded subset of `max_pairs`; `augment` synthetic candidates
+    per distinct reference; random unrelated pairs making `random_share` of the result. The same
+    arguments give the same pairs in the same order. Returns the pairs, the sources and the counts
+    (`held_out`: what the holdout removed, by dataset and in all; the mix: `kinds(pairs)`)."""
+    if not 0 <= random_share <= MAX_RANDOM_SHARE:
+        raise UserError(f"random-share must be between 0 and {MAX_RANDOM_SHARE}, got {random_share}")
+    held = Holdout.load(holdout, sources)
     pairs: list[Pair] = []
     read: list[PairSource] = []
     for source in sources:
         got, info = read_pairs(source)
         pairs += got
         read.append(info)
-    counts = {"read": len(pairs)}
+    counts: dict[str, Any] = {"read": len(pairs)}
     kept = [p for p in pairs if p.reference.strip() and p.candidate.strip()]
     counts["blank"] = len(pairs) - len(kept)
     pairs = _unique(kept)
     counts["duplicate"] = len(kept) - len(pairs)
+    pairs = held.remove(pairs)
     if max_pairs is not None and len(pairs) > max_pairs:
         chosen = set(random.Random(f"{seed}/max_pairs").sample(range(len(pairs)), max_pairs))
         pairs = [p for i, p in enumerate(pairs) if i in chosen]
     counts["kept"] = len(pairs)
     if augment:
-        made = synthetic_candidates([p.reference for p in pairs], augment, seed)
+        made = synthetic_candidates([p.reference for p in pairs], augment, seed, SCALE_EDITS)
         before = len(pairs)
-        pairs = _unique(pairs + [Pair(s.reference, s.candidate, f"augment:{s.edit}") for s in made])
+        made_pairs = [Pair(s.reference, s.candidate, f"augment:{s.edit}", "synthetic") for s in made]
+        pairs = _unique(pairs + held.remove(made_pairs))
         counts["synthetic"] = len(pairs) - before
+    if random_share:
+        made_random = held.remove(random_pairs(pairs, random_share, seed))
+        pairs += made_random
+        counts["random"] = len(made_random)
     if not pairs:
         raise UserError(f"no (reference, candidate) pairs in {', '.join(sources)}")
+    if holdout:
+        counts["held_out"] = held.counts()
+        held.check(pairs)  # the leakage guard's own test, on the final pairs
+    by_kind = kinds(pairs)
     log(
         f"pairs: {counts['read']} read from {', '.join(f'{s.name} ({s.pairs})' for s in read)}; "
-        f"{counts['blank']} blank and {counts['duplicate']} duplicate left out; {counts['kept']} kept"
+        f"{counts['blank']} blank and {counts['duplicate']} duplicate left out; "
+        + (held.summary() + "; " if holdout else "")
+        + f"{counts['kept']} kept"
         + (f" (seeded subset of max_pairs={max_pairs})" if max_pairs is not None else "")
         + (f"; {counts.get('synthetic', 0)} synthetic candidates added ({augment} per reference)" if augment else "")
-        + f"; {len(pairs)} in all"
+        + f"; {len(pairs)} in all ("
+        + ", ".join(f"{n} {kind}" for kind, n in by_kind.items())
+        + (f"; random share {random_share})" if random_share else ")")
     )
     return pairs, read, counts
+
+
+def kinds(pairs: Sequence[Pair]) -> dict[str, int]:
+    """The mix: pairs per kind (KINDS order, kinds present only)."""
+    return {kind: n for kind in KINDS if (n := sum(p.kind == kind for p in pairs))}
+
+
+def random_pairs(pairs: Sequence[Pair], share: float, seed: int) -> list[Pair]:
+    """FrugalScore's random pairs: a reference with a candidate of another source (never one paired
+    with it in `pairs`), seeded, as many as make `share` of `pairs` plus them; fewer where the
+    data has too few distinct texts to find them."""
+    wanted = round(share / (1 - share) * len(pairs))
+    references = list(dict.fromkeys(p.reference for p in pairs))
+    pool = list(dict.fromkeys(p.candidate for p in pairs if p.kind in ("system", "given"))) or references
+    partners: dict[str, set[str]] = {}
+    for p in pairs:
+        partners.setdefault(p.reference, {p.reference}).add(p.candidate)
+    rng = random.Random(f"{seed}/random")
+    out: dict[tuple[str, str], Pair] = {}
+    for _ in range(20 * wanted):
+        if len(out) >= wanted:
+            break
+        reference, candidate = rng.choice(references), rng.choice(pool)
+        if candidate not in partners[reference] and (reference, candidate) not in out:
+            out[(reference, candidate)] = Pair(reference, candidate, "random", "random")
+    return list(out.values())
 
 
 def _unique(pairs: Sequence[Pair]) -> list[Pair]:

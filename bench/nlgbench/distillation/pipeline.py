@@ -34,8 +34,9 @@ from nlgbench.core.result import json_safe
 from nlgbench.distillation.checkpoint import Checkpoints, check_checkpoints, checkpoint_folder
 from nlgbench.distillation.config import TrainConfig
 from nlgbench.distillation.curve import CURVE_FILE, plot_curve
-from nlgbench.distillation.pairs import Pair, gather_pairs, pairs_sha256, split_by_reference
+from nlgbench.distillation.pairs import Pair, gather_pairs, kinds, pairs_sha256, split_by_reference
 from nlgbench.distillation.progress import Log, log_stderr
+from nlgbench.distillation.shards import SHARD_SIZE
 from nlgbench.distillation.student import INPUT_ORDER, Example, check_student
 from nlgbench.distillation.teacher import Labels, Teacher, labels_key, teacher_labels
 from nlgbench.distillation.training import Trained, train_student
@@ -73,6 +74,9 @@ def distill(
     threads: int | None = None,
     checkpoint_every: int | None = None,
     resume: bool = False,
+    random_share: float = 0.0,
+    holdout: Sequence[str] = (),
+    label_shard_size: int = SHARD_SIZE,
     log: Log = log_stderr,
 ) -> DistillResult:
     """Pairs -> teacher labels (cached) -> trained student -> model folder `out` with distill.json and
@@ -84,8 +88,18 @@ def distill(
     folder = _check_inputs(cfg, out, device, teacher_batch_size, augment, max_pairs, threads)
     checkpoints = Checkpoints(checkpoint_folder(folder), checkpoint_every, resume)
     check_checkpoints(checkpoints)
-    pairs, read, counts = gather_pairs(sources, max_pairs=max_pairs, augment=augment, seed=cfg.seed, log=log)
-    labels = teacher_labels(pairs, teacher, device=device, batch_size=teacher_batch_size, log=log)
+    pairs, read, counts = gather_pairs(
+        sources,
+        max_pairs=max_pairs,
+        augment=augment,
+        seed=cfg.seed,
+        random_share=random_share,
+        holdout=holdout,
+        log=log,
+    )
+    labels = teacher_labels(
+        pairs, teacher, device=device, batch_size=teacher_batch_size, shard_size=label_shard_size, log=log
+    )
     rows = _targets(pairs, labels, teacher, log)
     train_idx, val_idx = split_by_reference([p for p, _ in rows], cfg.val_fraction, cfg.seed)
     train, val = [rows[i] for i in train_idx], [rows[i] for i in val_idx]
@@ -105,11 +119,20 @@ def distill(
             "counts": counts,
             "augment": augment,
             "max_pairs": max_pairs,
+            "random_share": random_share,
+            "holdout": list(holdout),
             **_data_record(rows, train, val, cfg),
             **_texts_record(texts, texts_text),
         },
         "threads": torch.get_num_threads(),
-        "labels": {"cached": labels.cached, "seconds": round(labels.seconds, 2), "cache_file": labels.cache_file},
+        "labels": {
+            "cached": labels.cached,
+            "seconds": round(labels.seconds, 2),
+            "cache_file": labels.cache_file,
+            "shards": labels.shards,
+            "shards_labelled": labels.shards_labelled,
+            "shard_folder": labels.shard_folder,
+        },
         "hyperparameters": asdict(cfg),
         **trained.record,
         "history": trained.history,
@@ -218,6 +241,7 @@ def _data_record(rows: Sequence[Row], train: Sequence[Row], val: Sequence[Row], 
     return {
         "pairs": len(rows),
         "by_origin": dict(Counter(p.origin for p, _ in rows)),
+        "by_kind": kinds([p for p, _ in rows]),
         "pairs_sha256": pairs_sha256([p for p, _ in rows]),
         "train_pairs": len(train),
         "val_pairs": len(val),

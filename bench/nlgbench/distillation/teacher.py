@@ -1,17 +1,17 @@
 """The teacher of `nlgbench distill` and its labels: the teacher cell's config (`Teacher`), checked as
-a spec's metric entry; its scores of the pairs, computed as a sweep cell computes them and cached
-under `$NLGBENCH_CACHE/distill/` by the sha256 of the pairs, the teacher's config and the versions
-that change scores (as a cell id), so a rerun does not relabel. Device and batch size are not in
-the key (they change scores by rounding only)."""
+a spec's metric entry; its scores of the pairs, computed as a sweep cell computes them, in shards
+cached as they are scored (`nlgbench.distillation.shards`: a killed labelling resumes), and the
+whole list cached under `$NLGBENCH_CACHE/distill/` by the sha256 of the pairs, the teacher's config
+and the versions that change scores (as a cell id), so a rerun does not relabel. Device and batch
+size are not in the keys (they change scores by rounding only)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,16 @@ from nlgbench.core.spec import parse_metric_entry
 from nlgbench.data.catalogue import cache_dir
 from nlgbench.data.model import Item
 from nlgbench.distillation.pairs import Pair, pairs_sha256
-from nlgbench.distillation.progress import BAR_INTERVAL, Log, log_stderr
+from nlgbench.distillation.progress import Log, log_stderr
+from nlgbench.distillation.shards import (
+    SHARD_SIZE,
+    Progress,
+    Shard,
+    plan_shards,
+    read_shard,
+    teacher_folder,
+    write_shard,
+)
 from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, resolve_encoder
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import write_atomic
@@ -110,19 +119,46 @@ class Labels:
     """The teacher's primary score per pair, and how it was obtained."""
 
     scores: list[float]
-    cached: bool
-    seconds: float  # of the labelling run (also when read from the cache)
+    cached: bool  # every score came from the cache (nothing labelled by this run)
+    seconds: float  # of the labelling (summed over its shards; also when read from the cache)
     device: str
     batch_size: int
     scorer: dict[str, Any]  # the scorer's own description (params, layer, ...)
     cache_file: str  # relative to $NLGBENCH_CACHE
+    shards: int = 0  # shards of the labelling
+    shards_labelled: int = 0  # of them, labelled by this run (the rest read from the cache)
+    shard_folder: str = ""  # relative to $NLGBENCH_CACHE
+
+
+ShardHook = Callable[[int], None]  # called after each shard written, with the shards labelled so far by this run
+
+
+def shards_key(pairs: Sequence[Pair], teacher: Teacher) -> dict[str, Any]:
+    """What every shard's labels depend on: the teacher config, the score versions and, for a metric
+    whose corpus state these options use (idf), the whole pair list."""
+    info = get_metric(teacher.metric)
+    corpus = info.corpus_state and bool(teacher.options.get("idf", True))
+    return {
+        "teacher": teacher.to_dict(),
+        "versions": {**score_versions(), **metric_versions(teacher.metric)},
+        "corpus": pairs_sha256(pairs) if corpus else None,
+    }
 
 
 def teacher_labels(
-    pairs: Sequence[Pair], teacher: Teacher, *, device: str, batch_size: int, log: Log = log_stderr
+    pairs: Sequence[Pair],
+    teacher: Teacher,
+    *,
+    device: str,
+    batch_size: int,
+    shard_size: int = SHARD_SIZE,
+    log: Log = log_stderr,
+    on_shard: ShardHook | None = None,
 ) -> Labels:
-    """The teacher's scores of `pairs`, from the cache when the same pairs, teacher and versions
-    were labelled before, else computed (and cached, atomically)."""
+    """The teacher's scores of `pairs`: from the whole-list cache when the same pairs, teacher and
+    versions were labelled before; else shard by shard (`nlgbench.distillation.shards`), reading
+    the shards already on disk and scoring and writing the others, so an interrupted labelling
+    resumes where it stopped; the assembled labels are cached too (atomically)."""
     key = labels_key(pairs, teacher)
     path = labels_cache_file(key)
     cached = _read_labels(path, key, len(pairs), log)
@@ -132,23 +168,53 @@ def teacher_labels(
             f"on {cached.device}); not relabelled"
         )
         return cached
-    log(f"labels: {len(pairs)} pairs by {teacher.label} on {device}, batch {batch_size}")
-    start = time.perf_counter()
-    scores, scorer = _run_teacher(pairs, teacher, device, batch_size)
-    labels = Labels(scores, False, time.perf_counter() - start, device, batch_size, scorer, labels_cache_name(key))
+    plan = plan_shards(pairs, shard_size)
+    relative = teacher_folder(shards_key(pairs, teacher))
+    folder = cache_dir() / relative
+    records = {s.key: r for s in plan if (r := read_shard(folder, s, log)) is not None}
+    todo = [s for s in plan if s.key not in records]
+    done = sum(s.size for s in plan if s.key in records)
+    log(
+        f"labels: {len(pairs)} pairs by {teacher.label} in {len(plan)} shards (about {shard_size} pairs each) "
+        f"in {folder}; {len(plan) - len(todo)} shards ({done} pairs) already labelled, {len(todo)} to label "
+        f"on {device}, batch {batch_size}"
+    )
+    scorer: dict[str, Any] = {}
+    if todo:
+        progress = Progress(len(pairs), done, len(plan), len(plan) - len(todo), log)
+        labelled = 0
+
+        def write(shard: Shard, scores: list[float], seconds: float, described: dict[str, Any]) -> None:
+            nonlocal labelled
+            record = {"labels": scores, "seconds": seconds, "device": device, "batch_size": batch_size}
+            write_shard(folder, shard, {**record, "scorer": described})
+            records[shard.key] = record
+            labelled += 1
+            progress.advance(shard.size)
+            if on_shard is not None:
+                on_shard(labelled)
+
+        scorer = _run_teacher(pairs, teacher, device, batch_size, todo, write)
+    scores = [v for s in plan for v in records[s.key]["labels"]]
+    seconds = sum(float(records[s.key]["seconds"]) for s in plan)
+    scorer = scorer or dict(records[plan[0].key].get("scorer") or {})
+    labels = Labels(
+        scores, not todo, seconds, device, batch_size, scorer, labels_cache_name(key), len(plan), len(todo), relative
+    )
     _write_json(
         path,
         {
             "key": key,
             "labels": scores,
-            "seconds": labels.seconds,
+            "seconds": seconds,
             "device": device,
             "batch_size": batch_size,
             "scorer": scorer,
+            "shards": relative,
         },
     )
     log(
-        f"labels: done in {labels.seconds:.0f} s ({len(pairs) / max(labels.seconds, 1e-9):.1f} pairs/s); "
+        f"labels: done, {len(todo)} of {len(plan)} shards labelled by this run ({seconds:.0f} s in all); "
         f"cached in {path}"
     )
     return labels
@@ -170,19 +236,22 @@ def _read_labels(path: Path, key: dict[str, Any], n: int, log: Log) -> Labels | 
             int(raw["batch_size"]),
             dict(raw.get("scorer") or {}),
             labels_cache_name(key),
+            shard_folder=str(raw.get("shards") or ""),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log(f"labels: ignoring the unreadable cache file {path} ({exc}); labelling again")
         return None
 
 
-def _run_teacher(
-    pairs: Sequence[Pair], teacher: Teacher, device: str, batch_size: int
-) -> tuple[list[float], dict[str, Any]]:
-    """Score the pairs as a sweep cell does (`MetricInfo.make`, `prepare` over all pairs, `score`),
-    in chunks of a few batches so progress shows; returns the primary scores and `describe()`."""
-    from tqdm.auto import tqdm
+ShardWriter = Callable[[Shard, list[float], float, dict[str, Any]], None]
 
+
+def _run_teacher(
+    pairs: Sequence[Pair], teacher: Teacher, device: str, batch_size: int, todo: Sequence[Shard], write: ShardWriter
+) -> dict[str, Any]:
+    """Score the shards `todo` of `pairs` as a sweep cell scores (`MetricInfo.make` with the cell's
+    encoder, variant included, and batch size; `prepare` over all pairs; `score`), one `score` call
+    per shard, each written (`write`) as soon as it is scored; returns the scorer's `describe()`."""
     info = get_metric(teacher.metric)
     items = [
         Item(lp="", seg_id=i + 1, system="", source="", reference=p.reference, hypothesis=p.candidate, human=math.nan)
@@ -191,14 +260,12 @@ def _run_teacher(
     extra = {"aligner": teacher.aligner} if info.accepts_aligners else {}
     scorer = info.make(teacher.encoder, teacher.options, device, batch_size, **extra)
     scorer.prepare(items)  # corpus state (idf) over all pairs, as a cell over its whole dataset
-    chunk = batch_size * 8
-    scores: list[float] = []
-    with tqdm(total=len(items), unit="pair", desc="teacher", file=sys.stderr, mininterval=BAR_INTERVAL) as bar:
-        for start in range(0, len(items), chunk):
-            part = items[start : start + chunk]
-            scores += [float(v) for v in scorer.score(part, PhaseTimer()).score]
-            bar.update(len(part))
-    return scores, json_safe(scorer.describe())
+    described = json_safe(scorer.describe())
+    for shard in todo:
+        start = time.perf_counter()
+        scores = [float(v) for v in scorer.score(items[shard.start : shard.end], PhaseTimer()).score]
+        write(shard, scores, time.perf_counter() - start, described)
+    return described
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:

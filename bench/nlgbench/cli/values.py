@@ -1,0 +1,34 @@
+"""Values of command-line options read as YAML: `KEY=VALUE` options and encoder variants (`nlgbench.cli.parser`
+and `nlgbench.cli.distill_parser` use them)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import yaml
+
+from nlgbench.foundations.errors import UserError
+
+
+def key_value(raw: str, option: str) -> tuple[str, Any]:
+    """One `KEY=VALUE` of a repeated option (`score --option`, `distill --teacher-options`): the key
+    (spaces around it removed) and the value read as YAML (`idf=true` -> True, `layer=9` -> 9)."""
+    key, sep, value = raw.partition("=")
+    if not sep or not key.strip():
+        raise UserError(f"{option} takes KEY=VALUE, got {raw!r}")
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise UserError(f"{option} {key}: cannot read the value {value!r}") from None
+
+
+def encoder_value(raw: str) -> str | dict[str, Any]:
+    """An encoder option's value: a name, or (starting with `{`) a variant as a YAML mapping."""
+    try:
+        value = yaml.safe_load(raw) if raw.lstrip().startswith("{") else raw
+    except yaml.YAMLError:
+        value = None
+    if not isinstance(value, (str, dict)):
+        raise argparse.ArgumentTypeError(f"cannot read the encoder mapping {raw!r} as a YAML mapping")
+    return value
