@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nlgbench.cli import main
-from nlgbench.cli.example import example_files, relative_paths
+from nlgbench.cli.example import SUMMARY_CHARS, example_files, relative_paths
 from nlgbench.foundations.package import package_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,16 +26,25 @@ def test_the_package_examples_are_the_repository_files() -> None:
     assert {name: path.resolve() for name, path in example_files().items()} == {p.stem: p.resolve() for p in EXAMPLES}
 
 
-def test_list_names_each_example_with_its_first_comment_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_list_names_each_example_with_its_opening_sentence(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["example"]) == 0
     lines = capsys.readouterr().out.splitlines()
     names = [line.split()[0] for line in lines]
     assert names[0] == "quickstart" and sorted(names) == sorted(p.stem for p in EXAMPLES)
     for line in lines:
         path = REPO / "examples" / f"{line.split()[0]}.yaml"
-        first = path.read_text(encoding="utf-8").splitlines()[0]
-        assert first.startswith("# ") and line.split(None, 1)[1] == first[2:].strip()
-    assert "quickstart     Quickstart: BERTScore with a heavy encoder" in lines[0]
+        comment = []
+        for text in path.read_text(encoding="utf-8").splitlines():
+            if not text.startswith("#"):
+                break
+            comment.append(text[1:].strip())
+        opening = " ".join(comment)
+        summary = line.split(None, 1)[1]
+        assert len(summary) <= SUMMARY_CHARS
+        # the opening comment's words, joined across lines, cut with "..." where longer than the listing allows
+        assert opening.startswith(summary.removesuffix("..."))
+        assert summary.endswith("...") or len(summary) < SUMMARY_CHARS
+    assert lines[0].startswith("quickstart     Quickstart: BERTScore with a heavy encoder, a light one")
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])

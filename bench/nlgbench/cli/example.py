@@ -16,6 +16,7 @@ from nlgbench.foundations.files import read_text, write_new
 from nlgbench.foundations.package import package_file
 
 FIRST = "quickstart"  # listed first: the spec to start with
+SUMMARY_CHARS = 100  # of a spec's opening comment in the listing
 RELATIVE = ("./", "../")  # a string value starting so is a path relative to the spec's own folder
 
 
@@ -28,9 +29,17 @@ def example_files() -> dict[str, Path]:
 
 
 def summary_line(text: str) -> str:
-    """A spec's first comment line (what it runs), without the `#`; empty where it opens with no comment."""
-    first = text.lstrip().splitlines()[0] if text.strip() else ""
-    return first.lstrip("#").strip() if first.startswith("#") else ""
+    """A spec's opening comment up to the end of its first line that ends a sentence (what it runs),
+    without the `#`s, cut to `SUMMARY_CHARS`; empty where the spec opens with no comment."""
+    words: list[str] = []
+    for line in text.lstrip().splitlines():
+        if not line.startswith("#"):
+            break
+        words += line.lstrip("#").split()
+        if words and words[-1].endswith((".", ":")):
+            break
+    summary = " ".join(words).rstrip(".:")
+    return summary if len(summary) <= SUMMARY_CHARS else summary[: SUMMARY_CHARS - 3].rstrip() + "..."
 
 
 def relative_paths(text: str) -> list[str]:
