@@ -16,7 +16,7 @@ from nlgbench.foundations.errors import UserError
 
 if TYPE_CHECKING:
     from nlgbench.core.spec import SweepSpec
-    from nlgbench.data.model import Dataset
+    from nlgbench.data.model import Dataset, Item
 
 DISTILL_FILE = "distill.json"
 TEXTS_FILE = "training_texts.sha256"  # one hash per line: every reference and (reference, candidate) pair seen
@@ -36,6 +36,16 @@ def training_hashes(pairs: Iterable[tuple[str, str]]) -> list[str]:
     return sorted(
         refs | {f"p:{text_hash(text_hash(reference) + text_hash(candidate))}" for reference, candidate in pairs}
     )
+
+
+def overlapping_items(units: set[str], dataset: Dataset) -> list[Item]:
+    """The items of `dataset` with a reference, or a (reference, hypothesis) pair, among the training
+    `units` (`training_hashes`): what the guard refuses, and what distillation's holdout must leave none of."""
+    return [
+        it
+        for it in dataset.items
+        if not units.isdisjoint(training_hashes([(ref, it.hypothesis) for ref in it.references]))
+    ]
 
 
 def read_record(student_dir: Path) -> dict[str, Any] | None:
@@ -71,11 +81,7 @@ def overlaps(student_dir: Path, datasets: Sequence[Dataset], name: str | None = 
         ) from None
     lines = []
     for ds in datasets:
-        hits = [
-            it
-            for it in ds.items
-            if not seen.isdisjoint(training_hashes([(ref, it.hypothesis) for ref in it.references]))
-        ]
+        hits = overlapping_items(seen, ds)
         if hits:
             first = hits[0]
             lines.append(

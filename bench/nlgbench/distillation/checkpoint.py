@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,6 +29,7 @@ import numpy as np
 
 from nlgbench.distillation.config import TrainConfig
 from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.files import write_atomic_with
 
 if TYPE_CHECKING:
     import torch
@@ -155,16 +154,7 @@ def _differences(saved: dict[str, Any], expected: dict[str, Any]) -> list[str]:
 
 
 def _atomic_save(obj: Any, path: Path) -> None:
-    """torch.save to a temporary file in the same folder, flushed to disk, then renamed over `path`."""
+    """torch.save into `path` atomically, flushed to disk before the rename (`write_atomic_with`)."""
     import torch
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(obj, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic_with(path, lambda fh: torch.save(obj, fh), sync=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from nlgbench.core.leakage import text_hash, training_hashes
+from nlgbench.core.leakage import overlapping_items, text_hash, training_hashes
 from nlgbench.data.loaders import load_dataset
 from nlgbench.data.model import Dataset
 from nlgbench.foundations.errors import UserError
@@ -34,12 +34,16 @@ def holdout_names(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(name.strip() for value in values for name in value.split(",") if name.strip()))
 
 
+def own_data_file(name: str) -> bool:
+    """Whether a `--pairs` / `--holdout` name means an own-data file (an existing path, or a .jsonl /
+    .tsv name: its own clear errors) rather than a catalogue dataset (unknown names: the closest ones)."""
+    path = Path(name).expanduser()
+    return path.exists() or path.suffix.lower() in (".jsonl", ".tsv")
+
+
 def load_named(name: str) -> Dataset:
     """A catalogue dataset by name, or an own-data file by path (as `--pairs` reads them)."""
-    path = Path(name).expanduser()
-    if path.exists() or path.suffix.lower() in (".jsonl", ".tsv"):
-        return load_dataset(path=path)
-    return load_dataset(name)
+    return load_dataset(path=Path(name).expanduser()) if own_data_file(name) else load_dataset(name)
 
 
 @dataclass
@@ -91,9 +95,9 @@ class Holdout:
         reference, nor (reference, hypothesis) pair, among the pairs' units. Fails only on a bug."""
         units = set(training_hashes((p.reference, p.candidate) for p in pairs))
         for dataset in self.datasets:
-            for it in dataset.items:
-                if not units.isdisjoint(training_hashes([(ref, it.hypothesis) for ref in it.references])):
-                    raise RuntimeError(f"held-out dataset {dataset.name} overlaps the pairs at {it.key} (a bug)")
+            hits = overlapping_items(units, dataset)
+            if hits:
+                raise RuntimeError(f"held-out dataset {dataset.name} overlaps the pairs at {hits[0].key} (a bug)")
 
     def counts(self) -> dict[str, Any]:
         """distill.json's `held_out`: pairs removed in all and per dataset, the texts held out."""

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.data.catalogue import sha256_file
-from nlgbench.data.loaders import load_dataset
 from nlgbench.data.text import jsonl_records, tsv_table
 from nlgbench.distillation.augment import SCALE_EDITS, synthetic_candidates
-from nlgbench.distillation.holdout import Holdout
+from nlgbench.distillation.holdout import Holdout, load_named, own_data_file
 from nlgbench.distillation.progress import Log, log_stderr
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_text
@@ -54,12 +53,8 @@ def read_pairs(source: str) -> tuple[list[Pair], PairSource]:
     if path.suffix.lower() in (".jsonl", ".tsv") and path.is_file() and _is_pairs_file(path):
         pairs = _read_pairs_file(path)
         return pairs, PairSource(path.stem, "pairs file", len(pairs), {str(path): sha256_file(path)})
-    if path.exists() or path.suffix.lower() in (".jsonl", ".tsv"):
-        dataset = load_dataset(path=path)  # its own clear errors: missing file, wrong type, bad fields
-        kind = "own data file"
-    else:
-        dataset = load_dataset(source)  # unknown names: the closest catalogue names
-        kind = "catalogue dataset"
+    dataset = load_named(source)
+    kind = "own data file" if own_data_file(source) else "catalogue dataset"
     pairs = [Pair(ref, it.hypothesis, dataset.name, "system") for it in dataset.items for ref in it.references]
     references: dict[tuple[str, object], dict[str, None]] = {}  # per source (lp, seg_id): its distinct references
     for it in dataset.items:

@@ -1,14 +1,16 @@
 """Files read and written by every layer. Reading: `read_bytes`, `utf8_text`, `read_text`,
-`read_lines` (a file that cannot be read is one UserError naming it). Writing: `write_atomic` (whole or
-not at all, no link followed), `write_new` (a new file only: nothing there is replaced) and `write_fault`,
-the one line for a write the file system refused."""
+`read_lines` (a file that cannot be read is one UserError naming it). Writing: `write_atomic` and
+`write_atomic_with` (whole or not at all, no link followed), `write_new` (a new file only: nothing
+there is replaced) and `write_fault`, the one line for a write the file system refused."""
 
 from __future__ import annotations
 
 import errno
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from nlgbench.foundations.errors import UserError
 
@@ -34,10 +36,16 @@ def write_fault(exc: OSError) -> UserError | None:
 
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write `data` (text as UTF-8, newlines as given) to `path` so that readers never see half a
-    file and no link is followed: a fresh temporary (O_EXCL, in the same folder) renamed over
-    `path`. A link at `path` is replaced by the file, its target left as it was. An OSError names
-    `path` (not the temporary), for `write_fault`'s one line."""
+    file and no link is followed (`write_atomic_with`)."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    write_atomic_with(path, lambda fh: fh.write(payload))
+
+
+def write_atomic_with(path: Path, write: Callable[[BinaryIO], object], *, sync: bool = False) -> None:
+    """Have `write` fill a fresh temporary file (O_EXCL, in the same folder), flushed to disk first where
+    `sync` (a training checkpoint must survive a crash), then renamed over `path`: readers never see half
+    a file, and a link at `path` is replaced by the file, its target left as it was. An OSError names
+    `path` (not the temporary), for `write_fault`'s one line."""
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
@@ -45,7 +53,10 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
+            write(fh)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide results from the rest of a group
         os.replace(tmp, path)
     except BaseException as exc:
