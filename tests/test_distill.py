@@ -216,7 +216,8 @@ def test_labels_are_read_from_the_cache_on_a_rerun(
     monkeypatch.setattr(teacher, "_run_teacher", counting)
     first = distill([str(pairs)], CHRF, cfg, tmp_path / "a", log=lambda _m: None)
     assert calls == [40] and first.record["labels"]["cached"] is False
-    assert list((tmp_path / "cache" / "distill").glob("labels-*.json"))
+    assert list((tmp_path / "cache" / "distill" / "shards").glob("*/*.json"))
+    assert not list((tmp_path / "cache" / "distill").glob("labels-*.json"))  # the shards alone hold the labels
     second = distill([str(pairs)], CHRF, cfg, tmp_path / "b", log=lambda _m: None)
     assert calls == [40] and second.record["labels"]["cached"] is True  # the teacher did not run again
     assert second.record["data"]["pairs_sha256"] == first.record["data"]["pairs_sha256"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+import test_distill
 from nlgbench.cli.distill_parser import add_distill_arguments
 from nlgbench.core.leakage import DISTILL_FILE
 from nlgbench.distillation.checkpoint import LAST, checkpoint_folder
@@ -24,8 +24,7 @@ from nlgbench.distillation.curve import CURVE_FILE
 from nlgbench.distillation.pipeline import DistillResult, distill
 from nlgbench.distillation.student import choose_max_length
 from nlgbench.foundations.errors import UserError
-from test_distill import CHRF, WORDS, config, own_data, synthetic_rows
-from tiny import make_tiny_bert
+from test_distill import CHRF, config, own_data, synthetic_rows
 
 PAIRS = 200  # 20 references held out: 180 training pairs, 23 batches of 8, 12 steps of 2 batches per epoch
 TRAINING = {"epochs": 3, "batch_size": 8, "accumulate": 2, "evals_per_epoch": 2, "max_length": "auto"}
@@ -35,17 +34,9 @@ class Interrupted(Exception):
     """Raised from the log after a given number of checkpoints: the run stops as if killed."""
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), WORDS, num_layers=2)
+# the same tiny student and one-thread set-up as tests/test_distill.py (its fixtures, shared)
+one_thread = test_distill.one_thread
+tiny_dir = test_distill.tiny_dir
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,7 @@ from nlgbench.distillation.pairs import Pair, gather_pairs, kinds, pairs_sha256,
 from nlgbench.distillation.progress import Log, log_stderr
 from nlgbench.distillation.shards import SHARD_SIZE
 from nlgbench.distillation.student import INPUT_ORDER, Example, check_student
-from nlgbench.distillation.teacher import Labels, Teacher, labels_key, teacher_labels
+from nlgbench.distillation.teacher import Labels, Teacher, shards_key, teacher_labels
 from nlgbench.distillation.training import Trained, train_student
 from nlgbench.encoders.registry import model_label
 from nlgbench.encoders.variants import count_params
@@ -128,7 +128,6 @@ def distill(
         "labels": {
             "cached": labels.cached,
             "seconds": round(labels.seconds, 2),
-            "cache_file": labels.cache_file,
             "shards": labels.shards,
             "shards_labelled": labels.shards_labelled,
             "shard_folder": labels.shard_folder,
@@ -211,7 +210,7 @@ def _teacher_record(teacher: Teacher, labels: Labels, pairs: Sequence[Pair]) -> 
         if teacher.higher_is_better
         else "-score (the teacher is lower-is-better; the student is higher-is-better)",
         "scorer": labels.scorer,
-        "versions": labels_key(pairs, teacher)["versions"],
+        "versions": shards_key(pairs, teacher)["versions"],
     }
 
 

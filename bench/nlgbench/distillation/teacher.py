@@ -1,14 +1,12 @@
 """The teacher of `nlgbench distill` and its labels: the teacher cell's config (`Teacher`), checked as
 a spec's metric entry; its scores of the pairs, computed as a sweep cell computes them, in shards
-cached as they are scored (`nlgbench.distillation.shards`: a killed labelling resumes), and the
-whole list cached under `$NLGBENCH_CACHE/distill/` by the sha256 of the pairs, the teacher's config
-and the versions that change scores (as a cell id), so a rerun does not relabel. Device and batch
-size are not in the keys (they change scores by rounding only)."""
+cached as they are scored (`nlgbench.distillation.shards`: a killed labelling resumes, a rerun
+reads every shard and labels nothing). Shards are keyed by their pairs' texts, the teacher's config
+and the versions that change scores (as a cell id); device and batch size are not in the keys
+(they change scores by rounding only)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +33,6 @@ from nlgbench.distillation.shards import (
 )
 from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, resolve_encoder
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.files import write_atomic
 from nlgbench.metrics import default_encoder, get_metric
 from nlgbench.metrics.base import PhaseTimer
 
@@ -95,25 +92,6 @@ class Teacher:
         return f"{metric} | {self.encoder.label}"
 
 
-def labels_key(pairs: Sequence[Pair], teacher: Teacher) -> dict[str, Any]:
-    """What the teacher's labels depend on: the pairs, the teacher config and the score versions."""
-    return {
-        "pairs_sha256": pairs_sha256(pairs),
-        "teacher": teacher.to_dict(),
-        "versions": {**score_versions(), **metric_versions(teacher.metric)},
-    }
-
-
-def labels_cache_name(key: dict[str, Any]) -> str:
-    """The labels' cache file, relative to $NLGBENCH_CACHE (as distill.json records it: no machine path)."""
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
-    return f"distill/labels-{digest[:20]}.json"
-
-
-def labels_cache_file(key: dict[str, Any]) -> Path:
-    return cache_dir() / labels_cache_name(key)
-
-
 @dataclass
 class Labels:
     """The teacher's primary score per pair, and how it was obtained."""
@@ -121,13 +99,12 @@ class Labels:
     scores: list[float]
     cached: bool  # every score came from the cache (nothing labelled by this run)
     seconds: float  # of the labelling (summed over its shards; also when read from the cache)
-    device: str
+    device: str  # of this run (the shards record the device each was labelled on)
     batch_size: int
     scorer: dict[str, Any]  # the scorer's own description (params, layer, ...)
-    cache_file: str  # relative to $NLGBENCH_CACHE
-    shards: int = 0  # shards of the labelling
-    shards_labelled: int = 0  # of them, labelled by this run (the rest read from the cache)
-    shard_folder: str = ""  # relative to $NLGBENCH_CACHE
+    shards: int  # shards of the labelling
+    shards_labelled: int  # of them, labelled by this run (the rest read from the cache)
+    shard_folder: str  # relative to $NLGBENCH_CACHE
 
 
 ShardHook = Callable[[int], None]  # called after each shard written, with the shards labelled so far by this run
@@ -155,19 +132,9 @@ def teacher_labels(
     log: Log = log_stderr,
     on_shard: ShardHook | None = None,
 ) -> Labels:
-    """The teacher's scores of `pairs`: from the whole-list cache when the same pairs, teacher and
-    versions were labelled before; else shard by shard (`nlgbench.distillation.shards`), reading
-    the shards already on disk and scoring and writing the others, so an interrupted labelling
-    resumes where it stopped; the assembled labels are cached too (atomically)."""
-    key = labels_key(pairs, teacher)
-    path = labels_cache_file(key)
-    cached = _read_labels(path, key, len(pairs), log)
-    if cached is not None:
-        log(
-            f"labels: cache hit, {len(pairs)} teacher scores from {path} (labelled in {cached.seconds:.0f} s "
-            f"on {cached.device}); not relabelled"
-        )
-        return cached
+    """The teacher's scores of `pairs`, shard by shard (`nlgbench.distillation.shards`): the shards
+    already on disk are read, the others scored and written as they are done, so an interrupted
+    labelling resumes where it stopped and a rerun labels nothing."""
     plan = plan_shards(pairs, shard_size)
     relative = teacher_folder(shards_key(pairs, teacher))
     folder = cache_dir() / relative
@@ -198,49 +165,11 @@ def teacher_labels(
     scores = [v for s in plan for v in records[s.key]["labels"]]
     seconds = sum(float(records[s.key]["seconds"]) for s in plan)
     scorer = scorer or dict(records[plan[0].key].get("scorer") or {})
-    labels = Labels(
-        scores, not todo, seconds, device, batch_size, scorer, labels_cache_name(key), len(plan), len(todo), relative
-    )
-    _write_json(
-        path,
-        {
-            "key": key,
-            "labels": scores,
-            "seconds": seconds,
-            "device": device,
-            "batch_size": batch_size,
-            "scorer": scorer,
-            "shards": relative,
-        },
-    )
     log(
-        f"labels: done, {len(todo)} of {len(plan)} shards labelled by this run ({seconds:.0f} s in all); "
-        f"cached in {path}"
+        f"labels: done, {len(todo)} of {len(plan)} shards labelled by this run ({seconds:.0f} s of labelling "
+        "in all)"
     )
-    return labels
-
-
-def _read_labels(path: Path, key: dict[str, Any], n: int, log: Log) -> Labels | None:
-    if not path.is_file():
-        return None
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        if raw["key"] != key or len(raw["labels"]) != n:
-            raise ValueError("its key or length differs")
-        scores = [math.nan if v is None else float(v) for v in raw["labels"]]
-        return Labels(
-            scores,
-            True,
-            float(raw["seconds"]),
-            str(raw["device"]),
-            int(raw["batch_size"]),
-            dict(raw.get("scorer") or {}),
-            labels_cache_name(key),
-            shard_folder=str(raw.get("shards") or ""),
-        )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log(f"labels: ignoring the unreadable cache file {path} ({exc}); labelling again")
-        return None
+    return Labels(scores, not todo, seconds, device, batch_size, scorer, len(plan), len(todo), relative)
 
 
 ShardWriter = Callable[[Shard, list[float], float, dict[str, Any]], None]
@@ -266,9 +195,3 @@ def _run_teacher(
         scores = [float(v) for v in scorer.score(items[shard.start : shard.end], PhaseTimer()).score]
         write(shard, scores, time.perf_counter() - start, described)
     return described
-
-
-def _write_json(path: Path, payload: dict[str, Any]) -> None:
-    """A JSON file (strict: NaN as null) written atomically, its folder made first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(json_safe(payload)))
