@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from nlgbench.core.leakage import DISTILL_FILE
 from nlgbench.distillation.checkpoint import LAST, checkpoint_folder
 from nlgbench.distillation.curve import CURVE_FILE
 from nlgbench.distillation.pipeline import DistillResult, distill
+from nlgbench.distillation.progress import BAR_INTERVAL
 from nlgbench.distillation.student import choose_max_length
 from nlgbench.foundations.errors import UserError
 from test_distill import CHRF, config, own_data, synthetic_rows
@@ -114,10 +116,18 @@ def test_an_interrupted_run_resumed_ends_with_the_uninterrupted_weights(
     assert not partial.exists()  # removed once the student is written
 
 
-def test_resume_without_a_checkpoint_starts_afresh(tmp_path: Path, tiny_dir: Path, data_file: Path) -> None:
+def test_resume_without_a_checkpoint_starts_afresh(
+    tmp_path: Path, tiny_dir: Path, data_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = config(tiny_dir, **{**TRAINING, "epochs": 1})
+    start = time.perf_counter()
     result = distill([str(data_file)], CHRF, cfg, tmp_path / "student", resume=True, log=quiet)
+    elapsed = time.perf_counter() - start
     assert result.record["training"]["resumed_from"] == [] and result.record["training"]["steps"] == 12
+    # stderr is no terminal here: the progress bar is drawn once at the start, then at most every
+    # BAR_INTERVAL seconds and at the end, not at each of the 12 steps (a log file stays short)
+    draws = capsys.readouterr().err.count("student:")
+    assert BAR_INTERVAL == 30.0 and 2 <= draws <= 2 + math.ceil(elapsed / BAR_INTERVAL)
 
 
 @pytest.mark.parametrize(("accumulate", "steps"), [(1, 23), (3, 8), (30, 1)])

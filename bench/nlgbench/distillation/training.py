@@ -230,7 +230,7 @@ def fit_student(
                     seen_since + pairs,
                 )
                 bar.update(pairs)
-                bar.set_postfix(loss=f"{np.mean(fit.losses[-50:]):.4f}")
+                bar.set_postfix(loss=f"{np.mean(fit.losses[-50:]):.4f}", refresh=False)  # drawn at the bar's interval
                 validating = fit.step % every == 0 or fit.step == total
                 if validating:
                     rate = seen_since / (time.perf_counter() - last)
