@@ -124,10 +124,40 @@ def test_resume_without_a_checkpoint_starts_afresh(
     result = distill([str(data_file)], CHRF, cfg, tmp_path / "student", resume=True, log=quiet)
     elapsed = time.perf_counter() - start
     assert result.record["training"]["resumed_from"] == [] and result.record["training"]["steps"] == 12
-    # stderr is no terminal here: the progress bar is drawn once at the start, then at most every
-    # BAR_INTERVAL seconds and at the end, not at each of the 12 steps (a log file stays short)
+    # stderr is no terminal here: the progress bar is drawn at the start and the end, again after each
+    # validation line written above it, and at most every BAR_INTERVAL seconds besides; not at each of
+    # the 12 steps (a log file stays short)
     draws = capsys.readouterr().err.count("student:")
-    assert BAR_INTERVAL == 30.0 and 2 <= draws <= 2 + math.ceil(elapsed / BAR_INTERVAL)
+    validations = len(result.record["training"]["curve"]) - 1  # 2: at steps 6 and 12
+    assert BAR_INTERVAL == 30.0 and validations == 2
+    assert 2 <= draws <= 2 + validations + math.ceil(elapsed / BAR_INTERVAL)
+
+
+@pytest.mark.parametrize(("patience", "steps", "reason"), [(2, 18, "early stop (patience 2)"), (3, 24, "epochs done")])
+def test_patience_stops_early_but_a_run_that_reaches_its_last_step_is_done(
+    tmp_path: Path, tiny_dir: Path, data_file: Path, patience: int, steps: int, reason: str
+) -> None:
+    """A learning rate too small to move float32 weights: every validation after the first epoch is
+    stale. 12 steps per epoch, validated every 6: stale at steps 12, 18, 24, so patience 2 stops at
+    18 of 24 and patience 3 runs out exactly at the last step, which is the planned end, not a stop."""
+    changes = {**TRAINING, "epochs": 2, "lr": 1e-12, "patience": patience}
+    training = distill([str(data_file)], CHRF, config(tiny_dir, **changes), tmp_path / "s", log=quiet).record[
+        "training"
+    ]
+    assert [p["step"] for p in training["curve"]] == [0, 6, 12, 18, 24][: steps // 6 + 1]
+    assert training["steps"] == steps and training["stop_reason"] == reason
+
+
+def test_the_last_validation_is_not_repeated_two_steps_before_the_end(
+    tmp_path: Path, tiny_dir: Path, data_file: Path
+) -> None:
+    """180 pairs, batches of 8, no accumulation: 23 steps, validated every 23 // 4 = 5 steps: at 5, 10,
+    15 and 23; not at 20 as well (3 steps before the end, under half an interval)."""
+    changes = {**TRAINING, "epochs": 1, "accumulate": 1, "evals_per_epoch": 4}
+    training = distill([str(data_file)], CHRF, config(tiny_dir, **changes), tmp_path / "s", log=quiet).record[
+        "training"
+    ]
+    assert [p["step"] for p in training["curve"]] == [0, 5, 10, 15, 23]
 
 
 @pytest.mark.parametrize(("accumulate", "steps"), [(1, 23), (3, 8), (30, 1)])

@@ -34,6 +34,7 @@ from nlgbench.core.result import json_safe
 from nlgbench.distillation.checkpoint import Checkpoints, check_checkpoints, checkpoint_folder
 from nlgbench.distillation.config import TrainConfig
 from nlgbench.distillation.curve import CURVE_FILE, plot_curve
+from nlgbench.distillation.holdout import holdout_names
 from nlgbench.distillation.pairs import Pair, gather_pairs, kinds, pairs_sha256, split_by_reference
 from nlgbench.distillation.progress import Log, log_stderr
 from nlgbench.distillation.shards import SHARD_SIZE
@@ -120,7 +121,7 @@ def distill(
             "augment": augment,
             "max_pairs": max_pairs,
             "random_share": random_share,
-            "holdout": list(holdout),
+            "holdout": holdout_names(holdout),
             **_data_record(rows, train, val, cfg),
             **_texts_record(texts, texts_text),
         },

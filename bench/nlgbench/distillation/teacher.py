@@ -165,10 +165,7 @@ def teacher_labels(
     scores = [v for s in plan for v in records[s.key]["labels"]]
     seconds = sum(float(records[s.key]["seconds"]) for s in plan)
     scorer = scorer or dict(records[plan[0].key].get("scorer") or {})
-    log(
-        f"labels: done, {len(todo)} of {len(plan)} shards labelled by this run ({seconds:.0f} s of labelling "
-        "in all)"
-    )
+    log(f"labels: done, {len(todo)} of {len(plan)} shards labelled by this run ({seconds:.0f} s of labelling in all)")
     return Labels(scores, not todo, seconds, device, batch_size, scorer, len(plan), len(todo), relative)
 
 

@@ -231,7 +231,8 @@ def fit_student(
                 )
                 bar.update(pairs)
                 bar.set_postfix(loss=f"{np.mean(fit.losses[-50:]):.4f}", refresh=False)  # drawn at the bar's interval
-                validating = fit.step % every == 0 or fit.step == total
+                # every `every` steps and at the last, but not twice within half an interval of the end
+                validating = fit.step == total or (fit.step % every == 0 and total - fit.step >= every / 2)
                 if validating:
                     rate = seen_since / (time.perf_counter() - last)
                     point = {
@@ -252,7 +253,7 @@ def fit_student(
                         file=sys.stderr,
                     )
                     fit.keep_if_best(point, model)
-                    fit.stopped = fit.stale >= cfg.patience
+                    fit.stopped = fit.stale >= cfg.patience and fit.step < total  # at the last step: done anyway
                     last, seen_since = time.perf_counter(), 0
                 if checkpoints is not None and (
                     validating or (checkpoints.every and fit.step % checkpoints.every == 0)
