@@ -20,6 +20,7 @@ COPIES = {
     "similarity_runtime_cpu_wmt16_40.png": "reports/similarity/report/runtime_cpu_wmt16_40.png",
     "backends_runtime_cpu_wmt16_40.png": "reports/backends/report/runtime_cpu_wmt16_40.png",
     "gpu_batch_sweep.png": "reports/gpu/batch_sweep.png",
+    "distill_runtime_cpu_wmt16.png": "reports/distill/report/runtime_cpu_wmt16.png",
 }
 
 
