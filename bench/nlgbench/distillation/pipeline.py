@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from pathlib import Path, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 from nlgbench.core.leakage import DISTILL_FILE, TEXTS_FILE, training_hashes
@@ -41,7 +41,7 @@ from nlgbench.distillation.shards import SHARD_SIZE
 from nlgbench.distillation.student import INPUT_ORDER, Example, check_student
 from nlgbench.distillation.teacher import Labels, Teacher, shards_key, teacher_labels
 from nlgbench.distillation.training import Trained, train_student
-from nlgbench.encoders.registry import model_label
+from nlgbench.encoders.registry import without_machine_paths
 from nlgbench.encoders.variants import count_params
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.version import __version__
@@ -146,18 +146,6 @@ def distill(
         f"{'' if not allow_overlap else '; --allow-overlap recorded: the leakage guard is off for it'})"
     )
     return DistillResult(folder, record, [p for p, _ in val], [y for _, y in val], trained.val_predictions)
-
-
-def without_machine_paths(value: Any) -> Any:
-    """A JSON-ready value with every absolute path (a whole string, or a mapping's key: `/data/models/student`,
-    `~/x.jsonl`, `C:\\data\\x.tsv`) replaced by its last part (`model_label`); other values unchanged."""
-    if isinstance(value, dict):
-        return {without_machine_paths(k): without_machine_paths(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_machine_paths(v) for v in value]
-    if isinstance(value, str) and (value.startswith(("/", "~", "\\")) or PureWindowsPath(value).drive):
-        return model_label(value, local=True)
-    return value
 
 
 def _check_inputs(

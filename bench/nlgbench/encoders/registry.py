@@ -283,6 +283,18 @@ def model_label(name: str, local: bool = False) -> str:
     return last or name
 
 
+def without_machine_paths(value: Any) -> Any:
+    """A JSON-ready value with every absolute path (a whole string, or a mapping's key: `/data/models/student`,
+    `~/x.jsonl`, `C:\\data\\x.tsv`) replaced by its last part (`model_label`); other values unchanged."""
+    if isinstance(value, dict):
+        return {without_machine_paths(k): without_machine_paths(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_machine_paths(v) for v in value]
+    if isinstance(value, str) and (value.startswith(("/", "~", "\\")) or PureWindowsPath(value).drive):
+        return model_label(value, local=True)
+    return value
+
+
 def check_label(label: Any, where: str) -> str:
     """A spec's `label:` of an encoder: plain text, one line, no `/`, `\\`, `[`, `]` or `|` (it stands
     for a model name in labels, beside variant options and cell-label separators)."""

@@ -31,10 +31,11 @@ import numpy as np
 
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, DatasetRef
 from nlgbench.core.labels import distinct_dataset_labels
-from nlgbench.core.result import OK, CellResult
+from nlgbench.core.result import OK, CellResult, json_safe
 from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, human_columns, read_scores
 from nlgbench.data.catalogue import catalogue_entry
 from nlgbench.data.model import HUMAN, Dataset
+from nlgbench.encoders.registry import without_machine_paths
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
 from nlgbench.runs.folder import CSV_FILE, STORE_FILE, cell_dir, report_dir
@@ -366,7 +367,8 @@ def write_published(run: RunData, out: Path) -> list[Path]:
     if isinstance(source, PublishedSource) and out.resolve() == report_dir(run.folder).resolve():
         return paths  # read from there: already what would be written
     results = [r for r in results if r.status == OK]
-    lines = [r.to_json(indent=None) for r in results]
+    # committed reports travel: a local model folder or data file is named by its last part, as in labels
+    lines = [json.dumps(json_safe(without_machine_paths(r.to_dict()))) for r in results]
     text = io.StringIO(newline="")
     w = csv.writer(text)
     w.writerow(PUBLISHED_COLUMNS)
