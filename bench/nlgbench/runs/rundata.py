@@ -367,8 +367,7 @@ def write_published(run: RunData, out: Path) -> list[Path]:
     if isinstance(source, PublishedSource) and out.resolve() == report_dir(run.folder).resolve():
         return paths  # read from there: already what would be written
     results = [r for r in results if r.status == OK]
-    # committed reports travel: a local model folder or data file is named by its last part, as in labels
-    lines = [json.dumps(json_safe(without_machine_paths(r.to_dict()))) for r in results]
+    lines = [json.dumps(json_safe(_published_cell(r))) for r in results]
     text = io.StringIO(newline="")
     w = csv.writer(text)
     w.writerow(PUBLISHED_COLUMNS)
@@ -378,6 +377,27 @@ def write_published(run: RunData, out: Path) -> list[Path]:
     write_atomic(paths[0], "\n".join(lines) + "\n")
     write_atomic(paths[1], text.getvalue())
     return paths
+
+
+def _published_cell(result: CellResult) -> dict[str, Any]:
+    """A cell's result as report/cells.jsonl holds it: a local model folder given by an absolute path is
+    named by its last part, as labels name it (a committed report travels; the cell id is unchanged).
+    A data file's path is kept: reading the report again re-reads its human scores from it."""
+    raw = result.to_dict()
+    name = result.config.encoder.name
+    if without_machine_paths(name) == name:
+        return raw
+    return _renamed(raw, name, without_machine_paths(name))
+
+
+def _renamed(value: Any, old: str, new: str) -> Any:
+    """`value` with `old` replaced by `new` in every string (mapping keys too; a message such as the
+    leakage guard's names the folder inside its text)."""
+    if isinstance(value, dict):
+        return {_renamed(k, old, new): _renamed(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, old, new) for v in value]
+    return value.replace(old, new) if isinstance(value, str) else value
 
 
 def memory_columns(device: str) -> list[tuple[str, str]]:
