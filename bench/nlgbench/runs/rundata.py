@@ -35,7 +35,7 @@ from nlgbench.core.result import OK, CellResult, json_safe
 from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, human_columns, read_scores
 from nlgbench.data.catalogue import catalogue_entry
 from nlgbench.data.model import HUMAN, Dataset
-from nlgbench.encoders.registry import without_machine_paths
+from nlgbench.encoders.registry import model_label
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
 from nlgbench.runs.folder import CSV_FILE, STORE_FILE, cell_dir, report_dir
@@ -385,9 +385,8 @@ def _published_cell(result: CellResult) -> dict[str, Any]:
     A data file's path is kept: reading the report again re-reads its human scores from it."""
     raw = result.to_dict()
     name = result.config.encoder.name
-    if without_machine_paths(name) == name:
-        return raw
-    return _renamed(raw, name, without_machine_paths(name))
+    label = model_label(name, result.config.encoder.local)
+    return raw if label == name else _renamed(raw, name, label)
 
 
 def _renamed(value: Any, old: str, new: str) -> Any:
