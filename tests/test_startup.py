@@ -23,6 +23,7 @@ from nlgbench.execution import forkserver
 from nlgbench.execution.base import prepare_cell, run_worker, worker_environment
 from nlgbench.execution.forkserver import ForkServer, resident_file_ranges
 from nlgbench.execution.preload import LIBRARIES, architecture_modules
+from nlgbench.runs.views import csv_row
 from tiny import TEXTS, make_tiny_bert
 
 # A sitecustomize that writes "ROLE PID PPID" lines to $PID_LOG: a plain worker (`python -c BOOT CELL_DIR`)
@@ -196,3 +197,49 @@ def test_a_server_that_imported_another_nlgbench_is_a_worker_exiting_3(
         server.start(worker_environment(1))
         result = run_worker(folder, 1, server=server)
     assert result.status == "failed" and result.error == "worker exited with code 3 and wrote no result"
+
+
+@pytest.mark.parametrize("forked_worker", [True, False])
+def test_a_cell_failing_after_startup_records_its_startup(forked_worker: bool, tiny: Path, tmp_path: Path) -> None:
+    """A cell whose data file vanished after the sweep prepared it fails in its data phase, after start-up:
+    result.json keeps that start-up (and reads back), results.csv shows it; a result without it still reads."""
+    if forked_worker and not forkserver.enabled():
+        pytest.skip("the fork server runs on Linux only")
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"lp": "de-en", "seg_id": 1, "reference": "a", "hypothesis": "b", "human": 1.0}) + "\n")
+    cell = CellConfig(
+        metric="bertscore",
+        options={},
+        encoder=EncoderRef(name=str(tiny)),
+        aligner=None,
+        dataset=DatasetRef(path=str(data)),
+        device="cpu",
+        batch_size=4,
+        repeats=1,
+        warmup=0,
+        threads=1,
+    )
+    folder = tmp_path / "cell"
+    prepare_cell(cell, folder)
+    data.unlink()
+    start = time.time()
+    if forked_worker:
+        with ForkServer() as server:
+            server.start(worker_environment(1))
+            result = run_worker(folder, 1, server=server)
+    else:
+        result = run_worker(folder, 1)
+    wall = time.time() - start
+    assert result.status == "failed" and "data.jsonl" in (result.error or "")
+    assert result.timing is None and result.startup_seconds is not None
+    assert 0 < result.startup_seconds < wall
+    written = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    assert written["startup_s"] == result.startup_seconds and "timing" not in written
+    assert CellResult.from_dict(written).startup_seconds == result.startup_seconds
+    row = csv_row(result)
+    assert row["status"] == "failed" and float(row["startup_s"]) == pytest.approx(result.startup_seconds, abs=5e-4)
+    del written["startup_s"]  # a failed cell written before issue 30
+    older = CellResult.from_dict(written)
+    assert older.startup_seconds is None and csv_row(older)["startup_s"] == "" and older.to_dict() == written
+    with pytest.raises(ValueError, match="field 'startup_s' must be seconds"):
+        CellResult.from_dict({**written, "startup_s": "4.2"})

@@ -224,7 +224,8 @@ class RepeatAgreement:
 class CellResult:
     """result.json. `correlation` is the statistics module's section as is; `scorer` is what the
     metric's scorer describes (layer, parameters, disk and weight bytes ...); `environment` the
-    machine and versions. Failed/oom cells carry only the first five fields; imported cells
+    machine and versions. Failed/oom cells carry only the first five fields (and `startup_s` where
+    their worker got that far); imported cells
     (`imported`) have no timing, memory, sizes or repeats."""
 
     cell_id: str
@@ -248,6 +249,14 @@ class CellResult:
     warnings: list[str] = field(
         default_factory=list
     )  # data warnings (`nlgbench.core.datawarnings`); [] before issue 27
+    # A cell that did not finish: its start-up seconds where its worker got that far (a finished cell's
+    # are `timing.startup_s`; read either through `startup_seconds`). None before issue 30.
+    failed_startup_s: float | None = None
+
+    @property
+    def startup_seconds(self) -> float | None:
+        """Start-up of the cell's worker (process start until it could load), finished or not."""
+        return self.timing.startup_s if self.timing is not None else self.failed_startup_s
 
     @property
     def ok(self) -> bool:
@@ -264,18 +273,29 @@ class CellResult:
         return path, sha.removeprefix("sha256:")
 
     @classmethod
-    def not_finished(cls, cell_id: str, label: str, config: CellConfig, error: str, *, oom: bool) -> CellResult:
-        """The result of a cell that failed (or ran out of memory): one error line, nothing measured."""
+    def not_finished(
+        cls, cell_id: str, label: str, config: CellConfig, error: str, *, oom: bool, startup_s: float | None = None
+    ) -> CellResult:
+        """The result of a cell that failed (or ran out of memory): one error line and, where its worker
+        got that far, its start-up seconds; nothing else measured."""
         return cls(
-            cell_id=cell_id, label=label, status=OOM if oom else FAILED, error=error[:MAX_ERROR_CHARS], config=config
+            cell_id=cell_id,
+            label=label,
+            status=OOM if oom else FAILED,
+            error=error[:MAX_ERROR_CHARS],
+            config=config,
+            failed_startup_s=startup_s,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """result.json's keys, in its order; a cell that did not finish stops after `config`."""
+        """result.json's keys, in its order; a cell that did not finish stops after `config` (and its
+        `startup_s`, where known)."""
         out: dict[str, Any] = {"cell_id": self.cell_id, "label": self.label, "status": self.status, "error": self.error}
         if self.imported:
             out["imported"] = True
         out["config"] = self.config.to_dict()
+        if self.failed_startup_s is not None:  # left out where unknown, so older result.json files round-trip
+            out["startup_s"] = self.failed_startup_s
         if self.metric is None:
             return out
 
@@ -332,6 +352,7 @@ class CellResult:
             environment=raw.get("environment"),
             scores_csv=raw.get("scores_csv"),
             warnings=list(raw.get("warnings") or []),
+            failed_startup_s=raw.get("startup_s"),
         )
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -424,6 +445,9 @@ def check_shape(raw: Any) -> None:
     need(raw["status"] in (OK, FAILED, OOM), "status", f"one of {OK}, {FAILED}, {OOM}")
     need(isinstance(raw.get("config"), Mapping), "config", "an object")
     if raw["status"] != OK:
+        startup = raw.get("startup_s")
+        seconds = isinstance(startup, int | float) and not isinstance(startup, bool)
+        need(startup is None or seconds, "startup_s", "seconds")
         return
     n = raw.get("n_segments")
     need(isinstance(n, int) and not isinstance(n, bool) and n >= 0, "n_segments", "a count")

@@ -20,13 +20,13 @@ import sys
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psutil
 
-from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, read_config
+from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config
 from nlgbench.core.leakage import guard_cell
 from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
 from nlgbench.core.scores import write_scores
@@ -45,6 +45,7 @@ from nlgbench.metrics.common import progress_hook, token_budget
 
 if TYPE_CHECKING:
     from nlgbench.data.model import Item
+    from nlgbench.metrics.base import MetricInfo
 
 # What torch's CPU allocator says when an allocation fails (a RuntimeError, not a MemoryError).
 CPU_ALLOCATION_FAILED = "can't allocate memory"
@@ -72,24 +73,42 @@ def truncated_segments(items: Sequence[Item], fields: Sequence[str]) -> int:
     return sum(1 for it in items if any(text.strip() in cut for field in fields for text in texts(it, field)))
 
 
-def run_cell(cell_dir: Path, started: float | None = None) -> CellResult:
-    """Measure one cell: start-up, data, load, prepare, then the protocol (`measure_scoring`); writes
-    scores.csv and returns the result. `started`: the launcher's `time.time()` when it started this
-    cell's process (default: this process's creation), the origin of `startup_s`."""
+@dataclass
+class StartedCell:
+    """A cell whose worker is ready to load: its config, metric and models, and its start-up seconds."""
+
+    cell_id: str
+    label: str
+    config: CellConfig
+    info: MetricInfo
+    models: list[str]
+    startup_s: float
+
+
+def start_cell(cell_dir: Path, started: float | None = None) -> StartedCell:
+    """Start-up: libraries imported, config read, threads set. `started`: the launcher's `time.time()`
+    when it started this cell's process (default: this process's creation), the origin of `startup_s`."""
     import torch
     import transformers  # noqa: F401  (library import is not part of the measured load time)
 
     cell_id, label, cfg = read_config(cell_dir)
-    device = cfg.device
     torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {device!r} requested but CUDA is not available on this machine")
     info = get_metric(cfg.metric)  # the metric's module imported: part of start-up, not of loading
     models = cell_models(cfg)
     import_modules(startup_modules([cfg]))  # done already in a fork server's child
     startup_s = time.time() - (psutil.Process().create_time() if started is None else started)
     _log(f"start-up: {startup_s:.1f} s")
+    return StartedCell(cell_id, label, cfg, info, models, startup_s)
 
+
+def measure_cell(cell_dir: Path, cell: StartedCell) -> CellResult:
+    """Data, load, prepare, then the protocol (`measure_scoring`); writes scores.csv and returns the result."""
+    import torch
+
+    cfg, info = cell.config, cell.info
+    device = cfg.device
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} requested but CUDA is not available on this machine")
     sync = synchroniser(device)
     # The baseline is taken here, after the imports; a fork server's child has mapped the server's resident
     # pages by now (`forkserver.populate`), so it reads as a plain worker's, and so do peak and growth.
@@ -98,7 +117,7 @@ def run_cell(cell_dir: Path, started: float | None = None) -> CellResult:
             dataset = cfg.dataset.load()
         items = dataset.items
         _log(f"data: {len(items)} items from {dataset.name} ({data.seconds:.1f} s)")
-        leakage = guard_cell(models, dataset)  # not timed: a distilled student on its own training data fails here
+        leakage = guard_cell(cell.models, dataset)  # not timed: a distilled student on its own training data fails here
 
         with LatencyTracker(sync) as load:
             extra = {"aligner": cfg.aligner} if info.accepts_aligners else {}
@@ -126,8 +145,8 @@ def run_cell(cell_dir: Path, started: float | None = None) -> CellResult:
 
     written = write_scores(cell_dir / SCORES_FILE, items, run.scores.score, run.scores.columns)
     return measured_result(
-        cell_id,
-        label,
+        cell.cell_id,
+        cell.label,
         cfg,
         metric=MetricRecord(name=info.name, higher_is_better=info.higher_is_better, primary=run.scores.primary),
         scorer={
@@ -139,7 +158,7 @@ def run_cell(cell_dir: Path, started: float | None = None) -> CellResult:
         dataset=dataset,
         timing=replace(
             Timing.of_protocol(data.seconds, load.seconds - (export_s or 0.0), prepare.seconds, run, len(items)),
-            startup_s=startup_s,
+            startup_s=cell.startup_s,
             export_s=export_s,
         ),
         memory=Memory.of_tracker(memory),
@@ -150,9 +169,10 @@ def run_cell(cell_dir: Path, started: float | None = None) -> CellResult:
     )
 
 
-def failure(cell_dir: Path, exc: BaseException) -> CellResult:
+def failure(cell_dir: Path, exc: BaseException, startup_s: float | None = None) -> CellResult:
     """The result of a cell that raised: status failed, or oom when the error says memory ran out
-    (MemoryError, torch's OutOfMemoryError, torch's CPU allocator failing); traceback saved."""
+    (MemoryError, torch's OutOfMemoryError, torch's CPU allocator failing); traceback saved.
+    `startup_s`: its start-up where the worker got that far (None where start-up itself failed)."""
     cell_id, label, cfg = read_config(cell_dir)
     oom = (
         isinstance(exc, MemoryError)
@@ -161,7 +181,9 @@ def failure(cell_dir: Path, exc: BaseException) -> CellResult:
     )
     write_atomic(cell_dir / TRACEBACK_FILE, "".join(traceback.format_exception(exc)))
     message = " ".join(str(exc).split()) or type(exc).__name__
-    return CellResult.not_finished(cell_id, label, cfg, f"{type(exc).__name__}: {message}", oom=oom)
+    return CellResult.not_finished(
+        cell_id, label, cfg, f"{type(exc).__name__}: {message}", oom=oom, startup_s=startup_s
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -173,10 +195,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) > 1 and here != Path(args[1]):
         print(f"worker imported nlgbench from {here}, not the parent's {args[1]}", file=sys.stderr)
         return 3
+    cell: StartedCell | None = None
     try:
-        result = run_cell(cell_dir, float(args[2]) if len(args) > 2 else None)
+        cell = start_cell(cell_dir, float(args[2]) if len(args) > 2 else None)
+        result = measure_cell(cell_dir, cell)
     except BaseException as exc:  # recorded, never lost: the sweep goes on
-        result = failure(cell_dir, exc)
+        result = failure(cell_dir, exc, cell.startup_s if cell is not None else None)
     result.write(cell_dir)
     return 0 if result.ok else 1
 

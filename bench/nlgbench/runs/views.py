@@ -256,7 +256,7 @@ def csv_row(result: CellResult, section: dict[str, Any] | None = None) -> dict[s
         "warnings": WARNINGS_SEPARATOR.join(result.warnings),
     }
     if not result.ok:
-        return row
+        return {**row, "startup_s": _num(result.failed_startup_s, 3)}  # where its worker got that far
     row.update(
         correlation_columns(section if section is not None else (result.correlation or {})),
         n_segments=result.n_segments,
