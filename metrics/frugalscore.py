@@ -2,7 +2,7 @@
 
 The student is a sequence classifier with one output; a pair is scored by one forward pass
 over "hypothesis [SEP] reference" (the order of the published scorer), truncated to
-`max_length`. The twelve published students are in encoders.yaml (kind cross-encoder).
+`max_length`, on torch or on an inference backend (`backend:`, issue 30). The twelve published students are in encoders.yaml (kind cross-encoder).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from nlgbench.data.model import Item
+from nlgbench.encoders.backends import BackendRunner
 from nlgbench.encoders.models import load_model
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
@@ -24,10 +25,14 @@ from nlgbench.metrics.common import length_sorted_map
 def pair_scores(
     model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None
 ) -> torch.Tensor:
-    """The single regression output of the cross-encoder per pair, [B]."""
+    """The single regression output of the cross-encoder per pair, [B]. `model`: torch's sequence
+    classifier, or a backend's runner of its export (`BackendRunner`, issue 30)."""
     extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
-    with torch.inference_mode():
-        logits = model(input_ids=input_ids, attention_mask=attention_mask, **extra).logits
+    if isinstance(model, BackendRunner):
+        logits = model.logits({"input_ids": input_ids, "attention_mask": attention_mask, **extra})
+    else:
+        with torch.inference_mode():
+            logits = model(input_ids=input_ids, attention_mask=attention_mask, **extra).logits
     if logits.shape[-1] != 1:
         raise ValueError(f"a FrugalScore student has one output; this model has {logits.shape[-1]}")
     return logits[:, 0].float()
@@ -65,7 +70,7 @@ class FrugalScoreScorer(ScorerBase[FrugalScoreOptions]):
         def batch_scores(batch: list[int]) -> list[float]:
             padded = tok.pad({k: [enc[k][i] for i in batch] for k in enc.keys()}, return_tensors="pt")
             return pair_scores(
-                self.lm.model,
+                self.lm.runner or self.lm.model,
                 padded["input_ids"].to(self.device),
                 padded["attention_mask"].to(self.device),
                 padded["token_type_ids"].to(self.device) if "token_type_ids" in padded else None,

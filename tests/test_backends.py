@@ -178,15 +178,17 @@ def test_bad_backend_combinations_are_one_line(variant: dict, message: str) -> N
 
 
 def test_whole_model_metrics_refuse_a_backend_at_spec_time(tmp_path: Path) -> None:
+    """BARTScore reads a seq2seq model's log-likelihoods (its decoder): no backend, one line at spec time."""
     from nlgbench.core.spec import load_spec
 
     spec = tmp_path / "s.yaml"
     spec.write_text(
         "name: b\ndatasets: [wmt16]\nmetrics:\n"
-        "  - {metric: frugalscore, encoders: [{name: frugalscore-tiny-bert-base-bertscore, backend: openvino}]}\n"
+        "  - {metric: bartscore, encoders: [{name: bart-large-cnn, backend: openvino}]}\n"
     )
-    with pytest.raises(UserError, match=r"metrics\[0\]\.encoders\[0\]: backend openvino runs token-embedding"):
+    with pytest.raises(UserError, match=r"metrics\[0\]\.encoders\[0\]: backend openvino runs token-embedding") as err:
         load_spec(spec)
+    assert "cross-encoders (frugalscore)" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch, tiny: Path) -> None:
@@ -237,6 +239,61 @@ def test_reference_free_metrics_run_on_a_backend(
     for column, values in base.items():
         assert np.abs(np.asarray(other[column]) - np.asarray(values)).max() <= 1e-4, column
     assert exports(cache)
+
+
+# ----------------------------------------------------------------------------- FrugalScore's cross-encoder
+
+
+@pytest.fixture()
+def student(tmp_path: Path) -> Path:
+    """A tiny random FrugalScore-style student (BERT sequence classifier, one output): mechanics only."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    folder = make_tiny_bert(tmp_path / "student", TEXTS, num_layers=2)
+    torch.manual_seed(1)
+    BertForSequenceClassification(BertConfig.from_pretrained(folder, num_labels=1)).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_frugalscore_cross_encoder_runs_on_a_backend(backend: str, student: Path, cache: Path) -> None:
+    """The student's export takes BERT's token type ids (the pair's second segment: without them the
+    random type embeddings would move every score) and gives torch's scores in float32 (a 2-layer
+    32-wide model: rounding ~1e-7, so 1e-5 is loose); a second load reuses the export and reads no
+    weights (its torch module a meta skeleton); int8 is its own export, close but not the same."""
+    import nlgbench
+    from nlgbench.encoders import backends
+    from nlgbench.encoders.models import load_model
+
+    hyps, refs = TEXTS[:4], TEXTS[4:]
+    base = np.asarray(nlgbench.score(hyps, refs, metric="frugalscore", encoder=str(student), device="cpu"))
+    variant = {"name": str(student), "backend": backend}
+    got = np.asarray(nlgbench.score(hyps, refs, metric="frugalscore", encoder=variant, device="cpu"))
+    assert np.abs(got - base).max() <= 1e-5
+    [folder] = exports(cache)
+    done = len(backends._EXPORTS)
+    again = load_model(parse_encoder_ref(variant, "test"), "cross-encoder", "cpu")
+    assert exports(cache) == [folder] and backends._EXPORTS[done:] == [0.0]
+    assert again.runner is not None and again.runner.inputs == ["input_ids", "attention_mask", "token_type_ids"]
+    assert again.model.device.type == "meta"
+    described = again.describe()
+    assert (
+        described["backend"] == backend
+        and described["params"]
+        == load_model(parse_encoder_ref(str(student), "test"), "cross-encoder", "cpu").describe()["params"]
+    )
+    q = np.asarray(
+        nlgbench.score(hyps, refs, metric="frugalscore", encoder={**variant, "quantize": "int8"}, device="cpu")
+    )
+    assert len(exports(cache)) == 2 and np.isfinite(q).all() and not np.array_equal(q, got)
+
+
+def test_an_encoder_export_is_not_a_cross_encoder(tiny: Path, cache: Path) -> None:
+    encoder = load(str(tiny), backend="onnxruntime")
+    assert encoder.runner is not None
+    with pytest.raises(ValueError, match="an encoder's export"):
+        encoder.runner.logits({"input_ids": np.zeros((1, 2)), "attention_mask": np.ones((1, 2))})
 
 
 # ----------------------------------------------------------------------------- in a sweep

@@ -312,10 +312,11 @@ def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> tuple[Encode
             f"{where}: metric {info.name!r} runs no model; write 'encoders: [{NO_ENCODER}]' or leave "
             f"the key out, got {enc.label!r}"
         )
-    if enc.backend is not None and "encoder" not in models:
+    if enc.backend is not None and "encoder" not in models and "cross-encoder" not in models:
         raise UserError(
             f"{where}: backend {enc.backend} runs token-embedding encoders (bertscore, moverscore, baryscore, "
-            f"sentsim, xmoverscore); metric {info.name!r} runs a whole {' or '.join(models)} model on torch"
+            f"sentsim, xmoverscore) and cross-encoders (frugalscore); metric {info.name!r} runs a whole "
+            f"{' or '.join(models)} model on torch"
         )
     enc = _registered(_local_folder(enc, base))
     model = resolve_encoder(enc.name)

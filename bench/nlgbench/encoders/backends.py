@@ -2,6 +2,9 @@
 (its hidden states as outputs, dynamic batch and length), cached, and run by ONNX Runtime or
 OpenVINO instead of torch.
 
+FrugalScore's cross-encoder runs on a backend the same way, its export's one output the regression
+logit of a (hypothesis, reference) pair (`export_cross_encoder`, `BackendRunner.logits`).
+
 A spec asks for one with the encoder variant `backend:` (`torch`, the default, `onnxruntime`,
 `openvino`), combinable with `num_layers` / the metric's layer (the export holds only the layers
 kept), `quantize: int8` (ONNX Runtime's dynamic quantisation of the exported graph; OpenVINO's
@@ -85,8 +88,12 @@ def check_backend_device(backend: str, device: str) -> None:
 # ----------------------------------------------------------------------------- export and its cache
 
 
-def export_key(fingerprint: str, layers: int, backend: str, quantize: str | None) -> str:
-    """The cache key of an export: what changes the exported graph or its run."""
+HIDDEN_STATES = "hidden_states"  # an encoder's export: every kept layer's hidden states
+LOGITS = "logits"  # a cross-encoder's export: its classification head's output
+
+
+def export_key(fingerprint: str, layers: int, backend: str, quantize: str | None, graph: str = HIDDEN_STATES) -> str:
+    """The cache key of an export: what changes the exported graph or its run (`graph`: what it outputs)."""
     import onnx
     import transformers
 
@@ -105,6 +112,8 @@ def export_key(fingerprint: str, layers: int, backend: str, quantize: str | None
     }
     if backend == "openvino" and quantize:
         payload["nncf"] = importlib.metadata.version("nncf")
+    if graph != HIDDEN_STATES:  # (absent for encoders, so their keys, and caches, stay as they were)
+        payload["graph"] = graph
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -128,37 +137,57 @@ def cached_export(key: str, backend: str, quantize: str | None) -> Path | None:
 
 
 def export(model: Any, sample: tuple[Any, Any], layers: int, key: str, backend: str, quantize: str | None) -> Path:
-    """Export `model` (torch, eval mode, truncated to `layers`) to the cache as `key`: the fp32 graph whose
-    outputs h0..hL are the hidden states (embeddings, then each of the L = `layers`), quantised as asked. Built in a
-    temporary folder and renamed into place, so an interrupted export is never used; a concurrent
-    export of the same key keeps the first one. The seconds it took join `exported_seconds`."""
+    """Export the encoder `model` (torch, eval mode, truncated to `layers`) to the cache as `key`: the
+    fp32 graph whose outputs h0..hL are the hidden states (embeddings, then each of the L = `layers`),
+    quantised as asked (`export_graph`)."""
+    inputs = {"input_ids": sample[0], "attention_mask": sample[1]}
+    return export_graph(HiddenStates(model), inputs, [f"h{i}" for i in range(layers + 1)], key, backend, quantize)
+
+
+def export_cross_encoder(model: Any, sample: dict[str, Any], key: str, backend: str, quantize: str | None) -> Path:
+    """Export a sequence classifier (FrugalScore's student; torch, eval mode) to the cache as `key`: its
+    inputs those of `sample` (input_ids, attention_mask and, where its tokenizer gives them, token_type_ids),
+    its one output the logits [B, labels]."""
+    return export_graph(Logits(model, list(sample)), sample, [LOGITS], key, backend, quantize)
+
+
+def export_graph(
+    module: torch.nn.Module, sample: dict[str, Any], outputs: list[str], key: str, backend: str, quantize: str | None
+) -> Path:
+    """Trace `module` on `sample` (its inputs by name, batch and length dynamic) to ONNX, quantised as asked,
+    into the cache as `key`. Built in a temporary folder and renamed into place, so an interrupted export
+    is never used; a concurrent export of the same key keeps the first one. The seconds it took join
+    `exported_seconds`."""
     start = time.perf_counter()
     root = cache_root() / EXPORTS_FOLDER
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
+    inputs = list(sample)
     try:
-        names = [f"h{i}" for i in range(layers + 1)]
-        axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"}}
-        axes.update({n: {0: "batch", 1: "tokens"} for n in names})
+        axes = {n: {0: "batch", 1: "tokens"} for n in inputs}
+        axes.update({n: {0: "batch", 1: "tokens"} for n in outputs if n != LOGITS})
+        if LOGITS in outputs:
+            axes[LOGITS] = {0: "batch"}
         with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's notes on Python branches it records as constants
             torch.onnx.export(
-                HiddenStates(model),
-                sample,
+                module,
+                tuple(sample.values()),
                 str(tmp / MODEL_FILE),
-                input_names=["input_ids", "attention_mask"],
-                output_names=names,
+                input_names=inputs,
+                output_names=outputs,
                 dynamic_axes=axes,
                 opset_version=OPSET,
                 dynamo=False,
             )
-        model.eval()  # the exporter may leave modules in training mode
+        module.eval()  # the exporter may leave modules in training mode
         if quantize and backend == "onnxruntime":
             _quantize_ort(tmp / MODEL_FILE, tmp / ORT_INT8_FILE)
         elif quantize and backend == "openvino":
             _compress_openvino(tmp / MODEL_FILE, tmp / OV_INT8_FILE)
         seconds = time.perf_counter() - start
-        (tmp / META_FILE).write_text(json.dumps({"key": key, "outputs": names, "export_s": seconds}))
+        meta = {"key": key, "inputs": inputs, "outputs": outputs, "export_s": seconds}
+        (tmp / META_FILE).write_text(json.dumps(meta))
         target = export_folder(key)
         try:
             os.rename(tmp, target)
@@ -186,6 +215,18 @@ class HiddenStates(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
         out = self.inner(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
         return tuple(out.hidden_states)
+
+
+class Logits(torch.nn.Module):
+    """A sequence classifier as the exporter traces it: its inputs, in the order of `names` -> logits."""
+
+    def __init__(self, inner: torch.nn.Module, names: list[str]) -> None:
+        super().__init__()
+        self.inner = inner
+        self.names = names
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.inner(**dict(zip(self.names, inputs, strict=True))).logits
 
 
 def _quantize_ort(src: Path, dst: Path) -> None:
@@ -221,6 +262,7 @@ class BackendRunner:
     path: Path
     session: Any
     outputs: list[str]
+    inputs: list[str]  # the graph's inputs by name (input_ids, attention_mask[, token_type_ids])
 
     @property
     def weight_bytes(self) -> int:
@@ -238,6 +280,18 @@ class BackendRunner:
             arrays = [np.array(result[i], copy=True) for i in layers]
         return [torch.from_numpy(a) for a in arrays]
 
+    def logits(self, batch: dict[str, Any]) -> Any:
+        """A cross-encoder export's logits [B, labels], float32 torch (CPU), for a padded batch (torch tensors
+        by input name; those the graph does not take are left out)."""
+        if self.outputs != [LOGITS]:
+            raise ValueError(f"{self.path} is an encoder's export (hidden states), not a cross-encoder's")
+        feed = {name: _int64(batch[name]) for name in self.inputs}
+        if self.backend == "onnxruntime":
+            (array,) = self.session.run([LOGITS], feed)
+        else:
+            array = np.array(self.session(feed)[0], copy=True)
+        return torch.from_numpy(array)
+
 
 def _int64(tensor: Any) -> np.ndarray:
     return tensor.cpu().numpy().astype(np.int64, copy=False)
@@ -246,7 +300,9 @@ def _int64(tensor: Any) -> np.ndarray:
 def load_runner(folder: Path, backend: str, quantize: str | None, dtype: str | None, threads: int) -> BackendRunner:
     """Open an export for `backend` on the CPU with `threads` intra-op threads (the cell's)."""
     path = run_file(folder, backend, quantize)
-    outputs = json.loads((folder / META_FILE).read_text())["outputs"]
+    meta = json.loads((folder / META_FILE).read_text())
+    outputs = meta["outputs"]
+    inputs = meta.get("inputs", ["input_ids", "attention_mask"])  # (exports made before cross-encoders)
     if backend == "onnxruntime":
         import onnxruntime as ort
 
@@ -255,7 +311,7 @@ def load_runner(folder: Path, backend: str, quantize: str | None, dtype: str | N
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        return BackendRunner(backend, path, session, outputs)
+        return BackendRunner(backend, path, session, outputs, inputs)
     import openvino as ov
 
     core = ov.Core()
@@ -264,4 +320,4 @@ def load_runner(folder: Path, backend: str, quantize: str | None, dtype: str | N
         raise UserError("backend openvino: dtype bf16 needs a CPU with bf16 instructions; this one has none")
     # f32 explicitly: on a CPU with bf16 instructions OpenVINO would otherwise run in bf16
     config = {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads}
-    return BackendRunner(backend, path, core.compile_model(str(path), "CPU", config), outputs)
+    return BackendRunner(backend, path, core.compile_model(str(path), "CPU", config), outputs, inputs)

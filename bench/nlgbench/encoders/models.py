@@ -3,18 +3,23 @@
 Token-embedding metrics use `nlgbench.encoders.runtime.Encoder`; these metrics need the model's head
 (log-likelihoods, a regression output), so they load the matching Auto class. Variants that
 make sense for a whole model apply (`dtype`, `quantize`); layer truncation and early exit do not.
+A cross-encoder may run on an inference backend (issue 30: `backend: onnxruntime` / `openvino`, with
+`quantize: int8`), from an export of its logits made once and cached (`nlgbench.encoders.backends`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot
+from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, weights_fingerprint
 from nlgbench.encoders.registry import EncoderRef, resolve_encoder
 from nlgbench.encoders.variants import check_dtype, count_params, quantize_int8, weight_bytes
 from nlgbench.foundations.errors import UserError
+
+if TYPE_CHECKING:
+    from nlgbench.encoders.backends import BackendRunner
 
 AUTO_CLASSES = {
     "seq2seq": "AutoModelForSeq2SeqLM",
@@ -33,15 +38,24 @@ class LoadedModel:
     model: Any
     device: str
     disk_bytes: int
+    # issue 30: the backend that runs the model; `model` is then torch's skeleton on the meta device
+    # (configuration and parameter count)
+    runner: BackendRunner | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "params": count_params(self.model),
             "disk_bytes": self.disk_bytes,
             "source": self.source,
             "variant": self.ref.variant(),
-            "weight_bytes": weight_bytes(self.model),
+            "weight_bytes": self.runner.weight_bytes if self.runner is not None else weight_bytes(self.model),
         }
+        if self.runner is not None:
+            from nlgbench.encoders.backends import backend_version
+
+            out["backend"] = self.runner.backend
+            out["backend_version"] = backend_version(self.runner.backend)
+        return out
 
 
 def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None = None) -> LoadedModel:
@@ -52,8 +66,11 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
 
     if ref.num_layers is not None or ref.early_exit is not None:
         raise UserError(f"{ref.label}: num_layers and early_exit apply to encoders, not to a whole {kind} model")
-    if ref.backend is not None:
-        raise UserError(f"{ref.label}: backend {ref.backend} runs token-embedding encoders, not a whole {kind} model")
+    if ref.backend is not None and kind != "cross-encoder":  # (BARTScore's seq2seq model, with its state_dict)
+        raise UserError(
+            f"{ref.label}: backend {ref.backend} runs token-embedding encoders and cross-encoders, "
+            f"not a whole {kind} model"
+        )
     resolved = resolve_encoder(ref.name)
     found = resolved.kind
     if found is not None and found != kind:
@@ -62,6 +79,8 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
     source = resolved.source
     cached = load_options(source)
     tokenizer = transformers.AutoTokenizer.from_pretrained(source, **cached)
+    if ref.backend is not None:
+        return _cross_encoder_on_backend(ref, source, tokenizer, device)
     model = getattr(transformers, AUTO_CLASSES[kind]).from_pretrained(source, **cached)
     if kind == "seq2seq" and not getattr(model.config, "is_encoder_decoder", False):
         raise UserError(f"{ref.label} is not an encoder-decoder model; this metric needs a seq2seq model")
@@ -85,3 +104,58 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
     if state_dict is not None:
         size += Path(state_dict).expanduser().stat().st_size
     return LoadedModel(ref=ref, source=source, tokenizer=tokenizer, model=model, device=device, disk_bytes=size)
+
+
+def _cross_encoder_on_backend(ref: EncoderRef, source: str, tokenizer: Any, device: str) -> LoadedModel:
+    """A cross-encoder run by `ref.backend`: torch's module built on the meta device (configuration and
+    parameter count), the export of its logits taken from the cache, else made now from the weights
+    (timed apart, `backends.exported_seconds`)."""
+    import torch
+    import transformers
+
+    from nlgbench.encoders import backends
+
+    backend = ref.backend
+    assert backend is not None
+    backends.require(backend)
+    backends.check_backend_device(backend, device)
+    config = transformers.AutoConfig.from_pretrained(source, **load_options(source))
+    with torch.device("meta"):
+        skeleton = transformers.AutoModelForSequenceClassification.from_config(config)
+    skeleton.eval()
+    layers = int(getattr(config, "num_hidden_layers", 0) or 0)
+
+    def key(folder: Path) -> str:
+        return backends.export_key(weights_fingerprint(folder), layers, backend, ref.quantize, backends.LOGITS)
+
+    folder = local_snapshot(source)
+    export = backends.cached_export(key(folder), backend, ref.quantize) if folder is not None else None
+    if export is not None:
+        backends.reused_export()
+    else:
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(
+            source, **load_options(source), attn_implementation="eager"
+        )  # the eager attention traces to a graph ONNX Runtime runs faster (`runtime._encoder_model`)
+        model.eval()
+        folder = local_snapshot(source)  # downloaded by `from_pretrained` if it was not there
+        if folder is None:
+            raise UserError(f"{ref.label}: backend {backend} needs the model's files on disk")
+        sample = tokenizer(
+            ["An export sample.", "A second, longer sample sentence."],
+            ["Its reference.", "The reference of the second sample."],
+            padding=True,
+            return_tensors="pt",
+        )
+        inputs = {n: sample[n] for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample}
+        export = backends.export_cross_encoder(model, inputs, key(folder), backend, ref.quantize)
+        del model  # torch's weights are not kept: the cell runs the export
+    runner = backends.load_runner(export, backend, ref.quantize, ref.dtype, torch.get_num_threads())
+    return LoadedModel(
+        ref=ref,
+        source=source,
+        tokenizer=tokenizer,
+        model=skeleton,
+        device=device,
+        disk_bytes=disk_bytes(folder) if folder else 0,
+        runner=runner,
+    )
