@@ -87,10 +87,13 @@ def test_wheel_contents(wheel: Path) -> None:
 
 def test_version_is_one_number_in_changelog_and_citation() -> None:
     """The version lives in foundations/version.py; the changelog's newest release and CITATION.cff name it,
-    with one date; CITATION.cff holds CFF 1.2.0's required keys."""
-    releases = [
+    with one date (an `[Unreleased]` section above it, Keep a Changelog's, is not a release); CITATION.cff
+    holds CFF 1.2.0's required keys."""
+    headings = [
         line for line in (REPO / "CHANGELOG.md").read_text(encoding="utf-8").splitlines() if line.startswith("## [")
     ]
+    releases = [line for line in headings if line != "## [Unreleased]"]
+    assert headings.index(releases[0]) <= 1  # at most the one Unreleased section above the newest release
     version, _, date = releases[0].removeprefix("## [").partition("] - ")
     assert version == nlgbench.__version__ and releases[-1].startswith("## [0.1.0] - ")
     citation = yaml.safe_load((REPO / "CITATION.cff").read_text(encoding="utf-8"))
