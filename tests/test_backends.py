@@ -330,3 +330,17 @@ def test_sweep_cells_record_export_apart_and_the_second_cell_reuses_it(tmp_path:
     }
     for k in ("tiny[backend=onnxruntime]", "again[backend=onnxruntime]"):
         assert np.abs(np.asarray(scores[k]) - np.asarray(scores["tiny"])).max() <= 1e-5
+
+
+def test_onnxruntime_runs_on_the_cells_device() -> None:
+    """A CUDA cell's ONNX Runtime session asks for that GPU's CUDA provider first (before this, every
+    session was built on the CPU provider, so a cuda cell on onnxruntime-gpu would have run on the
+    CPU under a cuda label); where the provider is absent the cell is refused with one line."""
+    from nlgbench.encoders import backends
+
+    assert backends.ort_providers("cpu") == ["CPUExecutionProvider"]
+    assert backends.ort_providers("cuda") == [("CUDAExecutionProvider", {"device_id": 0}), "CPUExecutionProvider"]
+    assert backends.ort_providers("cuda:1")[0] == ("CUDAExecutionProvider", {"device_id": 1})
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        with pytest.raises(UserError, match=r"^backend onnxruntime on cuda: this onnxruntime has no CUDA provider"):
+            backends.check_backend_device("onnxruntime", "cuda")

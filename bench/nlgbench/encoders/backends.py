@@ -263,6 +263,7 @@ class BackendRunner:
     session: Any
     outputs: list[str]
     inputs: list[str]  # the graph's inputs by name (input_ids, attention_mask[, token_type_ids])
+    device: str = "cpu"  # where its outputs are handed over (ONNX Runtime's CUDA provider runs there)
 
     @property
     def weight_bytes(self) -> int:
@@ -271,18 +272,18 @@ class BackendRunner:
         return sum(f.stat().st_size for f in files if f.is_file())
 
     def hidden_states(self, input_ids: Any, attention_mask: Any, layers: Sequence[int]) -> list[Any]:
-        """[B, T, D] float32 torch tensors (CPU) of the requested hidden states."""
+        """[B, T, D] float32 torch tensors, on the cell's device, of the requested hidden states."""
         feed = {"input_ids": _int64(input_ids), "attention_mask": _int64(attention_mask)}
         if self.backend == "onnxruntime":
             arrays = self.session.run([self.outputs[i] for i in layers], feed)
         else:
             result = self.session(feed)  # OpenVINO: its output buffers are reused by the next call
             arrays = [np.array(result[i], copy=True) for i in layers]
-        return [torch.from_numpy(a) for a in arrays]
+        return [torch.from_numpy(a).to(self.device) for a in arrays]
 
     def logits(self, batch: dict[str, Any]) -> Any:
-        """A cross-encoder export's logits [B, labels], float32 torch (CPU), for a padded batch (torch tensors
-        by input name; those the graph does not take are left out)."""
+        """A cross-encoder export's logits [B, labels], float32 torch on the cell's device, for a padded batch
+        (torch tensors by input name; those the graph does not take are left out)."""
         if self.outputs != [LOGITS]:
             raise ValueError(f"{self.path} is an encoder's export (hidden states), not a cross-encoder's")
         feed = {name: _int64(batch[name]) for name in self.inputs}
@@ -290,15 +291,26 @@ class BackendRunner:
             (array,) = self.session.run([LOGITS], feed)
         else:
             array = np.array(self.session(feed)[0], copy=True)
-        return torch.from_numpy(array)
+        return torch.from_numpy(array).to(self.device)
 
 
 def _int64(tensor: Any) -> np.ndarray:
     return tensor.cpu().numpy().astype(np.int64, copy=False)
 
 
-def load_runner(folder: Path, backend: str, quantize: str | None, dtype: str | None, threads: int) -> BackendRunner:
-    """Open an export for `backend` on the CPU with `threads` intra-op threads (the cell's)."""
+def ort_providers(device: str) -> list[Any]:
+    """ONNX Runtime's execution providers for a cell's device: CUDA's (that GPU) first on `cuda[:N]`."""
+    if not device.startswith("cuda"):
+        return ["CPUExecutionProvider"]
+    index = int(device.partition(":")[2] or 0)
+    return [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
+
+
+def load_runner(
+    folder: Path, backend: str, quantize: str | None, dtype: str | None, threads: int, device: str = "cpu"
+) -> BackendRunner:
+    """Open an export for `backend` with `threads` intra-op threads (the cell's), on the CPU, or for ONNX
+    Runtime on a CUDA `device` through its CUDA provider (`check_backend_device` refused it where absent)."""
     path = run_file(folder, backend, quantize)
     meta = json.loads((folder / META_FILE).read_text())
     outputs = meta["outputs"]
@@ -310,8 +322,10 @@ def load_runner(folder: Path, backend: str, quantize: str | None, dtype: str | N
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        return BackendRunner(backend, path, session, outputs, inputs)
+        session = ort.InferenceSession(str(path), options, providers=ort_providers(device))
+        if device.startswith("cuda") and "CUDAExecutionProvider" not in session.get_providers():
+            raise UserError(f"backend onnxruntime on {device}: its CUDA provider did not load (see onnxruntime-gpu)")
+        return BackendRunner(backend, path, session, outputs, inputs, device)
     import openvino as ov
 
     core = ov.Core()
@@ -320,4 +334,4 @@ def load_runner(folder: Path, backend: str, quantize: str | None, dtype: str | N
         raise UserError("backend openvino: dtype bf16 needs a CPU with bf16 instructions; this one has none")
     # f32 explicitly: on a CPU with bf16 instructions OpenVINO would otherwise run in bf16
     config = {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads}
-    return BackendRunner(backend, path, core.compile_model(str(path), "CPU", config), outputs, inputs)
+    return BackendRunner(backend, path, core.compile_model(str(path), "CPU", config), outputs, inputs, device)

@@ -149,7 +149,7 @@ def _cross_encoder_on_backend(ref: EncoderRef, source: str, tokenizer: Any, devi
         inputs = {n: sample[n] for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample}
         export = backends.export_cross_encoder(model, inputs, key(folder), backend, ref.quantize)
         del model  # torch's weights are not kept: the cell runs the export
-    runner = backends.load_runner(export, backend, ref.quantize, ref.dtype, torch.get_num_threads())
+    runner = backends.load_runner(export, backend, ref.quantize, ref.dtype, torch.get_num_threads(), device)
     return LoadedModel(
         ref=ref,
         source=source,

@@ -180,8 +180,8 @@ class Encoder:
             if not 0 <= layer <= self.layers_run:
                 raise ValueError(f"layer {layer} out of range 0..{self.layers_run} for {self.ref.label}")
         input_ids, mask = padded if padded is not None else self.pad(batch)
-        if self.runner is not None:
-            return self.runner.hidden_states(input_ids, mask, layers), mask
+        if self.runner is not None:  # its states on the cell's device, and the mask with them
+            return self.runner.hidden_states(input_ids, mask, layers), mask.to(self.device, non_blocking=True)
         input_ids = input_ids.to(self.device, non_blocking=True)
         mask = mask.to(self.device, non_blocking=True)
         if self.exit_state is not None:
@@ -273,7 +273,7 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     model, total, keep = _encoder_model(ref, source, needed_layer, meta=ref.backend is not None)
     runner, exit_state = None, None
     if ref.backend is not None:
-        runner = _backend(ref, source, tokenizer, keep, needed_layer)
+        runner = _backend(ref, source, tokenizer, keep, needed_layer, device)
     folder = local_snapshot(source)
     if ref.backend is None:
         model, exit_state = _apply_variants(model, ref, device, Path(folder) if folder else None)
@@ -324,7 +324,7 @@ def _encoder_model(
 
 
 def _backend(
-    ref: EncoderRef, source: str, tokenizer: Any, keep: int, needed_layer: int | None
+    ref: EncoderRef, source: str, tokenizer: Any, keep: int, needed_layer: int | None, device: str
 ) -> backends.BackendRunner:
     """The backend's runner of the kept layers: from the export cache, else exported now (timed apart).
     The key is taken again after loading: a Hub model's folder may have held its config but not its weights."""
@@ -352,7 +352,7 @@ def _backend(
         inputs = (sample["input_ids"], sample["attention_mask"])
         cached = backends.export(model, inputs, keep, key, ref.backend, ref.quantize)
         del model  # torch's weights are not kept: the cell runs the export
-    return backends.load_runner(cached, ref.backend, ref.quantize, ref.dtype, torch.get_num_threads())
+    return backends.load_runner(cached, ref.backend, ref.quantize, ref.dtype, torch.get_num_threads(), device)
 
 
 def _apply_variants(model: Any, ref: EncoderRef, device: str, folder: Path | None) -> tuple[Any, ExitState | None]:
