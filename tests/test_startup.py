@@ -110,6 +110,27 @@ def run_sweep(folder: Path, model: Path, forkserver_setting: str) -> Sweep:
     return Sweep(out, proc.pid, pids, wall)
 
 
+def prepared_cell(model: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A one-item BERTScore cell of `model` on one thread, prepared in TMP/cell: (its folder, its data file)."""
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"lp": "de-en", "seg_id": 1, "reference": "a", "hypothesis": "b", "human": 1.0}) + "\n")
+    cell = CellConfig(
+        metric="bertscore",
+        options={},
+        encoder=EncoderRef(name=str(model)),
+        aligner=None,
+        dataset=DatasetRef(path=str(data)),
+        device="cpu",
+        batch_size=4,
+        repeats=1,
+        warmup=0,
+        threads=1,
+    )
+    folder = tmp_path / "cell"
+    prepare_cell(cell, folder)
+    return folder, data
+
+
 @pytest.fixture(scope="module")
 def forked(tmp_path_factory: pytest.TempPathFactory, tiny: Path) -> Sweep:
     return run_sweep(tmp_path_factory.mktemp("forked") / "sweep", tiny, "1")
@@ -176,22 +197,7 @@ def test_a_server_that_imported_another_nlgbench_is_a_worker_exiting_3(
 ) -> None:
     """The server checks it imported the parent's package, as the worker does: here the parent claims
     another one, so the server exits 3 before forking, and the cell is recorded as a plain worker's exit 3."""
-    data = tmp_path / "data.jsonl"
-    data.write_text(json.dumps({"lp": "de-en", "seg_id": 1, "reference": "a", "hypothesis": "b", "human": 1.0}) + "\n")
-    cell = CellConfig(
-        metric="bertscore",
-        options={},
-        encoder=EncoderRef(name=str(tiny)),
-        aligner=None,
-        dataset=DatasetRef(path=str(data)),
-        device="cpu",
-        batch_size=4,
-        repeats=1,
-        warmup=0,
-        threads=1,
-    )
-    folder = tmp_path / "cell"
-    prepare_cell(cell, folder)
+    folder, _ = prepared_cell(tiny, tmp_path)
     monkeypatch.setattr(forkserver, "PACKAGE_DIR", tmp_path / "elsewhere" / "nlgbench")
     with ForkServer() as server:
         server.start(worker_environment(1))
@@ -205,22 +211,7 @@ def test_a_cell_failing_after_startup_records_its_startup(forked_worker: bool, t
     result.json keeps that start-up (and reads back), results.csv shows it; a result without it still reads."""
     if forked_worker and not forkserver.enabled():
         pytest.skip("the fork server runs on Linux only")
-    data = tmp_path / "data.jsonl"
-    data.write_text(json.dumps({"lp": "de-en", "seg_id": 1, "reference": "a", "hypothesis": "b", "human": 1.0}) + "\n")
-    cell = CellConfig(
-        metric="bertscore",
-        options={},
-        encoder=EncoderRef(name=str(tiny)),
-        aligner=None,
-        dataset=DatasetRef(path=str(data)),
-        device="cpu",
-        batch_size=4,
-        repeats=1,
-        warmup=0,
-        threads=1,
-    )
-    folder = tmp_path / "cell"
-    prepare_cell(cell, folder)
+    folder, data = prepared_cell(tiny, tmp_path)
     data.unlink()
     start = time.time()
     if forked_worker:
