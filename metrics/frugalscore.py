@@ -2,7 +2,8 @@
 
 The student is a sequence classifier with one output; a pair is scored by one forward pass
 over "hypothesis [SEP] reference" (the order of the published scorer), truncated to
-`max_length`, on torch or on an inference backend (`backend:`, issue 30). The twelve published students are in encoders.yaml (kind cross-encoder).
+`max_length`, on torch or on an inference backend (`backend:`, issue 30). The twelve published
+students are in encoders.yaml (kind cross-encoder).
 """
 
 from __future__ import annotations
