@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from nlgbench.encoders import backends
+from nlgbench.encoders.backends import BackendRunner
 from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, weights_fingerprint
 from nlgbench.encoders.registry import EncoderRef, resolve_encoder
 from nlgbench.encoders.variants import check_dtype, count_params, quantize_int8, weight_bytes
 from nlgbench.foundations.errors import UserError
-
-if TYPE_CHECKING:
-    from nlgbench.encoders.backends import BackendRunner
 
 AUTO_CLASSES = {
     "seq2seq": "AutoModelForSeq2SeqLM",
@@ -51,10 +50,8 @@ class LoadedModel:
             "weight_bytes": self.runner.weight_bytes if self.runner is not None else weight_bytes(self.model),
         }
         if self.runner is not None:
-            from nlgbench.encoders.backends import backend_version
-
             out["backend"] = self.runner.backend
-            out["backend_version"] = backend_version(self.runner.backend)
+            out["backend_version"] = backends.backend_version(self.runner.backend)
         return out
 
 
@@ -112,8 +109,6 @@ def _cross_encoder_on_backend(ref: EncoderRef, source: str, tokenizer: Any, devi
     (timed apart, `backends.exported_seconds`)."""
     import torch
     import transformers
-
-    from nlgbench.encoders import backends
 
     backend = ref.backend
     assert backend is not None
