@@ -14,6 +14,10 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 
 os.environ.setdefault("NLGBENCH_DATA_MIRROR", str(SHARED_DATASETS))
+# A relative mirror (the README's `../shared/datasets`) is made absolute here: tests run the CLI in other
+# folders (an installed wheel's in a shadowing folder), where it would name nothing once the cache is empty.
+if "://" not in os.environ["NLGBENCH_DATA_MIRROR"]:
+    os.environ["NLGBENCH_DATA_MIRROR"] = str(Path(os.environ["NLGBENCH_DATA_MIRROR"]).expanduser().resolve())
 os.environ.setdefault("NLGBENCH_CACHE", tempfile.mkdtemp(prefix="nlgbench-test-cache-"))
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
