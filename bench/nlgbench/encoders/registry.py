@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -283,16 +283,24 @@ def model_label(name: str, local: bool = False) -> str:
     return last or name
 
 
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """A JSON-ready value with `change` applied to every string in it, mapping keys included."""
+    if isinstance(value, dict):
+        return {map_strings(k, change): map_strings(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, change) for v in value]
+    return change(value) if isinstance(value, str) else value
+
+
 def without_machine_paths(value: Any) -> Any:
     """A JSON-ready value with every absolute path (a whole string, or a mapping's key: `/data/models/student`,
     `~/x.jsonl`, `C:\\data\\x.tsv`) replaced by its last part (`model_label`); other values unchanged."""
-    if isinstance(value, dict):
-        return {without_machine_paths(k): without_machine_paths(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_machine_paths(v) for v in value]
-    if isinstance(value, str) and (value.startswith(("/", "~", "\\")) or PureWindowsPath(value).drive):
-        return model_label(value, local=True)
-    return value
+
+    def local(text: str) -> str:
+        absolute = text.startswith(("/", "~", "\\")) or PureWindowsPath(text).drive
+        return model_label(text, local=True) if absolute else text
+
+    return map_strings(value, local)
 
 
 def check_label(label: Any, where: str) -> str:

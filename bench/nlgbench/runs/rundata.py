@@ -35,7 +35,7 @@ from nlgbench.core.result import OK, CellResult, json_safe
 from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, human_columns, read_scores
 from nlgbench.data.catalogue import catalogue_entry
 from nlgbench.data.model import HUMAN, Dataset
-from nlgbench.encoders.registry import model_label
+from nlgbench.encoders.registry import map_strings, model_label
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
 from nlgbench.runs.folder import CSV_FILE, STORE_FILE, cell_dir, report_dir
@@ -386,17 +386,8 @@ def _published_cell(result: CellResult) -> dict[str, Any]:
     raw = result.to_dict()
     name = result.config.encoder.name
     label = model_label(name, result.config.encoder.local)
-    return raw if label == name else _renamed(raw, name, label)
-
-
-def _renamed(value: Any, old: str, new: str) -> Any:
-    """`value` with `old` replaced by `new` in every string (mapping keys too; a message such as the
-    leakage guard's names the folder inside its text)."""
-    if isinstance(value, dict):
-        return {_renamed(k, old, new): _renamed(v, old, new) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_renamed(v, old, new) for v in value]
-    return value.replace(old, new) if isinstance(value, str) else value
+    # inside every string, mapping keys too: a message such as the leakage guard's names the folder in its text
+    return raw if label == name else map_strings(raw, lambda text: text.replace(name, label))
 
 
 def memory_columns(device: str) -> list[tuple[str, str]]:
