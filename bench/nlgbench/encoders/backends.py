@@ -28,7 +28,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlgbench.encoders.registry import BACKEND_EXTRAS, BACKEND_MODULES, TORCH, backend_version
+from nlgbench.encoders.hfcache import local_snapshot, weights_fingerprint
+from nlgbench.encoders.registry import BACKEND_EXTRAS, BACKEND_MODULES, TORCH, EncoderRef, backend_version
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.package import cache_root
 
@@ -198,6 +199,40 @@ def export_graph(
         raise
     _EXPORTS.append(time.perf_counter() - start)
     return target
+
+
+def cached_or_exported(
+    ref: EncoderRef,
+    source: str,
+    layers: int,
+    graph: str,
+    device: str,
+    exporter: Callable[[], Callable[[str], Path]],
+    where: str,
+) -> BackendRunner:
+    """The runner of `ref.backend` for the model at `source`: its export from the cache where the model's
+    files are on disk and the cache holds it (no weights read), else made now. `exporter()` reads the
+    weights (downloading them where needed) and returns the writer of the export under a key, which is
+    taken only then: a Hub model's folder may have held its config but not its weights. `where` begins
+    the error line of a model with no files on disk."""
+    backend = ref.backend
+    assert backend is not None
+
+    def key(folder: Path) -> str:
+        return export_key(weights_fingerprint(folder), layers, backend, ref.quantize, graph)
+
+    folder = local_snapshot(source)
+    found = cached_export(key(folder), backend, ref.quantize) if folder is not None else None
+    if found is not None:
+        reused_export()
+    else:
+        write = exporter()
+        folder = local_snapshot(source)  # downloaded by `from_pretrained` if it was not there
+        if folder is None:
+            raise UserError(f"{where}: backend {backend} needs the model's files on disk")
+        found = write(key(folder))
+        del write  # and with it torch's weights: the cell runs the export
+    return load_runner(found, backend, ref.quantize, ref.dtype, torch.get_num_threads(), device)
 
 
 def reused_export() -> None:

@@ -9,13 +9,14 @@ A cross-encoder may run on an inference backend (issue 30: `backend: onnxruntime
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nlgbench.encoders import backends
 from nlgbench.encoders.backends import BackendRunner
-from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, weights_fingerprint
+from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot
 from nlgbench.encoders.registry import EncoderRef, resolve_encoder
 from nlgbench.encoders.variants import check_dtype, count_params, quantize_int8, weight_bytes
 from nlgbench.foundations.errors import UserError
@@ -120,21 +121,11 @@ def _cross_encoder_on_backend(ref: EncoderRef, source: str, tokenizer: Any, devi
     skeleton.eval()
     layers = int(getattr(config, "num_hidden_layers", 0) or 0)
 
-    def key(folder: Path) -> str:
-        return backends.export_key(weights_fingerprint(folder), layers, backend, ref.quantize, backends.LOGITS)
-
-    folder = local_snapshot(source)
-    export = backends.cached_export(key(folder), backend, ref.quantize) if folder is not None else None
-    if export is not None:
-        backends.reused_export()
-    else:
+    def exporter() -> Callable[[str], Path]:
         model = transformers.AutoModelForSequenceClassification.from_pretrained(
             source, **load_options(source), attn_implementation="eager"
         )  # the eager attention traces to a graph ONNX Runtime runs faster (`runtime._encoder_model`)
         model.eval()
-        folder = local_snapshot(source)  # downloaded by `from_pretrained` if it was not there
-        if folder is None:
-            raise UserError(f"{ref.label}: backend {backend} needs the model's files on disk")
         sample = tokenizer(
             ["An export sample.", "A second, longer sample sentence."],
             ["Its reference.", "The reference of the second sample."],
@@ -142,9 +133,10 @@ def _cross_encoder_on_backend(ref: EncoderRef, source: str, tokenizer: Any, devi
             return_tensors="pt",
         )
         inputs = {n: sample[n] for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample}
-        export = backends.export_cross_encoder(model, inputs, key(folder), backend, ref.quantize)
-        del model  # torch's weights are not kept: the cell runs the export
-    runner = backends.load_runner(export, backend, ref.quantize, ref.dtype, torch.get_num_threads(), device)
+        return lambda key: backends.export_cross_encoder(model, inputs, key, backend, ref.quantize)
+
+    runner = backends.cached_or_exported(ref, source, layers, backends.LOGITS, device, exporter, ref.label)
+    folder = local_snapshot(source)
     return LoadedModel(
         ref=ref,
         source=source,

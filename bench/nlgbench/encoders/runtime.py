@@ -9,7 +9,7 @@ How a spec names an encoder (`EncoderRef`, the registry) is `nlgbench.encoders.r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from nlgbench.encoders import backends
-from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, weights_fingerprint
+from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot
 from nlgbench.encoders.registry import EncoderRef, check_layers, resolve_source
 from nlgbench.encoders.variants import (
     ExitState,
@@ -326,23 +326,12 @@ def _encoder_model(
 def _backend(
     ref: EncoderRef, source: str, tokenizer: Any, keep: int, needed_layer: int | None, device: str
 ) -> backends.BackendRunner:
-    """The backend's runner of the kept layers: from the export cache, else exported now (timed apart).
-    The key is taken again after loading: a Hub model's folder may have held its config but not its weights."""
-    assert ref.backend is not None
-    folder = local_snapshot(source)
-    cached = None
-    if folder is not None:
-        cached = backends.cached_export(
-            backends.export_key(weights_fingerprint(folder), keep, ref.backend, ref.quantize), ref.backend, ref.quantize
-        )
-    if cached is not None:
-        backends.reused_export()
-    else:
+    """The backend's runner of the kept layers: from the export cache, else exported now (timed apart)."""
+    backend = ref.backend
+    assert backend is not None
+
+    def exporter() -> Callable[[str], Path]:
         model, _, _ = _encoder_model(ref, source, needed_layer, meta=False, export=True)  # read the weights
-        folder = local_snapshot(source)  # downloaded by `from_pretrained` if it was not there
-        if folder is None:
-            raise UserError(f"encoder {ref.label}: backend {ref.backend} needs the model's files on disk")
-        key = backends.export_key(weights_fingerprint(folder), keep, ref.backend, ref.quantize)
         sample = tokenizer(
             ["An export sample.", "A second, longer sample sentence for the export."],
             padding=True,
@@ -350,9 +339,11 @@ def _backend(
             return_token_type_ids=False,
         )
         inputs = (sample["input_ids"], sample["attention_mask"])
-        cached = backends.export(model, inputs, keep, key, ref.backend, ref.quantize)
-        del model  # torch's weights are not kept: the cell runs the export
-    return backends.load_runner(cached, ref.backend, ref.quantize, ref.dtype, torch.get_num_threads(), device)
+        return lambda key: backends.export(model, inputs, keep, key, backend, ref.quantize)
+
+    return backends.cached_or_exported(
+        ref, source, keep, backends.HIDDEN_STATES, device, exporter, f"encoder {ref.label}"
+    )
 
 
 def _apply_variants(model: Any, ref: EncoderRef, device: str, folder: Path | None) -> tuple[Any, ExitState | None]:
