@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.tiny import TEXTS, make_tiny_bert
+from tests.tiny import TEXTS, make_tiny_bert, same_stat_other_bytes
 
 from nlgbench.core.cell import CellConfig, backend_versions
 from nlgbench.encoders.hfcache import local_snapshot
@@ -156,6 +156,45 @@ def test_an_interrupted_export_is_never_used(tiny: Path, cache: Path, monkeypatc
     os.environ["NLGBENCH_CACHE"] = str(cache)
     load(str(tiny), backend="onnxruntime", quantize="int8")
     assert len(exports(cache)) == 1
+
+
+def test_same_names_sizes_and_mtimes_but_other_weights_get_their_own_export(
+    tiny: Path, cache: Path, tmp_path: Path
+) -> None:
+    """A copy of a model folder with its weight bytes changed and its times put back is exported anew:
+    the export cache is keyed by the weights' contents, so the copy's states are its own."""
+    from nlgbench.encoders import backends
+
+    other = same_stat_other_bytes(tiny, tmp_path / "other")
+    first = load(str(tiny), backend="onnxruntime")
+    before = len(backends._EXPORTS)
+    second = load(str(other), backend="onnxruntime")
+    assert len(exports(cache)) == 2 and backends._EXPORTS[before] > 0  # exported, not reused
+    for got, want in zip(states(second, [4]), states(load(str(other)), [4]), strict=True):
+        assert np.abs(got - want).max() <= 1e-5  # the copy's own weights
+    assert np.abs(states(first, [4])[0] - states(second, [4])[0]).max() > 1e-3
+
+
+def test_a_damaged_cached_export_is_made_again(tiny: Path, cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cached export cut short (a full disk, a killed copy) is found by its recorded digests, said in one
+    line and exported again, instead of failing every later cell with ONNX Runtime's INVALID_PROTOBUF."""
+    from nlgbench.encoders import backends
+
+    load(str(tiny), backend="onnxruntime")
+    [folder] = exports(cache)
+    model = folder / backends.MODEL_FILE
+    model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])
+    capsys.readouterr()
+    before = len(backends._EXPORTS)
+    again = load(str(tiny), backend="onnxruntime")
+    err = capsys.readouterr().err
+    assert f"cached export {folder} is damaged ({backends.MODEL_FILE} differs from the file written)" in err
+    assert len(err.strip().splitlines()) == 1
+    assert exports(cache) == [folder] and backends._EXPORTS[before] > 0
+    for a, b in zip(states(again, [0, 2, 4]), states(load(str(tiny)), [0, 2, 4]), strict=True):
+        assert np.abs(a - b).max() <= 1e-5
+    load(str(tiny), backend="onnxruntime")  # and the new export is reused as it is
+    assert backends._EXPORTS[-1] == 0.0 and "damaged" not in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- refusals and ids

@@ -10,6 +10,7 @@ import huggingface_hub.constants
 import pytest
 import torch
 import yaml
+from tests.tiny import same_stat_other_bytes
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, BertTokenizer
 
 from nlgbench.encoders import hfcache
@@ -304,10 +305,90 @@ def test_weights_fingerprint_follows_weights_and_config(tiny_bert: Path, tmp_pat
     assert hfcache.weights_fingerprint(folder) == first
     stat = (folder / "model.safetensors").stat()
     os.utime(folder / "model.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert hfcache.weights_fingerprint(folder) == first  # touched, same bytes: the same weights
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[:-1] + bytes([255 - data[-1]]))
     second = hfcache.weights_fingerprint(folder)
     assert second != first
     (folder / "config.json").write_text((folder / "config.json").read_text(encoding="utf-8") + " ", encoding="utf-8")
     assert hfcache.weights_fingerprint(folder) not in (first, second)
+
+
+def test_weights_fingerprint_hashes_the_weight_bytes(tiny_bert: Path, tmp_path: Path) -> None:
+    """Two folders alike in names, sizes, mtimes and safetensors header but not in weight bytes have
+    different fingerprints; so does one folder edited in place with its mtime put back."""
+    a = tmp_path / "a"
+    shutil.copytree(tiny_bert, a)
+    b = same_stat_other_bytes(a, tmp_path / "b")
+    assert (a / "model.safetensors").stat().st_mtime_ns == (b / "model.safetensors").stat().st_mtime_ns
+    assert hfcache.weights_fingerprint(a) != hfcache.weights_fingerprint(b)
+    before = hfcache.weights_fingerprint(a)
+    shutil.copyfile(b / "model.safetensors", a / "model.safetensors")  # edited in place ...
+    stat = (b / "model.safetensors").stat()
+    os.utime(a / "model.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns))  # ... and touch -r
+    assert hfcache.weights_fingerprint(a) == hfcache.weights_fingerprint(b) != before
+
+
+def test_weights_edited_in_place_make_a_new_cell_and_signature(tiny_bert: Path, tmp_path: Path) -> None:
+    """A model folder whose weight bytes changed, its sizes and mtimes put back, is not "done already":
+    the sweep's cell over it has another id, and the scorer's signature another revision."""
+    from nlgbench.core.signature import encoder_revision
+    from nlgbench.core.spec import load_spec
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_bert, folder)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "datasets": ["wmt16"],
+                "metrics": [{"metric": "bertscore", "encoders": [str(folder)]}],
+            }
+        ),
+        encoding="utf-8",
+    )
+    [before] = load_spec(spec).cells()
+    revision = encoder_revision(str(folder))
+    other = same_stat_other_bytes(folder, tmp_path / "other")
+    shutil.copyfile(other / "model.safetensors", folder / "model.safetensors")
+    stat = (other / "model.safetensors").stat()
+    os.utime(folder / "model.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    [after] = load_spec(spec).cells()
+    assert after.inputs[str(folder)] != before.inputs[str(folder)]
+    assert after.cell_id != before.cell_id
+    assert encoder_revision(str(folder)) != revision
+
+
+def read_chars() -> int:
+    """Bytes this process has read through read calls so far (Linux's /proc/self/io `rchar`)."""
+    for line in Path("/proc/self/io").read_text(encoding="ascii").splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").is_file(), reason="needs Linux's /proc/self/io")
+def test_a_second_fingerprint_reads_no_weight_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The weights' digest is kept in the cache while the file's stat is unchanged: the first fingerprint
+    reads the 8 MB, the second (another process's, with the same cache) reads none of them; a file
+    rewritten in place is read again."""
+    monkeypatch.setenv("NLGBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}", encoding="utf-8")
+    size = 8 * 2**20
+    (folder / "model.safetensors").write_bytes(os.urandom(size))
+    start = read_chars()
+    first = hfcache.weights_fingerprint(folder)
+    middle = read_chars()
+    assert hfcache.weights_fingerprint(folder) == first
+    end = read_chars()
+    assert middle - start >= size and end - middle < 2**16
+    assert len(list((tmp_path / "cache" / "digests").iterdir())) == 1
+    (folder / "model.safetensors").write_bytes(os.urandom(size))
+    assert hfcache.weights_fingerprint(folder) != first
+    assert read_chars() - end >= size
 
 
 def test_a_cached_model_loads_without_asking_the_hub(

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import string
 from collections.abc import Iterable
 from pathlib import Path
+
+import numpy as np
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -117,3 +122,21 @@ def make_tiny_gpt2(folder: Path, texts: Iterable[str], seed: int = 0) -> Path:
     )
     GPT2LMHeadModel(config).save_pretrained(folder)
     return folder
+
+
+def same_stat_other_bytes(src: Path, dst: Path) -> Path:
+    """`cp -rp src dst`, then bytes of dst's model.safetensors changed (same size) and its times put back
+    (`touch -r`): what stat sees of the two folders is the same, their weights are not."""
+    shutil.copytree(src, dst)  # copy2: modification times kept, as cp -p, rsync -a and tar do
+    weights = dst / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    start = 8 + int.from_bytes(data[:8], "little")
+    for name, info in json.loads(data[8:start]).items():  # every float32 tensor doubled, the header kept
+        if name != "__metadata__" and info["dtype"] == "F32":
+            begin, end = info["data_offsets"]
+            values = np.frombuffer(bytes(data[start + begin : start + end]), dtype="<f4")
+            data[start + begin : start + end] = (values * 2).astype("<f4").tobytes()
+    weights.write_bytes(bytes(data))
+    stat = (src / "model.safetensors").stat()
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return dst

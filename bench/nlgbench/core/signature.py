@@ -5,7 +5,7 @@ comparable, e.g.
     bertscore|enc:sentence-transformers/all-MiniLM-L6-v2@34bb7e1|L6|idf:no|refs:max|nlgbench:0.2.0|torch:2.13|tf:5.24
 
 Fields: the metric; `enc:` the encoder's source with its revision (the Hub snapshot's commit, else
-a fingerprint of a local folder's weight files; a local folder by its name, `model_label`, never by
+a fingerprint of a local folder's config and weight files; a local folder by its name, `model_label`, never by
 a path of the machine); `L` the layer used; the variant (num_layers,
 quantize, dtype, early_exit ...); the metric's options (booleans as yes/no); `refs:` how several
 references are used; the metric's own library where it has one (`sacrebleu:2.6.0`); then the
@@ -13,36 +13,28 @@ versions of nlgbench, torch and transformers (major.minor for the last two)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from nlgbench.encoders.hfcache import local_snapshot
+from nlgbench.encoders.hfcache import local_snapshot, weights_fingerprint
 from nlgbench.encoders.registry import model_label
 from nlgbench.foundations.version import __version__
 from nlgbench.metrics.base import REFERENCE_POLICY, MetricInfo
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".onnx")
-FINGERPRINT_CHUNK = 1 << 20
 SKIPPED_OPTIONS = {"layer", REFERENCE_POLICY}  # shown as their own fields
 
 
 def encoder_revision(source: str) -> str:
     """The revision of a model source: the Hub snapshot's commit (7 hex), else the first 7 hex of a
-    sha256 over a local folder's weight files (names, sizes and contents); '' when neither is found."""
+    local folder's weights fingerprint (`nlgbench.encoders.hfcache.weights_fingerprint`: config.json
+    and the weight files' contents, the digest a cell's id and the export cache use); '' when neither
+    is found."""
     folder = local_snapshot(source)
     if folder is None:
         return ""
     if folder.parent.name == "snapshots":
         return folder.name[:7]
-    digest = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES):
-        digest.update(f"{path.relative_to(folder).as_posix()}:{path.stat().st_size}".encode())
-        with path.open("rb") as fh:
-            while chunk := fh.read(FINGERPRINT_CHUNK):
-                digest.update(chunk)
-    return digest.hexdigest()[:7]
+    return weights_fingerprint(folder)[:7]
 
 
 def reference_use(info: MetricInfo, options: Mapping[str, Any]) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from nlgbench.foundations.digests import file_sha256
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.package import cache_root, package_file
 from nlgbench.foundations.registry import Registry, UserFiles, read_registry_file
@@ -234,15 +235,9 @@ def _open_source(root: Path | str, key: str, origin: str) -> BinaryIO:
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes (read in chunks); a UserError naming the file if it cannot be read."""
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return digest.hexdigest()
+    """Hex sha256 of a file's bytes (`nlgbench.foundations.digests.file_sha256`: read in chunks, a
+    UserError naming the file if it cannot be read)."""
+    return file_sha256(path)
 
 
 def _say(progress: Progress | None, message: str) -> None:

@@ -11,8 +11,9 @@ kept), `quantize: int8` (ONNX Runtime's dynamic quantisation of the exported gra
 int8 weight compression through NNCF) and, for OpenVINO, `dtype: bf16` (its bf16 inference
 precision, where the CPU has bf16 instructions). The export is cached under
 `NLGBENCH_CACHE/exports/<key>`, the key hashing the weights' fingerprint, the layers kept, the
-opset, the exporter and the library versions; exporting is timed apart (`exported_seconds`, the
-cell's `timing.export_s`), never inside load or ms/segment.
+opset, the exporter and the library versions; its record (`export.json`) holds the sha256 of each
+file written, checked on reuse, so a damaged export is made again rather than loaded. Exporting is
+timed apart (`exported_seconds`, the cell's `timing.export_s`), never inside load or ms/segment.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import time
 import warnings
@@ -38,6 +40,7 @@ import torch
 
 from nlgbench.encoders.hfcache import local_snapshot, weights_fingerprint
 from nlgbench.encoders.registry import BACKEND_EXTRAS, BACKEND_MODULES, TORCH, EncoderRef, backend_version
+from nlgbench.foundations.digests import cached_file_sha256, file_sha256, remember_sha256
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.package import cache_root
 
@@ -132,9 +135,45 @@ def run_file(folder: Path, backend: str, quantize: str | None) -> Path:
 
 
 def cached_export(key: str, backend: str, quantize: str | None) -> Path | None:
-    """The export folder of `key` when it is complete (its record is written last), else None."""
+    """The export folder of `key` when it is complete (its record is written last) and intact (every file
+    the record lists has the sha256 recorded when it was written), else None. A damaged one (a file cut
+    short or changed since) is removed, with one line saying so, for the caller to export it again."""
     folder = export_folder(key)
-    return folder if (folder / META_FILE).is_file() and run_file(folder, backend, quantize).is_file() else None
+    if not (folder / META_FILE).is_file() or not run_file(folder, backend, quantize).is_file():
+        return None
+    damage = export_damage(folder)
+    if damage is None:
+        return folder
+    print(f"nlgbench: cached export {folder} is damaged ({damage}); exporting it again", file=sys.stderr)
+    discard(folder)
+    return None
+
+
+def export_damage(folder: Path) -> str | None:
+    """What is wrong with a complete export folder's files, by its record's digests; None if nothing."""
+    try:
+        recorded = json.loads((folder / META_FILE).read_text(encoding="utf-8")).get("files")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return f"{META_FILE} cannot be read"
+    if not isinstance(recorded, dict) or not recorded:
+        return f"{META_FILE} records no file digests"
+    for name, digest in sorted(recorded.items()):
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if cached_file_sha256(path) != digest:
+            return f"{name} differs from the file written"
+    return None
+
+
+def discard(folder: Path) -> None:
+    """Remove an export folder: renamed aside first (one step), so no other process finds it half removed."""
+    aside = folder.with_name(f".{folder.name}.damaged.{os.getpid()}")
+    try:
+        os.rename(folder, aside)
+    except FileNotFoundError:  # another process removed it first
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def export(model: Any, sample: tuple[Any, Any], layers: int, key: str, backend: str, quantize: str | None) -> Path:
@@ -186,14 +225,18 @@ def export_graph(
             _quantize_ort(tmp / MODEL_FILE, tmp / ORT_INT8_FILE)
         elif quantize and backend == "openvino":
             _compress_openvino(tmp / MODEL_FILE, tmp / OV_INT8_FILE)
+        files = {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
         seconds = time.perf_counter() - start
-        meta = {"key": key, "inputs": inputs, "outputs": outputs, "export_s": seconds}
+        meta = {"key": key, "inputs": inputs, "outputs": outputs, "export_s": seconds, "files": files}
         (tmp / META_FILE).write_text(json.dumps(meta))
         target = export_folder(key)
         try:
             os.rename(tmp, target)
         except OSError:  # another process finished the same export first: keep its
             shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            for name, digest in files.items():  # its reuse checks these without reading them again
+                remember_sha256(target / name, digest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

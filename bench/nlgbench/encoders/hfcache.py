@@ -18,6 +18,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from nlgbench.foundations.digests import cached_file_sha256
 from nlgbench.foundations.errors import UserError
 
 #: Files never copied from a source folder (operating-system litter).
@@ -215,16 +216,14 @@ def load_options(source: str) -> dict[str, bool]:
 
 
 def weights_fingerprint(folder: Path) -> str:
-    """16 hex digits identifying a local model folder's contents without reading its weights: the
-    sha256 over config.json's bytes and, per weight file, its name, size, modification time and
-    (safetensors) header. Part of a cell's id, so a changed local model is measured again."""
+    """16 hex digits identifying a local model folder's contents: the sha256 over config.json's bytes
+    and, per weight file, its name and the sha256 of its bytes (`cached_file_sha256`: read once, then
+    remembered while the file's stat is unchanged). Part of a cell's id, of the export cache's key and
+    of a scorer's signature, so changed weights are measured again even where size and mtime are not."""
     folder = Path(folder)
     digest = hashlib.sha256((folder / "config.json").read_bytes())
     for path in weight_files(folder):
-        stat = path.resolve().stat()
-        digest.update(f"\0{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-        if path.suffix == ".safetensors":
-            digest.update(safetensors_header(path))
+        digest.update(f"\0{path.name}\0{cached_file_sha256(path)}\0".encode())
     return digest.hexdigest()[:16]
 
 
