@@ -106,11 +106,33 @@ def imported(
         (["-0", "0"], ["-0", "0"]),
         (["01", "2"], ["01", "2"]),  # one id not in plain form makes every id of the file text
         (["-3", "2"], [-3, 2]),
+        ([2**63 - 1, -(2**63)], [-(2**63), 2**63 - 1]),  # the store's 64-bit integers
+        ([2**63, 1], ["1", str(2**63)]),  # beyond them: every id text, none lost
+        ([str(-(2**63) - 1), "2"], [str(-(2**63) - 1), "2"]),
     ],
 )
 def test_seg_ids_are_integers_only_in_plain_form(ids: list[Any], expected: list[Any], tmp_path: Path) -> None:
     items = load_dataset(None, path=str(write_jsonl(tmp_path / "d.jsonl", ids))).items
     assert [it.seg_id for it in items] == expected
+
+
+HUGE_IDS = [1, 2, 2**63, -(2**63) - 1, 10**30, 6, 7, 8, 9, 2**63 - 1]
+
+
+def test_seg_ids_beyond_64_bits_are_stored_as_text(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A seg_id the store's 64-bit integers cannot hold makes the file's ids text: the cell is recorded
+    (not an OverflowError on every rerun), and repair and report read it back, every id as written."""
+    run, data, (a,) = imported(capsys, tmp_path, HUGE_IDS)
+    ids = [it.seg_id for it in load_dataset(None, path=str(data)).items]
+    assert sorted(ids) == sorted(str(i) for i in HUGE_IDS)
+    assert [r["status"] for r in read_csv(run / "results.csv")] == ["ok"]
+    assert list(nlgbench.load_scores(run, a)["seg_id"]) == ids
+    cells_only(run)
+    code, out, err = cli(capsys, "repair", run)
+    assert code == 0 and "skipped" not in out, (out, err)
+    assert cli(capsys, "report", run)[0] == 0
+    published = read_csv(run / "report" / "metric_scores.csv")
+    assert [r["seg_id"] for r in published if r["cell_id"] == a] == ids
 
 
 def test_integer_like_text_seg_ids_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -309,6 +331,30 @@ def test_old_results_without_the_record_still_load(capsys: pytest.CaptureFixture
     assert code == 0 and "nlgbench: error" not in err, err
     code, out, _ = cli(capsys, "repair", run)
     assert code == 0 and "skipped" not in out
+
+
+def test_old_results_scores_are_read_with_one_unchecked_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A result.json from before the record of scores.csv cannot tell an edited file: load_scores and
+    repair still read it, and say so in one warning line naming the file (once, though repair reads it twice)."""
+    run, _, (a,) = imported(capsys, tmp_path, list(range(1, 11)))
+    cells_only(run)
+    drop_scores_record(run / "cells" / a)
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    for folder in (run, copy):
+        path = folder / "cells" / a / "scores.csv"
+        path.write_text(path.read_text(encoding="utf-8").replace(",0.0,", ",0.5,", 1), encoding="utf-8")
+    capsys.readouterr()
+    frame = nlgbench.load_scores(run, a)
+    assert frame["score"][0] == 0.5  # read as it is: nothing to check it against
+    warned = [line for line in capsys.readouterr().err.splitlines() if "unchecked" in line]
+    assert len(warned) == 1 and warned[0].startswith(f"warning: {run / 'cells' / a / 'scores.csv'}: "), warned
+    code, out, err = cli(capsys, "repair", copy)
+    warned = [line for line in err.splitlines() if "unchecked" in line]
+    assert code == 0 and "skipped" not in out, (out, err)
+    assert len(warned) == 1 and str(copy / "cells" / a / "scores.csv") in warned[0], err
 
 
 # ----------------------------------------------------------------------------- 11: one line, naming the file

@@ -7,6 +7,7 @@ import csv
 import hashlib
 import io
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,10 +81,28 @@ def scores_record(data: bytes, rows: int) -> dict[str, Any]:
     return {"rows": rows, "sha256": hashlib.sha256(data).hexdigest()}
 
 
+_WARNED: set[str] = set()  # the files `warn_unchecked` has named in this process
+
+
+def warn_unchecked(path: Path) -> None:
+    """One warning line, once per file and process, that a scores.csv is read unchecked: its result.json
+    (an older nlgbench's) records neither its rows nor its sha256, so an edit since cannot be told."""
+    if str(path) in _WARNED:
+        return
+    _WARNED.add(str(path))
+    print(
+        f"warning: {path}: unchecked, {RESULT_FILE} (written by an older nlgbench) records no sha256 of it, "
+        "so an edit since the cell wrote it cannot be told; run the cell again to have it checked",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def read_scores(path: Path, result: CellResult | None) -> tuple[list[str], list[dict[str, Any]]]:
     """scores.csv's columns and rows, checked against `result` (the cell's result.json; None: nothing to
     check against): its recorded row count (else `n_segments`, in results written before the record)
-    and sha256, so a truncated or edited file is refused, not read as a smaller or other cell. Ids and
+    and sha256, so a truncated or edited file is refused, not read as a smaller or other cell (an older
+    result.json, without that record: read with one warning line, `warn_unchecked`). Ids and
     texts stay text (seg_ids integers only where all are plain integers: `seg_id_values`), the other
     columns are numbers (blank: NaN). Every problem is one UserError naming the file (and row, column)."""
     data = read_bytes(path)
@@ -105,6 +124,8 @@ def read_scores(path: Path, result: CellResult | None) -> tuple[list[str], list[
             f"{path}: its sha256 is not the one {RESULT_FILE} records (changed since the cell wrote "
             "it); run the cell again"
         )
+    if result is not None and record is None:
+        warn_unchecked(path)
     ids = seg_id_values([row["seg_id"] or "" for _, row in raw])
     rows = []
     for (line, row), seg_id in zip(raw, ids, strict=True):

@@ -25,11 +25,17 @@ def plain_int(text: str) -> int | None:
     return value if str(value) == text else None
 
 
+#: The integers a seg_id may be: SQLite's (the run store's) 64-bit signed range.
+SEG_ID_INT_RANGE = (-(2**63), 2**63 - 1)
+
+
 def seg_id_values(texts: Sequence[str]) -> list[SegId]:
     """seg_ids of one file (data, scores.csv) as written: integers if every one is a plain integer
-    (`plain_int`), else every one the text it is, so no two ids become one."""
+    (`plain_int`) within 64 bits (`SEG_ID_INT_RANGE`: the store keeps no larger integer), else every
+    one the text it is, so no two ids become one and none is lost."""
+    low, high = SEG_ID_INT_RANGE
     ints = [plain_int(text) for text in texts]
-    if all(value is not None for value in ints):
+    if all(value is not None and low <= value <= high for value in ints):
         return [value for value in ints if value is not None]
     return list(texts)
 
