@@ -9,6 +9,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from nlgbench.encoders.registry import EncoderRef, is_path_name, model_label
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.store import Store
 from test_no_machine_paths import machine_paths
-from tiny import make_tiny_bert
+from tiny import make_tiny_bert, same_stat_other_bytes
 
 RUN_V0 = Path(__file__).parent / "data" / "run_v0"
 WORDS = "the a cat dog sat ran on under mat house red green big small".split()
@@ -229,6 +230,32 @@ def test_a_run_of_a_local_folder_and_an_import_name_no_machine_path(tiny_dir: Pa
     ]
     assert str(tiny_dir) not in (out / "results.csv").read_text(encoding="utf-8")
     assert not machine_paths(json.dumps([c["label"] for c in status["cells"]]))
+
+
+def test_weights_changed_in_place_run_again_and_the_folder_still_reports(
+    tiny_dir: Path, data: Path, tmp_path: Path
+) -> None:
+    """A model folder whose weight bytes changed (sizes and mtimes put back) is measured again in the same
+    run folder: a new cell beside the old one, under one label, and the report still reads the folder (the
+    relative table takes the first baseline cell of a label, as compare does)."""
+    model = tmp_path / "student-minilm"
+    shutil.copytree(tiny_dir, model)
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(json.dumps({**spec(data, str(model)), "repeats": 1, "threads": 1}), encoding="utf-8")
+    out = tmp_path / "run"
+    run_cli("run", str(spec_file), "--out", str(out))
+    changed = same_stat_other_bytes(model, tmp_path / "changed")
+    shutil.copyfile(changed / "model.safetensors", model / "model.safetensors")
+    stat = (changed / "model.safetensors").stat()
+    os.utime(model / "model.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    run_cli("run", str(spec_file), "--out", str(out))
+    with (out / "results.csv").open(encoding="utf-8", newline="") as fh:
+        cells = list(csv.DictReader(fh))
+    assert [c["encoder"] for c in cells] == ["student-minilm", "student-minilm"]
+    assert cells[0]["cell_id"] != cells[1]["cell_id"] and {c["status"] for c in cells} == {"ok"}
+    assert cells[0]["pearson_global"] != cells[1]["pearson_global"]  # other weights, other scores
+    run_cli("report", str(out))
+    assert (out / "report" / "index.html").is_file()
 
 
 def test_a_signature_names_a_local_folder_by_its_name_old_ones_too() -> None:

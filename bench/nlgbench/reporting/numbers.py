@@ -173,6 +173,7 @@ def relative_table(df: pd.DataFrame, baselines: dict[str, str], options: Quality
         if metric not in baselines:
             continue
         base = group[group["encoder"] == baselines[metric]].set_index("dataset")
+        base = base[~base.index.duplicated()]  # two baseline cells of one label: the first, as compare takes
         for encoder, enc_rows in group.groupby("encoder", sort=False):
             per = [_relative_row(r, base, baselines[metric]) for _, r in enc_rows.iterrows()]
             for kind in dict.fromkeys(p["score_type"] for p in per):
