@@ -15,11 +15,14 @@ from pathlib import Path
 import pytest
 
 import test_distill
+from nlgbench.cli import main
 from nlgbench.core import leakage
+from nlgbench.data.catalogue import cache_dir
 from nlgbench.data.loaders import load_dataset
 from nlgbench.distillation.holdout import Holdout
 from nlgbench.distillation.pairs import Pair
 from nlgbench.distillation.pipeline import DistillResult, distill
+from nlgbench.foundations.errors import UserError
 from test_distill import CHRF, config, own_data
 
 one_thread = test_distill.one_thread
@@ -99,3 +102,45 @@ def test_the_holdout_removes_pairs_of_a_held_out_text_in_another_normal_form(tmp
     kept = holdout.remove(pairs)
     assert kept == pairs[3:] and holdout.removed_total == 3
     holdout.check(kept)  # the guard's own test agrees: nothing of the held-out data is left
+
+
+@pytest.mark.parametrize("bad", ["1e300", "Infinity", "NaN", '"0.5"'])
+def test_a_cached_label_that_is_no_finite_score_is_labelled_again(
+    accented_student: DistillResult, tmp_path: Path, tiny_dir: Path, bad: str
+) -> None:
+    """A label shard edited in the cache (a huge number, JSON's Infinity / NaN, a string) is not
+    trained on: the shard is labelled again, and the student is the one the true labels give."""
+    folder = cache_dir() / accented_student.record["labels"]["shard_folder"]
+    (shard,) = folder.glob("*.json")
+    text = shard.read_text(encoding="utf-8")
+    labels = json.loads(text)["labels"]
+    shard.write_text(text.replace(json.dumps(labels[7]), bad, 1), encoding="utf-8")
+    lines: list[str] = []
+    data = accented_student.out.parent / "nfc.jsonl"
+    again = distill([str(data)], CHRF, config(tiny_dir, epochs=1, batch_size=8), tmp_path / "s", log=lines.append)
+    assert any(line.startswith(f"labels: ignoring the unreadable shard {shard}") for line in lines)
+    assert again.record["labels"]["shards_labelled"] == 1 and json.loads(shard.read_text())["labels"] == labels
+    assert again.record["validation"] == accented_student.record["validation"]
+
+
+def test_a_diverging_training_stops_with_one_line_and_writes_no_student(
+    accented_student: DistillResult, tmp_path: Path, tiny_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A learning rate of 1e30 blows the weights up at the first step: the validation after it (3 steps
+    an epoch, validated at each) is NaN and training stops there (exit 2, one line); with one validation
+    an epoch, the training loss of the next step stops it. No student is written, so none scores NaN."""
+    data = accented_student.out.parent / "nfc.jsonl"
+    out = tmp_path / "student"
+    argv = ["distill", "--teacher-metric", "chrf", "--student", str(tiny_dir), "--pairs", str(data)]
+    argv += ["--epochs", "1", "--batch-size", "8", "--max-length", "64", "--lr", "1e30", "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        "nlgbench: error: training stopped: the validation MSE at step 1 is nan; no student written: "
+        "lower --lr, or check the teacher's labels"
+    )
+    assert not out.exists()
+    cfg = config(tiny_dir, epochs=1, batch_size=8, lr=1e30, evals_per_epoch=1)
+    with pytest.raises(UserError, match=r"^training stopped: the training loss at step 2 is nan; no student written"):
+        distill([str(data)], CHRF, cfg, out, log=quiet)
+    assert not out.exists()

@@ -43,6 +43,7 @@ from nlgbench.distillation.student import (
     to_teacher_scale,
 )
 from nlgbench.encoders.variants import count_params
+from nlgbench.foundations.errors import UserError
 from nlgbench.statistics.correlation import spearman
 
 if TYPE_CHECKING:
@@ -94,6 +95,11 @@ def train_student(
     model.eval()
     pred = runner.predict(data.val, len(data.y_val))  # the saved model's own outputs
     record, validation = summaries(fit, data, pred, cfg)
+    problems = [f"{name} {validation[name]}" for name in ("mse", "pearson") if not math.isfinite(validation[name])]
+    if not np.isfinite(pred).all():
+        problems.insert(0, "a prediction that is not a finite number")
+    if problems:
+        raise UserError(diverged(f"the trained student's validation is not finite ({', '.join(problems)})"))
     log(
         f"train: {fit.step} steps in {fit.seconds:.0f} s ({record['pairs_per_second']} pairs/s), "
         f"{record['stop_reason']}; "
@@ -218,10 +224,10 @@ def fit_student(
             while fit.batch < len(order) and not fit.stopped:
                 group = order[fit.batch : fit.batch + cfg.accumulate]
                 lr = float(optimizer.param_groups[0]["lr"])
-                fit.losses = [
-                    *fit.losses[-max(every, 50) + 1 :],
-                    step(runner, data, targets, group, optimizer, schedule),
-                ]
+                loss = step(runner, data, targets, group, optimizer, schedule)
+                if not math.isfinite(loss):
+                    raise UserError(diverged(f"the training loss at step {fit.step + 1} is {loss}"))
+                fit.losses = [*fit.losses[-max(every, 50) + 1 :], loss]
                 pairs = sum(map(len, group))
                 fit.step, fit.batch, fit.seen, seen_since = (
                     fit.step + 1,
@@ -244,6 +250,8 @@ def fit_student(
                         "pairs_per_s": rate,
                     }
                     point.update(runner.validate(data))
+                    if not math.isfinite(point["val_mse"]):
+                        raise UserError(diverged(f"the validation MSE at step {fit.step} is {point['val_mse']}"))
                     fit.history.append(point)
                     eta = (total - fit.step) * cfg.effective_batch / rate
                     bar.write(
@@ -274,6 +282,11 @@ def fit_student(
                 fit.epoch, fit.batch, order = fit.epoch + 1, 0, None
     fit.seconds = seconds_before + time.perf_counter() - start
     return fit
+
+
+def diverged(what: str) -> str:
+    """The one line of a training stopped by a number that is not finite (no student is written)."""
+    return f"training stopped: {what}; no student written: lower --lr, or check the teacher's labels"
 
 
 def step(
