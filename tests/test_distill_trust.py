@@ -20,8 +20,9 @@ from nlgbench.core import leakage
 from nlgbench.data.catalogue import cache_dir
 from nlgbench.data.loaders import load_dataset
 from nlgbench.distillation.holdout import Holdout
-from nlgbench.distillation.pairs import Pair
+from nlgbench.distillation.pairs import Pair, gather_pairs
 from nlgbench.distillation.pipeline import DistillResult, distill
+from nlgbench.distillation.shards import SHARD_SIZE, plan_shards
 from nlgbench.foundations.errors import UserError
 from test_distill import CHRF, config, own_data
 
@@ -110,13 +111,14 @@ def test_a_cached_label_that_is_no_finite_score_is_labelled_again(
 ) -> None:
     """A label shard edited in the cache (a huge number, JSON's Infinity / NaN, a string) is not
     trained on: the shard is labelled again, and the student is the one the true labels give."""
-    folder = cache_dir() / accented_student.record["labels"]["shard_folder"]
-    (shard,) = folder.glob("*.json")
+    data = accented_student.out.parent / "nfc.jsonl"
+    pairs, _, _ = gather_pairs([str(data)], max_pairs=None, augment=0, seed=0, log=quiet)
+    (planned,) = plan_shards(pairs, SHARD_SIZE)  # 40 pairs: one shard
+    shard = cache_dir() / accented_student.record["labels"]["shard_folder"] / f"{planned.key}.json"
     text = shard.read_text(encoding="utf-8")
     labels = json.loads(text)["labels"]
     shard.write_text(text.replace(json.dumps(labels[7]), bad, 1), encoding="utf-8")
     lines: list[str] = []
-    data = accented_student.out.parent / "nfc.jsonl"
     again = distill([str(data)], CHRF, config(tiny_dir, epochs=1, batch_size=8), tmp_path / "s", log=lines.append)
     assert any(line.startswith(f"labels: ignoring the unreadable shard {shard}") for line in lines)
     assert again.record["labels"]["shards_labelled"] == 1 and json.loads(shard.read_text())["labels"] == labels
@@ -137,10 +139,10 @@ def test_a_diverging_training_stops_with_one_line_and_writes_no_student(
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == (
         "nlgbench: error: training stopped: the validation MSE at step 1 is nan; no student written: "
-        "lower --lr, or check the teacher's labels"
+        f"lower --lr (and delete {out}.partial, its checkpoints), or check the teacher's labels"
     )
     assert not out.exists()
     cfg = config(tiny_dir, epochs=1, batch_size=8, lr=1e30, evals_per_epoch=1)
     with pytest.raises(UserError, match=r"^training stopped: the training loss at step 2 is nan; no student written"):
-        distill([str(data)], CHRF, cfg, out, log=quiet)
-    assert not out.exists()
+        distill([str(data)], CHRF, cfg, tmp_path / "other", log=quiet)
+    assert not (tmp_path / "other").exists()
