@@ -17,7 +17,7 @@ import json
 import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from nlgbench.encoders.registry import ResolvedEncoder, resolve_encoder
 from nlgbench.foundations.errors import UserError
@@ -28,18 +28,19 @@ if TYPE_CHECKING:
 
 DISTILL_FILE = "distill.json"
 TEXTS_FILE = "training_texts.sha256"  # one hash per line: every reference and (reference, candidate) pair seen
-TEXT_FORM = "NFC"  # distill.json's `data.texts_form`: the Unicode normal form texts are hashed in
-LEGACY_FORMS: tuple[str | None, ...] = ("NFC", "NFD", None)  # a record without `texts_form`; None: as written
+Form = Literal["NFC", "NFD"]  # a Unicode normal form the guard hashes texts in
+TEXT_FORM: Form = "NFC"  # distill.json's `data.texts_form`: the normal form texts are hashed in
+LEGACY_FORMS: tuple[Form | None, ...] = ("NFC", "NFD", None)  # a record without `texts_form`; None: as written
 
 
-def text_hash(text: str, form: str | None = TEXT_FORM) -> str:
+def text_hash(text: str, form: Form | None = TEXT_FORM) -> str:
     """16 hex digits of the sha256 of a text in Unicode normal form `form` (None: as written) with
     whitespace runs as one space."""
     normal = text if form is None else unicodedata.normalize(form, text)
     return hashlib.sha256(" ".join(normal.split()).encode("utf-8")).hexdigest()[:16]
 
 
-def training_hashes(pairs: Iterable[tuple[str, str]], form: str | None = TEXT_FORM) -> list[str]:
+def training_hashes(pairs: Iterable[tuple[str, str]], form: Form | None = TEXT_FORM) -> list[str]:
     """The leakage guard's units of (reference, candidate) pairs, sorted: `r:<hash>` per reference,
     `p:<hash>` per pair (texts in normal form `form`). A candidate alone is not one: short outputs
     ("Thank you.") recur across data sets, and a text scored against another reference is not the
@@ -52,7 +53,7 @@ def training_hashes(pairs: Iterable[tuple[str, str]], form: str | None = TEXT_FO
     )
 
 
-def overlapping_items(units: set[str], dataset: Dataset, forms: Sequence[str | None] = (TEXT_FORM,)) -> list[Item]:
+def overlapping_items(units: set[str], dataset: Dataset, forms: Sequence[Form | None] = (TEXT_FORM,)) -> list[Item]:
     """The items of `dataset` with a reference, or a (reference, hypothesis) pair, among the training
     `units` (`training_hashes`), its texts hashed in each of `forms`: what the guard refuses, and what
     distillation's holdout must leave none of."""
@@ -66,7 +67,7 @@ def overlapping_items(units: set[str], dataset: Dataset, forms: Sequence[str | N
     ]
 
 
-def recorded_forms(record: dict[str, Any], path: Path) -> Sequence[str | None]:
+def recorded_forms(record: dict[str, Any], path: Path) -> Sequence[Form | None]:
     """The normal forms to hash evaluation texts in for a student's record: its `data.texts_form`, or,
     for a record made before texts were normalised (hashed as written), NFC, NFD and as written."""
     data = record.get("data")
