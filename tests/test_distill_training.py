@@ -1,14 +1,19 @@
 """`nlgbench distill` training mechanics on a tiny random BERT: checkpoints and --resume (an interrupted
-run resumed ends with the uninterrupted run's weights, exactly, on CPU), refusal of a changed
-configuration, gradient accumulation's step count, --max-length auto, the curve in distill.json and
+run resumed ends with the uninterrupted run's weights, exactly, on CPU, also from the best checkpoint
+where the last is damaged), refusal of a changed configuration or a foreign checkpoint, Ctrl-C inside
+a checkpoint write, gradient accumulation's step count, --max-length auto, the curve in distill.json and
 its figure. The synthetic task and teacher (chrF) are those of tests/test_distill.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
+import shutil
+import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,9 +23,10 @@ import torch
 from safetensors.torch import load_file
 
 import test_distill
+from nlgbench.cli import main
 from nlgbench.cli.distill_parser import add_distill_arguments
 from nlgbench.core.leakage import DISTILL_FILE
-from nlgbench.distillation.checkpoint import LAST, checkpoint_folder
+from nlgbench.distillation.checkpoint import INDEX, checkpoint_folder
 from nlgbench.distillation.curve import CURVE_FILE
 from nlgbench.distillation.pipeline import DistillResult, distill
 from nlgbench.distillation.progress import BAR_INTERVAL
@@ -84,9 +90,11 @@ def test_an_interrupted_run_resumed_ends_with_the_uninterrupted_weights(
         distill([str(data_file)], CHRF, cfg, out, checkpoint_every=4, log=interrupt_after(3))
     partial = checkpoint_folder(out)
     assert partial.name == "student.partial" and not out.exists()
+    index = json.loads((partial / INDEX).read_text())
+    assert index["last"]["file"] == "step-00000008.pt" and index["best"]["step"] in (0, 6)  # a validation's
     files = sorted(p.name for p in partial.iterdir())
-    assert files[-1] == LAST and len(files) == 2 and files[0].startswith("best-")  # the last and the best only
-    saved = torch.load(partial / LAST, weights_only=True)
+    assert files == sorted({INDEX, index["last"]["file"], index["best"]["file"]})  # the last and the best only
+    saved = torch.load(partial / index["last"]["file"], weights_only=True)
     assert saved["fit"]["step"] == 8 and saved["fit"]["epoch"] == 0 and saved["fit"]["batch"] == 16
     seen = saved["fit"]["seen"]
     assert seen == sum(len(b) for b in saved["order"][:16]) and 120 <= seen <= 128  # one batch of 180 has 4 pairs
@@ -223,3 +231,134 @@ def test_the_command_line_takes_the_training_options() -> None:
     assert (args.max_length, args.accumulate, args.resume, args.checkpoint_every) == (96, 4, True, 50)
     with pytest.raises(SystemExit):
         parser.parse_args([*base, "--max-length", "long"])
+
+
+def interrupted_folder(tmp_path: Path, tiny_dir: Path, data_file: Path) -> tuple[Path, dict[str, Any]]:
+    """The checkpoints of a run stopped after its checkpoint at step 8 (as in the first test): the
+    student's folder (not written) and the checkpoint index."""
+    out = tmp_path / "student"
+    with pytest.raises(Interrupted, match="step 8 "):
+        distill([str(data_file)], CHRF, config(tiny_dir, **TRAINING), out, checkpoint_every=4, log=interrupt_after(3))
+    return out, json.loads((checkpoint_folder(out) / INDEX).read_text())
+
+
+def test_a_damaged_last_checkpoint_falls_back_to_the_best_and_ends_with_the_same_weights(
+    tmp_path: Path, tiny_dir: Path, data_file: Path, uninterrupted: DistillResult
+) -> None:
+    """64 bytes flipped in the middle of the last checkpoint: its sha256 no longer matches the index,
+    so the run resumes from the best checkpoint (an earlier step of the same run), says so, and still
+    ends with the uninterrupted run's weights. With the best damaged too: one line, nothing resumed."""
+    out, index = interrupted_folder(tmp_path, tiny_dir, data_file)
+    partial = checkpoint_folder(out)
+    last = partial / index["last"]["file"]
+    data = bytearray(last.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])
+    saved_last = bytes(data)
+    last.write_bytes(saved_last)
+    assert index["best"]["file"] != index["last"]["file"]
+
+    best = partial / index["best"]["file"]
+    saved_best = best.read_bytes()
+    best.write_bytes(saved_best[:-10])  # the best one truncated as well: nothing to fall back to
+    cfg = config(tiny_dir, **TRAINING)
+    with pytest.raises(UserError, match=r"^--resume: the checkpoint .*step-00000008.pt does not match the sha256"):
+        distill([str(data_file)], CHRF, cfg, out, checkpoint_every=4, resume=True, log=quiet)
+    best.write_bytes(saved_best)
+
+    lines: list[str] = []
+    resumed = distill([str(data_file)], CHRF, cfg, out, checkpoint_every=4, resume=True, log=lines.append)
+    step = index["best"]["step"]
+    assert (
+        f"checkpoint: {last} does not match the sha256 {INDEX} records (damaged or changed since it was written); "
+        f"resuming from the best checkpoint instead, at step {step}"
+    ) in lines
+    assert f"train: resumed from the checkpoint at step {step} of 36" in " ".join(lines)
+    whole, again = weights(uninterrupted), weights(resumed)
+    assert all(torch.equal(whole[k], again[k]) for k in whole)
+
+
+def test_a_foreign_or_tampered_checkpoint_is_refused_with_one_line(
+    tmp_path: Path, tiny_dir: Path, data_file: Path
+) -> None:
+    """Checkpoint files that are not what distill writes, even with a matching sha256 (edited on
+    purpose): a bare tensor, a fingerprint without hyperparameters, a loop course with a foreign key,
+    an index naming a file outside the folder; and a folder of the first format (`last.pt`)."""
+    out, index = interrupted_folder(tmp_path, tiny_dir, data_file)
+    partial = checkpoint_folder(out)
+    original = json.loads(json.dumps(index))
+    last = partial / index["last"]["file"]
+    state = torch.load(last, weights_only=True)
+    cfg = config(tiny_dir, **TRAINING)
+
+    def resume_with(payload: Any) -> str:
+        torch.save(payload, last)
+        index["last"]["sha256"] = hashlib.sha256(last.read_bytes()).hexdigest()
+        (partial / INDEX).write_text(json.dumps(index))
+        with pytest.raises(UserError) as caught:
+            distill([str(data_file)], CHRF, cfg, out, checkpoint_every=4, resume=True, log=quiet)
+        message = str(caught.value)
+        assert "\n" not in message and message.startswith("--resume: ") and "delete" in message
+        return message
+
+    assert "(a Tensor, not a dict)" in resume_with(torch.zeros(3))
+    fingerprint = {k: v for k, v in state["fingerprint"].items() if k != "hyperparameters"}
+    assert "its fingerprint is not" in resume_with({**state, "fingerprint": fingerprint})
+    message = resume_with({**state, "fit": {**state["fit"], "intruder": 1}})
+    assert "does not fit this run" in message and "intruder" in message
+    message = resume_with({**state, "fit": {**state["fit"], "stale": "0"}})
+    assert "does not fit this run" in message and "stale" in message
+    assert "says step 8" in resume_with({**state, "fit": {**state["fit"], "step": 7}})
+
+    outside = tmp_path / "outside.pt"
+    torch.save(state, outside)
+    (partial / INDEX).write_text(json.dumps({**original, "last": {**original["last"], "file": "../../../outside.pt"}}))
+    with pytest.raises(UserError, match=r"its 'last' entry is not a state file of this folder"):
+        distill([str(data_file)], CHRF, cfg, out, checkpoint_every=4, resume=True, log=quiet)
+
+    shutil.rmtree(partial)
+    partial.mkdir()
+    (partial / "last.pt").write_bytes(b"a checkpoint of the first format")
+    with pytest.raises(UserError, match="add --resume"):
+        distill([str(data_file)], CHRF, cfg, out, log=quiet)
+    with pytest.raises(UserError, match=r"holds a checkpoint of an older format; delete it"):
+        distill([str(data_file)], CHRF, cfg, out, resume=True, log=quiet)
+
+
+def test_ctrl_c_inside_a_checkpoint_write_exits_130_and_keeps_the_previous_checkpoint(
+    tmp_path: Path, tiny_dir: Path, data_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real SIGINT raised while torch's writer is writing a checkpoint's bytes (the third write call
+    of the second checkpoint of training): exit 130 with the line saying how to resume, the temporary
+    file gone, the index and the files it names as the checkpoint before; then --resume finishes."""
+    out = tmp_path / "student"
+    argv = ["distill", "--teacher-metric", "chrf", "--student", str(tiny_dir), "--pairs", str(data_file)]
+    argv += ["--epochs", "1", "--batch-size", "8", "--max-length", "64", "--checkpoint-every", "2", "--out", str(out)]
+    partial = checkpoint_folder(out)
+    writes: list[int] = []
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        code = frame.f_code
+        if event == "call" and code.co_name == "write" and code.co_filename.endswith("checkpoint.py"):
+            if (partial / INDEX).is_file() and json.loads((partial / INDEX).read_text())["last"]["step"] == 2:
+                writes.append(1)
+                if len(writes) == 3:
+                    sys.setprofile(None)
+                    signal.raise_signal(signal.SIGINT)
+
+    sys.setprofile(profile)
+    try:
+        code = main(argv)
+    finally:
+        sys.setprofile(None)
+    assert code == 130 and len(writes) == 3
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "nlgbench: interrupted; run the same command again with --resume to continue from where it stopped"
+    )
+    index = json.loads((partial / INDEX).read_text())
+    assert index["last"]["step"] == 2
+    named = {index["last"]["file"], index["best"]["file"]}
+    assert sorted(p.name for p in partial.iterdir()) == sorted({INDEX, *named})  # no temporary file left
+    for entry in (index["last"], index["best"]):
+        assert hashlib.sha256((partial / entry["file"]).read_bytes()).hexdigest() == entry["sha256"]
+    assert main([*argv, "--resume"]) == 0 and not partial.exists()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from nlgbench.cli.values import key_value
 from nlgbench.distillation.config import TrainConfig
@@ -28,23 +29,28 @@ def cmd_distill(args: argparse.Namespace) -> int:
         patience=args.patience,
         seed=args.seed,
     )
-    result = distill(
-        args.pairs,
-        teacher,
-        cfg,
-        args.out,
-        device=args.device,
-        teacher_batch_size=args.teacher_batch_size,
-        augment=args.augment,
-        max_pairs=args.max_pairs,
-        allow_overlap=args.allow_overlap,
-        threads=args.threads,
-        checkpoint_every=args.checkpoint_every,
-        resume=args.resume,
-        random_share=args.random_share,
-        holdout=args.holdout,
-        label_shard_size=SHARD_SIZE if args.label_shard_size is None else args.label_shard_size,
-    )
+    try:
+        result = distill(
+            args.pairs,
+            teacher,
+            cfg,
+            args.out,
+            device=args.device,
+            teacher_batch_size=args.teacher_batch_size,
+            augment=args.augment,
+            max_pairs=args.max_pairs,
+            allow_overlap=args.allow_overlap,
+            threads=args.threads,
+            checkpoint_every=args.checkpoint_every,
+            resume=args.resume,
+            random_share=args.random_share,
+            holdout=args.holdout,
+            label_shard_size=SHARD_SIZE if args.label_shard_size is None else args.label_shard_size,
+        )
+    except KeyboardInterrupt:  # labels and checkpoints written so far are whole: the rerun goes on from them
+        again = "again" if args.resume else "again with --resume"
+        print(f"nlgbench: interrupted; run the same command {again} to continue from where it stopped", file=sys.stderr)
+        return 130
     v, t = result.record["validation"], result.record["training"]
     print(
         f"distilled {teacher.label} into {result.out}: {result.record['data']['train_pairs']} training / {v['n']} "

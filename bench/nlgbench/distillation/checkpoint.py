@@ -3,16 +3,20 @@
 They live in the folder `OUT.partial` beside the output folder `OUT` (`checkpoint_folder`), removed
 once the student is written:
 
-- `last.pt`: the whole training state at the last checkpoint: weights, optimizer, schedule, the RNG
+- `step-STEP.pt`: the whole training state at an optimizer step: weights, optimizer, schedule, the RNG
   states (torch, numpy, python and the data order's generator), the position (epoch, batch within
-  it, that epoch's batch order), the loop's course (validation curve, best so far, pairs seen), the
-  configuration's fingerprint, and the name of the best file;
-- `best-STEP.pt`: the best weights so far (lowest validation MSE).
+  it, that epoch's batch order), the loop's course (validation curve, best so far, pairs seen) and
+  the configuration's fingerprint;
+- `checkpoint.json` (`INDEX`): which of them is the `last` and which the `best` (the state at the
+  validation with the lowest MSE so far: its weights are the best weights), each with its sha256.
 
-Each file is written to a temporary file in the folder and renamed into place; the best file is
-written before the `last.pt` naming it, and older best files are removed only after, so an
-interruption at any point leaves a consistent pair. Files load with `weights_only=True` (tensors,
-numbers, strings, lists, dicts only: no pickled code).
+A checkpoint writes its state file (atomically, flushed to disk), then the index naming it (the
+same way), then removes the state files the index no longer names, so an interruption at any point
+leaves an index whose files are all there. `--resume` reads the files the index names only (plain
+names of this folder), checks each against its sha256 and its shape before using it, and falls back
+to the best state (an earlier step of the same run, so training goes on to the same weights) where
+the last one is damaged. Files load with `weights_only=True` (tensors, numbers, strings, lists, dicts
+only: no pickled code).
 """
 
 from __future__ import annotations
@@ -20,14 +24,17 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import numpy as np
 
+from nlgbench.data.catalogue import sha256_file
 from nlgbench.distillation.config import TrainConfig
+from nlgbench.distillation.progress import Log
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import write_atomic_with
 
@@ -35,8 +42,12 @@ if TYPE_CHECKING:
     import torch
 
 SUFFIX = ".partial"  # OUT.partial beside OUT
-LAST = "last.pt"
-FORMAT = 1
+INDEX = "checkpoint.json"  # the last and the best state files, with their sha256
+LEGACY = "last.pt"  # the single checkpoint file of the first format
+FORMAT = 2
+STATE_NAME = re.compile(r"step-[0-9]{8}\.pt")  # the only file names an index may give
+SHA256 = re.compile(r"[0-9a-f]{64}")
+STATE_KEYS = {"format", "fingerprint", "model", "optimizer", "schedule", "rng", "order", "fit"}
 
 
 @dataclass(frozen=True)
@@ -57,7 +68,7 @@ def check_checkpoints(plan: Checkpoints) -> None:
     """Before any work: `every` is positive, and a run that does not resume finds no checkpoint it would overwrite."""
     if plan.every is not None and plan.every < 1:
         raise UserError(f"checkpoint-every must be >= 1, got {plan.every}")
-    if not plan.resume and (plan.folder / LAST).is_file():
+    if not plan.resume and ((plan.folder / INDEX).is_file() or (plan.folder / LEGACY).is_file()):
         raise UserError(
             f"{plan.folder} holds the checkpoint of an interrupted run: add --resume to continue it, "
             "or delete that folder to start again"
@@ -98,45 +109,169 @@ def restore_rng(state: dict[str, Any], generator: torch.Generator) -> None:
     generator.set_state(state["order"])
 
 
-def save_checkpoint(plan: Checkpoints, state: dict[str, Any], best_state: dict[str, Any], best_step: int) -> Path:
-    """Write the best weights (if that step's file is not there yet), then `last.pt` naming them, then
-    remove older best files; each file atomically. The path of `last.pt`."""
+def save_checkpoint(plan: Checkpoints, state: dict[str, Any]) -> Path:
+    """Write the training `state` (its `fit` says the step and the best step) as `step-STEP.pt`, then
+    the index naming it as the last and, where it is the best, as the best too (else the best stays
+    the one the index named), then remove the state files no longer named. The path written."""
     plan.folder.mkdir(parents=True, exist_ok=True)
-    best_name = f"best-{best_step:08d}.pt"
-    if not (plan.folder / best_name).is_file():
-        _atomic_save({"format": FORMAT, "step": best_step, "model": best_state}, plan.folder / best_name)
-    _atomic_save({**state, "format": FORMAT, "best_file": best_name}, plan.folder / LAST)
-    for old in plan.folder.glob("best-*.pt"):
-        if old.name != best_name:
+    step, best_step = int(state["fit"]["step"]), int(state["fit"]["best_step"])
+    name = f"step-{step:08d}.pt"
+    last = {"file": name, "sha256": save_state({**state, "format": FORMAT}, plan.folder / name), "step": step}
+    if best_step == step:
+        best = last
+    else:
+        best = read_index(plan.folder)["best"]
+        if best["step"] != best_step:
+            raise RuntimeError(f"the checkpoint index names the best state at step {best['step']}, not {best_step}")
+    index = {"format": FORMAT, "last": last, "best": best}
+    write_atomic_with(plan.folder / INDEX, lambda fh: fh.write(json.dumps(index, indent=2).encode()), sync=True)
+    for old in plan.folder.glob("step-*.pt"):
+        if old.name not in (last["file"], best["file"]):
             old.unlink()
-    return plan.folder / LAST
+    return plan.folder / name
 
 
-def load_checkpoint(plan: Checkpoints, expected: dict[str, Any]) -> dict[str, Any] | None:
-    """The last checkpoint (with its best weights as `best_state`), None where there is none; a
-    checkpoint of another configuration is refused with one line naming what differs."""
-    import torch
-
-    path = plan.folder / LAST
-    if not path.is_file():
+def load_checkpoint(plan: Checkpoints, expected: dict[str, Any], log: Log) -> dict[str, Any] | None:
+    """The last checkpoint (with the best state's weights as `best_state`), None where there is none;
+    the best checkpoint where the last one does not match its sha256 (said on the log). A damaged,
+    foreign or changed checkpoint, or one of another configuration, is refused with one line."""
+    folder = plan.folder
+    if not (folder / INDEX).is_file():
+        if (folder / LEGACY).is_file():
+            raise UserError(f"--resume: {folder} holds a checkpoint of an older format; delete it to start again")
         return None
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        best = torch.load(plan.folder / state["best_file"], map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, KeyError, EOFError) as exc:
+    index = read_index(folder)
+    last, best = index["last"], index["best"]
+    chosen = last
+    if not intact(folder, last):
+        if best["file"] == last["file"] or not intact(folder, best):
+            raise UserError(
+                f"--resume: the checkpoint {folder / last['file']} does not match the sha256 {INDEX} records "
+                "(damaged or changed since it was written), and there is no intact best checkpoint to fall "
+                f"back to; delete {folder} to start again"
+            )
+        log(
+            f"checkpoint: {folder / last['file']} does not match the sha256 {INDEX} records (damaged or changed "
+            f"since it was written); resuming from the best checkpoint instead, at step {best['step']}"
+        )
+        chosen = best
+    state = load_state(folder, chosen)
+    if chosen is best or best["file"] == chosen["file"]:
+        best_state = state["model"]
+    elif intact(folder, best):
+        best_state = load_state(folder, best)["model"]
+    else:
         raise UserError(
-            f"--resume: cannot read the checkpoint in {plan.folder} ({exc}); delete it to start again"
-        ) from None
-    if state.get("format") != FORMAT:
-        raise UserError(f"--resume: {path} is of another checkpoint format; delete {plan.folder} to start again")
+            f"--resume: the best checkpoint {folder / best['file']} does not match the sha256 {INDEX} records "
+            f"(damaged or changed since it was written); delete {folder} to start again"
+        )
     differs = _differences(state["fingerprint"], expected)
     if differs:
         raise UserError(
-            f"--resume: the checkpoint in {plan.folder} was made with another configuration ({', '.join(differs)}); "
+            f"--resume: the checkpoint in {folder} was made with another configuration ({', '.join(differs)}); "
             "run with the same options and pairs, or delete that folder to start again"
         )
-    state["best_state"] = best["model"]
+    state["best_state"] = best_state
     return state
+
+
+def read_index(folder: Path) -> dict[str, Any]:
+    """The checkpoint index, checked: its format, and a `last` and a `best` entry each naming a state
+    file of this folder (`step-NNNNNNNN.pt`, nothing else), its sha256 and its step."""
+    path = folder / INDEX
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"--resume: cannot read {path} ({exc}); delete {folder} to start again") from None
+    if not isinstance(index, dict) or index.get("format") != FORMAT:
+        raise UserError(f"--resume: {path} is not a checkpoint index of this nlgbench; delete {folder} to start again")
+    for role in ("last", "best"):
+        entry = index.get(role)
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("file"), str)
+            and STATE_NAME.fullmatch(entry["file"])
+            and isinstance(entry.get("sha256"), str)
+            and SHA256.fullmatch(entry["sha256"])
+            and isinstance(entry.get("step"), int)
+        ):
+            raise UserError(
+                f"--resume: {path}: its {role!r} entry is not a state file of this folder with its sha256 and step "
+                f"({entry!r:.200}); delete {folder} to start again"
+            )
+    return index
+
+
+def intact(folder: Path, entry: dict[str, Any]) -> bool:
+    """Whether the state file an index entry names is a plain file with the sha256 it records."""
+    path = folder / entry["file"]
+    return path.is_file() and not path.is_symlink() and sha256_file(path) == entry["sha256"]
+
+
+def load_state(folder: Path, entry: dict[str, Any]) -> dict[str, Any]:
+    """A state file, loaded (`weights_only`) and checked for the shape `save_checkpoint` writes."""
+    import torch
+
+    path = folder / entry["file"]
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError, EOFError, ValueError) as exc:
+        raise UserError(
+            f"--resume: cannot read the checkpoint {path} ({exc}); delete {folder} to start again"
+        ) from None
+    problem = state_problem(state)
+    if problem is None and state["fit"].get("step") != entry["step"]:
+        problem = f"the state of step {state['fit'].get('step')!r}, where {INDEX} says step {entry['step']}"
+    if problem is not None:
+        raise UserError(
+            f"--resume: {path} is not a training checkpoint of nlgbench distill ({problem}); "
+            f"delete {folder} to start again"
+        )
+    return state
+
+
+def state_problem(state: Any) -> str | None:
+    """What is wrong with the shape of a loaded training state, None where nothing is (the values
+    themselves are checked as they are put back into the model, optimizer and loop)."""
+    import torch
+
+    if not isinstance(state, dict):
+        return f"a {type(state).__name__}, not a dict"
+    if set(state) != STATE_KEYS:
+        return f"keys {sorted(map(str, state))}, expected {sorted(STATE_KEYS)}"
+    if state["format"] != FORMAT:
+        return f"format {state['format']!r}, expected {FORMAT}"
+    fp = state["fingerprint"]
+    if not (
+        isinstance(fp, dict)
+        and isinstance(fp.get("hyperparameters"), dict)
+        and isinstance(fp.get("student_source"), str)
+        and isinstance(fp.get("examples_sha256"), str)
+    ):
+        return "its fingerprint is not hyperparameters, student_source and examples_sha256"
+    if not isinstance(state["model"], dict) or not all(isinstance(v, torch.Tensor) for v in state["model"].values()):
+        return "its model is not a dict of tensors"
+    for key in ("optimizer", "schedule", "fit"):
+        if not isinstance(state[key], dict):
+            return f"its {key} is not a dict"
+    rng = state["rng"]
+    if not (
+        isinstance(rng, dict)
+        and isinstance(rng.get("torch"), torch.Tensor)
+        and isinstance(rng.get("order"), torch.Tensor)
+        and isinstance(rng.get("numpy"), (list, tuple))
+        and len(rng["numpy"]) == 5
+        and isinstance(rng.get("python"), (list, tuple))
+        and len(rng["python"]) == 3
+    ):
+        return "its rng is not the torch, numpy, python and order states"
+    order = state["order"]
+    if order is not None and not (
+        isinstance(order, list)
+        and all(isinstance(b, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in b) for b in order)
+    ):
+        return "its order is not a list of batches of pair indices"
+    return None
 
 
 def _differences(saved: dict[str, Any], expected: dict[str, Any]) -> list[str]:
@@ -153,8 +288,49 @@ def _differences(saved: dict[str, Any], expected: dict[str, Any]) -> list[str]:
     return names
 
 
-def _atomic_save(obj: Any, path: Path) -> None:
-    """torch.save into `path` atomically, flushed to disk before the rename (`write_atomic_with`)."""
+class HashingWriter:
+    """A binary file that keeps the sha256 of what is written through it."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh = fh
+        self.digest = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.fh.write(data)
+
+    def flush(self) -> None:
+        self.fh.flush()
+
+
+def save_state(obj: Any, path: Path) -> str:
+    """torch.save into `path` atomically, flushed to disk before the rename (`write_atomic_with`); the
+    sha256 of the bytes written. A Ctrl-C inside torch's writer comes out of it as a RuntimeError
+    (its zip writer, closed mid-record, fails on its position): raised as the KeyboardInterrupt it
+    is, the temporary file removed and `path` as it was."""
     import torch
 
-    write_atomic_with(path, lambda fh: torch.save(obj, fh), sync=True)
+    digests: list[str] = []
+
+    def write(fh: BinaryIO) -> None:
+        writer = HashingWriter(fh)
+        torch.save(obj, cast(BinaryIO, writer))  # torch calls only its write and flush
+        digests.append(writer.digest.hexdigest())
+
+    try:
+        write_atomic_with(path, write, sync=True)
+    except RuntimeError as exc:
+        if interrupted(exc):
+            raise KeyboardInterrupt from None
+        raise
+    return digests[0]
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among the exceptions `exc` was raised while handling."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__context__
+    return False

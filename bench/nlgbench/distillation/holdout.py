@@ -1,8 +1,9 @@
 """The evaluation data held out of the distillation pairs (`--holdout`): every source and reference
 text of the named datasets is removed from the pairs before labelling (a pair goes when its
-reference or its candidate is one of them, texts compared with whitespace normalised as the
-leakage guard compares them), counted per dataset, and the final pairs are checked with the leakage
-guard's own units (`nlgbench.core.leakage.training_hashes`), so a student made from them passes it."""
+reference or its candidate is one of them, texts compared in Unicode NFC with whitespace
+normalised, as the leakage guard compares them: `nlgbench.core.leakage.text_hash`), counted per
+dataset, and the final pairs are checked with the leakage guard's own units
+(`nlgbench.core.leakage.training_hashes`), so a student made from them passes it."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nlgbench.core.leakage import DISTILL_FILE, TEXTS_FILE, training_hashes
+from nlgbench.core.leakage import DISTILL_FILE, TEXT_FORM, TEXTS_FILE, training_hashes
 from nlgbench.core.result import json_safe
 from nlgbench.distillation.checkpoint import Checkpoints, check_checkpoints, checkpoint_folder
 from nlgbench.distillation.config import TrainConfig
@@ -218,6 +218,7 @@ def _texts_record(texts: Sequence[str], texts_text: str) -> dict[str, Any]:
     """distill.json's pointer to the training texts' hashes (the leakage guard's input)."""
     return {
         "texts_file": TEXTS_FILE,
+        "texts_form": TEXT_FORM,  # hashed in Unicode NFC, whitespace runs as one space
         "texts_sha256": hashlib.sha256(texts_text.encode()).hexdigest(),
         "texts": len(texts),
     }

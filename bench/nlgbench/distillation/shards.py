@@ -30,6 +30,9 @@ from nlgbench.foundations.files import write_atomic
 
 SHARD_SIZE = 512  # pairs per shard, on average
 SHARDS_DIR = "distill/shards"  # under $NLGBENCH_CACHE
+# No teacher scores beyond it (the metrics range over [-1, 1], [0, 100] or per-token log-probabilities):
+# a cached label beyond it is a damaged file, and standardising it would overflow into NaN.
+LABEL_BOUND = 1e6
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,8 @@ def teacher_folder(teacher_key: dict[str, Any]) -> str:
 
 def read_shard(folder: Path, shard: Shard, log: Log) -> dict[str, Any] | None:
     """A shard's cached record (`labels`, `seconds`, `device`, `batch_size`, `scorer`), or None where
-    it is missing or unreadable (then it is labelled again)."""
+    it is missing or unreadable, or holds a label that is neither null (no score) nor a finite number
+    within `LABEL_BOUND` (then it is labelled again)."""
     path = folder / f"{shard.key}.json"
     if not path.is_file():
         return None
@@ -80,11 +84,18 @@ def read_shard(folder: Path, shard: Shard, log: Log) -> dict[str, Any] | None:
         raw = json.loads(path.read_text(encoding="utf-8"))
         if raw["shard"] != shard.key or len(raw["labels"]) != shard.size:
             raise ValueError("its key or length differs")
-        raw["labels"] = [math.nan if v is None else float(v) for v in raw["labels"]]
+        raw["labels"] = [math.nan if v is None else label_value(v) for v in raw["labels"]]
         return dict(raw)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log(f"labels: ignoring the unreadable shard {path} ({exc}); labelling it again")
         return None
+
+
+def label_value(value: Any) -> float:
+    """A cached label as a float: a finite number within `LABEL_BOUND`, else ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) <= LABEL_BOUND:
+        raise ValueError(f"the label {value!r} is not a finite number within +-{LABEL_BOUND:g}")
+    return float(value)
 
 
 def write_shard(folder: Path, shard: Shard, record: dict[str, Any]) -> None:

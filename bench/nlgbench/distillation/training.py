@@ -4,10 +4,11 @@ MSE on standardised targets; AdamW with linear warm-up and decay over the optimi
 schedule); gradient norm clipped at 1; `accumulate` batches per optimizer step (the effective batch).
 Validation MSE (and Pearson with the teacher) is measured `evals_per_epoch` times per epoch and at the
 end; training stops after `patience` validations without improvement (counted from the end of the
-first epoch) and the best weights are kept. Checkpoints (`nlgbench.distillation.checkpoint`) are
-written at each validation and every `Checkpoints.every` steps; a resumed run continues where the
-last one stopped, mid-epoch included, and on CPU ends with the same weights as an uninterrupted one.
-Finally the standardisation is folded into the regression head (y = std * z + mean), so the saved
+first epoch) and the best weights are kept; a loss or validation that is not a finite number stops
+it with one line (no student is written). Checkpoints (`nlgbench.distillation.checkpoint`) are
+written before training, at each validation and every `Checkpoints.every` steps; a resumed run
+continues where the last one stopped, mid-epoch included, and on CPU ends with the same weights as
+an uninterrupted one. Finally the standardisation is folded into the regression head (y = std * z + mean), so the saved
 model outputs the teacher's scale.
 """
 
@@ -43,6 +44,7 @@ from nlgbench.distillation.student import (
     to_teacher_scale,
 )
 from nlgbench.encoders.variants import count_params
+from nlgbench.foundations.errors import UserError
 from nlgbench.statistics.correlation import spearman
 
 if TYPE_CHECKING:
@@ -94,6 +96,11 @@ def train_student(
     model.eval()
     pred = runner.predict(data.val, len(data.y_val))  # the saved model's own outputs
     record, validation = summaries(fit, data, pred, cfg)
+    problems = [f"{name} {validation[name]}" for name in ("mse", "pearson") if not math.isfinite(validation[name])]
+    if not np.isfinite(pred).all():
+        problems.insert(0, "a prediction that is not a finite number")
+    if problems:
+        raise UserError(diverged(f"the trained student's validation is not finite ({', '.join(problems)})"))
     log(
         f"train: {fit.step} steps in {fit.seconds:.0f} s ({record['pairs_per_second']} pairs/s), "
         f"{record['stop_reason']}; "
@@ -140,9 +147,35 @@ class Fit:
             self.stale += 1
 
     def course(self) -> dict[str, Any]:
-        """What a checkpoint keeps of the loop (the best weights go to their own file)."""
-        keys = ("history", "best_mse", "best_step", "stale", "step", "epoch", "batch", "stopped", "seen", "seconds")
-        return {**{k: getattr(self, k) for k in keys}, "losses": list(self.losses), "resumed_from": self.resumed_from}
+        """What a checkpoint keeps of the loop (the best weights are those of the best checkpoint)."""
+        return {**{k: getattr(self, k) for k in COURSE_TYPES}, "losses": list(self.losses)}
+
+
+# A checkpoint's `fit` (`Fit.course`): each key and the type its value must have to be resumed from.
+COURSE_TYPES: dict[str, type | tuple[type, ...]] = {
+    "history": list,
+    "best_mse": float,
+    "best_step": int,
+    "stale": int,
+    "step": int,
+    "epoch": int,
+    "batch": int,
+    "stopped": bool,
+    "seen": int,
+    "seconds": float,
+    "losses": list,
+    "resumed_from": list,
+}
+
+
+def check_course(course: dict[str, Any]) -> None:
+    """A checkpoint's `fit` has the keys and value types `Fit.course` writes; TypeError naming what differs."""
+    if set(course) != set(COURSE_TYPES):
+        raise TypeError(f"its fit has keys {sorted(map(str, course))}, expected {sorted(COURSE_TYPES)}")
+    for key, kind in COURSE_TYPES.items():
+        value = course[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise TypeError(f"its fit's {key} is {value!r:.60}, not of type {kind}")
 
 
 def model_state(model: Any) -> dict[str, Any]:
@@ -174,15 +207,22 @@ def fit_student(
     schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_fraction * total), total)
     generator = torch.Generator().manual_seed(cfg.seed)
     torch.manual_seed(cfg.seed)  # dropout
-    saved = load_checkpoint(checkpoints, expected) if checkpoints is not None and checkpoints.resume else None
+    saved = load_checkpoint(checkpoints, expected, log) if checkpoints is not None and checkpoints.resume else None
     order: list[list[int]] | None = None
     if saved is not None:
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        schedule.load_state_dict(saved["schedule"])
-        restore_rng(saved["rng"], generator)
-        order = saved["order"]
-        fit = Fit(best_state=saved["best_state"], steps_per_epoch=steps_per_epoch, total=total, **saved["fit"])
+        try:
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            schedule.load_state_dict(saved["schedule"])
+            restore_rng(saved["rng"], generator)
+            order = saved["order"]
+            check_course(saved["fit"])
+            fit = Fit(best_state=saved["best_state"], steps_per_epoch=steps_per_epoch, total=total, **saved["fit"])
+        except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
+            raise UserError(
+                f"--resume: the checkpoint in {checkpoints.folder if checkpoints else ''} does not fit this run "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); delete it to start again"
+            ) from None
         fit.resumed_from.append({"step": fit.step, "pairs_seen": fit.seen})
         log(f"train: resumed from the checkpoint at step {fit.step} of {total} ({fit.seen} pairs seen)")
     else:
@@ -196,6 +236,8 @@ def fit_student(
         }
         first.update(runner.validate(data))
         fit = Fit([first], first["val_mse"], model_state(model), steps_per_epoch, total)
+        if checkpoints is not None:  # the state before training: the best one until a validation improves on it
+            save_checkpoint(checkpoints, training_state(expected, model, optimizer, schedule, generator, order, fit))
     log(
         f"train: {n_train} pairs, validation {len(data.y_val)}; {cfg.epochs} epochs x {steps_per_epoch} steps of "
         f"{cfg.effective_batch} ({cfg.accumulate} x {cfg.batch_size}); validating every {every} steps; "
@@ -218,10 +260,10 @@ def fit_student(
             while fit.batch < len(order) and not fit.stopped:
                 group = order[fit.batch : fit.batch + cfg.accumulate]
                 lr = float(optimizer.param_groups[0]["lr"])
-                fit.losses = [
-                    *fit.losses[-max(every, 50) + 1 :],
-                    step(runner, data, targets, group, optimizer, schedule),
-                ]
+                loss = step(runner, data, targets, group, optimizer, schedule)
+                if not math.isfinite(loss):
+                    raise UserError(diverged(f"the training loss at step {fit.step + 1} is {loss}", checkpoints))
+                fit.losses = [*fit.losses[-max(every, 50) + 1 :], loss]
                 pairs = sum(map(len, group))
                 fit.step, fit.batch, fit.seen, seen_since = (
                     fit.step + 1,
@@ -244,6 +286,10 @@ def fit_student(
                         "pairs_per_s": rate,
                     }
                     point.update(runner.validate(data))
+                    if not math.isfinite(point["val_mse"]):
+                        raise UserError(
+                            diverged(f"the validation MSE at step {fit.step} is {point['val_mse']}", checkpoints)
+                        )
                     fit.history.append(point)
                     eta = (total - fit.step) * cfg.effective_batch / rate
                     bar.write(
@@ -259,21 +305,40 @@ def fit_student(
                     validating or (checkpoints.every and fit.step % checkpoints.every == 0)
                 ):
                     fit.seconds = seconds_before + time.perf_counter() - start
-                    state = {
-                        "fingerprint": expected,
-                        "model": model_state(model),
-                        "optimizer": optimizer.state_dict(),
-                        "schedule": schedule.state_dict(),
-                        "rng": capture_rng(generator),
-                        "order": order,
-                        "fit": fit.course(),
-                    }
-                    path = save_checkpoint(checkpoints, state, fit.best_state, fit.best_step)
+                    state = training_state(expected, model, optimizer, schedule, generator, order, fit)
+                    path = save_checkpoint(checkpoints, state)
                     log(f"checkpoint: step {fit.step} -> {path}")
             if not fit.stopped:
                 fit.epoch, fit.batch, order = fit.epoch + 1, 0, None
     fit.seconds = seconds_before + time.perf_counter() - start
     return fit
+
+
+def training_state(
+    expected: dict[str, Any],
+    model: Any,
+    optimizer: Any,
+    schedule: Any,
+    generator: torch.Generator,
+    order: list[list[int]] | None,
+    fit: Fit,
+) -> dict[str, Any]:
+    """What a checkpoint keeps (`nlgbench.distillation.checkpoint`): all a resumed run needs to go on."""
+    return {
+        "fingerprint": expected,
+        "model": model_state(model),
+        "optimizer": optimizer.state_dict(),
+        "schedule": schedule.state_dict(),
+        "rng": capture_rng(generator),
+        "order": order,
+        "fit": fit.course(),
+    }
+
+
+def diverged(what: str, checkpoints: Checkpoints | None = None) -> str:
+    """The one line of a training stopped by a number that is not finite (no student is written)."""
+    folder = f" (and delete {checkpoints.folder}, its checkpoints)" if checkpoints is not None else ""
+    return f"training stopped: {what}; no student written: lower --lr{folder}, or check the teacher's labels"
 
 
 def step(
