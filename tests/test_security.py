@@ -135,6 +135,8 @@ def test_newline_in_a_spec_slurm_arg_is_refused_at_spec_time(tiny_model: Path, t
         ("qos=high\rtouch PWNED2", "control character"),
         ("qos=high\x1b[2J", "control character"),
         ("comment=a\u2028b", "control character"),  # a line separator to str.splitlines
+        ("comment=a\xa0b", "a non-ASCII space ('\\xa0', U+00A0)"),  # no-break space: no control character
+        ("comment=a\u200bb", "an invisible character ('\\u200b', U+200B)"),  # zero-width space
         ("qos=high\\", "backslash"),  # Slurm's directive parser escapes with it, even inside quotes
         ("constr\nint=x", "not an sbatch option name"),
     ],
@@ -146,6 +148,71 @@ def test_bad_characters_in_slurm_arg_are_refused_at_spec_time(
     line = dry_run_error(str(spec), "--out", str(tmp_path / "run"), "--executor", "slurm", "--slurm-arg", arg)
     assert what in line, line
     assert "\n" not in line and "\r" not in line
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("export", '"ALL,LD_PRELOAD=/tmp/evil.so"'),
+        ("export", '"ALL,PYTHONPATH=/tmp/site"'),
+        ("chdir", "/elsewhere"),
+        ("get-user-env", "true"),
+        ("get_user_env", "true"),
+        ("exp", "ALL"),  # sbatch takes any unambiguous prefix of an option: --exp is --export
+        ("uid", "0"),
+    ],
+)
+def test_spec_slurm_args_beyond_resources_and_accounting_are_refused_at_spec_load(
+    key: str, value: str, tiny_model: Path, tmp_path: Path
+) -> None:
+    from nlgbench.core.spec import load_spec
+    from nlgbench.foundations.errors import UserError
+
+    spec = write_spec(tmp_path, tiny_model, extra=f"executor: {{kind: slurm, slurm_args: {{{key}: {value}}}}}\n")
+    with pytest.raises(UserError) as info:
+        load_spec(spec)
+    message = str(info.value)
+    name = key.replace("_", "-")
+    assert f"sec.yaml.executor.slurm_args.{key}: a spec may not set sbatch's --{name}" in message, message
+    assert "--slurm-arg" in message and "\n" not in message
+
+
+def test_spec_slurm_export_is_refused_in_dry_run_and_allowed_options_pass(tiny_model: Path, tmp_path: Path) -> None:
+    spec = write_spec(
+        tmp_path,
+        tiny_model,
+        extra='executor: {kind: slurm, slurm_args: {account: nlp, export: "ALL,LD_PRELOAD=/tmp/evil.so"}}\n',
+    )
+    line = dry_run_error(str(spec), "--out", str(tmp_path / "run"))
+    assert "slurm_args.export: a spec may not set sbatch's --export" in line, line
+    # the resource and accounting options, in sbatch's and submitit's spellings, pass and reach the script
+    spec.write_text(
+        spec.read_text().replace(
+            'export: "ALL,LD_PRELOAD=/tmp/evil.so"',
+            "mail_type: END, mail-user: me@x.org, mem_per_cpu: 2G, gpus_per_task: 1, nodelist: n1, nodes: 1, "
+            "exclusive: true, qos: high, constraint: a100, gres: 'gpu:1', exclude: n2, reservation: r, comment: c",
+        ),
+        encoding="utf-8",
+    )
+    proc = nlgbench("run", str(spec), "--out", str(tmp_path / "run"), "--dry-run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    directives = {line for line in proc.stdout.splitlines() if line.startswith("#SBATCH")}
+    for wanted in ("--mail-type=END", "--mail-user=me@x.org", "--mem-per-cpu=2G", "--gpus-per-task=1", "--nodes=1"):
+        assert f"#SBATCH {wanted}" in directives, (wanted, directives)
+    assert not (tmp_path / "run").exists()
+
+
+def test_slurm_arg_on_the_command_line_may_set_export(tiny_model: Path, tmp_path: Path) -> None:
+    """The user's own command line may set what a spec may not; `--help` says so."""
+    spec = write_spec(tmp_path, tiny_model)
+    proc = nlgbench(
+        "run", str(spec), "--out", str(tmp_path / "run"), "--executor", "slurm", "--dry-run",
+        "--slurm-arg", "export=ALL,OMP_PROC_BIND=true", "--slurm-arg", "chdir=/tmp",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "#SBATCH --export=ALL,OMP_PROC_BIND=true" in proc.stdout.splitlines(), proc.stdout
+    assert "#SBATCH --chdir=/tmp" in proc.stdout.splitlines(), proc.stdout
+    assert "--export" in " ".join(nlgbench("run", "--help").stdout.split())
 
 
 def test_newline_in_partition_or_run_folder_never_reaches_the_script(tiny_model: Path, tmp_path: Path) -> None:
