@@ -1,6 +1,7 @@
 """Security and data integrity at the edges (issue 25): what reaches a Slurm batch script is
-checked at spec time, and nothing nlgbench writes into a run folder follows a symbolic link out
-of it.
+checked at spec time (a spec's sbatch options are resource and accounting ones only), nothing
+nlgbench writes into a run folder follows a symbolic link out of it, and no command writes its
+output file (`--out`) through a symbolic or hard link.
 
 Each run folder case plants a link to a file or folder outside the run folder, runs the real CLI
 (`python -m nlgbench.cli`, a subprocess) and checks the outside target is byte for byte untouched
@@ -343,3 +344,73 @@ def test_symlinked_store_is_refused(name: str, finished: tuple[Path, Path], run:
     for args in (("run", str(finished[0]), "--out", str(run), "--force"), ("repair", str(run)), ("report", str(run))):
         assert_one_line(nlgbench(*args), str(run / name), "symbolic link")
         assert snapshot(target) == before, args
+
+
+# ----------------------------------------------------------------------------- 3: a command's output file
+
+
+SUMMEVAL = (
+    Path(__file__).resolve().parent / "data" / "importers" / "summeval" / "model_annotations.aligned.paired.jsonl"
+)
+
+
+def plant_link(kind: str, path: Path, victim: Path) -> None:
+    """`path` made a symbolic or a hard link to `victim`."""
+    if kind == "symlink":
+        path.symlink_to(victim)
+    else:
+        os.link(victim, path)
+
+
+def output_command(command: str, tmp_path: Path, out: Path, model: Path) -> list[str]:
+    """The arguments of `command` writing its output to `out`."""
+    if command == "score":
+        (tmp_path / "c.txt").write_text("the cat sat\na dog ran\n", encoding="utf-8")
+        (tmp_path / "r.txt").write_text("the cat sat down\na dog runs\n", encoding="utf-8")
+        texts = ["-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt")]
+        return ["score", "--metric", "sentbleu", *texts, "--out", str(out)]
+    if command == "datasets import":
+        return ["datasets", "import", "summeval", str(SUMMEVAL), "--out", str(out)]
+    if command == "example":
+        return ["example", "quickstart", "--out", str(out)]
+    data = write_spec(tmp_path, model).parent / "data.jsonl"
+    return ["distill", "--teacher-metric", "chrf", "--student", str(model), "--pairs", str(data), "--out", str(out)]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+@pytest.mark.parametrize("command", ["score", "datasets import", "example"])
+def test_output_file_that_is_a_link_is_refused_and_its_target_untouched(
+    command: str, kind: str, tiny_model: Path, tmp_path: Path
+) -> None:
+    victim = outside_file(tmp_path, "victim.jsonl")
+    out = tmp_path / ("sc.csv" if command == "score" else "out.jsonl")
+    plant_link(kind, out, victim)
+    proc = nlgbench(*output_command(command, tmp_path, out, tiny_model))
+    assert_one_line(proc, str(out), "link")
+    assert victim.read_text(encoding="utf-8") == KEEP
+
+
+def test_distill_out_that_is_a_symlink_is_refused_and_its_target_untouched(tiny_model: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "outside" / "student"
+    victim.mkdir(parents=True)
+    (victim / "distill.json").write_text(KEEP, encoding="utf-8")  # a previous student, which --out may replace
+    out = tmp_path / "student"
+    out.symlink_to(victim)
+    proc = nlgbench(*output_command("distill", tmp_path, out, tiny_model))
+    assert_one_line(proc, f"--out {out} is a symbolic link")
+    assert snapshot(victim) == {"distill.json": KEEP.encode()} and out.is_symlink()
+    out.unlink()  # the checkpoint folder beside it (OUT.partial), a link: refused as well, before any training
+    (tmp_path / "student.partial").symlink_to(victim)
+    proc = nlgbench(*output_command("distill", tmp_path, out, tiny_model))
+    assert_one_line(proc, f"the checkpoint folder {tmp_path / 'student.partial'} is a symbolic link")
+    assert snapshot(victim) == {"distill.json": KEEP.encode()} and not out.exists()
+
+
+def test_score_out_replaces_a_plain_file_whole(tmp_path: Path, tiny_model: Path) -> None:
+    """An existing plain file is replaced (as before), through a temporary file: nothing else left."""
+    out = tmp_path / "sc.csv"
+    out.write_text("old\n", encoding="utf-8")
+    proc = nlgbench(*output_command("score", tmp_path, out, tiny_model))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.read_text(encoding="utf-8").splitlines()[0] == "line,score"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

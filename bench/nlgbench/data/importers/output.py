@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.files import write_atomic
+from nlgbench.foundations.files import refuse_output_link, write_output
 
 Record = dict[str, Any]  # one output object, in the field order written
 
@@ -61,7 +61,8 @@ def write_items(
     src: str | os.PathLike[str] | None = None,
     notes: Iterable[str] = (),
 ) -> ImportSummary:
-    """Write `records` as JSONL to `out` atomically (`write_atomic`: a temporary file, then a rename).
+    """Write `records` as JSONL to `out` atomically (`write_output`: a temporary file, then a rename; a
+    link at `out` refused).
 
     `out` must end in ``.jsonl`` (the loader's type) and must not be the input `src`.
     """
@@ -70,6 +71,7 @@ def write_items(
         raise UserError(f"output {target}: must end in .jsonl (nlgbench reads own data as .jsonl)")
     if src is not None and target.exists() and target.resolve() == Path(src).resolve():
         raise UserError(f"output {target} is the input file; choose another --out")
+    refuse_output_link(target, "output")
     if target.is_dir():
         raise UserError(f"output {target} is a folder")
     if not records:
@@ -78,7 +80,7 @@ def write_items(
     text = "".join(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n" for record in records)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, text)
+        write_output(target, text, "output")
     except OSError as exc:
         raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
     return summary
