@@ -414,3 +414,95 @@ def test_score_out_replaces_a_plain_file_whole(tmp_path: Path, tiny_model: Path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert out.read_text(encoding="utf-8").splitlines()[0] == "line,score"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+# ----------------------------------------------------------------------------- 4: names a spreadsheet would run
+
+FORMULA = '=HYPERLINK("http://x","y")'
+
+
+def data_rows(**changes: object) -> list[dict[str, object]]:
+    """Four plain own-data rows (two systems, two documents); `changes` set on the third."""
+    rows: list[dict[str, object]] = [
+        {"lp": "de-en", "seg_id": k // 2 + 1, "system": f"sys{k % 2}", "doc_id": f"doc{k // 2}"}
+        | {"reference": TEXTS[k], "hypothesis": TEXTS[k + 1], "human": float(k)}
+        for k in range(4)
+    ]
+    rows[2].update(changes)
+    return rows
+
+
+def write_rows(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "changes, needle",
+    [
+        ({"system": FORMULA}, "line 3: system '=HYPERLINK("),
+        ({"lp": "@SUM(1+1)"}, "line 3: lp '@SUM(1+1)'"),
+        ({"doc_id": "+cmd|' /C calc'!A0"}, "line 3: doc_id \"+cmd|' /C calc'!A0\""),
+        ({"seg_id": "-2+3+cmd|' /C calc'!A0"}, "line 3: seg_id"),
+        ({"human": {"=x": 1.0}}, "line 3: human dimension '=x'"),
+        ({"domain": "\t=1+1"}, "line 3: column 'domain'"),
+    ],
+)
+def test_names_a_spreadsheet_would_run_are_refused_at_load(
+    changes: dict[str, object], needle: str, tmp_path: Path
+) -> None:
+    from nlgbench.data.userfile import load_user_file
+    from nlgbench.foundations.errors import UserError
+
+    path = write_rows(tmp_path / "data.jsonl", data_rows(**changes))
+    with pytest.raises(UserError) as info:
+        load_user_file(path, ("domain",) if "domain" in changes else ())
+    message = str(info.value)
+    assert message.startswith(f"{path} {needle}"), message
+    assert "spreadsheet" in message and "\n" not in message
+
+
+def test_a_formula_name_is_one_line_from_run_and_datasets_import(tiny_model: Path, tmp_path: Path) -> None:
+    """The CLI: `run --dry-run` on own data, a data file named like a formula, and an importer's output."""
+    spec = write_spec(tmp_path, tiny_model)
+    data = tmp_path / "data.jsonl"
+    write_rows(data, data_rows(system=FORMULA))
+    assert_one_line(nlgbench("run", str(spec), "--dry-run"), f"{data} line 3: system '=HYPERLINK(")
+    named = write_rows(tmp_path / "=cmd.jsonl", data_rows())
+    spec.write_text(spec.read_text(encoding="utf-8").replace(str(data), str(named)), encoding="utf-8")
+    assert_one_line(nlgbench("run", str(spec), "--dry-run"), f"{named}: the dataset's name '=cmd'")
+    table = tmp_path / "t.tsv"
+    table.write_text("lp\tseg_id\tsystem\tref\thyp\tscore\nde-en\t1\t@cmd\ta b\ta c\t1.5\n", encoding="utf-8")
+    columns = ["--column", "reference=ref", "--column", "hypothesis=hyp", "--human", "human=score"]
+    proc = nlgbench("datasets", "import", "table", str(table), "--out", str(tmp_path / "o.jsonl"), *columns)
+    assert_one_line(proc, f"{table}, item 1: system '@cmd'")
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_names_like_numbers_or_a_dash_load_and_round_trip_through_scores_csv(tmp_path: Path) -> None:
+    """What is not a formula loads, and scores.csv gives back exactly the names it was given."""
+    from nlgbench.core.scores import read_scores, write_scores
+    from nlgbench.data.userfile import load_user_file
+
+    rows = data_rows(system="-", doc_id="-1.5e3")
+    rows[0].update(system="+2", lp="x=y", doc_id="'=not a formula")
+    rows[1].update(system="a-b@c")
+    dataset = load_user_file(write_rows(tmp_path / "data.jsonl", rows))
+    names = [(it.lp, str(it.seg_id), it.system, it.doc_id) for it in dataset.items]
+    assert ("x=y", "1", "+2", "'=not a formula") in names and ("de-en", "2", "-", "-1.5e3") in names
+    write_scores(tmp_path / "scores.csv", dataset.items, [0.5] * len(dataset.items))
+    _, back = read_scores(tmp_path / "scores.csv", None)
+    assert [(r["lp"], str(r["seg_id"]), r["system"], r["doc_id"]) for r in back] == names
+
+
+def test_an_encoder_label_a_spreadsheet_would_run_is_refused_at_spec_load(tiny_model: Path, tmp_path: Path) -> None:
+    from nlgbench.core.spec import load_spec
+    from nlgbench.foundations.errors import UserError
+
+    spec = write_spec(tmp_path, tiny_model)
+    spec.write_text(
+        spec.read_text(encoding="utf-8").replace(f"[{tiny_model}]", f"[{{name: {tiny_model}, label: '@cmd'}}]"),
+        encoding="utf-8",
+    )
+    with pytest.raises(UserError, match=r"sec\.yaml\.metrics: the encoder label '@cmd' starts with '@'"):
+        load_spec(spec)
