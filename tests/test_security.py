@@ -506,3 +506,19 @@ def test_an_encoder_label_a_spreadsheet_would_run_is_refused_at_spec_load(tiny_m
     )
     with pytest.raises(UserError, match=r"sec\.yaml\.metrics: the encoder label '@cmd' starts with '@'"):
         load_spec(spec)
+
+
+@pytest.mark.parametrize("option", ["--metric", "--encoder"])
+def test_import_scores_names_a_spreadsheet_would_run_are_refused(option: str, tmp_path: Path) -> None:
+    data = write_rows(tmp_path / "data.jsonl", data_rows())
+    scores = tmp_path / "s.csv"
+    scores.write_text("lp,seg_id,system,score\n" + "".join(f"de-en,{k // 2 + 1},sys{k % 2},0.{k}\n" for k in range(4)))
+    names = {"--metric": "m", "--encoder": "e", option: "+cmd|' /C calc'!A0"}
+    args = [arg for pair in names.items() for arg in pair]
+    proc = nlgbench("import-scores", str(scores), "--dataset", str(data), *args, "--out", str(tmp_path / "run"))
+    assert_one_line(proc, f"import-scores: {option} \"+cmd|' /C calc'!A0\" starts with '+'")
+    assert not (tmp_path / "run").exists()
+    names[option] = "-"  # a lone dash is no formula
+    args = [arg for pair in names.items() for arg in pair]
+    proc = nlgbench("import-scores", str(scores), "--dataset", str(data), *args, "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
