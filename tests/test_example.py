@@ -95,7 +95,7 @@ def test_out_refuses_a_symbolic_link(tmp_path: Path, dangling: bool, capsys: pyt
     link = tmp_path / "q.yaml"
     link.symlink_to(victim)
     assert main(["example", "quickstart", "--out", str(link)]) == 2
-    assert f"{link} is a symbolic link; refusing to write through it" in one_error_line(capsys)
+    assert f"--out {link} is a symbolic link; nlgbench does not write through links" in one_error_line(capsys)
     assert link.is_symlink() and (
         victim.read_text(encoding="utf-8") == "keep\n" if not dangling else not victim.exists()
     )

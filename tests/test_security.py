@@ -1,6 +1,7 @@
 """Security and data integrity at the edges (issue 25): what reaches a Slurm batch script is
-checked at spec time, and nothing nlgbench writes into a run folder follows a symbolic link out
-of it.
+checked at spec time (a spec's sbatch options are resource and accounting ones only), nothing
+nlgbench writes into a run folder follows a symbolic link out of it, and no command writes its
+output file (`--out`) through a symbolic or hard link.
 
 Each run folder case plants a link to a file or folder outside the run folder, runs the real CLI
 (`python -m nlgbench.cli`, a subprocess) and checks the outside target is byte for byte untouched
@@ -135,6 +136,8 @@ def test_newline_in_a_spec_slurm_arg_is_refused_at_spec_time(tiny_model: Path, t
         ("qos=high\rtouch PWNED2", "control character"),
         ("qos=high\x1b[2J", "control character"),
         ("comment=a\u2028b", "control character"),  # a line separator to str.splitlines
+        ("comment=a\xa0b", "a non-ASCII space ('\\xa0', U+00A0)"),  # no-break space: no control character
+        ("comment=a\u200bb", "an invisible character ('\\u200b', U+200B)"),  # zero-width space
         ("qos=high\\", "backslash"),  # Slurm's directive parser escapes with it, even inside quotes
         ("constr\nint=x", "not an sbatch option name"),
     ],
@@ -146,6 +149,71 @@ def test_bad_characters_in_slurm_arg_are_refused_at_spec_time(
     line = dry_run_error(str(spec), "--out", str(tmp_path / "run"), "--executor", "slurm", "--slurm-arg", arg)
     assert what in line, line
     assert "\n" not in line and "\r" not in line
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("export", '"ALL,LD_PRELOAD=/tmp/evil.so"'),
+        ("export", '"ALL,PYTHONPATH=/tmp/site"'),
+        ("chdir", "/elsewhere"),
+        ("get-user-env", "true"),
+        ("get_user_env", "true"),
+        ("exp", "ALL"),  # sbatch takes any unambiguous prefix of an option: --exp is --export
+        ("uid", "0"),
+    ],
+)
+def test_spec_slurm_args_beyond_resources_and_accounting_are_refused_at_spec_load(
+    key: str, value: str, tiny_model: Path, tmp_path: Path
+) -> None:
+    from nlgbench.core.spec import load_spec
+    from nlgbench.foundations.errors import UserError
+
+    spec = write_spec(tmp_path, tiny_model, extra=f"executor: {{kind: slurm, slurm_args: {{{key}: {value}}}}}\n")
+    with pytest.raises(UserError) as info:
+        load_spec(spec)
+    message = str(info.value)
+    name = key.replace("_", "-")
+    assert f"sec.yaml.executor.slurm_args.{key}: a spec may not set sbatch's --{name}" in message, message
+    assert "--slurm-arg" in message and "\n" not in message
+
+
+def test_spec_slurm_export_is_refused_in_dry_run_and_allowed_options_pass(tiny_model: Path, tmp_path: Path) -> None:
+    spec = write_spec(
+        tmp_path,
+        tiny_model,
+        extra='executor: {kind: slurm, slurm_args: {account: nlp, export: "ALL,LD_PRELOAD=/tmp/evil.so"}}\n',
+    )
+    line = dry_run_error(str(spec), "--out", str(tmp_path / "run"))
+    assert "slurm_args.export: a spec may not set sbatch's --export" in line, line
+    # the resource and accounting options, in sbatch's and submitit's spellings, pass and reach the script
+    spec.write_text(
+        spec.read_text().replace(
+            'export: "ALL,LD_PRELOAD=/tmp/evil.so"',
+            "mail_type: END, mail-user: me@x.org, mem_per_cpu: 2G, gpus_per_task: 1, nodelist: n1, nodes: 1, "
+            "exclusive: true, qos: high, constraint: a100, gres: 'gpu:1', exclude: n2, reservation: r, comment: c",
+        ),
+        encoding="utf-8",
+    )
+    proc = nlgbench("run", str(spec), "--out", str(tmp_path / "run"), "--dry-run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    directives = {line for line in proc.stdout.splitlines() if line.startswith("#SBATCH")}
+    for wanted in ("--mail-type=END", "--mail-user=me@x.org", "--mem-per-cpu=2G", "--gpus-per-task=1", "--nodes=1"):
+        assert f"#SBATCH {wanted}" in directives, (wanted, directives)
+    assert not (tmp_path / "run").exists()
+
+
+def test_slurm_arg_on_the_command_line_may_set_export(tiny_model: Path, tmp_path: Path) -> None:
+    """The user's own command line may set what a spec may not; `--help` says so."""
+    spec = write_spec(tmp_path, tiny_model)
+    proc = nlgbench(
+        "run", str(spec), "--out", str(tmp_path / "run"), "--executor", "slurm", "--dry-run",
+        "--slurm-arg", "export=ALL,OMP_PROC_BIND=true", "--slurm-arg", "chdir=/tmp",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "#SBATCH --export=ALL,OMP_PROC_BIND=true" in proc.stdout.splitlines(), proc.stdout
+    assert "#SBATCH --chdir=/tmp" in proc.stdout.splitlines(), proc.stdout
+    assert "--export" in " ".join(nlgbench("run", "--help").stdout.split())
 
 
 def test_newline_in_partition_or_run_folder_never_reaches_the_script(tiny_model: Path, tmp_path: Path) -> None:
@@ -276,3 +344,181 @@ def test_symlinked_store_is_refused(name: str, finished: tuple[Path, Path], run:
     for args in (("run", str(finished[0]), "--out", str(run), "--force"), ("repair", str(run)), ("report", str(run))):
         assert_one_line(nlgbench(*args), str(run / name), "symbolic link")
         assert snapshot(target) == before, args
+
+
+# ----------------------------------------------------------------------------- 3: a command's output file
+
+
+SUMMEVAL = (
+    Path(__file__).resolve().parent / "data" / "importers" / "summeval" / "model_annotations.aligned.paired.jsonl"
+)
+
+
+def plant_link(kind: str, path: Path, victim: Path) -> None:
+    """`path` made a symbolic or a hard link to `victim`."""
+    if kind == "symlink":
+        path.symlink_to(victim)
+    else:
+        os.link(victim, path)
+
+
+def output_command(command: str, tmp_path: Path, out: Path, model: Path) -> list[str]:
+    """The arguments of `command` writing its output to `out`."""
+    if command == "score":
+        (tmp_path / "c.txt").write_text("the cat sat\na dog ran\n", encoding="utf-8")
+        (tmp_path / "r.txt").write_text("the cat sat down\na dog runs\n", encoding="utf-8")
+        texts = ["-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt")]
+        return ["score", "--metric", "sentbleu", *texts, "--out", str(out)]
+    if command == "datasets import":
+        return ["datasets", "import", "summeval", str(SUMMEVAL), "--out", str(out)]
+    if command == "example":
+        return ["example", "quickstart", "--out", str(out)]
+    data = write_spec(tmp_path, model).parent / "data.jsonl"
+    return ["distill", "--teacher-metric", "chrf", "--student", str(model), "--pairs", str(data), "--out", str(out)]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+@pytest.mark.parametrize("command", ["score", "datasets import", "example"])
+def test_output_file_that_is_a_link_is_refused_and_its_target_untouched(
+    command: str, kind: str, tiny_model: Path, tmp_path: Path
+) -> None:
+    victim = outside_file(tmp_path, "victim.jsonl")
+    out = tmp_path / ("sc.csv" if command == "score" else "out.jsonl")
+    plant_link(kind, out, victim)
+    proc = nlgbench(*output_command(command, tmp_path, out, tiny_model))
+    assert_one_line(proc, str(out), "link")
+    assert victim.read_text(encoding="utf-8") == KEEP
+
+
+def test_distill_out_that_is_a_symlink_is_refused_and_its_target_untouched(tiny_model: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "outside" / "student"
+    victim.mkdir(parents=True)
+    (victim / "distill.json").write_text(KEEP, encoding="utf-8")  # a previous student, which --out may replace
+    out = tmp_path / "student"
+    out.symlink_to(victim)
+    proc = nlgbench(*output_command("distill", tmp_path, out, tiny_model))
+    assert_one_line(proc, f"--out {out} is a symbolic link")
+    assert snapshot(victim) == {"distill.json": KEEP.encode()} and out.is_symlink()
+    out.unlink()  # the checkpoint folder beside it (OUT.partial), a link: refused as well, before any training
+    (tmp_path / "student.partial").symlink_to(victim)
+    proc = nlgbench(*output_command("distill", tmp_path, out, tiny_model))
+    assert_one_line(proc, f"the checkpoint folder {tmp_path / 'student.partial'} is a symbolic link")
+    assert snapshot(victim) == {"distill.json": KEEP.encode()} and not out.exists()
+
+
+def test_score_out_replaces_a_plain_file_whole(tmp_path: Path, tiny_model: Path) -> None:
+    """An existing plain file is replaced (as before), through a temporary file: nothing else left."""
+    out = tmp_path / "sc.csv"
+    out.write_text("old\n", encoding="utf-8")
+    proc = nlgbench(*output_command("score", tmp_path, out, tiny_model))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.read_text(encoding="utf-8").splitlines()[0] == "line,score"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+# ----------------------------------------------------------------------------- 4: names a spreadsheet would run
+
+FORMULA = '=HYPERLINK("http://x","y")'
+
+
+def data_rows(**changes: object) -> list[dict[str, object]]:
+    """Four plain own-data rows (two systems, two documents); `changes` set on the third."""
+    rows: list[dict[str, object]] = [
+        {"lp": "de-en", "seg_id": k // 2 + 1, "system": f"sys{k % 2}", "doc_id": f"doc{k // 2}"}
+        | {"reference": TEXTS[k], "hypothesis": TEXTS[k + 1], "human": float(k)}
+        for k in range(4)
+    ]
+    rows[2].update(changes)
+    return rows
+
+
+def write_rows(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "changes, needle",
+    [
+        ({"system": FORMULA}, "line 3: system '=HYPERLINK("),
+        ({"lp": "@SUM(1+1)"}, "line 3: lp '@SUM(1+1)'"),
+        ({"doc_id": "+cmd|' /C calc'!A0"}, "line 3: doc_id \"+cmd|' /C calc'!A0\""),
+        ({"seg_id": "-2+3+cmd|' /C calc'!A0"}, "line 3: seg_id"),
+        ({"human": {"=x": 1.0}}, "line 3: human dimension '=x'"),
+        ({"domain": "\t=1+1"}, "line 3: column 'domain'"),
+    ],
+)
+def test_names_a_spreadsheet_would_run_are_refused_at_load(
+    changes: dict[str, object], needle: str, tmp_path: Path
+) -> None:
+    from nlgbench.data.userfile import load_user_file
+    from nlgbench.foundations.errors import UserError
+
+    path = write_rows(tmp_path / "data.jsonl", data_rows(**changes))
+    with pytest.raises(UserError) as info:
+        load_user_file(path, ("domain",) if "domain" in changes else ())
+    message = str(info.value)
+    assert message.startswith(f"{path} {needle}"), message
+    assert "spreadsheet" in message and "\n" not in message
+
+
+def test_a_formula_name_is_one_line_from_run_and_datasets_import(tiny_model: Path, tmp_path: Path) -> None:
+    """The CLI: `run --dry-run` on own data, a data file named like a formula, and an importer's output."""
+    spec = write_spec(tmp_path, tiny_model)
+    data = tmp_path / "data.jsonl"
+    write_rows(data, data_rows(system=FORMULA))
+    assert_one_line(nlgbench("run", str(spec), "--dry-run"), f"{data} line 3: system '=HYPERLINK(")
+    named = write_rows(tmp_path / "=cmd.jsonl", data_rows())
+    spec.write_text(spec.read_text(encoding="utf-8").replace(str(data), str(named)), encoding="utf-8")
+    assert_one_line(nlgbench("run", str(spec), "--dry-run"), f"{named}: the dataset's name '=cmd'")
+    table = tmp_path / "t.tsv"
+    table.write_text("lp\tseg_id\tsystem\tref\thyp\tscore\nde-en\t1\t@cmd\ta b\ta c\t1.5\n", encoding="utf-8")
+    columns = ["--column", "reference=ref", "--column", "hypothesis=hyp", "--human", "human=score"]
+    proc = nlgbench("datasets", "import", "table", str(table), "--out", str(tmp_path / "o.jsonl"), *columns)
+    assert_one_line(proc, f"{table}, item 1: system '@cmd'")
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_names_like_numbers_or_a_dash_load_and_round_trip_through_scores_csv(tmp_path: Path) -> None:
+    """What is not a formula loads, and scores.csv gives back exactly the names it was given."""
+    from nlgbench.core.scores import read_scores, write_scores
+    from nlgbench.data.userfile import load_user_file
+
+    rows = data_rows(system="-", doc_id="-1.5e3")
+    rows[0].update(system="+2", lp="x=y", doc_id="'=not a formula")
+    rows[1].update(system="a-b@c")
+    dataset = load_user_file(write_rows(tmp_path / "data.jsonl", rows))
+    names = [(it.lp, str(it.seg_id), it.system, it.doc_id) for it in dataset.items]
+    assert ("x=y", "1", "+2", "'=not a formula") in names and ("de-en", "2", "-", "-1.5e3") in names
+    write_scores(tmp_path / "scores.csv", dataset.items, [0.5] * len(dataset.items))
+    _, back = read_scores(tmp_path / "scores.csv", None)
+    assert [(r["lp"], str(r["seg_id"]), r["system"], r["doc_id"]) for r in back] == names
+
+
+def test_an_encoder_label_a_spreadsheet_would_run_is_refused_at_spec_load(tiny_model: Path, tmp_path: Path) -> None:
+    from nlgbench.core.spec import load_spec
+    from nlgbench.foundations.errors import UserError
+
+    spec = write_spec(tmp_path, tiny_model)
+    spec.write_text(
+        spec.read_text(encoding="utf-8").replace(f"[{tiny_model}]", f"[{{name: {tiny_model}, label: '@cmd'}}]"),
+        encoding="utf-8",
+    )
+    with pytest.raises(UserError, match=r"sec\.yaml\.metrics: the encoder label '@cmd' starts with '@'"):
+        load_spec(spec)
+
+
+@pytest.mark.parametrize("option", ["--metric", "--encoder"])
+def test_import_scores_names_a_spreadsheet_would_run_are_refused(option: str, tmp_path: Path) -> None:
+    data = write_rows(tmp_path / "data.jsonl", data_rows())
+    scores = tmp_path / "s.csv"
+    scores.write_text("lp,seg_id,system,score\n" + "".join(f"de-en,{k // 2 + 1},sys{k % 2},0.{k}\n" for k in range(4)))
+    names = {"--metric": "m", "--encoder": "e", option: "+cmd|' /C calc'!A0"}
+    args = [arg for pair in names.items() for arg in pair]
+    proc = nlgbench("import-scores", str(scores), "--dataset", str(data), *args, "--out", str(tmp_path / "run"))
+    assert_one_line(proc, f"import-scores: {option} \"+cmd|' /C calc'!A0\" starts with '+'")
+    assert not (tmp_path / "run").exists()
+    names[option] = "-"  # a lone dash is no formula
+    args = [arg for pair in names.items() for arg in pair]
+    proc = nlgbench("import-scores", str(scores), "--dataset", str(data), *args, "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from nlgbench.foundations.errors import UserError, unknown_name
-from nlgbench.foundations.files import read_text, write_new
+from nlgbench.foundations.files import read_text, write_output
 from nlgbench.foundations.package import package_file
 
 FIRST = "quickstart"  # listed first: the spec to start with
@@ -74,7 +74,7 @@ def cmd_example(args: argparse.Namespace) -> int:
         raise unknown_name("example", args.name, files)
     text = read_text(files[args.name])
     if args.out:
-        write_new(Path(args.out), text)
+        write_output(Path(args.out), text, "--out", new_only=True)
         print(f"wrote the example {args.name} into {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

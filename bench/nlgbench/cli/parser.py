@@ -94,7 +94,10 @@ def _add_run(sub: Commands) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a further sbatch option (account=abc, qos=high, constraint=a100; KEY alone for a flag)",
+        help="a further sbatch option (account=abc, qos=high, constraint=a100; KEY alone for a flag). Unlike "
+        "a spec's slurm_args, which take only resource and accounting options (account, qos, constraint, "
+        "gres, nodelist, ...), this may set any sbatch option nlgbench does not set itself, --export and "
+        "--chdir included: it is your own command line",
     )
     cluster.add_argument("--poll-seconds", type=float, help="how often to ask Slurm about the tasks (default 5)")
     cluster.add_argument(

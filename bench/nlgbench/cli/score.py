@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
-import os
 import statistics
 import sys
 import warnings
@@ -16,13 +16,13 @@ from pathlib import Path
 from nlgbench.api import BlankTextWarning, Scorer, check_texts
 from nlgbench.cli.values import key_value
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.files import read_lines
+from nlgbench.foundations.files import check_output_file, read_lines, write_output
 from nlgbench.metrics import default_encoder
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     if args.out:
-        _check_out_file(args.out)
+        check_output_file(Path(args.out), "--out")  # before the scoring, not after it
     hyps = _read_lines(args.candidates, "candidates")
     refs = _read_lines(args.references, "references") if args.references else None
     srcs = _read_lines(args.sources, "sources") if args.sources else None
@@ -48,8 +48,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     columns = list(outputs)
     rows = [[i + 1, *(repr(outputs[c][i]) for c in columns)] for i in range(len(hyps))]
     if args.out:
-        with open(args.out, "w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh, lineterminator="\n").writerows([["line", *columns], *rows])
+        table = io.StringIO()
+        csv.writer(table, lineterminator="\n").writerows([["line", *columns], *rows])
+        write_output(Path(args.out), table.getvalue(), "--out")
     finite = [v for v in outputs["score"] if v == v]
     if args.json:
         summary = {
@@ -78,15 +79,3 @@ def _read_lines(path: str, what: str) -> list[str]:
     if not Path(path).exists():
         raise UserError(f"{what} file not found: {path}")
     return read_lines(Path(path))
-
-
-def _check_out_file(path: str) -> None:
-    """`score --out`: a file in an existing, writable folder, checked before the scoring, not after it."""
-    out = Path(path)
-    if out.is_dir():
-        raise UserError(f"--out {path} is a folder; give a file name, e.g. {out / 'scores.csv'}")
-    folder = out.parent
-    if not folder.is_dir():
-        raise UserError(f"--out {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise UserError(f"--out {path}: folder {folder} is not writable")

@@ -6,6 +6,7 @@ the local or the Slurm launcher by them), so that a spec can carry them."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,6 +39,32 @@ OWN_OPTIONS = {
     "gpus-per-node": "gpus_per_cell",
 }
 MANAGED = {"array", "output", "error", "open-mode", "signal", "wrap", "parsable", "job-name"}
+# The further sbatch options a spec may set: where and how long a task runs and who pays for it,
+# never what it runs or in which environment (sbatch's --export, --chdir or --get-user-env would let
+# a spec, which is data, preload code on the node). Exact names only: sbatch also takes any
+# unambiguous prefix of an option (--exp for --export). `--slurm-arg` on the command line, the
+# user's own hand, may set any option but those above.
+SPEC_SLURM_OPTIONS = (
+    "account",
+    "qos",
+    "comment",
+    "reservation",
+    "mail-type",
+    "mail-user",
+    "constraint",
+    "nodes",
+    "exclude",
+    "nodelist",
+    "exclusive",
+    "gres",
+    "gpus",
+    "gpus-per-task",
+    "cpus-per-gpu",
+    "mem-per-cpu",
+    "mem-per-gpu",
+    "tmp",
+    "licenses",
+)
 
 
 @dataclass(frozen=True)
@@ -99,12 +126,28 @@ def script_safe(text: str, where: str) -> str:
     directive parser, even inside the quotes around the value."""
     bad = next((c for c in text if not c.isprintable() or c == "\\"), None)
     if bad is not None:
-        what = "a backslash" if bad == "\\" else f"a control character ({bad!r})"
+        what = "a backslash" if bad == "\\" else unprintable(bad)
         raise UserError(
             f"{where}: {text!r} holds {what}, which cannot go into the sbatch script (a value there "
             "must be one plain line)"
         )
     return text
+
+
+def unprintable(char: str) -> str:
+    """What a character that `str.isprintable` refuses is, for a message: a control character (a
+    line break among them), a non-ASCII space (U+00A0 no-break space), an invisible character
+    (U+200B zero-width space, a direction mark) or another non-printable one; with its code point."""
+    category = unicodedata.category(char)
+    if category in ("Cc", "Zl", "Zp"):
+        what = "a control character"
+    elif category == "Zs":
+        what = "a non-ASCII space"
+    elif category == "Cf":
+        what = "an invisible character"
+    else:
+        what = "a non-printable character"
+    return f"{what} ({char!r}, U+{ord(char):04X})"
 
 
 def shown(text: str) -> str:
@@ -125,10 +168,11 @@ def _poll(raw: Any, where: str) -> float:
     return float(raw)
 
 
-def slurm_arg(key: Any, value: Any, where: str) -> tuple[str, str | bool]:
+def slurm_arg(key: Any, value: Any, where: str, *, from_spec: bool) -> tuple[str, str | bool]:
     """One further sbatch option: `key` as sbatch spells it (`--` and `_` accepted), its value a
     string, or True for a bare flag (`exclusive`). Options nlgbench sets are refused, and so is any
-    character that would not stay inside its `#SBATCH` line (`script_safe`)."""
+    character that would not stay inside its `#SBATCH` line (`script_safe`); from a spec, any
+    option not in `SPEC_SLURM_OPTIONS`."""
     name = str(key).strip().lstrip("-").replace("_", "-")
     if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
         raise UserError(f"{where}: {str(key)!r} is not an sbatch option name (e.g. account, qos, constraint)")
@@ -141,6 +185,12 @@ def slurm_arg(key: Any, value: Any, where: str) -> tuple[str, str | bool]:
         raise UserError(
             f"{where}: nlgbench sets sbatch's --{name} itself (one job array task per cell, logs in "
             "DIR/slurm/); leave it out"
+        )
+    if from_spec and name not in SPEC_SLURM_OPTIONS:
+        raise UserError(
+            f"{where}: a spec may not set sbatch's --{name} (a spec sets only where, how long and on whose "
+            f"account a task runs: {', '.join(SPEC_SLURM_OPTIONS)}); pass it as --slurm-arg on the command "
+            "line if you mean it"
         )
     if value is True or value is None:
         return name, True
@@ -155,15 +205,16 @@ def parse_slurm_args(raw: Any, where: str) -> dict[str, str | bool]:
         return {}
     if not isinstance(raw, Mapping):
         raise UserError(f"{where} must be a mapping of sbatch options to values (account: abc), got {raw!r}")
-    return dict(slurm_arg(k, v, f"{where}.{shown(str(k))}") for k, v in raw.items())
+    return dict(slurm_arg(k, v, f"{where}.{shown(str(k))}", from_spec=True) for k, v in raw.items())
 
 
 def cli_slurm_args(items: Sequence[str]) -> dict[str, str | bool]:
-    """`--slurm-arg KEY=VALUE` (or a bare `KEY` for a flag), repeated."""
+    """`--slurm-arg KEY=VALUE` (or a bare `KEY` for a flag), repeated: the user's own hand, so any
+    sbatch option nlgbench does not set itself, not only those a spec may set."""
     out: dict[str, str | bool] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        name, parsed = slurm_arg(key, value if sep else True, f"--slurm-arg {shown(item)}")
+        name, parsed = slurm_arg(key, value if sep else True, f"--slurm-arg {shown(item)}", from_spec=False)
         out[name] = parsed
     return out
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from nlgbench.encoders.registry import EncoderRef, is_path_name, model_label, registered_name
 from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.spreadsheet import refuse_formula
 from nlgbench.metrics import get_metric, metric_names
 
 NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
@@ -97,9 +98,11 @@ def check_encoder_labels(encoders: Sequence[EncoderRef], where: str) -> None:
     """One label, one model: two different encoders of a sweep (name or variant) that would share a
     label (two folders `run1/student` and `run2/student`, a folder named like a registered model, a
     `label:` given twice) are refused with one line, instead of merging in results.csv and reports.
-    Their cell ids differ either way (the name and the weights fingerprint)."""
+    Their cell ids differ either way (the name and the weights fingerprint). A label a spreadsheet would
+    run as a formula (`refuse_formula`: a folder named `=cmd`, a `label:`) is refused too."""
     seen: dict[str, EncoderRef] = {}
     for enc in encoders:
+        refuse_formula(enc.label, "the encoder label", where)
         other = seen.setdefault(enc.label, enc)
         if (other.name, other.variant()) != (enc.name, enc.variant()):
             raise UserError(

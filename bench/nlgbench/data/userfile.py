@@ -15,6 +15,7 @@ from nlgbench.data.model import ALL_DIMENSIONS, HUMAN, NAN, Dataset, Item, SegId
 from nlgbench.data.text import jsonl_records, parse_score, seg_id_values, tsv_table
 from nlgbench.foundations.errors import UserError, closest
 from nlgbench.foundations.files import BOM, read_bytes, utf8_text
+from nlgbench.foundations.spreadsheet import refuse_formula
 
 #: Columns of the user format; ``system``, ``source`` and ``doc_id`` may be left out (default "").
 #: Several references: JSONL ``references: [..]`` (``reference`` is the one-reference shorthand), TSV
@@ -60,9 +61,12 @@ def records_dataset(
     if reserved:
         raise UserError(f"{origin}: columns {', '.join(reserved)} are item fields, not further columns to carry")
     _check_carried(origin, columns, records)
+    refuse_formula(name, "the dataset's name", origin)
     items = [(where, _with_extra(_user_item(record, where), record, columns, where)) for where, record in records]
     if not items:
         raise UserError(f"{origin} has no items")
+    for where, item in items:
+        check_item_names(item, where)
     items = _uniform_seg_ids(items)
     where_of: dict[tuple[str, SegId, str], str] = {}
     for where, item in items:
@@ -86,6 +90,19 @@ def records_dataset(
     ordered = [replace(item, human=item.humans.get(dims[0], NAN)) for item in ordered]
     has_systems = any(item.system for item in ordered)
     return Dataset(name=name, items=ordered, has_systems=has_systems, files=files, human_dims=dims)
+
+
+def check_item_names(item: Item, where: str) -> None:
+    """Refuse (one line naming `where` and the field) an item's name that nlgbench would write into its
+    CSV files and a spreadsheet would run as a formula (`refuse_formula`): lp, system, doc_id, a text
+    seg_id, a human dimension, a carried column's value."""
+    for what, value in (("lp", item.lp), ("system", item.system), ("doc_id", item.doc_id), ("seg_id", item.seg_id)):
+        if isinstance(value, str):
+            refuse_formula(value, what, where)
+    for dim in item.humans:
+        refuse_formula(dim, "human dimension", where)
+    for column, value in item.extra.items():
+        refuse_formula(value, f"column {column!r}", where)
 
 
 def _check_carried(origin: str, columns: tuple[str, ...], records: list[tuple[str, dict[str, Any]]]) -> None:

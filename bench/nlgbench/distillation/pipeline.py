@@ -44,6 +44,7 @@ from nlgbench.distillation.training import Trained, train_student
 from nlgbench.encoders.registry import without_machine_paths
 from nlgbench.encoders.variants import count_params
 from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.files import refuse_output_link
 from nlgbench.foundations.version import __version__
 from nlgbench.measurement.devices import check_device
 
@@ -240,7 +241,10 @@ def _data_record(rows: Sequence[Row], train: Sequence[Row], val: Sequence[Row], 
 
 
 def _check_out(out: Path) -> None:
-    """`out` may be created or replaced: not a file, not a non-empty folder other than a student's."""
+    """`out` may be created or replaced: not a link, not a file, not a non-empty folder other than a
+    student's; its checkpoint folder beside it (`OUT.partial`) not a link either."""
+    refuse_output_link(out, "--out")
+    refuse_output_link(checkpoint_folder(out), "the checkpoint folder")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the student")
     if out.is_dir() and any(out.iterdir()) and not (out / DISTILL_FILE).is_file():

@@ -1,12 +1,15 @@
 """Files read and written by every layer. Reading: `read_bytes`, `utf8_text`, `read_text`,
 `read_lines` (a file that cannot be read is one UserError naming it). Writing: `write_atomic` and
 `write_atomic_with` (whole or not at all, no link followed), `write_new` (a new file only: nothing
-there is replaced) and `write_fault`, the one line for a write the file system refused."""
+there is replaced), `write_output` (the file a user names with a command's `--out`: checked first
+by `check_output_file`, links refused) and `write_fault`, the one line for a write the file system
+refused."""
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -88,6 +91,53 @@ def write_new(path: Path, data: str | bytes) -> None:
         if isinstance(exc, OSError):
             exc.filename = str(path)
         raise
+
+
+def refuse_output_link(path: Path, option: str) -> None:
+    """One line when the output `path` a user named is a symbolic link, or a file with a second name
+    (a hard link): writing it would change a file elsewhere, which nlgbench never does behind the
+    user's back."""
+    if path.is_symlink():
+        raise UserError(
+            f"{option} {path} is a symbolic link; nlgbench does not write through links (it could change "
+            "the file it points to): remove it or give another name"
+        )
+    try:
+        info = path.lstat()
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        raise UserError(
+            f"{option} {path} is a hard link ({info.st_nlink} names for one file); nlgbench does not write "
+            "through links (it could change the file under its other name): remove it or give another name"
+        )
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """The file a user named with `option` (`--out FILE`) may be created or replaced: not a link
+    (`refuse_output_link`), not a folder, in an existing, writable folder. Checked before the work, so
+    a long run does not end in a refused write."""
+    refuse_output_link(path, option)
+    if path.is_dir():
+        raise UserError(f"{option} {path} is a folder; give the name of a file (in it or elsewhere)")
+    folder = path.parent
+    if not folder.is_dir():
+        raise UserError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"{option} {path}: folder {folder} is not writable")
+
+
+def write_output(path: Path, data: str | bytes, option: str, *, new_only: bool = False) -> None:
+    """Write the file a user named with `option`: checked (`check_output_file`), then written to a
+    temporary file and renamed over `path` (`write_atomic`), so no link is ever written through, even
+    one that appeared since the check; with `new_only` a new file only (`write_new`: nothing there is
+    replaced). The one writer of every command's output file."""
+    refuse_output_link(path, option)
+    if new_only:
+        write_new(path, data)
+        return
+    check_output_file(path, option)
+    write_atomic(path, data)
 
 
 def read_bytes(path: Path) -> bytes:

@@ -29,6 +29,7 @@ from nlgbench.data.model import Dataset, Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import BOM, read_bytes, utf8_text
+from nlgbench.foundations.spreadsheet import refuse_formula
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.runs.folder import cell_dir, locked
 from nlgbench.runs.store import open_store
@@ -104,6 +105,8 @@ def import_scores(
     direction is not part of the cell id: importing the same file again with another direction
     replaces the cell. The cell's data warnings are a measured cell's (`data_warnings`): with
     `max_segments`, a head ordered by human score among them."""
+    refuse_formula(metric, "--metric", "import-scores")  # results.csv names the cell by them
+    refuse_formula(encoder, "--encoder", "import-scores")
     if lower_is_better is None:
         lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False
     ds, ref = _imported_dataset(dataset, out, max_segments)

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.files import write_atomic
+from nlgbench.foundations.files import refuse_output_link, write_output
+from nlgbench.foundations.spreadsheet import refuse_formula
 
 Record = dict[str, Any]  # one output object, in the field order written
 
@@ -61,7 +62,8 @@ def write_items(
     src: str | os.PathLike[str] | None = None,
     notes: Iterable[str] = (),
 ) -> ImportSummary:
-    """Write `records` as JSONL to `out` atomically (`write_atomic`: a temporary file, then a rename).
+    """Write `records` as JSONL to `out` atomically (`write_output`: a temporary file, then a rename; a
+    link at `out` refused).
 
     `out` must end in ``.jsonl`` (the loader's type) and must not be the input `src`.
     """
@@ -70,15 +72,23 @@ def write_items(
         raise UserError(f"output {target}: must end in .jsonl (nlgbench reads own data as .jsonl)")
     if src is not None and target.exists() and target.resolve() == Path(src).resolve():
         raise UserError(f"output {target} is the input file; choose another --out")
+    refuse_output_link(target, "output")
     if target.is_dir():
         raise UserError(f"output {target} is a folder")
     if not records:
         raise UserError(f"nothing to write to {target}: the input has no items")
+    for n, record in enumerate(records, 1):  # what loading the file would refuse, refused before it is written
+        where = f"{src or 'the input'}, item {n}"
+        for field in ("lp", "system", "doc_id"):
+            if isinstance(record.get(field), str):
+                refuse_formula(record[field], field, where)
+        for dim in record["human"] if isinstance(record["human"], dict) else ():
+            refuse_formula(dim, "human dimension", where)
     summary = summarize(records, target, notes)
     text = "".join(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n" for record in records)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, text)
+        write_output(target, text, "output")
     except OSError as exc:
         raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
     return summary

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.core.cell import CellConfig
-from nlgbench.core.executor_options import ExecutorOptions, script_safe
+from nlgbench.core.executor_options import ExecutorOptions, script_safe, unprintable
 from nlgbench.core.result import OK
 from nlgbench.execution.slurm.book import Book, Submission, Task
 from nlgbench.execution.slurm.queue import find_job
@@ -120,7 +120,7 @@ def check_script(script: str, params: Mapping[str, Any], folder: Path) -> None:
     the spec's checks can then never add a line of shell or a second option, nor hide the options after it."""
     bad = next((c for c in script if c != "\n" and not c.isprintable()), None)
     if bad is not None:
-        raise _refused(f"it holds the control character {bad!r}")
+        raise _refused(f"it holds {unprintable(bad)}")
     expected = expected_directives(params)
     seen: dict[str, str | bool] = {}
     commands = 0
