@@ -312,6 +312,49 @@ def test_spec_file_is_a_directory(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert "cannot read spec file" in message and "spec.yaml" in message
 
 
+def alias_bomb(levels: int) -> str:
+    """YAML anchors each naming the one before nine times: a few hundred bytes, 9**levels values."""
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_yaml_alias_bomb_in_a_spec_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Aliases expanding a small spec into half a million values are refused as the spec is read."""
+    bomb = alias_bomb(6)
+    text = (
+        yaml.safe_dump(minimal_spec(), sort_keys=False) + "x:\n" + "".join(f"  {line}\n" for line in bomb.splitlines())
+    )
+    text += "description: *a6\n"
+    assert len(text) < 1000
+    message = run_error(capsys, tmp_path, text)
+    assert message.startswith("malformed YAML in ") and "expands to more than 200,000 values" in message
+
+
+@pytest.mark.parametrize("text", ["[" * 50_000 + "]" * 50_000, "a: &a [b, *a]\n"], ids=["brackets", "self"])
+def test_yaml_nested_too_deep_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> None:
+    """Thousands of nested brackets (or an alias inside its own anchor) are refused, never a RecursionError."""
+    message = run_error(capsys, tmp_path, text)
+    assert message.startswith("malformed YAML in ") and "nested deeper than 64 levels" in message
+
+
+def test_yaml_alias_bomb_in_a_user_registry_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The spec's own encoder registry file is read with the same bounds."""
+    (tmp_path / "mine.yaml").write_text(alias_bomb(6) + "encoders: {mine: {hub_id: *a6}}\n", encoding="utf-8")
+    message = run_error(capsys, tmp_path, minimal_spec(encoders_file="mine.yaml"))
+    assert "encoder registry" in message and "expands to more than 200,000 values" in message
+
+
+def test_yaml_alias_bomb_in_an_option_value_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`--option KEY=VALUE` reads VALUE as YAML with the same bounds as a spec."""
+    (tmp_path / "c.txt").write_text("a\n", encoding="utf-8")
+    value = "{" + ", ".join(alias_bomb(6).splitlines()) + "}"
+    message = user_error(
+        capsys, "score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "c.txt"), "--option", f"idf={value}"
+    )
+    assert message.startswith("--option idf: cannot read the value") and "expands to more than 200,000" in message
+
+
 # --------------------------------------------------------------------------- 3. missing / unreadable data
 
 
