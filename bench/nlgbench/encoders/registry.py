@@ -23,6 +23,7 @@ from nlgbench.encoders.hfcache import (
     not_cached,
     weights_fingerprint,
 )
+from nlgbench.foundations.deferred import require
 from nlgbench.foundations.errors import UserError, closest, unknown_name
 from nlgbench.foundations.package import package_file
 from nlgbench.foundations.registry import Registry, UserFiles, read_registry_file
@@ -364,6 +365,8 @@ def _check_variant(opts: dict[str, Any], where: str) -> None:
         else:
             try:
                 check_backend_options(opts["backend"], opts.get("quantize"), opts.get("dtype"), opts.get("early_exit"))
+                for module in BACKEND_MODULES[opts["backend"]]:  # installed: not first found missing in a cell
+                    require(module, BACKEND_EXTRAS[opts["backend"]], f"backend {opts['backend']}")
             except UserError as exc:
                 raise UserError(f"{where}: {exc}") from None
 
