@@ -355,6 +355,37 @@ def test_yaml_alias_bomb_in_an_option_value_is_refused(capsys: pytest.CaptureFix
     assert message.startswith("--option idf: cannot read the value") and "expands to more than 200,000" in message
 
 
+def test_every_spec_error_is_named_in_one_pass(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Independent errors (a dataset, a setting, two uncached models, a missing folder) are each one
+    error line of one run, in the spec's order, not the first alone; --dry-run says the same."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    spec = minimal_spec(
+        datasets=["wmt16", "wmt61"],
+        repeats=0,
+        metrics=[
+            {"metric": "bertscore", "encoders": ["roberta-large", "org/not-cached"]},
+            {"metric": "moverscore", "encoders": ["./no-such-folder"]},
+        ],
+    )
+    path = write_spec(tmp_path, spec)
+    for extra in (["--dry-run"], ["--out", str(tmp_path / "out")]):
+        assert main(["run", str(path), *extra]) == 2
+        captured = capsys.readouterr()
+        lines = captured.err.splitlines()
+        assert captured.out == "" and all(line.startswith(PREFIX) for line in lines), captured.err
+        assert [line[len(PREFIX) :].split(":")[0].split(";")[0] for line in lines] == [
+            "unknown dataset 'wmt61'",
+            "spec.yaml.repeats must be an integer >= 1, got 0",
+            "spec.yaml.metrics[0].encoders[0]",
+            "spec.yaml.metrics[0].encoders[1]",
+            "spec.yaml.metrics[1].encoders[0]",
+        ]
+        assert "'roberta-large'" in lines[2] and "'org/not-cached'" in lines[3] and "does not exist" in lines[4]
+    assert not (tmp_path / "out").exists()
+
+
 # --------------------------------------------------------------------------- 3. missing / unreadable data
 
 
@@ -500,12 +531,16 @@ def test_list_metrics(capsys: pytest.CaptureFixture[str]) -> None:
 def test_full_study_dry_run_lists_cells_and_missing_models(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With the Hub on, a dry run lists what the sweep would download; with it off, the first model
-    it could not load is refused (one line, exit 2), not left to fail inside its cells."""
+    """With the Hub on, a dry run lists what the sweep would download; with it off, every model it
+    could not load is refused (a line each, exit 2), not left to fail inside its cells."""
     spec = Path(__file__).resolve().parents[1] / "examples" / "full-study.yaml"
     assert main(["run", str(spec), "--dry-run"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is not in the local Hugging Face cache and the Hub is off" in err
+    lines = capsys.readouterr().err.splitlines()
+    assert all(
+        line.startswith(PREFIX) and "in the local Hugging Face cache and the Hub is off" in line for line in lines
+    )
+    named = {line.rsplit("--as ", 1)[1].rstrip("`") for line in lines}
+    assert {"roberta-large", "gpt2", "moussaKam/frugalscore_tiny_bert-base_bert-score"} <= named, named
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     if not __import__("torch").cuda.is_available():  # its cuda cells: refused here, listed on a GPU machine
         assert main(["run", str(spec), "--dry-run"]) == 2
