@@ -114,6 +114,31 @@ def test_cli_score_writes_what_the_api_returns(
     assert "candidates file not found" in capsys.readouterr().err
 
 
+def test_cli_score_takes_several_reference_files(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-r a b` and `-r a -r b` both score each line against both references, as the API does with a
+    list per hypothesis (never the last file alone); a file of another length is refused by name."""
+    others = [HYPS[2], REFS[0], HYPS[0]]  # a second reference per line
+    (tmp_path / "a.txt").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("\n".join(others) + "\n", encoding="utf-8")
+    (tmp_path / "hyps.txt").write_text("\n".join(HYPS) + "\n", encoding="utf-8")
+    a, b, hyps = (str(tmp_path / name) for name in ("a.txt", "b.txt", "hyps.txt"))
+    both = nlgbench.score(HYPS, [[r, o] for r, o in zip(REFS, others, strict=True)], encoder=str(tiny_dir))
+    assert both != nlgbench.score(HYPS, others, encoder=str(tiny_dir))
+    for refs in (["-r", a, b], ["-r", a, "-r", b]):
+        out = tmp_path / "scores.csv"
+        assert main(["score", "--encoder", str(tiny_dir), *refs, "-c", hyps, "--out", str(out)]) == 0
+        with out.open(encoding="utf-8") as fh:
+            assert [float(r["score"]) for r in csv.DictReader(fh)] == both
+        out.unlink()
+    capsys.readouterr()
+    (tmp_path / "short.txt").write_text("one line\n", encoding="utf-8")
+    assert main(["score", "--encoder", str(tiny_dir), "-r", a, "-r", str(tmp_path / "short.txt"), "-c", hyps]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nlgbench: error: references file") and "short.txt has 1 lines" in err
+
+
 needs_minilm = pytest.mark.skipif(
     local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache (scripts/get_models.py)"
 )

@@ -236,6 +236,38 @@ def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch, tiny: Path) -
         load(str(tiny), backend="onnxruntime")
 
 
+@pytest.mark.parametrize(
+    ("backend", "module", "extra"), [("onnxruntime", "onnxruntime", "onnx"), ("openvino", "nncf", "openvino")]
+)
+def test_a_missing_extra_is_refused_at_spec_time(
+    backend: str,
+    module: str,
+    extra: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tiny: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A backend whose package is not installed stops the spec (and --dry-run) in one line naming the
+    extra, before any cell, not in each cell after the sweep has started."""
+    from nlgbench.cli import main
+
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed: import and find_spec both fail
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "name: b\ndatasets: [wmt16]\nmetrics:\n"
+        f"  - {{metric: bertscore, encoders: [{{name: {tiny}, backend: {backend}}}]}}\n"
+    )
+    for extra_args in (["--dry-run"], ["--out", str(tmp_path / "run")]):
+        assert main(["run", str(spec), *extra_args]) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"nlgbench: error: s.yaml.metrics[0].encoders[0]: backend {backend} needs the package {module!r}: "
+            f"pip install 'nlgbench[{extra}]'\n"
+        )
+    assert not (tmp_path / "run").exists()
+
+
 def test_backend_torch_is_the_default_cell_and_others_change_the_id() -> None:
     def cell(encoder: EncoderRef) -> CellConfig:
         raw = {

@@ -312,6 +312,80 @@ def test_spec_file_is_a_directory(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert "cannot read spec file" in message and "spec.yaml" in message
 
 
+def alias_bomb(levels: int) -> str:
+    """YAML anchors each naming the one before nine times: a few hundred bytes, 9**levels values."""
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_yaml_alias_bomb_in_a_spec_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Aliases expanding a small spec into half a million values are refused as the spec is read."""
+    bomb = alias_bomb(6)
+    text = (
+        yaml.safe_dump(minimal_spec(), sort_keys=False) + "x:\n" + "".join(f"  {line}\n" for line in bomb.splitlines())
+    )
+    text += "description: *a6\n"
+    assert len(text) < 1000
+    message = run_error(capsys, tmp_path, text)
+    assert message.startswith("malformed YAML in ") and "expands to more than 200,000 values" in message
+
+
+@pytest.mark.parametrize("text", ["[" * 50_000 + "]" * 50_000, "a: &a [b, *a]\n"], ids=["brackets", "self"])
+def test_yaml_nested_too_deep_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> None:
+    """Thousands of nested brackets (or an alias inside its own anchor) are refused, never a RecursionError."""
+    message = run_error(capsys, tmp_path, text)
+    assert message.startswith("malformed YAML in ") and "nested deeper than 64 levels" in message
+
+
+def test_yaml_alias_bomb_in_a_user_registry_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The spec's own encoder registry file is read with the same bounds."""
+    (tmp_path / "mine.yaml").write_text(alias_bomb(6) + "encoders: {mine: {hub_id: *a6}}\n", encoding="utf-8")
+    message = run_error(capsys, tmp_path, minimal_spec(encoders_file="mine.yaml"))
+    assert "encoder registry" in message and "expands to more than 200,000 values" in message
+
+
+def test_yaml_alias_bomb_in_an_option_value_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`--option KEY=VALUE` reads VALUE as YAML with the same bounds as a spec."""
+    (tmp_path / "c.txt").write_text("a\n", encoding="utf-8")
+    value = "{" + ", ".join(alias_bomb(6).splitlines()) + "}"
+    message = user_error(
+        capsys, "score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "c.txt"), "--option", f"idf={value}"
+    )
+    assert message.startswith("--option idf: cannot read the value") and "expands to more than 200,000" in message
+
+
+def test_every_spec_error_is_named_in_one_pass(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Independent errors (a dataset, a setting, two uncached models, a missing folder) are each one
+    error line of one run, in the spec's order, not the first alone; --dry-run says the same."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    spec = minimal_spec(
+        datasets=["wmt16", "wmt61"],
+        repeats=0,
+        metrics=[
+            {"metric": "bertscore", "encoders": ["roberta-large", "org/not-cached"]},
+            {"metric": "moverscore", "encoders": ["./no-such-folder"]},
+        ],
+    )
+    path = write_spec(tmp_path, spec)
+    for extra in (["--dry-run"], ["--out", str(tmp_path / "out")]):
+        assert main(["run", str(path), *extra]) == 2
+        captured = capsys.readouterr()
+        lines = captured.err.splitlines()
+        assert captured.out == "" and all(line.startswith(PREFIX) for line in lines), captured.err
+        assert [line[len(PREFIX) :].split(":")[0].split(";")[0] for line in lines] == [
+            "unknown dataset 'wmt61'",
+            "spec.yaml.repeats must be an integer >= 1, got 0",
+            "spec.yaml.metrics[0].encoders[0]",
+            "spec.yaml.metrics[0].encoders[1]",
+            "spec.yaml.metrics[1].encoders[0]",
+        ]
+        assert "'roberta-large'" in lines[2] and "'org/not-cached'" in lines[3] and "does not exist" in lines[4]
+    assert not (tmp_path / "out").exists()
+
+
 # --------------------------------------------------------------------------- 3. missing / unreadable data
 
 
@@ -457,12 +531,16 @@ def test_list_metrics(capsys: pytest.CaptureFixture[str]) -> None:
 def test_full_study_dry_run_lists_cells_and_missing_models(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With the Hub on, a dry run lists what the sweep would download; with it off, the first model
-    it could not load is refused (one line, exit 2), not left to fail inside its cells."""
+    """With the Hub on, a dry run lists what the sweep would download; with it off, every model it
+    could not load is refused (a line each, exit 2), not left to fail inside its cells."""
     spec = Path(__file__).resolve().parents[1] / "examples" / "full-study.yaml"
     assert main(["run", str(spec), "--dry-run"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is not in the local Hugging Face cache and the Hub is off" in err
+    lines = capsys.readouterr().err.splitlines()
+    assert all(
+        line.startswith(PREFIX) and "in the local Hugging Face cache and the Hub is off" in line for line in lines
+    )
+    named = {line.rsplit("--as ", 1)[1].rstrip("`") for line in lines}
+    assert {"roberta-large", "gpt2", "moussaKam/frugalscore_tiny_bert-base_bert-score"} <= named, named
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     if not __import__("torch").cuda.is_available():  # its cuda cells: refused here, listed on a GPU machine
         assert main(["run", str(spec), "--dry-run"]) == 2

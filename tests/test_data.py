@@ -531,6 +531,8 @@ def test_user_missing_column(tmp_path: Path) -> None:
         ({"human": {"relevance": "high"}}, "human.relevance: human score 'high' is not a number"),
         ({"references": []}, "give 'reference' \\(one\\) or 'references' \\(a list\\), not both"),
         ({"human": "nan"}, "human score 'nan' is not a finite number"),
+        ({"human": "1_5"}, "human score '1_5' is not a number"),
+        ({"human": 1e200}, "human score '1e\\+200' is beyond"),
         ({"reference": 5}, "column 'reference' must be text, got 5"),
         ({"lp": " "}, "column 'lp' is empty"),
     ],

@@ -496,6 +496,25 @@ def test_dry_run_checks_data_as_run_does(case: str, tmp_path: Path, tiny_model: 
     assert not (tmp_path / "run").exists()
 
 
+def test_uncached_model_with_the_hub_unreachable_is_one_line(tmp_path: Path) -> None:
+    """The Hub on (no HF_HUB_OFFLINE) but unreachable (a closed port on this machine): a model not in the
+    cache is one line naming it and what to do, at once, not a minute of retries and two tracebacks."""
+    (tmp_path / "h.txt").write_text("a b\nc d\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env |= {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_CACHE": str(tmp_path / "empty-hub")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nlgbench.cli", "score", "-c", "h.txt", "-r", "h.txt", "--encoder", "org/not-cached"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=45,  # the Hub library's own retries took 55 s
+    )
+    line = assert_one_line(proc, 2, "model 'org/not-cached' is not in the local Hugging Face cache")
+    assert "the Hub cannot be reached (http://127.0.0.1:9: " in line and "--as org/not-cached" in line
+    assert proc.stderr.splitlines() == [line], proc.stderr[-3000:]
+
+
 # ------------------------------------------------------------- 3, 4, 9: lock, filesystem and store faults, signals
 
 

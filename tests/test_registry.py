@@ -412,6 +412,33 @@ def test_uncached_registry_model_is_refused_at_spec_time_when_the_hub_is_off(
 
 
 @pytest.mark.parametrize(
+    ("encoder", "message"),
+    [
+        (
+            "microsoft/deberta-xlarge-mnli",
+            "model 'microsoft/deberta-xlarge-mnli' is not in the local Hugging Face cache and the Hub is off "
+            "(HF_HUB_OFFLINE=1): download it where the Hub is reachable, or copy a folder in with "
+            "`nlgbench models import FOLDER --as microsoft/deberta-xlarge-mnli`",
+        ),
+        ("./models/mine", "model folder './models/mine' does not exist ({cwd}/models/mine)"),
+        ("~/mine", "model folder '~/mine' does not exist ({cwd}/mine)"),
+    ],
+)
+def test_uncached_hub_id_or_missing_folder_says_what_it_is(
+    encoder: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Hub id that is not cached while the Hub is off, or a folder that is not there, is named as such
+    (not "unknown encoder ... did you mean" some registered name)."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "h.txt").write_text("a b\n", encoding="utf-8")
+    assert main(["score", "-c", "h.txt", "-r", "h.txt", "--encoder", encoder, "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"nlgbench: error: score.encoders[0]: {message.format(cwd=tmp_path.resolve())}\n"
+
+
+@pytest.mark.parametrize(
     "metric",
     [
         {"metric": "bertscore", "encoders": [""]},

@@ -451,6 +451,10 @@ def test_import_scores_reproduces_a_known_correlation(tmp_path: Path, capsys: py
         ("lp,seg_id,system,score\nde-en,x,,0.5\n", "1 key(s) not in wmt16[:2]: (de-en, x, -)"),  # text ids are ids
         ("lp,seg_id,system,score\nde-en,,,0.5\n", "empty seg_id"),
         ("lp,seg_id,system,score\nde-en,1,,high\n", "score 'high' is not a number"),
+        ("lp,seg_id,system,score\nde-en,1,,1_5\n", "score '1_5' is not a number (plain decimal digits"),  # float(): 15
+        ("lp,seg_id,system,score\nde-en,1,,\u0661\n", "score '\u0661' is not a number"),  # float(): 1
+        ("lp,seg_id,system,score\nde-en,1,,1e308\nde-en,2,,-1e308\n", "score '1e308' is beyond ±1e+100"),
+        ("lp,seg_id,system,score\nde-en,1,,-Infinity\n", "score '-Infinity' is not a finite number"),
         ("lp,seg_id,system,score\nde-en,1,,0.5\nde-en,1,,0.6\n", "duplicate key (de-en, 1, -)"),
         ("lp,seg_id,system,score\nde-en,1,,0.5\nxx-en,9,,0.6\n", "1 key(s) not in wmt16[:2]: (xx-en, 9, -)"),
     ],

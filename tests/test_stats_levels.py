@@ -25,6 +25,7 @@ from nlgbench.statistics.levels import (
     canonical_level,
     figure_table,
     left_out_note,
+    mean,
     quality,
     quality_note,
     too_small_groups,
@@ -455,3 +456,11 @@ def test_take_carries_document_ids() -> None:
     idx = np.array([5, 0])
     assert seg.take(idx).doc.tolist() == [seg.doc[5], seg.doc[0]]
     assert as_segments(constructed(), docs=False).take(idx).doc is None
+
+
+def test_mean_of_values_whose_sum_passes_the_float_range() -> None:
+    """Means near float's limit are computed (scaled by an exact power of two), not an OverflowError."""
+    assert mean([1e308, 1e308, 1e308]) == 1e308
+    assert mean([1e308, -1e308, 1e308, 1e308]) == 5e307
+    assert mean([1.7976931348623157e308] * 5) == pytest.approx(1.7976931348623157e308, rel=1e-15)
+    assert mean([0.1, 0.2, 0.3]) == math.fsum([0.1, 0.2, 0.3]) / 3  # within range: fsum / n as ever

@@ -1,7 +1,7 @@
 """The `nlgbench` command line, the top layer: it may import every layer. `parser` builds the argparse
 of every command; each command runs in a module of its own, named in COMMANDS and imported only after
-parsing, so `nlgbench --help` loads no command's dependencies. Bad input: one line on stderr and
-exit code 2.
+parsing, so `nlgbench --help` loads no command's dependencies. Bad input: one line on stderr (a line
+per error where a spec has several) and exit code 2.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         module, _, function = COMMANDS[args.handler].partition(":")
         return int(getattr(importlib.import_module(module), function)(args))
-    except UserError as exc:
-        print(f"nlgbench: error: {exc}", file=sys.stderr)
+    except UserError as exc:  # several errors (a spec's, found in one pass): a line each
+        for line in str(exc).splitlines() or [""]:
+            print(f"nlgbench: error: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `nlgbench list encoders | head`: the reader left; stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

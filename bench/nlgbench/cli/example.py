@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_text, write_output
 from nlgbench.foundations.package import package_file
+from nlgbench.foundations.registry import load_yaml
 
 FIRST = "quickstart"  # listed first: the spec to start with
 SUMMARY_CHARS = 100  # of a spec's opening comment in the listing
@@ -57,7 +56,7 @@ def relative_paths(text: str) -> list[str]:
             for value in node:
                 walk(value)
 
-    walk(yaml.safe_load(text))
+    walk(load_yaml(text))
     return found
 
 

@@ -129,7 +129,15 @@ def _add_collect(sub: Commands) -> None:
 def _add_score(sub: Commands) -> None:
     sc = sub.add_parser("score", help="score a candidates file against a references file, one text per line")
     sc.add_argument("-c", "--candidates", required=True, help="hypotheses, one per line")
-    sc.add_argument("-r", "--references", help="references, one per line (metrics that need them)")
+    sc.add_argument(
+        "-r",
+        "--references",
+        nargs="+",
+        action="extend",
+        metavar="FILE",
+        help="references, one per line (metrics that need them); several files (-r a.txt b.txt, or -r repeated): "
+        "several references per line, used as the metric's rule or --option reference_policy=... says",
+    )
     sc.add_argument("-s", "--sources", help="sources, one per line (reference-free metrics)")
     sc.add_argument("--metric", default="bertscore", help="a registered metric (default bertscore)")
     sc.add_argument(

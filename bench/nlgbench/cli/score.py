@@ -24,14 +24,18 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.out:
         check_output_file(Path(args.out), "--out")  # before the scoring, not after it
     hyps = _read_lines(args.candidates, "candidates")
-    refs = _read_lines(args.references, "references") if args.references else None
+    ref_files = [_read_lines(path, "references") for path in args.references or []]
     srcs = _read_lines(args.sources, "sources") if args.sources else None
-    for what, path, lines in (("references", args.references, refs), ("sources", args.sources, srcs)):
-        if lines is not None and len(lines) != len(hyps):
+    given = [("references", path, lines) for path, lines in zip(args.references or [], ref_files, strict=True)]
+    for what, path, lines in [*given, *([("sources", args.sources, srcs)] if srcs is not None else [])]:
+        if len(lines) != len(hyps):
             raise UserError(
                 f"{what} file {path} has {len(lines)} lines but candidates file {args.candidates} has "
                 f"{len(hyps)}: one text per line in each, line N of one with line N of the other"
             )
+    refs: list[str] | list[list[str]] | None = ref_files[0] if len(ref_files) == 1 else None
+    if len(ref_files) > 1:  # each line's references, one per file in the order given (the API's list per hypothesis)
+        refs = [list(texts) for texts in zip(*ref_files, strict=True)]
     options = dict(key_value(o, "--option") for o in args.option)
     check_texts(args.metric, hyps, refs, srcs, **options)  # a refused blank line: before the model loads
     scorer = Scorer(

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.registry import load_yaml, yaml_problem
 
 
 def key_value(raw: str, option: str) -> tuple[str, Any]:
@@ -18,17 +19,19 @@ def key_value(raw: str, option: str) -> tuple[str, Any]:
     if not sep or not key.strip():
         raise UserError(f"{option} takes KEY=VALUE, got {raw!r}")
     try:
-        return key.strip(), yaml.safe_load(value)
-    except yaml.YAMLError:
-        raise UserError(f"{option} {key}: cannot read the value {value!r}") from None
+        return key.strip(), load_yaml(value)
+    except yaml.YAMLError as exc:
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        raise UserError(f"{option} {key}: cannot read the value {shown!r}{yaml_problem(exc)}") from None
 
 
 def encoder_value(raw: str) -> str | dict[str, Any]:
     """An encoder option's value: a name, or (starting with `{`) a variant as a YAML mapping."""
     try:
-        value = yaml.safe_load(raw) if raw.lstrip().startswith("{") else raw
-    except yaml.YAMLError:
-        value = None
+        value = load_yaml(raw) if raw.lstrip().startswith("{") else raw
+    except yaml.YAMLError as exc:
+        shown = raw if len(raw) <= 60 else raw[:57] + "..."
+        raise argparse.ArgumentTypeError(f"cannot read the encoder mapping {shown!r}{yaml_problem(exc)}") from None
     if not isinstance(value, (str, dict)):
         raise argparse.ArgumentTypeError(f"cannot read the encoder mapping {raw!r} as a YAML mapping")
     return value

@@ -7,7 +7,7 @@ before any model is loaded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from nlgbench.encoders.registry import (
     registered_name,
     resolve_encoder,
 )
-from nlgbench.foundations.errors import UserError, closest
+from nlgbench.foundations.errors import ErrorLines, UserError, closest
 from nlgbench.foundations.registry import load_yaml, yaml_problem
 from nlgbench.measurement.devices import DEVICE_RE
 from nlgbench.metrics import get_metric, metric_names
@@ -245,6 +245,23 @@ def _dataset(raw: Any, where: str, base: Path, human: str | None = None) -> Data
     )
 
 
+def _devices(raw: Any, where: str) -> list[str]:
+    """`devices:` (one or a list): cpu, cuda or cuda:N."""
+    devices = [str(d) for d in _list(raw, where)]
+    for d in devices:
+        if not DEVICE_RE.match(d):
+            raise UserError(f"{where}: unknown device {d!r} (use cpu, cuda or cuda:N)")
+    return devices
+
+
+def _batch_tokens(raw: Any, where: str) -> list[int | None]:
+    """`batch_tokens:` (one or a list; null in a list: a cell batched by batch_size alone, beside the
+    budgets); [None] when not set."""
+    if raw is None:
+        return [None]
+    return [None if b is None else _int(b, where, 1) for b in _list(raw, where)]
+
+
 def _sample(raw: Any, where: str) -> tuple[int, int] | None:
     """`sample: {n: N, seed: S}` (seed default 0): a seeded random N per language pair."""
     if raw is None:
@@ -332,6 +349,8 @@ def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> tuple[Encode
 
 
 def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
+    """One `metrics:` entry; its options, encoders, model options and aligners are checked each, and
+    every error among them is raised together (`ErrorLines`)."""
     if not isinstance(raw, dict):
         raise UserError(f"{where}: must be a mapping with 'metric', got {raw!r}")
     _check_keys(raw, METRIC_KEYS, where)
@@ -339,29 +358,41 @@ def parse_metric_entry(raw: Any, where: str, base: Path) -> MetricEntry:
     if not isinstance(name, str):
         raise UserError(f"{where}.metric is required (one of: {', '.join(metric_names())})")
     info = get_metric(name)
-    options = _options(name, raw.get("options"), f"{where}.options")
     if "encoders" not in raw and NO_ENCODER not in info.encoder_kinds:
         raise UserError(f"{where}.encoders is required")
-    parsed = [
-        _encoder(e, f"{where}.encoders[{i}]", info, base)
-        for i, e in enumerate(_list(raw.get("encoders", [NO_ENCODER]), f"{where}.encoders"))
-    ]
-    encoders = [enc for enc, _ in parsed]
-    models = {enc.name: model for enc, model in parsed if model is not None}
+    errors = ErrorLines()
+    options = errors.attempt(lambda: _options(name, raw.get("options"), f"{where}.options"))
+    listed = errors.attempt(lambda: _list(raw.get("encoders", [NO_ENCODER]), f"{where}.encoders")) or []
+    parsed = [errors.attempt(partial(_encoder, e, f"{where}.encoders[{i}]", info, base)) for i, e in enumerate(listed)]
     for key, kind in info.model_options.items():
-        if options.get(key) is not None:
-            model = resolve_encoder(options[key])
-            model.check(f"{where}.options.{key}")
-            found = model.kind
-            if found is not None and found != kind:
-                raise UserError(f"{where}.options.{key}: needs a {kind} model; {options[key]} is of kind {found}")
+        if options is not None and options.get(key) is not None:
+            errors.attempt(partial(_model_option, options[key], kind, f"{where}.options.{key}"))
+    aligners = errors.attempt(lambda: _aligners(raw, info, where))
+    errors.raise_any()
+    assert options is not None and aligners is not None  # no error: every check returned its value
+    found = [p for p in parsed if p is not None]
+    encoders = [enc for enc, _ in found]
+    models = {enc.name: model for enc, model in found if model is not None}
     _check_depths(options, encoders, models, where)
-    aligners: list[str | None] = ["wmd"] if info.accepts_aligners else [None]
-    if "aligners" in raw:
-        if not info.accepts_aligners:
-            raise UserError(f"{where}.aligners: metric {name!r} takes no aligner")
-        aligners = [get_aligner(str(a)).name for a in _list(raw["aligners"], f"{where}.aligners")]
     return MetricEntry(metric=name, options=options, encoders=encoders, aligners=aligners)
+
+
+def _model_option(name: Any, kind: str, where: str) -> None:
+    """A model a metric option names (e.g. XMoverScore's `lm`): known, and of the kind the option needs."""
+    model = resolve_encoder(name)
+    model.check(where)
+    found = model.kind
+    if found is not None and found != kind:
+        raise UserError(f"{where}: needs a {kind} model; {name} is of kind {found}")
+
+
+def _aligners(raw: dict[str, Any], info: MetricInfo, where: str) -> list[str | None]:
+    """The entry's aligners: `wmd` by default for a metric that takes one, [None] for the others."""
+    if "aligners" not in raw:
+        return ["wmd"] if info.accepts_aligners else [None]
+    if not info.accepts_aligners:
+        raise UserError(f"{where}.aligners: metric {info.name!r} takes no aligner")
+    return [get_aligner(str(a)).name for a in _list(raw["aligners"], f"{where}.aligners")]
 
 
 def _user_registries(raw: dict[str, Any], source: str, base: Path) -> None:
@@ -409,41 +440,38 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     for key in ("datasets", "metrics"):
         if key not in raw:
             raise UserError(f"{source}: missing required key {key!r}")
-    name = _run_name(raw.get("name", Path(source).stem), f"{source}.name")
-    human = _human(raw.get("human"), f"{source}.human")
+    errors = ErrorLines()  # the checks below are independent: every error is named in one pass
+    name = errors.attempt(lambda: _run_name(raw.get("name", Path(source).stem), f"{source}.name"))
+    human = errors.attempt(lambda: _human(raw.get("human"), f"{source}.human"))
+    listed = errors.attempt(lambda: _list(raw["datasets"], f"{source}.datasets")) or []
     datasets = [
-        _dataset(d, f"{source}.datasets[{i}]", base, human)
-        for i, d in enumerate(_list(raw["datasets"], f"{source}.datasets"))
+        errors.attempt(partial(_dataset, d, f"{source}.datasets[{i}]", base, human)) for i, d in enumerate(listed)
     ]
-    devices = [str(d) for d in _list(raw.get("devices", ["cpu"]), f"{source}.devices")]
-    for d in devices:
-        if not DEVICE_RE.match(d):
-            raise UserError(f"{source}.devices: unknown device {d!r} (use cpu, cuda or cuda:N)")
-    batch_sizes = [_int(b, f"{source}.batch_size", 1) for b in _list(raw.get("batch_size", 64), f"{source}.batch_size")]
-    batch_tokens: list[int | None] = [None]
-    if raw.get("batch_tokens") is not None:
-        # null in a list: a cell batched by batch_size alone, beside the budgets
-        batch_tokens = [
-            None if b is None else _int(b, f"{source}.batch_tokens", 1)
-            for b in _list(raw["batch_tokens"], f"{source}.batch_tokens")
-        ]
-    repeats = _int(raw.get("repeats", 3), f"{source}.repeats", 1)
-    warmup = _int(raw.get("warmup", 1), f"{source}.warmup", 0)
-    threads = raw.get("threads")
-    if threads is not None:
-        threads = _int(threads, f"{source}.threads", 1)
+    devices = errors.attempt(lambda: _devices(raw.get("devices", ["cpu"]), f"{source}.devices"))
+    batch_sizes = errors.attempt(
+        lambda: [_int(b, f"{source}.batch_size", 1) for b in _list(raw.get("batch_size", 64), f"{source}.batch_size")]
+    )
+    batch_tokens = errors.attempt(lambda: _batch_tokens(raw.get("batch_tokens"), f"{source}.batch_tokens"))
+    repeats = errors.attempt(lambda: _int(raw.get("repeats", 3), f"{source}.repeats", 1))
+    warmup = errors.attempt(lambda: _int(raw.get("warmup", 1), f"{source}.warmup", 0))
+    threads = errors.attempt(
+        lambda: None if raw.get("threads") is None else _int(raw["threads"], f"{source}.threads", 1)
+    )
+    entries = errors.attempt(lambda: _list(raw["metrics"], f"{source}.metrics")) or []
     metrics = [
-        parse_metric_entry(m, f"{source}.metrics[{i}]", base)
-        for i, m in enumerate(_list(raw["metrics"], f"{source}.metrics"))
+        errors.attempt(partial(parse_metric_entry, m, f"{source}.metrics[{i}]", base)) for i, m in enumerate(entries)
     ]
-    check_encoder_labels([enc for m in metrics for enc in m.encoders], f"{source}.metrics")
-    executor = None
-    if raw.get("executor") is not None:
-        executor = parse_executor(raw["executor"], f"{source}.executor")
+    executor = errors.attempt(
+        lambda: None if raw.get("executor") is None else parse_executor(raw["executor"], f"{source}.executor")
+    )
+    errors.raise_any()
+    assert name is not None and devices and batch_sizes and batch_tokens and repeats is not None and warmup is not None
+    checked = [m for m in metrics if m is not None]
+    check_encoder_labels([enc for m in checked for enc in m.encoders], f"{source}.metrics")
     return SweepSpec(
         name=name,
-        datasets=datasets,
-        metrics=metrics,
+        datasets=[d for d in datasets if d is not None],
+        metrics=checked,
         devices=devices,
         batch_sizes=batch_sizes,
         repeats=repeats,

@@ -1,11 +1,13 @@
 """Text parsing shared by the data loaders, the importers and the result readers: JSONL objects (no
-repeated keys), verbatim TSV tables, seg_ids as written (`seg_id_values`), finite human scores. Lines
-are split by `nlgbench.foundations.files.split_lines` ('\\n' only)."""
+repeated keys), verbatim TSV tables, seg_ids as written (`seg_id_values`), scores as plain decimal
+numbers within bounds (`parse_score`). Lines are split by `nlgbench.foundations.files.split_lines`
+('\\n' only)."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -92,14 +94,30 @@ def tsv_table(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[st
     return header, rows
 
 
-def parse_score(value: str, where: str) -> float:
-    """A finite float, or a UserError naming the location."""
-    try:
-        number = float(value.strip())
-    except ValueError:
-        raise UserError(f"{where}: human score {value!r} is not a number") from None
+# A number as data files write one: ASCII digits, a point, an exponent. float() also reads "1_5" (as 15),
+# other scripts' digits ("٣"), "nan" and "inf", which no score file means.
+PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+NOT_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+# No metric or human score comes near this; past it the correlations' sums of squares overflow float64.
+MAX_SCORE = 1e100
+
+
+def parse_score(value: str, where: str, what: str = "human score") -> float:
+    """A plain decimal number (`PLAIN_NUMBER`) within ±MAX_SCORE, or a UserError naming the location."""
+    text = value.strip()
+    if NOT_FINITE.fullmatch(text):
+        raise UserError(f"{where}: {what} {value!r} is not a finite number")
+    if not PLAIN_NUMBER.fullmatch(text):
+        raise UserError(f"{where}: {what} {value!r} is not a number (plain decimal digits, e.g. 0.75 or -1.5e-3)")
+    return bounded_score(float(text), value, where, what)
+
+
+def bounded_score(number: float, value: object, where: str, what: str = "human score") -> float:
+    """`number` (read from `value`) if finite and within ±MAX_SCORE, else a UserError naming the location."""
     if not math.isfinite(number):
-        raise UserError(f"{where}: human score {value!r} is not a finite number")
+        raise UserError(f"{where}: {what} {value!r} is not a finite number")
+    if abs(number) > MAX_SCORE:
+        raise UserError(f"{where}: {what} {value!r} is beyond ±{MAX_SCORE:g}, no score's scale")
     return number
 
 

@@ -291,6 +291,50 @@ def local_snapshot(name_or_path: str) -> Path | None:
     return None
 
 
+HUB_OFF = "the Hub is off (HF_HUB_OFFLINE=1)"  # how the Hub stands, in messages of `not_cached`
+
+
+def hub_is_off() -> bool:
+    """Whether the Hub is off (models read from the local cache only), read as huggingface_hub reads it:
+    HF_HUB_OFFLINE, else TRANSFORMERS_OFFLINE, being 1, on, yes or true."""
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return value.strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def not_cached(shown: str, hub_id: str, hub: str) -> UserError:
+    """`shown` (e.g. "model 'org/name'") is not cached while `hub` (how the Hub stands) keeps it from coming."""
+    return UserError(
+        f"{shown} is not in the local Hugging Face cache and {hub}: download it where the Hub is "
+        f"reachable, or copy a folder in with `nlgbench models import FOLDER --as {hub_id}`"
+    )
+
+
+def reach_hub(source: str) -> None:
+    """Before a model that is not on disk is loaded: one request (no retries) for its config.json, so an
+    unreachable Hub or an unknown id is one line now instead of a minute of retries and two tracebacks
+    inside `from_pretrained`. A local folder or a cached snapshot asks nothing."""
+    if local_snapshot(source) is not None or Path(source).expanduser().is_dir():
+        return
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
+
+    try:
+        get_hf_file_metadata(hf_hub_url(source, "config.json"))
+    except OfflineModeIsEnabled:
+        raise not_cached(f"model {source!r}", source, HUB_OFF) from None
+    except RepositoryNotFoundError:
+        raise UserError(
+            f"model {source!r} is not on the Hugging Face Hub ({constants.ENDPOINT}), or is private or gated "
+            "(a token in HF_TOKEN reads those): check the name"
+        ) from None
+    except HfHubHTTPError:
+        return  # the Hub answered: from_pretrained says what the repository lacks
+    except Exception as exc:  # the transport's own errors (refused, no route, timeout): httpx's or requests'
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        hub = f"the Hub cannot be reached ({constants.ENDPOINT}: {reason}; HF_HUB_OFFLINE=1 skips asking it)"
+        raise not_cached(f"model {source!r}", source, hub) from None
+
+
 def weight_files(folder: Path) -> list[Path]:
     """The model weight files of `folder`: `*.safetensors`, else `pytorch_model*.bin`, else other weight `.bin`s."""
     folder = Path(folder)

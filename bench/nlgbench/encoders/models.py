@@ -16,7 +16,7 @@ from typing import Any
 
 from nlgbench.encoders import backends
 from nlgbench.encoders.backends import BackendRunner
-from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot
+from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, reach_hub
 from nlgbench.encoders.registry import EncoderRef, resolve_encoder
 from nlgbench.encoders.variants import check_dtype, count_params, quantize_int8, weight_bytes
 from nlgbench.foundations.errors import UserError
@@ -75,6 +75,7 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
         raise UserError(f"{ref.label} is of kind {found}; this metric needs a {kind} model")
     hf_logging.disable_progress_bar()
     source = resolved.source
+    reach_hub(source)
     cached = load_options(source)
     tokenizer = transformers.AutoTokenizer.from_pretrained(source, **cached)
     if ref.backend is not None:

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from nlgbench.encoders.hfcache import check_model_folder, local_snapshot, weights_fingerprint
+from nlgbench.encoders.hfcache import (
+    HUB_OFF,
+    check_model_folder,
+    hub_is_off,
+    local_snapshot,
+    not_cached,
+    weights_fingerprint,
+)
+from nlgbench.foundations.deferred import require
 from nlgbench.foundations.errors import UserError, closest, unknown_name
 from nlgbench.foundations.package import package_file
 from nlgbench.foundations.registry import Registry, UserFiles, read_registry_file
@@ -187,21 +194,20 @@ class ResolvedEncoder:
                 return
         except UserError as exc:
             raise UserError(f"{where}: {exc}") from None
-        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}
-        entry = self.entry
+        offline, entry = hub_is_off(), self.entry
         if entry and offline:  # it would only fail later, inside the cell, with transformers' OSError
-            raise UserError(
-                f"{where}: encoder {name!r} ({entry.hub_id}) is not in the local Hugging Face cache and "
-                "the Hub is off (HF_HUB_OFFLINE=1): download it where the Hub is reachable, or "
-                "`nlgbench models import FOLDER --as " + entry.hub_id + "`"
-            )
+            raise UserError(f"{where}: {not_cached(f'encoder {name!r} ({entry.hub_id})', entry.hub_id, HUB_OFF)}")
         if entry:
             return
-        looks_like_hub_id = name.count("/") == 1 and all(name.split("/"))
-        if offline or not looks_like_hub_id:
-            err = unknown_name("encoder", name, registry().names())
-            reason = "not a registered name, a local folder, or a model in the local Hugging Face cache"
-            raise UserError(f"{where}: {err} — {reason}")
+        if is_path_name(name):
+            raise UserError(f"{where}: model folder {name!r} does not exist ({Path(name).expanduser().resolve()})")
+        if name.count("/") == 1 and all(name.split("/")):  # a Hub id: downloaded on first use unless the Hub is off
+            if offline:
+                raise UserError(f"{where}: {not_cached(f'model {name!r}', name, HUB_OFF)}")
+            return
+        err = unknown_name("encoder", name, registry().names())
+        reason = "not a registered name, a local folder, or a model in the local Hugging Face cache"
+        raise UserError(f"{where}: {err} — {reason}")
 
 
 def resolve_encoder(name: str) -> ResolvedEncoder:
@@ -359,6 +365,8 @@ def _check_variant(opts: dict[str, Any], where: str) -> None:
         else:
             try:
                 check_backend_options(opts["backend"], opts.get("quantize"), opts.get("dtype"), opts.get("early_exit"))
+                for module in BACKEND_MODULES[opts["backend"]]:  # installed: not first found missing in a cell
+                    require(module, BACKEND_EXTRAS[opts["backend"]], f"backend {opts['backend']}")
             except UserError as exc:
                 raise UserError(f"{where}: {exc}") from None
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from nlgbench.encoders import backends
-from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot
+from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, reach_hub
 from nlgbench.encoders.registry import EncoderRef, check_layers, resolve_source
 from nlgbench.encoders.variants import (
     ExitState,
@@ -265,6 +265,7 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
         backends.require(ref.backend)
         backends.check_backend_device(ref.backend, device)
     source = resolve_source(ref.name)
+    reach_hub(source)
     tokenizer = AutoTokenizer.from_pretrained(source, **load_options(source))
     if not getattr(tokenizer, "is_fast", False):
         raise UserError(f"encoder {ref.label}: a fast tokenizer is needed (offsets and word ids)")

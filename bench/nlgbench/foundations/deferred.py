@@ -33,6 +33,7 @@ DEFERRED_LIBRARIES = frozenset(
         "pynvml",  # CUDA memory, on a GPU machine only
         "pyarrow",  # parquet tables only
         "datasets",  # optional (extra hf): Hugging Face datasets as a data source, nlgbench.data.hubdata
+        "huggingface_hub",  # transformers' Hub client: one request before a model not on disk is loaded
     }
 )
 

@@ -88,10 +88,39 @@ def import_object(path: str) -> object:
     return obj
 
 
+# Bounds on a YAML document as read, aliases expanded: the largest packaged file (encoders.yaml) holds
+# under 600 values and no packaged file nests over 7 deep, so these leave real files a wide margin while an alias bomb
+# (a few hundred bytes expanding to a billion values) or thousands of nested brackets are refused
+# at once, instead of exhausting memory or Python's recursion limit later.
+MAX_YAML_DEPTH = 64
+MAX_YAML_VALUES = 200_000
+
+
 class UniqueKeyLoader(yaml.SafeLoader):
     """`yaml.SafeLoader` that refuses a mapping with a repeated key (PyYAML would keep the last
-    value silently, so a spec's second `repeats:` would quietly win). Merge keys (`<<`) may still
-    be overridden."""
+    value silently, so a spec's second `repeats:` would quietly win), nesting deeper than
+    MAX_YAML_DEPTH and documents whose aliases expand to more than MAX_YAML_VALUES values. Merge
+    keys (`<<`) may still be overridden."""
+
+    nesting = 0  # the depth of the node being composed
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        """A node, refused past MAX_YAML_DEPTH levels (before the composer's recursion gets that deep)."""
+        if self.nesting >= MAX_YAML_DEPTH:
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", mark)
+        self.nesting += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.nesting -= 1
+
+    def compose_document(self) -> yaml.Node | None:
+        """The document's root node, refused when its aliases expand it past the bounds."""
+        root = super().compose_document()
+        if root is not None:
+            expanded_size(root, 1, {})
+        return root
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         first_line: dict[Any, int] = {}
@@ -109,6 +138,34 @@ class UniqueKeyLoader(yaml.SafeLoader):
                 )
             first_line[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep=deep)
+
+
+def expanded_size(node: yaml.Node, depth: int, sizes: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """(values, levels) of `node` with every alias expanded, `depth` being its own level; a
+    ComposerError when it passes MAX_YAML_DEPTH or MAX_YAML_VALUES (an alias to an enclosing node
+    nests without end). `sizes` holds each node's result once, so shared nodes are measured once."""
+    known = sizes.get(id(node))
+    if known is None:
+        if depth > MAX_YAML_DEPTH:
+            problem = f"nested deeper than {MAX_YAML_DEPTH} levels with its aliases expanded"
+            raise yaml.composer.ComposerError(None, None, problem, node.start_mark)
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        values, levels = 1, 1
+        for child in children:
+            child_values, child_levels = expanded_size(child, depth + 1, sizes)
+            values, levels = values + child_values, max(levels, child_levels + 1)
+            if values > MAX_YAML_VALUES:
+                problem = f"expands to more than {MAX_YAML_VALUES:,} values through its aliases (*name)"
+                raise yaml.composer.ComposerError(None, None, problem, node.start_mark)
+        known = sizes[id(node)] = values, levels
+    if depth + known[1] - 1 > MAX_YAML_DEPTH:
+        problem = f"nested deeper than {MAX_YAML_DEPTH} levels with its aliases expanded"
+        raise yaml.composer.ComposerError(None, None, problem, node.start_mark)
+    return known
 
 
 def load_yaml(text: str) -> Any:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -26,6 +25,7 @@ from nlgbench.core.scores import write_scores
 from nlgbench.data.catalogue import names_a_file
 from nlgbench.data.loaders import load_dataset
 from nlgbench.data.model import Dataset, Item
+from nlgbench.data.text import parse_score
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import BOM, read_bytes, utf8_text
@@ -74,12 +74,7 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
         seg_id = row["seg_id"]  # text as written: matched to the dataset's ids as text ("007" is not 7)
         if not seg_id:
             raise UserError(f"{path}:{line}: empty seg_id")
-        try:
-            score = float(row["score"])
-        except ValueError:
-            raise UserError(f"{path}:{line}: score {row['score']!r} is not a number") from None
-        if not math.isfinite(score):
-            raise UserError(f"{path}:{line}: score {row['score']!r} is not finite")
+        score = parse_score(row["score"], f"{path}:{line}", "score")
         key = (row["lp"], seg_id, row["system"])
         if key in out:
             raise UserError(f"{path}:{line}: duplicate key {_examples([key])}")

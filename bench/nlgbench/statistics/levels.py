@@ -80,7 +80,11 @@ def mean(values: Iterable[float]) -> float:
     systems whose scores have equal sums over the same number of segments get identical means
     (Kendall's ties). Every mean of this module (system means, means over groups) is this one."""
     values = list(values)
-    return math.fsum(values) / len(values)
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:  # the exact sum passes float's range: sum values scaled by an exact power of two
+        scale = 2.0 ** -math.ceil(math.log2(len(values)) + 1)
+        return math.fsum(v * scale for v in values) / len(values) / scale
 
 
 def finite_mean(values: Sequence[float]) -> float:

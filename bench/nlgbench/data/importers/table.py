@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.data.importers.output import ImportSummary, Record, write_items
-from nlgbench.data.text import parse_score, tsv_table
+from nlgbench.data.text import bounded_score, parse_score, tsv_table
 from nlgbench.foundations.errors import UserError, closest, unknown_name
 from nlgbench.foundations.files import read_text
 
@@ -239,10 +239,7 @@ def _cell_score(cells: Mapping[str, Any], column: str, where: str) -> float | No
         return parse_score(value, f"{where}: column {column!r}")
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
         raise UserError(f"{where}: column {column!r}: human score {value!r} is not a number")
-    number = float(value)
-    if not math.isfinite(number):
-        raise UserError(f"{where}: column {column!r}: human score {value!r} is not a finite number")
-    return number
+    return bounded_score(float(value), value, f"{where}: column {column!r}")
 
 
 def _seg_ids(values: list[Any], path: Path, column: str) -> list[int | str]:
