@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import sqlite3
@@ -25,6 +26,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from helpers import committed_copy
 from nlgbench.execution.forkserver import SERVER_MODULE
 from tiny import TEXTS, make_tiny_bert
 
@@ -789,6 +791,44 @@ def test_disk_full_keeps_finished_cells(mode: str, tmp_path: Path, tiny_model: P
     again = nlgbench("run", str(spec), "--out", str(out))
     assert again.returncode == 0 and again.stdout.count("skipped") == 2 and ": ok in " not in again.stdout
     assert_consistent(out, 2)
+
+
+def file_size_limit(limit: int):
+    """For Popen's preexec_fn: writes past `limit` bytes fail with EFBIG, as under `ulimit -f` (SIGXFSZ
+    ignored, so the write returns the error instead of killing the process)."""
+
+    def arm() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    return arm
+
+
+def test_report_and_compare_over_the_file_size_limit_are_one_line(tmp_path: Path) -> None:
+    """`ulimit -f 100` during report (a figure's PNG is larger): one line naming the file and the limit,
+    exit 2, and no half-written or temporary file left; compare's table into a file under the limit too."""
+    limit = 100 * 1024
+    run = committed_copy("example", tmp_path)
+    pair = ["--candidate", "all-MiniLM-L6-v2", "--baseline", "all-mpnet-base-v2", "--resamples", "100"]
+    assert nlgbench("compare", str(run), *pair).returncode == 0  # the dataset fetched into the cache, unlimited
+    command = [sys.executable, "-m", "nlgbench.cli", "report", str(run)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, preexec_fn=file_size_limit(limit))
+    line = assert_one_line(proc, 2, str(run / "report"), "file too large", "ulimit -f")
+    assert line.endswith("then run the same command again"), line
+    left = [p for p in (run / "report").iterdir()]
+    assert not [p.name for p in left if p.name.startswith(".") or p.suffix == ".tmp"]
+    assert all(p.stat().st_size < limit for p in left)  # none cut off at the limit
+    with (tmp_path / "compare.txt").open("w") as out:
+        proc = subprocess.run(
+            [sys.executable, "-m", "nlgbench.cli", "compare", str(run), *pair],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=600,
+            preexec_fn=file_size_limit(64),
+        )
+    proc.stdout = (tmp_path / "compare.txt").read_text(encoding="utf-8")  # the first 64 bytes of the table
+    assert_one_line(proc, 2, "file too large", "ulimit -f")
 
 
 @pytest.fixture(scope="module")
