@@ -897,6 +897,28 @@ def test_worker_killed_by_a_signal_is_failed_not_oom(forkserver: str, tmp_path: 
     assert_consistent(out, 1)
 
 
+def test_fork_server_killed_during_a_cell_is_named(tmp_path: Path, tiny_model: Path) -> None:
+    """The fork server killed by SIGKILL while its child runs a cell (held at the gate): the cell is
+    recorded failed, its error naming the fork server (not "worker killed"); the next cell runs in a
+    new server."""
+    spec = two_cell_spec(tmp_path, tiny_model)
+    out = tmp_path / "out"
+    gate = tmp_path / "gate"
+    env = {**faulty(tmp_path, gate=str(gate)), "NLGBENCH_FORKSERVER": "1"}
+    proc = start_cli("run", str(spec), "--out", str(out), env=env)
+    wait_for(lambda: workers_of(proc), what="the first worker")
+    servers = [c for c in psutil.Process(proc.pid).children() if is_fork_server(c)]
+    assert len(servers) == 1
+    servers[0].send_signal(signal.SIGKILL)
+    gate.touch()
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 1, stderr[-2000:]
+    rows = csv_rows(out)
+    assert [r["status"] for r in rows] == ["failed", "ok"]
+    assert rows[0]["error"] == "the cell's fork server died (killed by signal 9, SIGKILL) and its worker with it"
+    assert_consistent(out, 1)
+
+
 def test_death_causes_and_memory_errors() -> None:
     from nlgbench.execution.base import death_cause
 
@@ -907,6 +929,15 @@ def test_death_causes_and_memory_errors() -> None:
     assert death_cause(-9, oom_killed=False) == ("worker killed by signal 9 (SIGKILL)", False)
     assert death_cause(-11, oom_killed=True) == ("worker killed by signal 11 (SIGSEGV)", False)
     assert death_cause(3, oom_killed=False) == ("worker exited with code 3 and wrote no result", False)
+    assert death_cause(-9, oom_killed=True, server=True) == (
+        "the cell's fork server died (killed by the kernel's out-of-memory killer, signal 9, SIGKILL) and its "
+        "worker with it",
+        True,
+    )
+    assert death_cause(3, oom_killed=False, server=True) == (
+        "the cell's fork server exited with code 3 before the cell's worker wrote a result",
+        False,
+    )
 
 
 @pytest.mark.parametrize(
