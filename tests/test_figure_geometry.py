@@ -57,6 +57,15 @@ class Run:
             self.df[~self.df["imported"]], PEARSON, self.baselines, self.intervals, FigureOptions(width)
         )
 
+    def runtime(self, width: float) -> DrawnFigure:
+        """The (one) runtime figure, open; the other figures closed at once."""
+        drawn = list(self.figures(width))
+        for other in drawn:
+            if other.kind.name != "runtime":
+                plt.close(other.figure)
+        (runtime,) = [d for d in drawn if d.kind.name == "runtime"]
+        return runtime
+
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
@@ -246,7 +255,7 @@ def test_time_spread_bars_are_the_fastest_and_slowest_repeat(runs: dict[str, Run
     """Runtime figures: each point's horizontal bar runs from its cell's fastest repeat to its
     slowest (result.json timing), its vertical bar is its quality interval."""
     run = runs["example"]
-    (drawn,) = [d for d in run.figures(COLUMN_WIDTHS["single"]) if d.kind.name == "runtime"]
+    drawn = run.runtime(COLUMN_WIDTHS["single"])
     ax = drawn.figure.axes[0]
     horizontal = sorted(
         (round(float(s[0][0]), 9), round(float(s[1][0]), 9))
@@ -274,7 +283,7 @@ def test_planted_collisions_are_caught(runs: dict[str, Run]) -> None:
     another label and outside the axes (so a clean figure means something)."""
 
     def fresh() -> Any:
-        (drawn,) = [d for d in runs["example"].figures(COLUMN_WIDTHS["double"]) if d.kind.name == "runtime"]
+        drawn = runs["example"].runtime(COLUMN_WIDTHS["double"])
         assert problems(drawn.figure) == []
         return drawn.figure
 

@@ -461,7 +461,7 @@ def render(result: dict[str, Any]) -> str:
         f"test: {result['test']}; resampled: {result['resampling']}; {result['bootstrap_resamples']} resamples, "
         f"seed {result['seed']}",
         "",
-        markdown(header, rows).rstrip(),
+        markdown(header, rows, html=False).rstrip(),  # for the terminal
         "",
         *williams_lines(result),
         "retained = candidate / baseline quality; delta = candidate - baseline quality (both intervals from the "
