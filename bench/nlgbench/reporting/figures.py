@@ -451,12 +451,12 @@ def write_figures(
     """`build_figures`, each saved in the formats asked for into `out` with its caption, and
     figures.tex (one float per figure, where PDF or PNG is written); figure files of an earlier
     report (another width may have split them otherwise) removed first."""
+    import matplotlib.pyplot as plt
+
     figure_options.check()
     for old in sorted(out.glob("*_*.*")):
         if old.suffix[1:] in FIGURE_FORMATS and old.name.split("_")[0] in ("runtime", "memory", "peak"):
             old.unlink()
-    import matplotlib.pyplot as plt
-
     files = []
     for drawn in build_figures(df, options, baselines, intervals, figure_options):
         try:
