@@ -1,9 +1,12 @@
-"""Builders shared by several test modules: fake catalogue datasets, minimal specs; the min-max round-off bound."""
+"""Builders shared by several test modules: fake catalogue datasets, minimal specs, copies of committed
+reports; the min-max round-off bound."""
 
 from __future__ import annotations
 
 import hashlib
 import math
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +60,20 @@ def min_max_exp_error(delta: float, spread: float) -> float:
     """
     assert spread > 2 * delta, (spread, delta)
     return math.e * 4 * delta / (spread - 2 * delta)
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def committed_copy(name: str, root: Path) -> Path:
+    """A copy of what git holds of reports/<name> (report/cells.jsonl and metric_scores.csv: no
+    store, no cells), as a fresh clone has it."""
+    listed = subprocess.run(
+        ["git", "ls-files", f"reports/{name}"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    run = root / name
+    for file in listed.stdout.split():
+        dest = run / Path(file).relative_to(f"reports/{name}")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / file, dest)
+    return run

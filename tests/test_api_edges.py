@@ -18,7 +18,7 @@ import nlgbench.cli.score
 from nlgbench.cli import main
 from nlgbench.cli.parser import build_parser
 from nlgbench.foundations.errors import UserError
-from nlgbench.reporting.compare import MIN_RESAMPLES
+from nlgbench.reporting.compare import MAX_RESAMPLES, MIN_RESAMPLES, check_bootstrap
 from test_cli import user_error
 from test_own_data import imported_run
 from tiny import make_tiny_bert
@@ -220,6 +220,7 @@ def test_cli_empty_metric_or_encoder_is_refused(tmp_path: Path, capsys: pytest.C
         (["--resamples", "0"], f"at least {MIN_RESAMPLES} resamples"),
         (["--resamples", "-5"], f"at least {MIN_RESAMPLES} resamples"),
         (["--resamples", str(MIN_RESAMPLES - 1)], f"got {MIN_RESAMPLES - 1}"),
+        (["--resamples", "100000000"], f"at most {MAX_RESAMPLES}, got 100000000"),
     ],
 )
 def test_compare_refuses_a_bootstrap_it_cannot_do(
@@ -236,6 +237,7 @@ def test_compare_refuses_a_bootstrap_it_cannot_do(
         (0, 0, "resamples must be an integer >= 1, got 0"),
         (-5, 0, "resamples must be an integer >= 1, got -5"),
         (MIN_RESAMPLES, -1, "seed must be an integer >= 0, got -1"),
+        (MAX_RESAMPLES + 1, 0, f"resamples must be at most {MAX_RESAMPLES}, got {MAX_RESAMPLES + 1}"),
     ],
 )
 def test_api_compare_refuses_no_bootstrap(compare_run: Path, n_resamples: int, seed: int, message: str) -> None:
@@ -245,6 +247,15 @@ def test_api_compare_refuses_no_bootstrap(compare_run: Path, n_resamples: int, s
 
     with pytest.raises(UserError, match=message):
         compare(RunData.open(compare_run), "poor", "good", n_resamples=n_resamples, seed=seed)
+
+
+def test_resamples_are_bounded_above() -> None:
+    """Up to MAX_RESAMPLES is taken (by the CLI and the API alike); more is refused before any work,
+    not left to run for days."""
+    check_bootstrap(MAX_RESAMPLES, 0)
+    for minimum in (1, MIN_RESAMPLES):
+        with pytest.raises(UserError, match="minutes per row"):
+            check_bootstrap(MAX_RESAMPLES + 1, 0, minimum=minimum)
 
 
 def test_compare_at_the_fewest_resamples_brackets_the_estimate(

@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import sqlite3
@@ -25,6 +26,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from helpers import committed_copy
 from nlgbench.execution.forkserver import SERVER_MODULE
 from tiny import TEXTS, make_tiny_bert
 
@@ -810,6 +812,44 @@ def test_disk_full_keeps_finished_cells(mode: str, tmp_path: Path, tiny_model: P
     assert_consistent(out, 2)
 
 
+def file_size_limit(limit: int):
+    """For Popen's preexec_fn: writes past `limit` bytes fail with EFBIG, as under `ulimit -f` (SIGXFSZ
+    ignored, so the write returns the error instead of killing the process)."""
+
+    def arm() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    return arm
+
+
+def test_report_and_compare_over_the_file_size_limit_are_one_line(tmp_path: Path) -> None:
+    """`ulimit -f 100` during report (a figure's PNG is larger): one line naming the file and the limit,
+    exit 2, and no half-written or temporary file left; compare's table into a file under the limit too."""
+    limit = 100 * 1024
+    run = committed_copy("example", tmp_path)
+    pair = ["--candidate", "all-MiniLM-L6-v2", "--baseline", "all-mpnet-base-v2", "--resamples", "100"]
+    assert nlgbench("compare", str(run), *pair).returncode == 0  # the dataset fetched into the cache, unlimited
+    command = [sys.executable, "-m", "nlgbench.cli", "report", str(run)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, preexec_fn=file_size_limit(limit))
+    line = assert_one_line(proc, 2, str(run / "report"), "file too large", "ulimit -f")
+    assert line.endswith("then run the same command again"), line
+    left = [p for p in (run / "report").iterdir()]
+    assert not [p.name for p in left if p.name.startswith(".") or p.suffix == ".tmp"]
+    assert all(p.stat().st_size < limit for p in left)  # none cut off at the limit
+    with (tmp_path / "compare.txt").open("w") as out:
+        proc = subprocess.run(
+            [sys.executable, "-m", "nlgbench.cli", "compare", str(run), *pair],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=600,
+            preexec_fn=file_size_limit(64),
+        )
+    proc.stdout = (tmp_path / "compare.txt").read_text(encoding="utf-8")  # the first 64 bytes of the table
+    assert_one_line(proc, 2, "file too large", "ulimit -f")
+
+
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> tuple[Path, Path]:
     """(spec, run folder) of a finished 2-cell sweep; tests copy the folder before breaking it."""
@@ -876,6 +916,28 @@ def test_worker_killed_by_a_signal_is_failed_not_oom(forkserver: str, tmp_path: 
     assert_consistent(out, 1)
 
 
+def test_fork_server_killed_during_a_cell_is_named(tmp_path: Path, tiny_model: Path) -> None:
+    """The fork server killed by SIGKILL while its child runs a cell (held at the gate): the cell is
+    recorded failed, its error naming the fork server (not "worker killed"); the next cell runs in a
+    new server."""
+    spec = two_cell_spec(tmp_path, tiny_model)
+    out = tmp_path / "out"
+    gate = tmp_path / "gate"
+    env = {**faulty(tmp_path, gate=str(gate)), "NLGBENCH_FORKSERVER": "1"}
+    proc = start_cli("run", str(spec), "--out", str(out), env=env)
+    wait_for(lambda: workers_of(proc), what="the first worker")
+    servers = [c for c in psutil.Process(proc.pid).children() if is_fork_server(c)]
+    assert len(servers) == 1
+    servers[0].send_signal(signal.SIGKILL)
+    gate.touch()
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 1, stderr[-2000:]
+    rows = csv_rows(out)
+    assert [r["status"] for r in rows] == ["failed", "ok"]
+    assert rows[0]["error"] == "the cell's fork server died (killed by signal 9, SIGKILL) and its worker with it"
+    assert_consistent(out, 1)
+
+
 def test_death_causes_and_memory_errors() -> None:
     from nlgbench.execution.base import death_cause
 
@@ -886,6 +948,15 @@ def test_death_causes_and_memory_errors() -> None:
     assert death_cause(-9, oom_killed=False) == ("worker killed by signal 9 (SIGKILL)", False)
     assert death_cause(-11, oom_killed=True) == ("worker killed by signal 11 (SIGSEGV)", False)
     assert death_cause(3, oom_killed=False) == ("worker exited with code 3 and wrote no result", False)
+    assert death_cause(-9, oom_killed=True, server=True) == (
+        "the cell's fork server died (killed by the kernel's out-of-memory killer, signal 9, SIGKILL) and its "
+        "worker with it",
+        True,
+    )
+    assert death_cause(3, oom_killed=False, server=True) == (
+        "the cell's fork server exited with code 3 before the cell's worker wrote a result",
+        False,
+    )
 
 
 @pytest.mark.parametrize(

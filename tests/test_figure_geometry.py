@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 import struct
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+from helpers import committed_copy  # noqa: E402
 from nlgbench.cli import main  # noqa: E402
 from nlgbench.reporting import figures, placement  # noqa: E402
 from nlgbench.reporting.figures import DrawnFigure, build_figures, write_figures  # noqa: E402
@@ -40,25 +39,10 @@ from nlgbench.reporting.numbers import QualityIntervals, choose_baselines, paret
 from nlgbench.reporting.quality import QualityOptions  # noqa: E402
 from nlgbench.runs.rundata import RunData  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 PEARSON = QualityOptions()
 RESAMPLES = 100  # enough for the bars' geometry; the report's own number is tested in test_report*.py
 TOLERANCE = 0.5  # pixels: boxes that overlap by less are taken as touching
 MIN_FONT = 7.0  # points
-
-
-def committed_copy(name: str, root: Path) -> Path:
-    """A copy of what git holds of reports/<name> (report/cells.jsonl and metric_scores.csv: no
-    store, no cells), as a fresh clone has it."""
-    listed = subprocess.run(
-        ["git", "ls-files", f"reports/{name}"], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    run = root / name
-    for file in listed.stdout.split():
-        dest = run / Path(file).relative_to(f"reports/{name}")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / file, dest)
-    return run
 
 
 @dataclass
@@ -72,6 +56,15 @@ class Run:
         yield from build_figures(
             self.df[~self.df["imported"]], PEARSON, self.baselines, self.intervals, FigureOptions(width)
         )
+
+    def runtime(self, width: float) -> DrawnFigure:
+        """The (one) runtime figure, open; the other figures closed at once."""
+        drawn = list(self.figures(width))
+        for other in drawn:
+            if other.kind.name != "runtime":
+                plt.close(other.figure)
+        (runtime,) = [d for d in drawn if d.kind.name == "runtime"]
+        return runtime
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +255,7 @@ def test_time_spread_bars_are_the_fastest_and_slowest_repeat(runs: dict[str, Run
     """Runtime figures: each point's horizontal bar runs from its cell's fastest repeat to its
     slowest (result.json timing), its vertical bar is its quality interval."""
     run = runs["example"]
-    (drawn,) = [d for d in run.figures(COLUMN_WIDTHS["single"]) if d.kind.name == "runtime"]
+    drawn = run.runtime(COLUMN_WIDTHS["single"])
     ax = drawn.figure.axes[0]
     horizontal = sorted(
         (round(float(s[0][0]), 9), round(float(s[1][0]), 9))
@@ -290,7 +283,7 @@ def test_planted_collisions_are_caught(runs: dict[str, Run]) -> None:
     another label and outside the axes (so a clean figure means something)."""
 
     def fresh() -> Any:
-        (drawn,) = [d for d in runs["example"].figures(COLUMN_WIDTHS["double"]) if d.kind.name == "runtime"]
+        drawn = runs["example"].runtime(COLUMN_WIDTHS["double"])
         assert problems(drawn.figure) == []
         return drawn.figure
 

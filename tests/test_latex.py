@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ import pandas as pd
 import pytest
 
 from nlgbench.reporting.latex import MAX_ROWS, relative_latex, tradeoff_latex
-from nlgbench.reporting.renderers import table_format
+from nlgbench.reporting.renderers import latex_printable, latex_text, table_format
 from nlgbench.reporting.report import write_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -222,6 +223,69 @@ def test_specials_in_names_print_as_written(tmp_path: Path) -> None:
     tex = (folder / "tradeoff.tex").read_text(encoding="utf-8")
     assert "{$<$ 0.01}" in tex and "2.1e-05" in tex and "S[table-format=1.1e-2]" in tex
     assert "p $<$ 0.05, r $\\pm$1, `x', `-': none" in tex
+
+
+def test_names_pdflatex_cannot_print_compile_as_code_points(tmp_path: Path) -> None:
+    """A dataset, metric and encoder named in Chinese: the tables (and so preview.tex) compile, each such
+    character printed as its code point; accented Latin letters print as themselves."""
+    need_tex()
+    trade, relative = frames("数据 Łódź")
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / "tradeoff.tex").write_text(tradeoff_latex(trade, "human dimension 流畅度", 200), encoding="utf-8")
+    (folder / "relative.tex").write_text(relative_latex(relative, "a note"), encoding="utf-8")
+    for table in ("tradeoff", "relative"):
+        pdf, log = compile_tex(folder / f"{table}.tex", tmp_path / table)
+        check_log(table, log)
+        text = unicodedata.normalize("NFC", pdf_text(pdf))
+        assert "[U+6570][U+636E]" in text and "ódź" in text, text  # pdftotext reads OT1's Ł as L
+    flat = " ".join(pdf_text(tmp_path / "tradeoff" / "wrap-tradeoff.pdf").split())
+    assert "Human dimension [U+6D41][U+7545][U+5EA6]." in flat  # the note, as the caption's sentence
+
+
+def test_every_character_latex_text_keeps_compiles(tmp_path: Path) -> None:
+    """Each character up to U+2FFF that `latex_printable` lets through is set by pdflatex in a document
+    that loads no font package; the first it refuses (Chinese) becomes a code point."""
+    need_tex()
+    kept = [chr(c) for c in range(0x80, 0x3000) if latex_printable(chr(c)) and chr(c).isprintable()]
+    assert "é" in kept and "ő" in kept and "ł" in kept and "—" in kept
+    assert not any(latex_printable(c) for c in "数ж\u03b1ąðǸ\U0001f600")
+    folder = tmp_path / "report"
+    folder.mkdir()
+    body = "\n".join(f"{latex_text(c)}\\par % U+{ord(c):04X}" for c in kept)
+    (folder / "chars.tex").write_text(f"% needs \\usepackage{{booktabs}}\n{body}\n", encoding="utf-8")
+    _, log = compile_tex(folder / "chars.tex", tmp_path / "chars")
+    check_log("chars", log)
+    assert latex_text("数") == "[U+6570]"
+
+
+def test_labels_stay_unique_where_names_differ_only_in_dropped_characters(tmp_path: Path) -> None:
+    """Datasets `a+b` and `a_b` (and devices `cuda` with a continued float and `cuda:2`) would share a
+    label: each float gets its own, and LaTeX reports no label defined twice."""
+    need_tex()
+    parts = []
+    for name, device, copies in (("a+b", "cpu", 1), ("a_b", "cpu", 1), ("x", "cuda:2", 1), ("x", "cuda", 14)):
+        trade, _ = frames("m")
+        for k in range(copies):  # 14 metrics of 4 rows: more than MAX_ROWS, so a float `...-cuda-2` follows
+            parts.append(trade.assign(dataset=name, device=device, metric=f"m{k}"))
+    table = pd.concat(parts, ignore_index=True)
+    tex = tradeoff_latex(table, "a note", 200)
+    labels = re.findall(r"\\label\{([^}]*)\}", tex)
+    assert len(labels) == len(set(labels)) == tex.count("\\begin{table*}"), labels
+    assert labels[:4] == [
+        "tab:tradeoff-a-b-cpu",
+        "tab:tradeoff-a-b-cpu_",
+        "tab:tradeoff-x-cuda-2",
+        "tab:tradeoff-x-cuda",
+    ]
+    assert "tab:tradeoff-x-cuda-2_" in labels  # the continued float of cuda, after cuda:2 took its plain label
+    assert "Continued from Table~\\ref{tab:tradeoff-x-cuda}" in tex
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / "tradeoff.tex").write_text(tex, encoding="utf-8")
+    _, log = compile_tex(folder / "tradeoff.tex", tmp_path / "tradeoff")
+    check_log("tradeoff", log)
+    assert "multiply defined" not in log
 
 
 @pytest.mark.parametrize(

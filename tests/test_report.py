@@ -8,6 +8,7 @@ import html
 import json
 import math
 import os
+import resource
 import shutil
 from pathlib import Path
 
@@ -272,7 +273,8 @@ def test_every_table_names_its_human_dimension_level_method_unit_and_test(
     (row,) = result["rows"]
     (small,) = trade[trade["encoder"] == "small"].to_dict("records")
     assert small["p_value"] == row["p_value"] and small["p_bootstrap"] == row["p_bootstrap"]
-    p_shown = next(li for li in (out / "tradeoff.md").read_text(encoding="utf-8").splitlines() if "| small |" in li)
+    md = html.unescape((out / "tradeoff.md").read_text(encoding="utf-8"))  # a p below 2/resamples: '&lt; 0.01'
+    p_shown = next(li for li in md.splitlines() if "| small |" in li)
     assert p_shown.rstrip(" |").endswith(fmt.p_value(row["p_value"], n, missing=fmt.UNDEFINED))
     # relative: the same facts (no interval or test of its own: it points to the trade-off table's)
     rel_note = (out / "relative.md").read_text(encoding="utf-8").strip().splitlines()[-1]
@@ -324,6 +326,26 @@ def test_report_errors_are_one_line(run_dir: Path, tmp_path: Path, capsys: pytes
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 4 and all(line.startswith("nlgbench: error: ") for line in err)
     assert "did you mean 'pearson'" in err[3]
+
+
+def test_report_leaves_no_figure_open(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`report` closes each figure once written, and also when writing one fails (a file over the size
+    limit, as under `ulimit -f`: one line, exit 2): a process that reports again and again (the API, a
+    test session) gathers no open figures."""
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))
+    assert main(["report", str(run)]) == 0
+    assert plt.get_fignums() == []
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, hard))  # Python ignores SIGXFSZ: the write gets EFBIG
+    try:
+        code = main(["report", str(run)])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert code == 2 and "file too large" in capsys.readouterr().err
+    assert plt.get_fignums() == []
 
 
 def test_compare_numbers_match_direct_computations(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

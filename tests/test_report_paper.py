@@ -12,6 +12,7 @@ import math
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
@@ -21,6 +22,7 @@ import pytest
 from scipy import stats
 
 matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
 
 from nlgbench.cli import main
 from nlgbench.cli.parser import build_parser
@@ -88,15 +90,18 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def figures(run_dir: Path) -> list[tuple[str, object]]:
-    """Every figure the report draws for the run, not saved."""
+def figures(run_dir: Path) -> Iterator[list[tuple[str, object]]]:
+    """Every figure the report draws for the run, not saved; closed after the module's tests."""
     run = RunData.open(run_dir)
     df = with_quality(run, PEARSON)
     baselines = choose_baselines(df, None)
-    return [
+    drawn = [
         (drawn.name, drawn.figure)
         for drawn in build_figures(df[~df["imported"]], PEARSON, baselines, QualityIntervals(run, PEARSON))
     ]
+    yield drawn
+    for _, fig in drawn:
+        plt.close(fig)  # type: ignore[arg-type]
 
 
 def label_boxes_outside(fig) -> list[str]:  # type: ignore[no-untyped-def]
@@ -208,6 +213,7 @@ def test_crowded_long_labels_stay_inside(tmp_path: Path) -> None:
     assert len(fig.axes[0].texts) == 6
     assert label_boxes_outside(fig) == []
     assert_inside_figure(fig)
+    plt.close(fig)
 
 
 def test_one_point_pareto_front_is_drawn_and_in_the_legend() -> None:
@@ -236,6 +242,7 @@ def test_one_point_pareto_front_is_drawn_and_in_the_legend() -> None:
     rings = [c for c in ax.collections if matplotlib.colors.same_color(c.get_edgecolor()[0], FRONT_COLOR)]
     assert len(rings) == 1 and [tuple(o) for o in rings[0].get_offsets()] == [(7.0, 0.5)]  # ... but its ring
     assert "Pareto front" in [t.get_text() for t in fig.legends[0].get_texts()]
+    plt.close(fig)
 
 
 @pytest.mark.parametrize(
@@ -279,6 +286,7 @@ def test_tick_labels_present_when_the_data_fit_one_decade() -> None:
     lo, hi = ax.get_xlim()
     shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
     assert len(shown) >= 2, shown  # numbers on the axis, not only '1000' or none
+    plt.close(fig)
 
 
 def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
@@ -318,6 +326,7 @@ def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
     assert drawn == sorted(
         (round(lo, 12), round(hi, 12)) for lo, hi in zip(points["ci_low"], points["ci_high"], strict=True)
     )
+    plt.close(fig)
 
 
 def test_one_colour_and_marker_per_encoder_in_every_figure(figures: list[tuple[str, object]]) -> None:

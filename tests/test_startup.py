@@ -192,17 +192,18 @@ def test_startup_imports_the_architectures_of_the_cells(tiny: Path, tmp_path: Pa
     assert "transformers.modeling_utils" in LIBRARIES  # what made up most of MiniLM's load_s
 
 
-def test_a_server_that_imported_another_nlgbench_is_a_worker_exiting_3(
+def test_a_server_that_imported_another_nlgbench_exits_3(
     tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The server checks it imported the parent's package, as the worker does: here the parent claims
-    another one, so the server exits 3 before forking, and the cell is recorded as a plain worker's exit 3."""
+    another one, so the server exits 3 before forking, and the cell is recorded failed with the server's exit 3."""
     folder, _ = prepared_cell(tiny, tmp_path)
     monkeypatch.setattr(forkserver, "PACKAGE_DIR", tmp_path / "elsewhere" / "nlgbench")
     with ForkServer() as server:
         server.start(worker_environment(1))
         result = run_worker(folder, 1, server=server)
-    assert result.status == "failed" and result.error == "worker exited with code 3 and wrote no result"
+    assert result.status == "failed"
+    assert result.error == "the cell's fork server exited with code 3 before the cell's worker wrote a result"
 
 
 @pytest.mark.parametrize("forked_worker", [True, False])

@@ -89,3 +89,23 @@ def test_cells_that_differ_only_in_metric_options_get_their_own_rows() -> None:
     wmd = dict(row("sentsim", "none", "m", "a", "12", "0.5"), metric_options="token_part=wmd")
     table = by_dataset_table([bert, wmd]).splitlines()
     assert table[2].startswith("| sentsim | m |") and table[3].startswith("| sentsim[token_part=wmd] | m |")
+
+
+def test_markdown_cells_cannot_add_columns_or_markup() -> None:
+    """A name holding | stays in its column, and one holding HTML shows as written: rendered the way a
+    docs build renders .md files (Python-Markdown's tables), no element comes from a cell; for the
+    terminal (`html=False`) < stays as it is."""
+    import markdown as python_markdown
+
+    from nlgbench.reporting.renderers import markdown
+
+    names = ["x|y", "<img src=x onerror=alert(1)>", "a & b \\ c", "two\nlines"]
+    table = markdown(["dataset", "p"], [[name, "< 0.01"] for name in names])
+    lines = table.splitlines()
+    assert len(lines) == 2 + len(names)
+    assert "<img" not in table and "&lt;img src=x onerror=alert(1)&gt;" in table
+    page = python_markdown.markdown(table, extensions=["tables"])
+    assert "<img" not in page and page.count("<td>") == 2 * len(names)
+    assert "<td>x|y</td>" in page and "<td>&lt;img src=x onerror=alert(1)&gt;</td>" in page
+    assert "<td>a &amp; b \\ c</td>" in page and "<td>two lines</td>" in page
+    assert markdown(["p"], [["< 0.01"], ["x|y"]], html=False).splitlines()[2:] == ["| < 0.01 |", "| x\\|y |"]

@@ -13,7 +13,7 @@ from nlgbench.data.importers import FORMATS
 from nlgbench.data.importers.summeval import ANNOTATORS
 from nlgbench.data.importers.table import TABLE_FIELDS
 from nlgbench.foundations.version import __version__
-from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAX_RESAMPLES, MIN_RESAMPLES
 from nlgbench.statistics.correlation import METHODS
 from nlgbench.statistics.levels import LEVELS
 
@@ -247,7 +247,8 @@ def _add_compare(sub: Commands) -> None:
         "--resamples",
         type=int,
         default=BOOTSTRAP_RESAMPLES,
-        help=f"bootstrap resamples, and permutations with --test permutation (default {BOOTSTRAP_RESAMPLES})",
+        help=f"bootstrap resamples, and permutations with --test permutation ({MIN_RESAMPLES} to {MAX_RESAMPLES}; "
+        f"default {BOOTSTRAP_RESAMPLES})",
     )
     cmp_.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default {BOOTSTRAP_SEED})")
     cmp_.add_argument(

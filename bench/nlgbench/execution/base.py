@@ -216,19 +216,26 @@ def worker_environment(threads: int | None, extra_env: dict[str, str] | None = N
     return env
 
 
-def death_cause(code: int, oom_killed: bool) -> tuple[str, bool]:
+def death_cause(code: int, oom_killed: bool, server: bool = False) -> tuple[str, bool]:
     """(error line, status is oom) for a worker that ended with `code` and wrote no result.
     A negative code is the signal that killed it; `oom_killed` is the kernel's word that it
-    killed a process for memory meanwhile (the cgroup's OOM-kill count rose)."""
+    killed a process for memory meanwhile (the cgroup's OOM-kill count rose). `server`: the code
+    is the cell's fork server's, which ended first and took the worker with it (`ForkServer.run`)."""
     if code < 0:
         sig = -code
         try:
             name = signal.Signals(sig).name
         except ValueError:
             name = "unknown signal"
-        if sig == signal.SIGKILL and oom_killed:
+        oom = sig == signal.SIGKILL and oom_killed
+        if server:
+            killer = "the kernel's out-of-memory killer, " if oom else ""
+            return f"the cell's fork server died (killed by {killer}signal {sig}, {name}) and its worker with it", oom
+        if oom:
             return f"worker killed by the kernel's out-of-memory killer (signal {sig}, {name})", True
         return f"worker killed by signal {sig} ({name})", False
+    if server:
+        return f"the cell's fork server exited with code {code} before the cell's worker wrote a result", False
     return f"worker exited with code {code} and wrote no result", False
 
 
@@ -258,8 +265,9 @@ def run_worker(
     env = worker_environment(threads, extra_env)
     started = time.time() if started is None else started
     kills_before = oom_kills()
+    server_died = False
     if server is not None:
-        code = server.run(cell_dir, env, started)
+        code, server_died = server.run(cell_dir, env, started)
     else:
         proc = subprocess.Popen(worker_command(cell_dir, started), env=env, preexec_fn=die_with(os.getpid()))
         try:
@@ -272,6 +280,6 @@ def run_worker(
         return CellResult.read(cell_dir)
     kills_after = oom_kills()
     oom_killed = kills_before is not None and kills_after is not None and kills_after > kills_before
-    error, oom = death_cause(code, oom_killed)
+    error, oom = death_cause(code, oom_killed, server=server_died)
     cell_id, label, config = read_config(cell_dir)
     return CellResult.not_finished(cell_id, label, config, error, oom=oom)

@@ -14,13 +14,14 @@ The child runs the worker's `main` as the plain worker would, then exits with it
 
 What a plain worker gives, the forked one keeps:
 - One fresh process per cell; the server itself never runs a cell, loads a model or touches a tensor.
-- Exit code or signal (so `death_cause` tells SIGKILL, the OOM killer and exit codes apart).
+- Exit code or signal (so `death_cause` tells SIGKILL, the OOM killer and exit codes apart); where
+  the server itself ended first (killed), its code, and the cell's error names the server.
 - Parent death: the server gets PR_SET_PDEATHSIG towards the launcher, each child towards the server,
   so killing the sweep kills both. A launcher that stops waiting (Ctrl-C, an error) kills the server.
 - Ctrl-C: SIGINT at its default action in the server and its children: the terminal's Ctrl-C ends
   them quietly; the launcher says why.
 - The worker's "imported another nlgbench" check: the server exits 3 before forking, and the cell is
-  recorded as a worker that exited with code 3.
+  recorded as failed, its fork server having exited with code 3.
 - Environment: the server starts with the cells' environment (threads, user registry files,
   NLGBENCH_PROGRESS: `base.worker_environment`), so what libraries read while importing is what a
   plain worker's would be; a cell that needs another environment restarts the server.
@@ -172,17 +173,19 @@ class ForkServer:
             )
         self._conn, self._reader, self._env = ours, ours.makefile("rb"), dict(env)
 
-    def run(self, cell_dir: Path, env: dict[str, str], started: float) -> int:
+    def run(self, cell_dir: Path, env: dict[str, str], started: float) -> tuple[int, bool]:
         """Run the cell prepared in `cell_dir` in a fresh child of the server (started, or restarted,
-        for `env`); the child's exit code as Popen's returncode, or the server's where it ended
-        before the child's. Whatever interrupts the wait (Ctrl-C) kills the server and so the child."""
+        for `env`): (exit code as Popen's returncode, whether it is the server's). The child's code,
+        or the server's where the server ended first (killed, or failed at its start): the child dies
+        with it, and the cell's error must name the server. Whatever interrupts the wait (Ctrl-C)
+        kills the server and so the child."""
         if self._proc is None or self._proc.poll() is not None or env != self._env:
             self.start(env)
         try:
             if self._ask({"cell_dir": str(cell_dir), "started": started}) is None:  # the child's pid
-                return self._ended()
+                return self._ended(), True
             reply = self._answer()
-            return self._ended() if reply is None else int(reply["code"])
+            return (self._ended(), True) if reply is None else (int(reply["code"]), False)
         except BaseException:
             self.close(kill=True)
             raise

@@ -21,16 +21,23 @@ BOM = "\ufeff"  # a UTF-8 byte-order mark, removed from the start of a text file
 # errno values that say "the file system refuses this write", not "the program is wrong".
 NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
 NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
+TOO_LARGE = errno.EFBIG  # over the process's file size limit (`ulimit -f`) or the file system's largest file
 
 
 def write_fault(exc: OSError) -> UserError | None:
-    """The one-line error for a write the file system refused (disk full, read-only, no
-    permission); None for any other OSError (a bug or an unexpected fault: keep its traceback)."""
+    """The one-line error for a write the file system refused (disk full, a file over the size limit,
+    read-only, no permission); None for any other OSError (a bug or an unexpected fault: keep its
+    traceback)."""
     where = exc.filename or "a file"
     if exc.errno in NO_SPACE:
         return UserError(
             f"no space left on the device while writing {where}; free some space and run the same "
             "command again (finished cells are kept)"
+        )
+    if exc.errno == TOO_LARGE:
+        return UserError(
+            f"cannot write {where}: file too large for the file size limit (`ulimit -f`) or the file system; "
+            "raise the limit or write elsewhere, then run the same command again"
         )
     if exc.errno in NOT_WRITABLE:
         return UserError(f"cannot write {where}: {exc.strerror}")

@@ -29,7 +29,7 @@ from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
 from nlgbench.reporting.renderers import markdown
 from nlgbench.runs.rundata import RunData, memory_columns
-from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAX_RESAMPLES, MIN_RESAMPLES
 from nlgbench.statistics.correlation import canonical_method, correlation
 from nlgbench.statistics.levels import (
     Segments,
@@ -51,12 +51,10 @@ from nlgbench.statistics.speedup import speedup
 if TYPE_CHECKING:
     import pandas as pd
 
-MIN_RESAMPLES = 100  # a 95% percentile interval from fewer draws rests on one or two draws per tail
-
 
 def check_bootstrap(n_resamples: int, seed: int, minimum: int = MIN_RESAMPLES) -> None:
-    """The bootstrap's settings, checked before any work: at least `minimum` resamples and a seed
-    numpy takes (an integer >= 0). `nlgbench compare --resamples` asks for MIN_RESAMPLES (with 1,
+    """The bootstrap's settings, checked before any work: `minimum` to MAX_RESAMPLES resamples and a
+    seed numpy takes (an integer >= 0). `nlgbench compare --resamples` asks for MIN_RESAMPLES (with 1,
     the "interval" is one draw and can exclude the estimate, and p reads "< 2"); the API's
     `compare` for 1 (tests and `write_report` may take fewer for speed; 0 or fewer is no bootstrap)."""
     if not isinstance(n_resamples, int) or isinstance(n_resamples, bool) or n_resamples < minimum:
@@ -67,6 +65,12 @@ def check_bootstrap(n_resamples: int, seed: int, minimum: int = MIN_RESAMPLES) -
             else "a bootstrap needs resamples"
         )
         raise UserError(f"resamples must be an integer >= {minimum}, got {n_resamples!r}: {why}")
+    if n_resamples > MAX_RESAMPLES:
+        raise UserError(
+            f"resamples must be at most {MAX_RESAMPLES}, got {n_resamples}: each resample recomputes the "
+            f"correlation over every segment ({MAX_RESAMPLES} take minutes per row), and more would not change "
+            "the interval or p visibly"
+        )
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise UserError(f"seed must be an integer >= 0, got {seed!r}")
 
@@ -457,7 +461,7 @@ def render(result: dict[str, Any]) -> str:
         f"test: {result['test']}; resampled: {result['resampling']}; {result['bootstrap_resamples']} resamples, "
         f"seed {result['seed']}",
         "",
-        markdown(header, rows).rstrip(),
+        markdown(header, rows, html=False).rstrip(),  # for the terminal
         "",
         *williams_lines(result),
         "retained = candidate / baseline quality; delta = candidate - baseline quality (both intervals from the "

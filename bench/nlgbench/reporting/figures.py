@@ -57,6 +57,7 @@ from nlgbench.reporting.figurestyle import (
 from nlgbench.reporting.numbers import QualityIntervals, pareto_front, resampling_words
 from nlgbench.reporting.placement import PointLabel, place_labels
 from nlgbench.reporting.quality import QualityOptions
+from nlgbench.reporting.renderers import unique_name
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -212,7 +213,8 @@ def tradeoff_figure(
     baseline ringed, the legend below; metrics without an encoder (lexical baselines) are grey
     diamonds in every panel (their own panels when there is nothing else). `options.width` wide,
     rows of `options.per_row` panels, a shorter last row centred (no empty slot). Point labels are
-    placed last and cover nothing. None when there is nothing to plot."""
+    placed last and cover nothing. None when there is nothing to plot. An open pyplot figure: the
+    caller closes it (`plt.close`); one that fails half-way is closed here."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -237,33 +239,37 @@ def tradeoff_figure(
     panel_h = min(max(0.7 * panel_w, 1.9), 2.4)  # inches: a single-column figure of 3 rows stays under 9 in
     with plt.style.context(STYLE_FILE):
         fig = plt.figure(figsize=(options.width, panel_h * len(rows) + 0.3), layout="constrained")
-        grid = fig.add_gridspec(len(rows), 2 * per_row)
-        axes: list[Axes] = []
-        for r, n in enumerate(rows):
-            start = per_row - n  # half-slots: a shorter row centred
-            axes += [fig.add_subplot(grid[r, start + 2 * k : start + 2 * k + 2]) for k in range(n)]
-        firsts = {sum(rows[:r]) for r in range(len(rows))}  # the first panel of each row
-        labels: list[tuple[Axes, list[PointLabel]]] = []
-        ys = [*points["quality"], *points["ci_low"], *points["ci_high"]]
-        ylim = y_limits(ys)
-        for k, (ax, (metric, (x, xlabel))) in enumerate(zip(axes, cells, strict=True)):
-            pts = data[data["metric"] == metric]
-            items = _panel(ax, pts, anchors, x, styles, baselines.get(metric))
-            labels.append((ax, items))
-            set_log_x(ax, _x_values(pts, x) + _x_values(anchors, x))
-            ax.set_ylim(*ylim)
-            ax.set_title(f"{metric}: {xlabel.split(' (')[0]}" if len(columns) > 1 else str(metric))
-            ax.set_xlabel(xlabel)
-            if k in firsts:
-                ax.set_ylabel(quality_label)
-            else:
-                ax.tick_params(axis="y", labelleft=False)
-        encoders = [e for e in styles if e in set(data["encoder"])]
-        has_base = any((data["encoder"] == baselines.get(m)).any() for m in metrics)
-        spread = any(f"{c}_low" in points and points[f"{c}_low"].notna().any() for c, _ in columns)
-        handles = _legend_handles(encoders, styles, bool(len(anchors)), has_base, spread)
-        _fit_title_and_legend(fig, title, handles)
-        _place(fig, labels, ylim)
+        try:
+            grid = fig.add_gridspec(len(rows), 2 * per_row)
+            axes: list[Axes] = []
+            for r, n in enumerate(rows):
+                start = per_row - n  # half-slots: a shorter row centred
+                axes += [fig.add_subplot(grid[r, start + 2 * k : start + 2 * k + 2]) for k in range(n)]
+            firsts = {sum(rows[:r]) for r in range(len(rows))}  # the first panel of each row
+            labels: list[tuple[Axes, list[PointLabel]]] = []
+            ys = [*points["quality"], *points["ci_low"], *points["ci_high"]]
+            ylim = y_limits(ys)
+            for k, (ax, (metric, (x, xlabel))) in enumerate(zip(axes, cells, strict=True)):
+                pts = data[data["metric"] == metric]
+                items = _panel(ax, pts, anchors, x, styles, baselines.get(metric))
+                labels.append((ax, items))
+                set_log_x(ax, _x_values(pts, x) + _x_values(anchors, x))
+                ax.set_ylim(*ylim)
+                ax.set_title(f"{metric}: {xlabel.split(' (')[0]}" if len(columns) > 1 else str(metric))
+                ax.set_xlabel(xlabel)
+                if k in firsts:
+                    ax.set_ylabel(quality_label)
+                else:
+                    ax.tick_params(axis="y", labelleft=False)
+            encoders = [e for e in styles if e in set(data["encoder"])]
+            has_base = any((data["encoder"] == baselines.get(m)).any() for m in metrics)
+            spread = any(f"{c}_low" in points and points[f"{c}_low"].notna().any() for c, _ in columns)
+            handles = _legend_handles(encoders, styles, bool(len(anchors)), has_base, spread)
+            _fit_title_and_legend(fig, title, handles)
+            _place(fig, labels, ylim)
+        except BaseException:
+            plt.close(fig)  # drawing failed half-way: the figure is nobody's to close
+            raise
     return fig
 
 
@@ -318,7 +324,8 @@ def _short(name: str) -> str:
 def save_figure(fig: Figure, stem: Path, formats: Sequence[str] = FIGURE_FORMATS) -> list[Path]:
     """The figure in each format (PNG at the figure's dpi, PDF and SVG with text kept as text:
     the style file), without creation dates, so a regenerated report differs only where its content
-    does; at the figure's size (no tight bounding box: the width is the one asked for)."""
+    does; at the figure's size (no tight bounding box: the width is the one asked for). The caller
+    closes the figure."""
     import matplotlib.pyplot as plt
 
     metadata = {
@@ -334,7 +341,6 @@ def save_figure(fig: Figure, stem: Path, formats: Sequence[str] = FIGURE_FORMATS
             fig.savefig(image, format=ext, dpi=fig.dpi, metadata=metadata[ext])
             write_atomic(path, image.getvalue())
             paths.append(path)
-    plt.close(fig)
     return paths
 
 
@@ -399,7 +405,8 @@ def build_figures(
 ) -> Iterator[DrawnFigure]:
     """Runtime, model-memory and peak-memory figures per device and dataset group (see
     `dataset_groups`), each at most MAX_ROWS rows of panels (more metrics: several figures, named
-    `_part1`, `_part2` ...); encoder styles shared by all of them."""
+    `_part1`, `_part2` ...); encoder styles shared by all of them. Each figure is open: the
+    consumer closes it (`write_figures` does, once written)."""
     styles = encoder_styles(list(df["encoder"]))
     names: set[str] = set()
     cap = figure_options.per_row * MAX_ROWS
@@ -430,10 +437,7 @@ def build_figures(
                     if fig is None:
                         continue
                     name = f"{kind.name}_{device}_{slug(group.name)}" + (f"_part{k + 1}" if len(parts) > 1 else "")
-                    while name in names:
-                        name += "_"
-                    names.add(name)
-                    yield DrawnFigure(name, title, device, group, kind, part, fig)
+                    yield DrawnFigure(unique_name(name, names), title, device, group, kind, part, fig)
 
 
 def write_figures(
@@ -447,17 +451,22 @@ def write_figures(
     """`build_figures`, each saved in the formats asked for into `out` with its caption, and
     figures.tex (one float per figure, where PDF or PNG is written); figure files of an earlier
     report (another width may have split them otherwise) removed first."""
+    import matplotlib.pyplot as plt
+
     figure_options.check()
     for old in sorted(out.glob("*_*.*")):
         if old.suffix[1:] in FIGURE_FORMATS and old.name.split("_")[0] in ("runtime", "memory", "peak"):
             old.unlink()
     files = []
     for drawn in build_figures(df, options, baselines, intervals, figure_options):
-        cells = _group_cells(df, drawn.device, drawn.group)
-        caption = figure_caption(
-            drawn.kind, drawn.group, drawn.device, cells, drawn.metrics, baselines, options, intervals
-        )
-        paths = save_figure(drawn.figure, out / drawn.name, figure_options.formats)
+        try:
+            cells = _group_cells(df, drawn.device, drawn.group)
+            caption = figure_caption(
+                drawn.kind, drawn.group, drawn.device, cells, drawn.metrics, baselines, options, intervals
+            )
+            paths = save_figure(drawn.figure, out / drawn.name, figure_options.formats)
+        finally:  # each figure closed once written, or when writing it failed: none stays open
+            plt.close(drawn.figure)
         files.append(
             FigureFile(
                 drawn.title, drawn.device, drawn.group, paths, bars_note(cells, options, intervals), caption, drawn.name

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from nlgbench.foundations import fmt
 from nlgbench.reporting.numbers import mean_label, score_types
 from nlgbench.reporting.quantities import QuantityMatrix, quantity_csv
-from nlgbench.reporting.renderers import LATEX_PACKAGES, LatexFloat, LatexGroup, latex, latex_text
+from nlgbench.reporting.renderers import LATEX_PACKAGES, LatexFloat, LatexGroup, latex, latex_text, unique_name
 from nlgbench.statistics.correlation import MIN_FISHER_POINTS
 
 if TYPE_CHECKING:
@@ -77,10 +77,17 @@ def interval(low: float, high: float, digits: int) -> str:
 
 
 def split(
-    key: str, short: str, caption: str, header: list[str], numeric: list[bool], groups: list[LatexGroup]
+    key: str,
+    short: str,
+    caption: str,
+    header: list[str],
+    numeric: list[bool],
+    groups: list[LatexGroup],
+    taken: set[str],
 ) -> list[LatexFloat]:
     """The floats of one table part: one, or several of at most MAX_ROWS rows each where it is longer
-    (whole groups; later ones labelled `key-2`, ... and captioned as continued)."""
+    (whole groups; later ones labelled `key-2`, ... and captioned as continued). Each label is one
+    that no float of the file (`taken`) has (`unique_name`): `a+b` and `a_b` both give `a-b`."""
     chunks: list[list[LatexGroup]] = [[]]
     rows = 0
     for group in groups:
@@ -89,11 +96,12 @@ def split(
             rows = 0
         chunks[-1].append(group)
         rows += len(group.rows) + 1
+    labels = [unique_name(key if k == 0 else f"{key}-{k + 1}", taken) for k in range(len(chunks))]
     return [
         LatexFloat(
-            key if k == 0 else f"{key}-{k + 1}",
+            labels[k],
             short if k == 0 else f"{short} (continued)",
-            caption if k == 0 else f"Continued from Table~\\ref{{{key}}}. {caption}",
+            caption if k == 0 else f"Continued from Table~\\ref{{{labels[0]}}}. {caption}",
             header,
             numeric,
             chunk,
@@ -118,6 +126,7 @@ def tradeoff_latex(table: pd.DataFrame, note: str, n_resamples: int) -> str:
     rows grouped by metric, the baseline first; quality, quality retained (%) with its 95% interval,
     speed-up with its range, p against the baseline; n in the caption where every row has the same."""
     floats: list[LatexFloat] = []
+    labels: set[str] = set()
     for (dataset, device), part in table.groupby(["dataset", "device"], sort=False):
         same_n = part["n"].nunique() == 1
         groups = [
@@ -139,7 +148,7 @@ def tradeoff_latex(table: pd.DataFrame, note: str, n_resamples: int) -> str:
             f"(its first row).{other_dimension(table, part)} {sentence(note)}"
         )
         short = f"Trade-off on {dataset_short(str(dataset))}, {latex_text(str(device))}"
-        floats += split(label("tradeoff", str(dataset), str(device)), short, caption, header, numeric, groups)
+        floats += split(label("tradeoff", str(dataset), str(device)), short, caption, header, numeric, groups, labels)
     what = "tradeoff.tex, written by `nlgbench report`: the trade-off table, one table float per dataset and device"
     return latex(floats, what, [note])
 
@@ -178,6 +187,7 @@ def relative_latex(table: pd.DataFrame, note: str) -> str:
             means[key].append(dataset)
     header = ["encoder", "quality", "retained (\\%)", "ms/segment", "speed-up ($\\times$)"]
     numeric = [False, True, True, True, True]
+    labels: set[str] = set()
     for (dataset, device), part in table.groupby(["dataset", "device"], sort=False):
         groups = []
         for metric, rows in part.groupby("metric", sort=False):
@@ -195,7 +205,7 @@ def relative_latex(table: pd.DataFrame, note: str) -> str:
             f"(its first row).{other_dimension(table, part)} {sentence(note)}"
         )
         short = f"Quality retained and speed-up on {dataset_short(str(dataset))}, {latex_text(str(device))}"
-        floats += split(label("relative", str(dataset), str(device)), short, caption, header, numeric, groups)
+        floats += split(label("relative", str(dataset), str(device)), short, caption, header, numeric, groups, labels)
     what = "relative.tex, written by `nlgbench report`: Table 3, one table float per dataset (or mean) and device"
     return latex(floats, what, [note])
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,11 +25,38 @@ LATEX_SPECIAL = {
 }
 
 
-def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub-flavoured Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+MARKDOWN_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def markdown_text(text: str) -> str:
+    """Text for a Markdown file, which a docs build serves as HTML: &, < and > as entities, so that a
+    name such as `<img onerror=...>` shows as written and never becomes markup."""
+    return "".join(MARKDOWN_HTML.get(ch, ch) for ch in text)
+
+
+def markdown_cell(text: str, html: bool = True) -> str:
+    """One table cell: on one line, a backslash and | escaped (a bare | starts another column) and,
+    with `html`, &, < and > as entities (`markdown_text`)."""
+    cell = re.sub(r"[\r\n]+", " ", text).replace("\\", "\\\\").replace("|", "\\|")
+    return markdown_text(cell) if html else cell
+
+
+def markdown(header: Sequence[str], rows: Sequence[Sequence[str]], *, html: bool = True) -> str:
+    """A GitHub-flavoured Markdown table, every cell escaped (`markdown_cell`); `html=False` for the
+    terminal, where an entity would print as such."""
+    lines = ["| " + " | ".join(markdown_cell(h, html) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(markdown_cell(c, html) for c in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def unique_name(name: str, taken: set[str]) -> str:
+    """`name`, or where `taken` holds it already (two names that differ only in characters a file name
+    or a LaTeX label leaves out: `a+b` and `a_b`), `name` with `_` added until it is free; added to
+    `taken`."""
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
 
 
 def latex_escape(text: str) -> str:
@@ -41,11 +69,44 @@ LATEX_SYMBOLS = {"<": "$<$", ">": "$>$", "|": "\\textbar{}", "+-": "$\\pm$", "\u
 NUMBER = re.compile(r"([+-]?)(\d+)(?:\.(\d+))?(?:e([+-]?)(\d+))?")  # what an S column aligns; the rest is text
 
 
+# What pdflatex prints beyond ASCII in a document that loads no font encoding (OT1, LaTeX's default,
+# as a paper may): a letter of Latin Extended-A with one of these accents over or under it ...
+LATEX_ACCENTS = frozenset("\u0300\u0301\u0302\u0303\u0304\u0306\u0307\u0308\u030a\u030b\u030c\u0327")
+# ... and these (Latin-1 but for T1's guillemets, eth and thorn; the letters of Latin Extended-A that
+# OT1 has; dashes and quotes).
+LATEX_CHARACTERS = frozenset(
+    {chr(c) for c in range(0xA0, 0x100)} - set("\u00ab\u00bb\u00d0\u00de\u00f0\u00fe")
+    | set("\u0131\u0141\u0142\u0152\u0153\u2013\u2014\u2018\u2019\u201c\u201d")
+)
+
+
+def latex_printable(ch: str) -> bool:
+    """Whether pdflatex prints `ch` without a font package: ASCII, LATEX_CHARACTERS, or a letter of Latin
+    Extended-A that is an ASCII letter with one accent of LATEX_ACCENTS (ň, ő; not ą, whose ogonek is
+    T1's). Not CJK, Cyrillic, Greek or emoji, nor most accented letters beyond Extended-A: pdflatex
+    stops at them ("Unicode character ... not set up for use with LaTeX") unless the document loads
+    their fonts."""
+    if ch.isascii() or ch in LATEX_CHARACTERS:
+        return True
+    if not "\u0100" <= ch <= "\u017f":
+        return False
+    parts = unicodedata.normalize("NFD", ch)
+    return len(parts) == 2 and parts[0].isascii() and parts[0].isalpha() and parts[1] in LATEX_ACCENTS
+
+
+def latex_printable_text(text: str) -> str:
+    """`text` with each character pdflatex cannot print without a font package (`latex_printable`)
+    written as its code point, `[U+6570]`: a name in Chinese still compiles, and says which it was."""
+    return "".join(ch if latex_printable(ch) else f"[U+{ord(ch):04X}]" for ch in text)
+
+
 def latex_text(text: str) -> str:
     """Free text (a name, a note) as LaTeX that prints what it says under any font encoding: specials
     escaped, `code` in typewriter, <, >, |, +- as symbols (OT1 prints a bare < as an inverted
-    exclamation mark), opening quotes as such, and a line break allowed after each dot of a dotted
-    name (module paths)."""
+    exclamation mark), opening quotes as such, a line break allowed after each dot of a dotted
+    name (module paths), and a character no font encoding of pdflatex's own prints as its code
+    point (`latex_printable_text`)."""
+    text = latex_printable_text(text)
     parts = text.split("`")
     if len(parts) % 2 == 0:  # an odd backtick: no code spans
         parts = [text]

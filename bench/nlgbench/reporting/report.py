@@ -63,7 +63,7 @@ from nlgbench.reporting.numbers import (
 )
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
 from nlgbench.reporting.quantities import quantity_correlations, quantity_csv, quantity_note, quantity_rows
-from nlgbench.reporting.renderers import html_table, markdown
+from nlgbench.reporting.renderers import html_table, markdown, markdown_text
 from nlgbench.reporting.runinfo import run_info
 from nlgbench.reporting.tradeoff import tradeoff_note, tradeoff_rows, tradeoff_table
 from nlgbench.reporting.webpage import STYLE, figures_html, run_html, without_empty_columns
@@ -138,7 +138,7 @@ def write_tradeoff(
     write_atomic(out / "tradeoff.csv", trade.to_csv(index=False))
     header, rows = tradeoff_rows(trade, n_resamples)
     note = tradeoff_note(trade, options, n_resamples, seed)
-    write_atomic(out / "tradeoff.md", markdown(header, rows) + f"\n{note}\n")
+    write_atomic(out / "tradeoff.md", markdown(header, rows) + f"\n{markdown_text(note)}\n")
     write_atomic(out / "tradeoff.tex", tradeoff_latex(trade, note, n_resamples))
     return Table(header, rows, note)
 
@@ -152,7 +152,7 @@ def write_relative(
     write_atomic(out / "relative.csv", rel.to_csv(index=False))
     header, rows = relative_rows(rel)
     note = relative_note(options.label, human_words(df), test_words(options), resampled)
-    write_atomic(out / "relative.md", markdown(header, rows) + f"\n{note}\n")
+    write_atomic(out / "relative.md", markdown(header, rows) + f"\n{markdown_text(note)}\n")
     write_atomic(out / "relative.tex", relative_latex(rel, note))
     return Table(header, rows, note)
 
@@ -165,7 +165,7 @@ def write_quantities(out: Path, df: pd.DataFrame, quality: str) -> Table:
     (out / "quantities_n.csv").unlink(missing_ok=True)  # before issue 29: n summed over metrics; now in the CSV
     note = quantity_note(matrix, quality)
     header, rows = quantity_rows(matrix)
-    write_atomic(out / "quantities.md", markdown(header, rows) + f"\n{note}\n")
+    write_atomic(out / "quantities.md", markdown(header, rows) + f"\n{markdown_text(note)}\n")
     write_atomic(out / "quantities.tex", quantities_latex(matrix, note))
     return Table(header, rows, note)
 
