@@ -25,7 +25,10 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Sequence
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
@@ -112,7 +115,14 @@ def restore_rng(state: dict[str, Any], generator: torch.Generator) -> None:
 def save_checkpoint(plan: Checkpoints, state: dict[str, Any]) -> Path:
     """Write the training `state` (its `fit` says the step and the best step) as `step-STEP.pt`, then
     the index naming it as the last and, where it is the best, as the best too (else the best stays
-    the one the index named), then remove the state files no longer named. The path written."""
+    the one the index named), then remove the state files no longer named. The path written. A Ctrl-C
+    meanwhile is held until the checkpoint is whole, then raised (`interrupts_held`)."""
+    with interrupts_held():
+        return write_checkpoint(plan, state)
+
+
+def write_checkpoint(plan: Checkpoints, state: dict[str, Any]) -> Path:
+    """`save_checkpoint`'s writes, in their order."""
     plan.folder.mkdir(parents=True, exist_ok=True)
     step, best_step = int(state["fit"]["step"]), int(state["fit"]["best_step"])
     name = f"step-{step:08d}.pt"
@@ -305,9 +315,7 @@ class HashingWriter:
 
 def save_state(obj: Any, path: Path) -> str:
     """torch.save into `path` atomically, flushed to disk before the rename (`write_atomic_with`); the
-    sha256 of the bytes written. A Ctrl-C inside torch's writer comes out of it as a RuntimeError
-    (its zip writer, closed mid-record, fails on its position): raised as the KeyboardInterrupt it
-    is, the temporary file removed and `path` as it was."""
+    sha256 of the bytes written."""
     import torch
 
     digests: list[str] = []
@@ -317,20 +325,23 @@ def save_state(obj: Any, path: Path) -> str:
         torch.save(obj, cast(BinaryIO, writer))  # torch calls only its write and flush
         digests.append(writer.digest.hexdigest())
 
-    try:
-        write_atomic_with(path, write, sync=True)
-    except RuntimeError as exc:
-        if interrupted(exc):
-            raise KeyboardInterrupt from None
-        raise
+    write_atomic_with(path, write, sync=True)
     return digests[0]
 
 
-def interrupted(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt is among the exceptions `exc` was raised while handling."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, KeyboardInterrupt):
-            return True
-        seen = seen.__context__
-    return False
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold SIGINT while the block runs and raise KeyboardInterrupt after it, if one came: an exception
+    raised inside torch's zip writer (a Python write callback) can leave the writer broken or crash
+    the process. Only the main thread handles signals; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+    if received:
+        raise KeyboardInterrupt
