@@ -21,3 +21,7 @@ if "://" not in os.environ["NLGBENCH_DATA_MIRROR"]:
 os.environ.setdefault("NLGBENCH_CACHE", tempfile.mkdtemp(prefix="nlgbench-test-cache-"))
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+# Test tiers (tests/tiers.py): every test has one; plain `pytest` runs unit and component.
+pytest_plugins = ["pytester"]  # tests/test_structure.py runs the tier rule on probe tests
+from tiers import pytest_addoption, pytest_collection_modifyitems, tier_guard  # noqa: E402,F401
