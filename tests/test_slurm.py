@@ -186,6 +186,7 @@ def write_spec(folder: Path, models: tuple[Path, ...], data: Path, batch_sizes: 
 
 
 @pytest.mark.system
+@pytest.mark.xdist_group("slurm")  # one cluster at a time on this machine
 def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_cell(
     cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -271,6 +272,7 @@ def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_ce
 
 
 @pytest.mark.system
+@pytest.mark.xdist_group("slurm")  # one cluster at a time on this machine
 def test_ctrl_c_leaves_jobs_running_unless_cancel_on_exit_and_collect_records_them(
     cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -316,6 +318,7 @@ def test_ctrl_c_leaves_jobs_running_unless_cancel_on_exit_and_collect_records_th
 
 
 @pytest.mark.system
+@pytest.mark.xdist_group("slurm")  # one cluster at a time on this machine
 def test_sbatch_refusal_is_one_line_and_leaves_no_submission(
     cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path
 ) -> None:
