@@ -18,6 +18,14 @@ os.environ.setdefault("NLGBENCH_DATA_MIRROR", str(SHARED_DATASETS))
 # folders (an installed wheel's in a shadowing folder), where it would name nothing once the cache is empty.
 if "://" not in os.environ["NLGBENCH_DATA_MIRROR"]:
     os.environ["NLGBENCH_DATA_MIRROR"] = str(Path(os.environ["NLGBENCH_DATA_MIRROR"]).expanduser().resolve())
-os.environ.setdefault("NLGBENCH_CACHE", tempfile.mkdtemp(prefix="nlgbench-test-cache-"))
+# A private cache per test process: pytest-xdist's workers inherit the controller's environment, and a
+# cache made here for the controller is replaced by one per worker (a user's own NLGBENCH_CACHE is kept).
+if "NLGBENCH_CACHE" not in os.environ or os.environ.get("NLGBENCH_TEST_CACHE") == os.environ["NLGBENCH_CACHE"]:
+    os.environ["NLGBENCH_CACHE"] = tempfile.mkdtemp(prefix="nlgbench-test-cache-")
+    os.environ["NLGBENCH_TEST_CACHE"] = os.environ["NLGBENCH_CACHE"]
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+# Test tiers (tests/tiers.py): every test has one; plain `pytest` runs unit and component.
+pytest_plugins = ["pytester"]  # tests/test_structure.py runs the tier rule on probe tests
+from tiers import pytest_addoption, pytest_collection_modifyitems, tier_guard  # noqa: E402,F401

@@ -22,6 +22,8 @@ from nlgbench.metrics.alignment import (
     wmd,
 )
 
+pytestmark = pytest.mark.component
+
 
 def test_identical_texts_are_at_distance_zero() -> None:
     rng = np.random.default_rng(0)

@@ -18,6 +18,8 @@ from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.foundations.errors import UserError
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 HYPS = ["the cat sat on the mat", "a dog ran in the park", "it is raining today"]
 REFS = ["a cat sat on the mat", "the dog runs through the park", "today it rains"]
@@ -144,7 +146,7 @@ needs_minilm = pytest.mark.skipif(
 )
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @needs_minilm
 def test_score_equals_bert_score_package() -> None:
     """`nlgbench.score` F1 equals bert_score.score F1 on 120 real WMT16 segments, MiniLM-L6 (layer 6)."""
@@ -158,7 +160,7 @@ def test_score_equals_bert_score_package() -> None:
     assert np.abs(np.array(ours) - f1.numpy()).max() <= 1e-5  # bert_score's own tests: decimal=5 (custom_assertions.py)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @needs_minilm
 def test_score_equals_the_sweep_cells_scores(tmp_path: Path) -> None:
     """The same items through `nlgbench.run` (a worker process) and `nlgbench.score` give the same
@@ -190,7 +192,7 @@ def test_score_equals_the_sweep_cells_scores(tmp_path: Path) -> None:
         assert np.abs(np.array(direct) - seg["score"].to_numpy()).max() <= 1e-6
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @needs_minilm
 def test_scorer_loads_once_and_equals_score_and_bert_score(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two `Scorer.score` calls load the model once and give what `nlgbench.score` and

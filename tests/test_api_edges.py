@@ -23,6 +23,8 @@ from test_cli import user_error
 from test_own_data import imported_run
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 HYPS = ["the cat sat on the mat", "a dog ran in the park", "it is raining today"]
 REFS = ["a cat sat on the mat", "the dog runs through the park", "today it rains"]
 

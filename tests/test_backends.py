@@ -19,6 +19,8 @@ from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef, parse_encoder_ref
 from nlgbench.foundations.errors import UserError
 
+pytestmark = pytest.mark.component
+
 ort = pytest.importorskip("onnxruntime", reason="extra `onnx` not installed")
 HAS_OPENVINO = all(m in sys.modules or __import__("importlib").util.find_spec(m) for m in ("openvino", "nncf"))
 BACKENDS = ["onnxruntime", *(["openvino"] if HAS_OPENVINO else [])]
@@ -53,7 +55,7 @@ def exports(cache: Path) -> list[Path]:
 # ----------------------------------------------------------------------------- agreement (real model)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(local_snapshot(HUB_MINILM) is None, reason="real MiniLM-L6 not in the local HF cache")
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("metric", ["bertscore", "moverscore", "baryscore"])
@@ -73,7 +75,7 @@ def test_fp32_backend_scores_equal_torch_on_real_minilm(backend: str, metric: st
     assert len(exports(cache)) == 1
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(local_snapshot(HUB_MINILM) is None, reason="real MiniLM-L6 not in the local HF cache")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_int8_backend_scores_stay_close_but_are_not_the_same(backend: str, cache: Path) -> None:

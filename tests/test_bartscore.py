@@ -17,6 +17,8 @@ from nlgbench.metrics.bartscore import BartScoreScorer
 from nlgbench.metrics.base import PhaseTimer
 from tiny import make_tiny_bart, make_tiny_bert
 
+pytestmark = pytest.mark.component
+
 ITEMS = [
     Item("de-en", i, "", src, ref, hyp, 0.0)
     for i, (src, ref, hyp) in enumerate(

@@ -22,6 +22,8 @@ from nlgbench.metrics.common import idf_table
 from nlgbench.metrics.embedding import embed_texts
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.component
+
 # "cat" is in every hypothesis but in one reference only: its idf differs between the two sides.
 ITEMS = [
     Item("xx-en", 0, "", "", "the cat sat on the mat", "a cat sat there", 0.1),
@@ -198,7 +200,7 @@ def test_options_are_checked_when_the_spec_is_read(tiny_dir: Path) -> None:
         BaryScoreScorer(EncoderRef(str(tiny_dir)), {"last_layers": 7}, "cpu", 2)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(
     local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None, reason="real MiniLM-L6 not in the local HF cache"
 )

@@ -19,6 +19,8 @@ from nlgbench.metrics.bertscore import BertScoreScorer
 from nlgbench.metrics.common import greedy_match, idf_table
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.component
+
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -132,7 +134,7 @@ def test_special_tokens_weighted_zero_by_id(tiny_dir: Path) -> None:
     assert not empty and emb[" "][2]  # a blank text: special tokens only, so P = R = F1 = 0 (bert_score)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(
     local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache (scripts/get_models.py)"
 )

@@ -33,6 +33,8 @@ from nlgbench.metrics.base import READ_FIELDS
 from test_cli import user_error
 from tiny import TEXTS, make_tiny_bart, make_tiny_bert, make_tiny_gpt2
 
+pytestmark = pytest.mark.component
+
 REPO = Path(__file__).resolve().parents[1]
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 ARGUMENT = {"hypothesis": "hypotheses", "reference": "references", "source": "sources"}
@@ -244,7 +246,7 @@ def test_the_api_warns_once_per_call_and_refuses_before_any_model_loads(monkeypa
 # ----------------------------------------------------------------------------- BERTScore equals bert_score (real)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache")
 @pytest.mark.parametrize("idf", [False, True])
 def test_bertscore_with_blank_texts_equals_bert_score(

@@ -29,6 +29,8 @@ from nlgbench.metrics.base import PhaseTimer, Scores
 from nlgbench.runs.store import Store
 from nlgbench.runs.views import LEGACY_COLUMNS, RESULTS_COLUMNS
 
+pytestmark = pytest.mark.unit
+
 RUN_V0 = Path(__file__).parent / "data" / "run_v0"
 
 

@@ -25,6 +25,8 @@ from nlgbench.cli import main
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.metrics import get_metric, metric_names
 
+pytestmark = pytest.mark.integration
+
 PREFIX = "nlgbench: error: "
 
 

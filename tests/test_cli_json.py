@@ -15,6 +15,8 @@ from nlgbench.cli import main
 from nlgbench.cli.listing import MIN_COLUMN, fit_widths
 from tiny import TEXTS, make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.mark.parametrize("what", ["encoders", "metrics", "aligners", "datasets"])
 def test_list_json_is_one_object_per_row(what: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,8 @@ from scipy import stats
 from nlgbench.statistics.correlation import MIN_POINTS
 from nlgbench.statistics.summary import correlate
 
+pytestmark = pytest.mark.unit
+
 
 def _sample(seed: int = 1) -> tuple[list[float], list[float], list[str]]:
     """Two language pairs of correlated random scores (40 and 25 segments)."""

@@ -24,6 +24,8 @@ from nlgbench.data.model import Dataset, Item, blank_positions, item_name
 from nlgbench.data.userfile import check_user_file
 from nlgbench.foundations.errors import UserError
 
+pytestmark = pytest.mark.unit
+
 PUBLIC_SOURCE = (
     "https://raw.githubusercontent.com/jbgruenwald/efficient-nlg-metrics/"
     "cf31a0d886320dc8a478564aad4b4e825a4704ee/datasets"

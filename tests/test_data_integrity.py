@@ -22,6 +22,8 @@ from nlgbench.data.model import HUMAN, sample_items
 from nlgbench.data.text import tsv_table
 from nlgbench.foundations.errors import UserError
 
+pytestmark = pytest.mark.unit
+
 # The reproduction of issue 25 item 5, byte for byte: a field that opens a quote it never closes.
 QUOTED_TSV = (
     "lp\tseg_id\tsystem\treference\thypothesis\thuman\n"

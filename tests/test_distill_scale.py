@@ -28,6 +28,8 @@ from nlgbench.distillation.teacher import Teacher, teacher_labels
 from nlgbench.foundations.errors import UserError
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 WORDS = (
     "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
     "quebec romeo sierra tango uniform victor whiskey xray yankee zulu"

@@ -34,6 +34,8 @@ from nlgbench.distillation.student import choose_max_length
 from nlgbench.foundations.errors import UserError
 from test_distill import CHRF, config, own_data, synthetic_rows
 
+pytestmark = pytest.mark.component
+
 PAIRS = 200  # 20 references held out: 180 training pairs, 23 batches of 8, 12 steps of 2 batches per epoch
 TRAINING = {"epochs": 3, "batch_size": 8, "accumulate": 2, "evals_per_epoch": 2, "max_length": "auto"}
 

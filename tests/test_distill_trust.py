@@ -26,6 +26,8 @@ from nlgbench.distillation.shards import SHARD_SIZE, plan_shards
 from nlgbench.foundations.errors import UserError
 from test_distill import CHRF, config, own_data
 
+pytestmark = pytest.mark.component
+
 one_thread = test_distill.one_thread
 tiny_dir = test_distill.tiny_dir
 

@@ -43,6 +43,8 @@ from nlgbench.runs.views import NO_COUNTER
 from test_runner import read_csv, write_spec
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.component
+
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
 

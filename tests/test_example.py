@@ -11,6 +11,8 @@ from nlgbench.cli import main
 from nlgbench.cli.example import SUMMARY_CHARS, example_files, relative_paths
 from nlgbench.foundations.package import package_file
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 

@@ -30,6 +30,8 @@ from helpers import committed_copy
 from nlgbench.execution.forkserver import SERVER_MODULE
 from tiny import TEXTS, make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 # ----------------------------------------------------------------------------- shared helpers
 
 

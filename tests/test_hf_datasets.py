@@ -32,6 +32,8 @@ from nlgbench.data.model import Dataset
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 
+pytestmark = pytest.mark.unit
+
 datasets = pytest.importorskip("datasets")
 
 REPO = Path(__file__).resolve().parents[1]

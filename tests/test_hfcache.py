@@ -16,6 +16,8 @@ from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, BertTo
 from nlgbench.encoders import hfcache
 from nlgbench.foundations.errors import UserError
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "##s", "##ed", "hello", "world", "."]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -21,6 +21,8 @@ from nlgbench.data.importers.table import import_table
 from nlgbench.data.importers.wmt_da import import_wmt_da
 from nlgbench.foundations.errors import UserError
 
+pytestmark = pytest.mark.unit
+
 DATA = Path(__file__).resolve().parent / "data" / "importers"
 SUMMEVAL = DATA / "summeval" / "model_annotations.aligned.paired.jsonl"
 DA_FOLDER = DATA / "DAseg-wmt99"

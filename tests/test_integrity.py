@@ -24,6 +24,8 @@ from nlgbench.cli import main
 from nlgbench.data.loaders import load_dataset
 from nlgbench.foundations.errors import UserError
 
+pytestmark = pytest.mark.integration
+
 # Integer-like texts that Python's int() reads as 7, 10, 5 or 7 ("1_0", "+5", "٧": an Arabic-Indic
 # digit), beside their plain forms, and one id that is no number at all. In one file they are ten
 # different items.

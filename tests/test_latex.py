@@ -25,6 +25,8 @@ from nlgbench.reporting.latex import MAX_ROWS, relative_latex, tradeoff_latex
 from nlgbench.reporting.renderers import latex_printable, latex_text, table_format
 from nlgbench.reporting.report import write_report
 
+pytestmark = pytest.mark.system
+
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = ("pdflatex", "pdftoppm", "pdftotext")
 TEXT_WIDTH = "6.3in"  # a two-column paper's text width (a table* float spans it)

@@ -36,6 +36,8 @@ from nlgbench.metrics.base import PhaseTimer, Scores
 from nlgbench.metrics.rouge import ROUGE_TYPES, RougeOptions
 from nlgbench.metrics.sacrebleu_metrics import ChrfOptions, SentBleuOptions
 
+pytestmark = pytest.mark.component
+
 LEXICAL = ("sentbleu", "chrf", *ROUGE_TYPES)
 NONE = EncoderRef(NO_ENCODER)
 

@@ -26,6 +26,8 @@ from nlgbench.runs.store import Store
 from test_no_machine_paths import machine_paths
 from tiny import make_tiny_bert, same_stat_other_bytes
 
+pytestmark = pytest.mark.integration
+
 RUN_V0 = Path(__file__).parent / "data" / "run_v0"
 WORDS = "the a cat dog sat ran on under mat house red green big small".split()
 

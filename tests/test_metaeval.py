@@ -15,6 +15,8 @@ from nlgbench.statistics.levels import Segments, quality, system_means
 from nlgbench.statistics.resampling import draw, resampling_unit, unit_count
 from nlgbench.statistics.significance import paired_permutation, williams_by_group, williams_test
 
+pytestmark = pytest.mark.unit
+
 
 def wmt_like(seed: int = 0, n_sources: int = 12) -> tuple[Segments, Segments]:
     """Two metrics' segments on two language pairs x 5 systems x n_sources sources."""

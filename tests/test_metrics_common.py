@@ -14,6 +14,8 @@ from nlgbench.metrics import get_metric, metric_names
 from nlgbench.metrics.base import MetricInfo, option_table, with_second_model
 from nlgbench.metrics.common import length_sorted_batches, length_sorted_map, pad_tensors
 
+pytestmark = pytest.mark.unit
+
 
 def test_length_sorted_batches_put_the_longest_first_and_keep_ties_in_input_order() -> None:
     lengths = [3, 7, 1, 7, 5]

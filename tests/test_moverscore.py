@@ -18,6 +18,8 @@ from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.moverscore import INFO, MoverScoreScorer, kept_tokens, ngram_cloud
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.component
+
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -113,7 +115,7 @@ def test_ngram_and_score_form_options(tiny_dir: Path) -> None:
             INFO.make(EncoderRef(str(tiny_dir)), bad, "cpu", 8)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache")
 def test_parity_with_published_moverscore_v2_on_wmt16() -> None:
     """<= 1e-5 against moverscore_v2.word_mover_score on real WMT16 segments, MiniLM-L6, idf.

@@ -24,6 +24,8 @@ from nlgbench.metrics.base import PhaseTimer, ReferencePolicy, Scores, aggregate
 from nlgbench.metrics.bertscore import BertScoreScorer
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.component
+
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 REFUSAL = (
     "{metric} cannot use several references per item (dataset has up to 3); "
@@ -335,7 +337,7 @@ def test_api_takes_lists_of_references_and_the_option(tiny_dir: Path) -> None:
 # ----------------------------------------------------------------------------- parity with bert_score (real model)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(
     local_snapshot(MINILM) is None, reason="real MiniLM-L6 not in the local HF cache (scripts/get_models.py)"
 )

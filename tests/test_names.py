@@ -9,6 +9,8 @@ import nlgbench
 from nlgbench.core.labels import find_encoder_label
 from nlgbench.foundations.errors import UserError
 
+pytestmark = pytest.mark.integration
+
 LABELS = ["all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2[num_layers=3]"]
 
 

@@ -24,6 +24,8 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.runs.importscores import import_scores
 from nlgbench.runs.rundata import RunData
 
+pytestmark = pytest.mark.integration
+
 DATA = Path(__file__).parent / "data" / "summarisation.jsonl"
 DIMENSIONS = ["coherence", "consistency", "fluency", "relevance"]
 

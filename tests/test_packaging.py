@@ -24,6 +24,8 @@ from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.environment import git_commit
 
+pytestmark = pytest.mark.system
+
 REPO = Path(__file__).resolve().parents[1]
 SHADOW = 'raise ImportError("the user\'s own {name} package was imported instead of nlgbench")\n'
 TORCH_CPU = "torch==2.13.0"  # the CPU wheel on this project's machines (any other spec pulls GBs of CUDA wheels)
@@ -180,7 +182,7 @@ def _nlgbench(site: Path, env: dict[str, str], cwd: Path, *args: str) -> subproc
     )
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_installed_wheel_lists_from_a_shadowing_folder(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     site, env = installed
     cwd = _shadow_folder(tmp_path)
@@ -203,7 +205,7 @@ def test_installed_wheel_lists_from_a_shadowing_folder(installed: tuple[Path, di
     assert all(name in datasets.stdout for name in ("wmt15", "wmt16", "wmt20", "wmt21"))
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(
     local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None, reason="real MiniLM-L6 not in the local HF cache"
 )
@@ -248,7 +250,7 @@ def _site_megabytes(python: Path) -> tuple[Path, float]:
     return Path(purelib), total / 1e6
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_wheel_in_a_fresh_environment_runs_the_quickstart_example(wheel: Path, tmp_path: Path) -> None:
     """Issue 31's acceptance: a fresh virtual environment (inside a git repository of the user's, as a
     project's .venv is) gets the CPU torch, then the wheel with its runtime dependencies only, from the

@@ -23,6 +23,8 @@ from nlgbench.statistics.pairwise import (
     source_pairs,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_pairwise_accuracy_counts_pairs_with_the_sign_rule() -> None:
     # pairs: (0,1) + +, (0,2) + +, (0,3) + -, (1,2) - -, (1,3) - -, (2,3) metric tie vs human - : 4 of 6 agree

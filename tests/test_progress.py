@@ -30,6 +30,8 @@ from nlgbench.execution.progress import PROGRESS_ENV, CellProgress, live
 from nlgbench.metrics.common import advance, length_sorted_map, progress_hook
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 TEXTS = ["a small cat sat on the mat", "the dog ran far away from home", "it rained all day long"]
 
 

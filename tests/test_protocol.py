@@ -49,6 +49,8 @@ from nlgbench.metrics.embedding import Prefetcher, embed_texts, prepared_batches
 from nlgbench.runs.views import RESULTS_COLUMNS, csv_row
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.component
+
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 
@@ -446,7 +448,7 @@ def test_tokenize_equals_the_tokenizer_call(tiny: Encoder) -> None:
     assert got == reference_tokenize(tiny, texts)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_tokenize_equals_the_tokenizer_call_on_minilm_and_wmt16() -> None:
     from nlgbench.data.loaders import load_dataset
 
@@ -497,7 +499,7 @@ def test_cuda_trackers_record_nothing_on_cpu() -> None:
 
 
 @needs_cuda
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.parametrize("idf", [False, True])
 def test_cuda_scores_equal_cpu_scores(idf: bool) -> None:
     """fp32 BERTScore on CUDA equals CPU to 1e-5 (issue 15 measured 5.7e-7 on an H100)."""

@@ -23,6 +23,8 @@ from nlgbench.metrics.sentsim import SentSimScorer, combine, min_max
 from nlgbench.metrics.xmoverscore import XMoverScoreScorer, lm_log_likelihood, ngrams, remap
 from tiny import make_tiny_bert, make_tiny_gpt2
 
+pytestmark = pytest.mark.component
+
 ITEMS = [
     Item("de-en", i, "", src, ref, hyp, float(i))
     for i, (src, ref, hyp) in enumerate(
@@ -226,7 +228,7 @@ def test_frugalscore_refuses_models_of_another_kind(bert_dir: Path) -> None:
         parse_spec(spec)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_sentsim_runs_for_real_in_a_sweep_with_minilm(tmp_path: Path) -> None:
     import csv
     import json

@@ -21,6 +21,8 @@ from nlgbench.foundations.registry import Registry, load_yaml, yaml_problem
 from nlgbench.metrics import get_metric, metric_names, metric_registry
 from nlgbench.metrics.base import MetricInfo
 
+pytestmark = pytest.mark.unit
+
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 

@@ -31,6 +31,8 @@ from nlgbench.runs.rundata import RunData
 from nlgbench.statistics.significance import williams_test
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 SUMMARISATION = Path(__file__).parent / "data" / "summarisation.jsonl"  # 8 documents x 4 systems, 4 dimensions
 
 

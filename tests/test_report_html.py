@@ -34,6 +34,8 @@ from nlgbench.runs.provenance import PUBLISHED_RUN, Provenance
 from nlgbench.statistics.correlation import fisher_interval
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "reports" / "example"
 

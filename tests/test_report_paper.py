@@ -45,6 +45,8 @@ from nlgbench.reporting.report import write_report
 from nlgbench.runs.rundata import CellFolderSource, PublishedSource, RunData, StoreSource
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parents[1]
 PEARSON = QualityOptions()
 

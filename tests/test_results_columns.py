@@ -30,6 +30,8 @@ from nlgbench.runs.views import (
 from nlgbench.statistics.correlation import METHODS
 from nlgbench.statistics.levels import LEVELS, canonical_level
 
+pytestmark = pytest.mark.integration
+
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 COMMITTED = [REPORTS / "example", REPORTS / "similarity"]  # the committed folders with a published report/
 MIB_COLUMNS = [c for c in RESULTS_COLUMNS if c.endswith("_mib")]

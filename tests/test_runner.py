@@ -23,6 +23,8 @@ from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.runs.views import CSV_COLUMNS
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 REQUIRED_FILLED = [c for c in CSV_COLUMNS if c != "error"]
 
 
@@ -153,7 +155,7 @@ def test_killed_sweep_resumes_without_rerunning_or_duplicating(tiny_dir: Path, t
         assert db.execute("SELECT COUNT(*) FROM segment_scores").fetchone()[0] == 3 * 240
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(
     local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None, reason="real MiniLM-L6 not cached"
 )

@@ -22,6 +22,8 @@ import pytest
 
 from tiny import TEXTS, make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 KEEP = "outside the run folder: must stay as it is\n"
 
 

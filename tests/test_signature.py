@@ -17,6 +17,8 @@ from nlgbench.core.signature import encoder_revision
 from nlgbench.data.loaders import load_dataset
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.component
+
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:

@@ -29,6 +29,8 @@ import pytest
 
 from tiny import TEXTS, make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "slurm-single-node.sh"
 
@@ -183,7 +185,8 @@ def write_spec(folder: Path, models: tuple[Path, ...], data: Path, batch_sizes: 
 # ----------------------------------------------------------------------------- on the cluster
 
 
-@pytest.mark.slurm
+@pytest.mark.system
+@pytest.mark.xdist_group("slurm")  # one cluster at a time on this machine
 def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_cell(
     cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -268,7 +271,8 @@ def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_ce
     assert len(book(run)) == 2
 
 
-@pytest.mark.slurm
+@pytest.mark.system
+@pytest.mark.xdist_group("slurm")  # one cluster at a time on this machine
 def test_ctrl_c_leaves_jobs_running_unless_cancel_on_exit_and_collect_records_them(
     cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -313,7 +317,8 @@ def test_ctrl_c_leaves_jobs_running_unless_cancel_on_exit_and_collect_records_th
     assert "collected 0 cell(s)" in again.stdout
 
 
-@pytest.mark.slurm
+@pytest.mark.system
+@pytest.mark.xdist_group("slurm")  # one cluster at a time on this machine
 def test_sbatch_refusal_is_one_line_and_leaves_no_submission(
     cluster: dict[str, str], models: tuple[Path, Path], tmp_path: Path
 ) -> None:

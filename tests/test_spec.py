@@ -33,6 +33,8 @@ from nlgbench.encoders.registry import EncoderRef, resolve_source
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric, metric_names
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
 
 QUICKSTART = {

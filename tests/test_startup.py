@@ -26,6 +26,8 @@ from nlgbench.execution.preload import LIBRARIES, architecture_modules
 from nlgbench.runs.views import csv_row
 from tiny import TEXTS, make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 # A sitecustomize that writes "ROLE PID PPID" lines to $PID_LOG: a plain worker (`python -c BOOT CELL_DIR`)
 # as it starts; a fork server as it starts and each of its children right after the fork.
 PID_SHIM = """

@@ -15,6 +15,8 @@ from nlgbench.statistics.levels import Segments, quality, quality_note, system_m
 from nlgbench.statistics.significance import paired_bootstrap, williams_test
 from nlgbench.statistics.summary import correlate
 
+pytestmark = pytest.mark.unit
+
 
 def segments(score, human, lp=None, system=None) -> Segments:
     n = len(score)

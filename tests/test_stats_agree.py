@@ -23,6 +23,8 @@ from nlgbench.cli import main
 from nlgbench.statistics.levels import canonical_level
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 # lp -> systems of its segments: two normal pairs, one of 2 segments (2 systems), one of 1 segment
 LAYOUT = {
     "aa-en": ["S0", "S1", "S2", "S3"] * 2 + ["S0"],

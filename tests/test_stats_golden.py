@@ -19,6 +19,8 @@ from nlgbench.statistics.significance import ZERO_DELTA, paired_bootstrap, willi
 from nlgbench.statistics.summary import correlate
 from stats_cases import N_CASES, random_case
 
+pytestmark = pytest.mark.unit
+
 GOLDEN = json.loads((Path(__file__).parent / "stats_golden.json").read_text(encoding="utf-8"))["cases"]
 # The old engines' methods and levels, under the names the golden file uses (issue 14 renamed
 # pooled -> global and lp_mean -> segment, kept as aliases; kendall_c and the item level are new).

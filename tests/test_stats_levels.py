@@ -32,6 +32,8 @@ from nlgbench.statistics.levels import (
 )
 from nlgbench.statistics.summary import correlate
 
+pytestmark = pytest.mark.unit
+
 # ----------------------------------------------------------------------------- the constructed data
 
 LPS = ("aa-en", "bb-en")

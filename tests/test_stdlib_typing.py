@@ -12,6 +12,10 @@ import sysconfig
 import typing
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.integration
+
 
 def site_folders() -> list[Path]:
     """This environment's site-packages folders (pure and platform-specific)."""

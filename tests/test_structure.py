@@ -15,6 +15,8 @@ import pytest
 
 from nlgbench.foundations.deferred import DEFERRED_LIBRARIES
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "bench" / "nlgbench"
 
@@ -206,3 +208,54 @@ def test_no_grab_bag_module(name: str) -> None:
     """No module over 500 lines: a longer one holds several jobs (split it by job)."""
     lines = len(modules()[name].read_text(encoding="utf-8").splitlines())
     assert lines <= 500, f"{name}: {lines} lines"
+
+
+TIER_PROBES = {
+    "subprocess": "import subprocess\n\ndef test_probe():\n    subprocess.run(['true'], check=True)\n",
+    "fork": (
+        "import os\n\ndef test_probe():\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n"
+        "    os.waitpid(pid, 0)\n"
+    ),
+    "model file": "def test_probe(tmp_path):\n    (tmp_path / 'model.safetensors').write_bytes(b'x')\n",
+}
+
+
+@pytest.mark.parametrize("what", sorted(TIER_PROBES))
+@pytest.mark.parametrize("tier", ["unit", "component", "integration"])
+def test_the_tier_rule_fails_a_test_that_needs_more_than_its_tier(
+    pytester: pytest.Pytester, tier: str, what: str
+) -> None:
+    """A unit test that starts a process or opens a model file fails, as does a component test that starts
+    a process; an integration test may do both (tests/tiers.py's audit hook)."""
+    pytester.makeconftest(
+        "from tiers import pytest_addoption, pytest_collection_modifyitems, tier_guard  # noqa: F401\n"
+    )
+    pytester.makepyfile(test_probe=f"import pytest\n\npytestmark = pytest.mark.{tier}\n\n" + TIER_PROBES[what])
+    result = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "--tier", "all")
+    refused = tier == "unit" or (tier == "component" and what != "model file")
+    if refused:
+        result.assert_outcomes(failed=1)
+        assert "TierViolation" in result.stdout.str()
+    else:
+        result.assert_outcomes(passed=1)
+
+
+def test_every_test_has_one_tier_and_plain_pytest_runs_the_fast_two(pytester: pytest.Pytester) -> None:
+    """A test without a tier marker stops the collection; `--tier` picks tiers (default unit, component)."""
+    pytester.makeconftest(
+        "from tiers import pytest_addoption, pytest_collection_modifyitems, tier_guard  # noqa: F401\n"
+    )
+    body = "import pytest\n\n" + "".join(
+        f"@pytest.mark.{tier}\ndef test_{tier}():\n    pass\n\n"
+        for tier in ("unit", "component", "integration", "system")
+    )
+    pytester.makepyfile(test_tiers=body)
+    pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider").assert_outcomes(passed=2, deselected=2)
+    pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "--tier", "all").assert_outcomes(passed=4)
+    pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "--tier", "system").assert_outcomes(
+        passed=1, deselected=3
+    )
+    pytester.makepyfile(test_untiered="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider")
+    assert "have no tier marker" in result.stderr.str() + result.stdout.str()
+    assert result.ret != 0

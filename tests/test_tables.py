@@ -10,6 +10,8 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.tables import by_dataset_table, cells_table
 from nlgbench.runs.rundata import RunData
 
+pytestmark = pytest.mark.unit
+
 
 def row(
     metric: str, aligner: str, encoder: str, dataset: str, ms: str, r: str, status: str = "ok", exit_layer: str = ""

@@ -15,6 +15,8 @@ from nlgbench.data.loaders import load_dataset
 from nlgbench.data.model import sample_items
 from nlgbench.foundations.errors import UserError
 
+pytestmark = pytest.mark.integration
+
 METRICS = [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}]
 
 

@@ -16,6 +16,8 @@ from nlgbench.foundations.errors import UserError
 from test_runner import read_csv
 from tiny import make_tiny_bert
 
+pytestmark = pytest.mark.component
+
 TEXTS = [
     "the cat sat on the mat .",
     "a much longer sentence about the cat , the dog and the mat on which they sat",

@@ -24,6 +24,8 @@ from nlgbench.runs.store import Store
 from nlgbench.runs.views import LEGACY_COLUMNS
 from tiny import TEXTS, make_tiny_bert
 
+pytestmark = pytest.mark.integration
+
 HEAD = 12  # max_segments: the first 12 de-en items, whose human scores rise with the row order
 MISSING_SEG = 3  # the de-en item without a human score
 
