@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 import shutil
-import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -327,8 +327,35 @@ def test_a_foreign_or_tampered_checkpoint_is_refused_with_one_line(
         distill([str(data_file)], CHRF, cfg, out, resume=True, log=quiet)
 
 
+CTRL_C_PROBE = """
+import json, signal, sys
+from pathlib import Path
+from nlgbench.cli import main
+from nlgbench.distillation.checkpoint import INDEX, checkpoint_folder
+
+argv = json.loads(sys.argv[1])
+partial = checkpoint_folder(Path(argv[argv.index("--out") + 1]))
+writes = []
+
+def profile(frame, event, _arg):
+    code = frame.f_code
+    if event == "call" and code.co_name == "write" and code.co_filename.endswith("checkpoint.py"):
+        if (partial / INDEX).is_file() and json.loads((partial / INDEX).read_text())["last"]["step"] == 2:
+            writes.append(1)
+            if len(writes) == 3:
+                sys.setprofile(None)
+                signal.raise_signal(signal.SIGINT)
+
+sys.setprofile(profile)
+code = main(argv)
+sys.setprofile(None)
+print(json.dumps({"code": code, "writes": len(writes)}))
+"""
+
+
+@pytest.mark.integration  # a process of its own: a profile hook and a real SIGINT
 def test_ctrl_c_inside_a_checkpoint_write_is_held_until_it_is_whole_then_exits_130(
-    tmp_path: Path, tiny_dir: Path, data_file: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, tiny_dir: Path, data_file: Path
 ) -> None:
     """A real SIGINT raised while torch's writer is writing a checkpoint's bytes (the third write call
     of the second checkpoint of training) is held until that checkpoint is whole: exit 130 with the line
@@ -338,24 +365,12 @@ def test_ctrl_c_inside_a_checkpoint_write_is_held_until_it_is_whole_then_exits_1
     argv = ["distill", "--teacher-metric", "chrf", "--student", str(tiny_dir), "--pairs", str(data_file)]
     argv += ["--epochs", "1", "--batch-size", "8", "--max-length", "64", "--checkpoint-every", "2", "--out", str(out)]
     partial = checkpoint_folder(out)
-    writes: list[int] = []
-
-    def profile(frame: Any, event: str, _arg: Any) -> None:
-        code = frame.f_code
-        if event == "call" and code.co_name == "write" and code.co_filename.endswith("checkpoint.py"):
-            if (partial / INDEX).is_file() and json.loads((partial / INDEX).read_text())["last"]["step"] == 2:
-                writes.append(1)
-                if len(writes) == 3:
-                    sys.setprofile(None)
-                    signal.raise_signal(signal.SIGINT)
-
-    sys.setprofile(profile)
-    try:
-        code = main(argv)
-    finally:
-        sys.setprofile(None)
-    assert code == 130 and len(writes) == 3
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+    probe = subprocess.run(
+        [sys.executable, "-c", CTRL_C_PROBE, json.dumps(argv)], capture_output=True, text=True, timeout=600
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    assert json.loads(probe.stdout.strip().splitlines()[-1]) == {"code": 130, "writes": 3}
+    assert probe.stderr.strip().splitlines()[-1] == (
         "nlgbench: interrupted; run the same command again with --resume to continue from where it stopped"
     )
     index = json.loads((partial / INDEX).read_text())
