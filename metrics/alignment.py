@@ -326,17 +326,3 @@ def transport_pairs(aligner: AlignerInfo, batches: Sequence[PairBatch], threads:
     with parallel(threads, "transport batches solved") as run:
         run(solve, len(batches))
     return out
-
-
-def align_batch(
-    name: str,
-    x: Sequence[torch.Tensor],
-    a: Sequence[torch.Tensor],
-    y: Sequence[torch.Tensor],
-    b: Sequence[torch.Tensor],
-    threads: int = 1,
-    batch_pairs: int = 32,
-) -> torch.Tensor:
-    """Distances [B] (on the CPU) between the clouds (x[i], a[i]) and (y[i], b[i]) with the named aligner, batched."""
-    info = get_aligner(name)
-    return transport_pairs(info, pad_pairs(info, x, a, y, b, threads, batch_pairs), threads)
