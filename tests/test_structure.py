@@ -214,7 +214,7 @@ ISSUE_NUMBER = re.compile(r"\bissues?[ -]?#?\d+", re.IGNORECASE)
 
 def test_no_issue_numbers_in_the_package() -> None:
     """Code, comments, docstrings, messages and the packaged examples say what and why, never which
-    issue asked for it (the CHANGELOG keeps the history): no `issue 30`, `Issue 25.6`, `issue-28`."""
+    issue asked for it (the CHANGELOG keeps the history): no `issue N`, `Issue N.M`, `issue-N`."""
     found = []
     for folder, _, files in os.walk(PACKAGE, followlinks=True):  # metrics/ and examples/ are links
         for file in sorted(files):
