@@ -1,5 +1,5 @@
 """Inference backends against torch: BERTScore and MoverScore on WMT16 (first 100 segments per
-language pair), each encoder x backend x precision, in alternating rounds in one process (issue 30).
+language pair), each encoder x backend x precision, in alternating rounds in one process.
 
     python benchmarks/backends.py [--models all-MiniLM-L6-v2,all-mpnet-base-v2]
         [--metrics bertscore,moverscore] [--variants torch,torch-int8,...] [--rounds 3]

@@ -5,7 +5,7 @@ alternately (order swapped every round) in this one process, so drift of the mac
 alike. Prints per-phase milliseconds per segment (median over rounds), the ratio BaryScore /
 BERTScore per round with its median and spread, and, with --pot, the barycentre phase against
 the published code's calls (POT's `free_support_barycenter` per text) on the same states.
-Target (issue 15): BaryScore total <= 2x BERTScore on CPU.
+Target: BaryScore total <= 2x BERTScore on CPU.
 
     python benchmarks/baryscore_phases.py [--model ID] [--dataset wmt16] [--max-segments N]
         [--batch-size B] [--threads T] [--rounds R] [--sinkhorn-regs 0.1 ...] [--pot]

@@ -7,12 +7,12 @@ sweep, and nlgbench's BERTScore against the `bert_score` package on the GPU.
         [--without-mpnet] [--allow-cpu] [--summary-only]
 
 Every cell runs as a sweep cell does (`nlgbench.run`: a fresh worker per cell, the measurement
-protocol of the README: warm-up until stable on CUDA, wall clock and CUDA events, CV of the
+protocol of docs/concepts/measurement.md: warm-up until stable on CUDA, wall clock and CUDA events, CV of the
 repeats). Writes to OUT: one run folder per part (results.csv, cells/), `machine.json` (the
 environment), `summary.csv` and `summary.md` (the table printed at the end), `batch_sweep.png`
 (ms/segment and encode share against batch size) and `bert_score.json`.
 
-The table answers issue 15's questions: the share of a cell's time spent encoding (target >= 70%
+The table answers the GPU questions: the share of a cell's time spent encoding (target >= 70%
 for MiniLM BERTScore on a GPU), 3 layers against 6 (the cut should be measurably faster),
 fp16/bf16 against fp32, CUDA against CPU, the coefficient of variation of the repeats (target
 <= 3% on cells of >= 1000 segments), and BERTScore against bert_score (target <= 0.5x its time).
@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 MINILM = "all-MiniLM-L6-v2"
 MPNET = "all-mpnet-base-v2"
 PARTS = ("quickstart", "similarity", "sweep", "reference")
-# Targets of issue 15, checked in the summary.
+# The GPU targets, checked in the summary.
 TARGET_ENCODE_SHARE = 0.70
 TARGET_CV = 0.03
 TARGET_CV_MIN_SEGMENTS = 1000
@@ -120,7 +120,7 @@ def sweep_spec(device: str, max_segments: int | None, repeats: int, batch_sizes:
 
 
 def read_rows(run: Path) -> list[dict[str, str]]:
-    """results.csv's rows, with the current column names also for a file written before issue 28."""
+    """results.csv's rows, with the current column names also for a file written under the old names."""
     from nlgbench.runs.views import current_names
 
     with (run / "results.csv").open(encoding="utf-8", newline="") as fh:
@@ -162,7 +162,7 @@ def summary_row(part: str, row: dict[str, str]) -> dict[str, Any]:
         "tokenize_overlapped_ms": ph.get("tokenize_overlapped"),
         "cuda_peak_allocated_mib": number(row.get("cuda_peak_allocated_mib", "")),
         "pearson_global": number(row.get("pearson_global", "")),
-        "startup_s": number(row.get("startup_s", "")),  # issue 30: worker start until loading began
+        "startup_s": number(row.get("startup_s", "")),  # worker start until loading began
         "load_s": number(row.get("load_s", "")),
         "energy_j_per_segment": number(row.get("energy_j_per_segment", "")),  # NVML on CUDA, RAPL on CPU
         "energy_counter": row.get("energy_counter", ""),
@@ -398,7 +398,7 @@ def recorded_parts(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | No
 
 
 def checks(rows: list[dict[str, Any]], device: str, reference: dict[str, Any] | None) -> list[str]:
-    """Issue 15's targets against what was measured (lines to print)."""
+    """The GPU targets against what was measured (lines to print)."""
     lines = []
     minilm = [r for r in rows if r["part"] == "quickstart" and r["device"] == device and r["encoder"] == MINILM]
     if minilm and minilm[0]["encode_share"] is not None:

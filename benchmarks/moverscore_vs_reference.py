@@ -5,7 +5,7 @@ threads; both loaded once, then timed alternately (order swapped every round) in
 process. Prints the time ratio per round with its median and spread, max |d score| (over pairs
 whose hypothesis tokens differ from the reference's: see tests/test_moverscore.py for why
 identical pairs differ by ~3e-4 in the reference) and nlgbench's split into encode / distance /
-transport. Target (issue 15): ratio <= 0.33 at identical scores.
+transport. Target: ratio <= 0.33 at identical scores.
 
     python benchmarks/moverscore_vs_reference.py [--model ID] [--batch-size B] [--threads T]
         [--max-segments N] [--rounds R]

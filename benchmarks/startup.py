@@ -1,4 +1,4 @@
-"""A cell's fixed cost (issue 30): start-up against a bare `import torch, transformers`, and where an
+"""A cell's fixed cost: start-up against a bare `import torch, transformers`, and where an
 encoder's `load_s` goes.
 
 1. `python -c "import torch, transformers"`, ROUNDS fresh processes: the bare import's seconds.

@@ -1,4 +1,4 @@
-"""Issue 15's CPU targets in one run: BaryScore / BERTScore (<= 2) and MoverScore / moverscore_v2 (<= 0.33).
+"""The transport metrics' CPU targets in one run: BaryScore / BERTScore (<= 2) and MoverScore / moverscore_v2 (<= 0.33).
 
 Runs benchmarks/baryscore_phases.py and benchmarks/moverscore_vs_reference.py one after the
 other in this process (same threads), each alternating its two implementations for R rounds,

@@ -45,7 +45,7 @@ def exact_transport(
     What `ot.emd` and `ot.emd2` compute: the same preparation of the inputs (`solver_marginals`;
     points without mass left out of the solver, 0 in the plan) and the same C++ network simplex
     (`network_simplex`), without their per-call Python work (backend dispatch, marginal check,
-    dual centring: ~0.1 ms, as long as solving a 30 x 30 problem).
+    dual centring: as costly as solving a small problem).
     """
     a, b = solver_marginals(a, b)
     rows, cols = a != 0, b != 0
@@ -326,17 +326,3 @@ def transport_pairs(aligner: AlignerInfo, batches: Sequence[PairBatch], threads:
     with parallel(threads, "transport batches solved") as run:
         run(solve, len(batches))
     return out
-
-
-def align_batch(
-    name: str,
-    x: Sequence[torch.Tensor],
-    a: Sequence[torch.Tensor],
-    y: Sequence[torch.Tensor],
-    b: Sequence[torch.Tensor],
-    threads: int = 1,
-    batch_pairs: int = 32,
-) -> torch.Tensor:
-    """Distances [B] (on the CPU) between the clouds (x[i], a[i]) and (y[i], b[i]) with the named aligner, batched."""
-    info = get_aligner(name)
-    return transport_pairs(info, pad_pairs(info, x, a, y, b, threads, batch_pairs), threads)

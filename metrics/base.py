@@ -137,7 +137,7 @@ class BlankTexts:
     empty reference) in each item text it reads, the one declaration of it (`MetricInfo.blank_texts`).
 
     `scored`: fields where the metric's definition or reference code gives a blank text a value,
-    which its scorer computes (`value` says which, in words: the README's table and the warnings
+    which its scorer computes (`value` says which, in words: docs/reference/metrics.md's table and the warnings
     quote it); a blank text there is scored and warned about. `refused`: fields where it gives none
     (`reason` says why); a blank text there is refused, one line naming the metric and the item,
     before any model loads. A field in neither is not read, so a blank text there changes nothing.

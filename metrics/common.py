@@ -151,8 +151,7 @@ def group_sorted(lengths: Sequence[int], batch_size: int, tokens: int | None = N
     Either way a batch is also cut before its padding would outnumber its real tokens (padded
     tokens > 2 x real): a long outlier then shares its batch with a few texts, not with
     `batch_size` much shorter ones padded to its length. Model time grows with padded tokens
-    (on WMT16's first 100 per pair, MiniLM-L6 at batch 64: padded/real 1.25 -> 1.13 with one
-    batch more, README), and only batches dominated by padding are split."""
+    (docs/concepts/measurement.md, Batches), and only batches dominated by padding are split."""
     batch: list[int] = []
     real = 0
     for i in range(len(lengths)):

@@ -105,7 +105,7 @@ def prepared_batches(
     N texts are tokenised, not all: texts are taken longest first by characters (known before
     tokenising), N at a time; what is pending is sorted by token count and cut, and the last,
     possibly part-full batch of a slice waits for the next slice's texts. Batches are then a little
-    less tight (measured on WMT16: 0.3-4% more padded tokens than the global sort). Either way
+    less tight than under the global sort. Either way
     the batches depend on the texts only."""
     if slice_texts is None:
         order = list(range(len(texts)))
@@ -239,7 +239,7 @@ def slice_size(batch_size: int, tokens: int | None) -> int:
 def prefetch_in_thread(device: str) -> bool:
     """Whether model inputs are prepared in a background thread on `device`: on CUDA, where the
     device would otherwise wait for the CPU. On CPU tokenisation and the model share the same
-    cores, and inline preparation measured as fast or faster (README, Measurement protocol)."""
+    cores, and inline preparation measured as fast or faster (docs/concepts/measurement.md)."""
     return device.startswith("cuda")
 
 

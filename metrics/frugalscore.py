@@ -2,7 +2,7 @@
 
 The student is a sequence classifier with one output; a pair is scored by one forward pass
 over "hypothesis [SEP] reference" (the order of the published scorer), truncated to
-`max_length`, on torch or on an inference backend (`backend:`, issue 30). The twelve published
+`max_length`, on torch or on an inference backend (`backend:`). The twelve published
 students are in encoders.yaml (kind cross-encoder).
 """
 
@@ -27,7 +27,7 @@ def pair_scores(
     model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None
 ) -> torch.Tensor:
     """The single regression output of the cross-encoder per pair, [B]. `model`: torch's sequence
-    classifier, or a backend's runner of its export (`BackendRunner`, issue 30)."""
+    classifier, or a backend's runner of its export (`BackendRunner`)."""
     extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
     if isinstance(model, BackendRunner):
         logits = model.logits({"input_ids": input_ids, "attention_mask": attention_mask, **extra})

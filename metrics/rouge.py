@@ -12,7 +12,7 @@ Several references per item: rouge-score's `score_multi` (`multi_reference="nati
 reference with the highest F-measure (with one reference it equals `score`). The scorer builds
 the RougeScorer once (the cell's load phase) and times one phase, `score`; single-threaded Python
 on the CPU whatever the cell's device (describe() says `runs_on: cpu`); batch size has no effect.
-rouge-score (and the nltk it imports, a few seconds and ~80 MB) is imported with this module,
+rouge-score (and the nltk it imports, slow and large) is imported with this module,
 outside the cell's load time, as the worker does for torch and transformers.
 """
 

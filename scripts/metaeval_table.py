@@ -1,4 +1,4 @@
-"""The README's "Meta-evaluation" results table: `nlgbench compare` of two encoders in a run folder
+"""The results table of docs/results/meta-evaluation.md: `nlgbench compare` of two encoders in a run folder
 at every level and pairwise method, as Markdown rows.
 
     python scripts/metaeval_table.py RUN_DIR --candidate all-MiniLM-L6-v2 --baseline all-mpnet-base-v2

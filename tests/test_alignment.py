@@ -12,12 +12,13 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import (
     ALIGNERS,
     align,
-    align_batch,
     euclidean_cost,
     exact_transport,
     get_aligner,
+    pad_pairs,
     parallel,
     rwmd,
+    transport_pairs,
     wcd,
     wmd,
 )
@@ -129,9 +130,10 @@ def test_batched_aligners_equal_per_pair(name: str, device: str) -> None:
     rng = np.random.default_rng(5)
     refs, hyps = _clouds(rng, 40), _clouds(rng, 40)
     per_pair = np.array([align(name, x, a, y, b) for (x, a), (y, b) in zip(refs, hyps, strict=True)])
+    aligner = get_aligner(name)
     for threads, batch_pairs in ((1, 64), (3, 7)):  # one padded batch; 6 batches sorted by size, 3 threads
-        batched = align_batch(
-            name,
+        batches = pad_pairs(
+            aligner,
             [torch.from_numpy(x).to(device) for x, _ in refs],
             [torch.from_numpy(a) for _, a in refs],
             [torch.from_numpy(y).to(device) for y, _ in hyps],
@@ -139,6 +141,7 @@ def test_batched_aligners_equal_per_pair(name: str, device: str) -> None:
             threads,
             batch_pairs,
         )
+        batched = transport_pairs(aligner, batches, threads)
         assert batched.device.type == "cpu" and batched.dtype == torch.float64 and batched.shape == (40,)
         # costs from torch's batched product instead of NumPy's: |x|^2, |y|^2 < 60 (d = 16), distances > 1,
         # so each cost moves by <= (d + 2) u 4 * 60 / (2 * 1) = 2.4e-13 and each distance (a mean of costs,
@@ -151,7 +154,8 @@ def test_batched_rwmd_takes_points_without_mass_as_neighbours_as_rwmd() -> None:
     x, a = torch.tensor([[0.0, 0.0], [10.0, 0.0]]), torch.tensor([1.0, 3.0])
     y, b = torch.tensor([[0.0, 0.0], [10.0, 0.5], [10.0, 1.0]]), torch.tensor([1.0, 0.0, 1.0])
     short = [torch.tensor([[1.0, 0.0]]), torch.tensor([1.0])]  # a second pair, so that the first is padded
-    got = align_batch("rwmd", [x, short[0]], [a, short[1]], [y, short[0]], [b, short[1]])
+    aligner = get_aligner("rwmd")
+    got = transport_pairs(aligner, pad_pairs(aligner, [x, short[0]], [a, short[1]], [y, short[0]], [b, short[1]]))
     # float64 on small numbers: a few roundings
     assert got[0].item() == pytest.approx(rwmd(a.numpy(), b.numpy(), euclidean_cost(x.numpy(), y.numpy())), rel=1e-12)
     assert got[0].item() == pytest.approx(0.5, rel=1e-12) and got[1].item() == 0.0

@@ -2,11 +2,12 @@
 every sub-package is one layer and imports only its own or lower layers; no import loop between
 modules; nlgbench modules and the standard library are imported at module level (function-level
 imports only of the libraries `nlgbench.foundations.deferred` names); no private name imported
-across modules; no SQL outside the store."""
+across modules; no SQL outside the store; no issue numbers in the package."""
 
 from __future__ import annotations
 
 import ast
+import os
 import re
 import sys
 from pathlib import Path
@@ -259,3 +260,21 @@ def test_every_test_has_one_tier_and_plain_pytest_runs_the_fast_two(pytester: py
     result = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider")
     assert "have no tier marker" in result.stderr.str() + result.stdout.str()
     assert result.ret != 0
+
+
+ISSUE_NUMBER = re.compile(r"\bissues?[ -]?#?\d+", re.IGNORECASE)
+
+
+def test_no_issue_numbers_in_the_package() -> None:
+    """Code, comments, docstrings, messages and the packaged examples say what and why, never which
+    issue asked for it (the CHANGELOG keeps the history): no `issue N`, `Issue N.M`, `issue-N`."""
+    found = []
+    for folder, _, files in os.walk(PACKAGE, followlinks=True):  # metrics/ and examples/ are links
+        for file in sorted(files):
+            path = Path(folder) / file
+            if path.suffix not in {".py", ".yaml"}:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if ISSUE_NUMBER.search(line):
+                    found.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
+    assert not found, "issue numbers in the package:\n" + "\n".join(found)

@@ -33,10 +33,6 @@ PUBLIC_API = {
     "correlation": "nlgbench.api",
 }
 
-#: Old public names that moved: old name -> "module:new name" (none so far; a renamed public
-#: name is kept here, and only here, so that old code keeps working).
-LEGACY_EXPORTS: dict[str, str] = {}
-
 __all__ = [
     "Scorer",
     "__version__",
@@ -52,16 +48,12 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """An API name from its module (PEP 562), kept in the package once loaded."""
-    if name in PUBLIC_API:
-        module, attribute = PUBLIC_API[name], name
-    elif name in LEGACY_EXPORTS:
-        module, _, attribute = LEGACY_EXPORTS[name].partition(":")
-    else:
+    if name not in PUBLIC_API:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), attribute)
+    value = getattr(importlib.import_module(PUBLIC_API[name]), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *PUBLIC_API, *LEGACY_EXPORTS})
+    return sorted({*globals(), *PUBLIC_API})

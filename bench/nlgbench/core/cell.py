@@ -259,7 +259,7 @@ def metric_versions(metric: str) -> dict[str, str]:
 
 
 def backend_versions(encoder: EncoderRef) -> dict[str, str]:
-    """major.minor of the inference backend an encoder runs on (issue 30: `onnxruntime`, `openvino`),
+    """major.minor of the inference backend an encoder runs on (`onnxruntime`, `openvino`),
     part of its cells' ids; {} for torch, whose version every id holds already."""
     if encoder.backend is None:
         return {}

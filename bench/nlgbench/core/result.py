@@ -102,7 +102,7 @@ class Timing:
     rest of the wall time; phases named `*_overlapped` ran in the background, hidden, and are not
     part of that sum).
 
-    Since the GPU-grade protocol (issue 15): each warm-up pass's seconds and, on CUDA, whether the
+    Since the GPU-grade protocol: each warm-up pass's seconds and, on CUDA, whether the
     warm-up ended stable; the repeats' coefficient of variation; per repeat the process CPU
     seconds and, on CUDA, the CUDA-event seconds and the SM clock after it. These are None in
     results written before (and the CUDA ones on CPU), and then left out of result.json."""
@@ -125,7 +125,7 @@ class Timing:
     repeat_cpu_s: list[float] | None = None  # process CPU time (all threads) per repeat
     repeat_cuda_s: list[float] | None = None  # CUDA-event time per repeat
     gpu_sm_clock_mhz: list[int | None] | None = None  # SM clock after each repeat, where readable
-    # Issue 30: worker start until the scorer could begin loading (process start, imports, config),
+    # Worker start until the scorer could begin loading (process start, imports, config),
     # model export to a backend's format (not part of load_s), and the energy each repeat drew where a
     # hardware counter exists (`energy_counter` names it: "rapl", "nvml"; "none" where none exists;
     # `energy_note` says what it read, or why there is none: nlgbench.measurement.energy).
@@ -245,12 +245,12 @@ class CellResult:
     repeat_agreement: RepeatAgreement | None = None
     correlation: dict[str, Any] | None = None
     environment: dict[str, Any] | None = None
-    scores_csv: dict[str, Any] | None = None  # scores.csv's rows and sha256 (`scores_record`); None before issue 25
+    scores_csv: dict[str, Any] | None = None  # scores.csv's rows and sha256 (`scores_record`); None in older results
     warnings: list[str] = field(
         default_factory=list
-    )  # data warnings (`nlgbench.core.datawarnings`); [] before issue 27
+    )  # data warnings (`nlgbench.core.datawarnings`); [] in older results
     # A cell that did not finish: its start-up seconds where its worker got that far (a finished cell's
-    # are `timing.startup_s`; read either through `startup_seconds`). None before issue 30.
+    # are `timing.startup_s`; read either through `startup_seconds`). None in older results.
     failed_startup_s: float | None = None
 
     @property

@@ -96,7 +96,7 @@ def recorded_signature(metric: str | None, scorer: Mapping[str, Any] | None) -> 
     """The nlgbench signature a cell's result records (`scorer.signature`), '' where there is none:
     imported cells, results written before signatures, and lexical cells written before
     sacrebleu's own string moved to `sacrebleu_signature` (it does not start with the metric). A local
-    folder recorded by its path (signatures written before issue 28's item 6) is shown by its name."""
+    folder recorded by its path (older signatures) is shown by its name."""
     value = (scorer or {}).get("signature")
     if not (isinstance(value, str) and metric is not None and value.startswith(f"{metric}|")):
         return ""

@@ -1,4 +1,4 @@
-"""Inference backends for token-embedding encoders (issue 30): the encoder exported once to ONNX
+"""Inference backends for token-embedding encoders: the encoder exported once to ONNX
 (its hidden states as outputs, dynamic batch and length), cached, and run by ONNX Runtime or
 OpenVINO instead of torch.
 
@@ -45,7 +45,7 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.package import cache_root
 
 OPSET = 17
-EXPORTER = "torch.onnx.export(dynamo=False)"  # the TorchScript exporter: 1 s for MiniLM, the dynamo one 8 s
+EXPORTER = "torch.onnx.export(dynamo=False)"  # the TorchScript exporter: several times quicker than dynamo's
 EXPORTS_FOLDER = "exports"
 MODEL_FILE = "model.onnx"  # the fp32 export
 ORT_INT8_FILE = "model.int8.onnx"  # ONNX Runtime's dynamic int8 quantisation of it

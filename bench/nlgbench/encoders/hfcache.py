@@ -209,7 +209,7 @@ def check_weight_file(path: Path, where: str) -> None:
 
 def load_options(source: str) -> dict[str, bool]:
     """`from_pretrained` options for `source`: `local_files_only` where its snapshot is on disk. Without
-    it transformers asks the Hub on every load even for a cached model (round trips per cell, and 90 s of
+    it transformers asks the Hub on every load even for a cached model (round trips per cell, and long
     retries on a machine without network and without HF_HUB_OFFLINE); with it the cell reads exactly the
     snapshot its id was computed from."""
     return {"local_files_only": True} if local_snapshot(source) is not None else {}

@@ -3,7 +3,7 @@
 Token-embedding metrics use `nlgbench.encoders.runtime.Encoder`; these metrics need the model's head
 (log-likelihoods, a regression output), so they load the matching Auto class. Variants that
 make sense for a whole model apply (`dtype`, `quantize`); layer truncation and early exit do not.
-A cross-encoder may run on an inference backend (issue 30: `backend: onnxruntime` / `openvino`, with
+A cross-encoder may run on an inference backend (`backend: onnxruntime` / `openvino`, with
 `quantize: int8`), from an export of its logits made once and cached (`nlgbench.encoders.backends`).
 """
 
@@ -38,7 +38,7 @@ class LoadedModel:
     model: Any
     device: str
     disk_bytes: int
-    # issue 30: the backend that runs the model; `model` is then torch's skeleton on the meta device
+    # the backend that runs the model; `model` is then torch's skeleton on the meta device
     # (configuration and parameter count)
     runner: BackendRunner | None = None
 

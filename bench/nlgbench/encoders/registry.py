@@ -35,7 +35,7 @@ KINDS = ("encoder", "seq2seq", "causal-lm", "cross-encoder")
 
 # Variant options an encoder may carry in a spec, with their types (see nlgbench.encoders.variants).
 VARIANT_OPTIONS: dict[str, type] = {
-    "backend": str,  # issue 30: torch (default), onnxruntime, openvino (nlgbench.encoders.backends)
+    "backend": str,  # torch (default), onnxruntime, openvino (nlgbench.encoders.backends)
     "num_layers": int,
     "early_exit": float,
     "quantize": str,

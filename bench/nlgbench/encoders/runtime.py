@@ -91,7 +91,7 @@ class Encoder:
     special_ids: frozenset[int] = field(default_factory=frozenset)
     exit_state: ExitState | None = None  # set for early-exit variants
     exit_layers: dict[tuple[int, ...], int] = field(default_factory=dict)  # exit layer per input run
-    # issue 30: the backend that runs the model (ONNX Runtime, OpenVINO); `model` is then torch's module
+    # the backend that runs the model (ONNX Runtime, OpenVINO); `model` is then torch's module
     # for its configuration and parameter count only (on the meta device when the export was cached)
     runner: backends.BackendRunner | None = None
 
@@ -299,8 +299,8 @@ def _encoder_model(
 ) -> tuple[Any, int, int]:
     """torch's encoder module (the encoder half of a seq2seq model, no pooler, layers above the kept
     ones dropped), the model's total layers and those kept; on the meta device (no weights) if `meta`.
-    `export`: with the eager attention, whose traced graph ONNX Runtime ran 5-15% faster on MiniLM
-    than SDPA's (alternating rounds here); the same arithmetic."""
+    `export`: with the eager attention, whose traced graph ONNX Runtime runs faster than SDPA's
+    (docs/results/backends.md); the same arithmetic."""
     from transformers import AutoConfig, AutoModel
 
     if meta:

@@ -29,8 +29,8 @@ What a plain worker gives, the forked one keeps:
   of a process whose OpenMP pool ran deadlocks or runs on one thread); the child sets its threads.
 - Memory (`nlgbench.measurement.trackers.MemoryTracker`: baseline RSS after the imports, the RSS
   high-water mark, growth): a forked child starts with the server's anonymous pages in its RSS (their
-  page tables are copied), but not its file-backed ones (shared libraries' code and data: the kernel
-  fills those on first touch), about 120 MiB of libtorch and friends here. So that baseline, peak and
+  page tables are copied), but not its file-backed ones (shared libraries' code and data, libtorch's
+  among them: the kernel fills those on first touch). So that baseline, peak and
   growth read as a plain worker's, the child first maps the library pages the server had resident
   (`resident_file_ranges`, MADV_POPULATE_READ: Linux 5.14 or later, where /proc/self/pagemap is
   readable; elsewhere baseline and peak read lower by those pages, growth the same).

@@ -4,8 +4,8 @@ cell's architectures, and the libraries the correlation uses. A sweep's fork ser
 for all its cells (`nlgbench.execution.forkserver`); a plain worker imports them at its start
 (`nlgbench.execution.worker`). Either way the cell's `load_s` is building the model and reading its
 weights, never importing libraries: with transformers 5, `transformers.modeling_utils` and the modules
-beside it (torch.distributed, torch._dynamo, sympy) took about 1.5 s of MiniLM-L6's ~2 s `load_s` on
-this project's 2-vCPU machine, building the model and reading its weights about 0.15 s.
+beside it (torch.distributed, torch._dynamo, sympy) cost far more than building a small model
+(docs/concepts/measurement.md).
 
 Importing runs no torch op (nothing starts torch's thread pools or CUDA: a forked child could not use
 them). A module that cannot be imported is skipped here: the cell that needs it meets the error itself.
@@ -64,7 +64,7 @@ def architecture_modules(models: Iterable[str]) -> list[str]:
 
 
 def backend_modules(cell: CellConfig) -> list[str]:
-    """The inference backend's libraries a cell imports (issue 30; NNCF only to compress int8 weights)."""
+    """The inference backend's libraries a cell imports (NNCF only to compress int8 weights)."""
     backend = cell.encoder.backend
     if backend is None:
         return []

@@ -71,7 +71,7 @@ class CellProgress:
         if not self.enabled:
             return
         if self._bar is None or self._key != (what, total):
-            from tqdm import tqdm  # ~45 ms to import: only once a bar is drawn
+            from tqdm import tqdm  # imported only once a bar is drawn
 
             self._close()
             self._key = (what, total)

@@ -5,7 +5,7 @@ server (`nlgbench.execution.forkserver`) that has imported this module already; 
 (nlgbench.core.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
 Phases: start-up (`startup_s`: from the launcher starting the cell's process until this worker is
 ready to load: imports done, config read, threads set; model and data load excluded), data, load,
-prepare (corpus state), then the protocol of `measure.measure_scoring`:
+prepare (corpus state), then the protocol of `nlgbench.measurement.protocol.measure_scoring`:
 warm-up (not counted; until stable on CUDA) and R timed repeats over the whole dataset, with the
 cell's per-batch token budget (`batch_tokens`) in force where it has one. On a terminal
 (`progress.live`) it prints its phase lines and a live bar of each pass; elsewhere nothing. Exit code 0 when the cell
@@ -122,7 +122,7 @@ def measure_cell(cell_dir: Path, cell: StartedCell) -> CellResult:
         with LatencyTracker(sync) as load:
             extra = {"aligner": cfg.aligner} if info.accepts_aligners else {}
             scorer = info.make(cfg.encoder, cfg.options, device, cfg.batch_size, **extra)
-        export_s = exported_seconds()  # a backend's export (issue 30): its own phase, not part of load_s
+        export_s = exported_seconds()  # a backend's export: its own phase, not part of load_s
         _log(f"load: {load.seconds - (export_s or 0.0):.1f} s" + (f" (+ export {export_s:.1f} s)" if export_s else ""))
 
         with token_budget(cfg.batch_tokens), CellProgress(live(sys.stderr)) as bar, progress_hook(bar):

@@ -17,11 +17,11 @@ from nlgbench.foundations.errors import UserError
 
 DEFERRED_LIBRARIES = frozenset(
     {
-        "torch",  # ~1 s to import; the metrics and encoders import it at their top
-        "transformers",  # ~1-2 s; models load through it
+        "torch",  # slow to import; the metrics and encoders import it at their top
+        "transformers",  # slow to import; models load through it
         "safetensors",
         "ot",  # POT
-        "scipy",  # ~0.5 s (scipy.stats)
+        "scipy",  # scipy.stats is slow to import
         "pandas",
         "matplotlib",  # figures of `report` only
         "onnx",  # optional (extras onnx, openvino): inference backends, nlgbench.encoders.backends

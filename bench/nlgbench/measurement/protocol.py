@@ -51,11 +51,11 @@ class WarmupPolicy:
 
 def warmup_policy(device: str) -> WarmupPolicy:
     """CUDA: whole-data passes until stable. A GPU selects kernels per input shape, so every
-    length-sorted batch shape must have been run once, and the first passes are much slower
-    (issue 15: first repeats 4.4x (fp16), 5.4x (bf16) the later ones after a one-batch warm-up).
-    CPU: the spec's number of passes over a prefix of two batches. Measured (README, Measurement
-    protocol): on CPU a pass costs what a repeat costs, and the first pass over the data is not
-    slower than the later ones, so whole-data passes would double a cell's time for nothing."""
+    length-sorted batch shape must have been run once, and the first passes are several times
+    slower (docs/results/gpu.md). CPU: the spec's number of passes over a prefix of two batches.
+    Measured (docs/concepts/measurement.md, Warm-up): on CPU a pass costs what a repeat costs, and
+    the first pass over the data is not slower than the later ones, so whole-data passes would
+    double a cell's time for nothing."""
     cuda = device.startswith("cuda")
     return WarmupPolicy(whole_data=cuda, until_stable=cuda)
 

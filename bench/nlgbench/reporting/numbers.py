@@ -257,7 +257,7 @@ def quality_columns(df: pd.DataFrame) -> list[str]:
 
 def with_energy(run: RunData, df: pd.DataFrame) -> pd.DataFrame:
     """`df` (cells of `run`) with each cell's `energy_j_per_segment` (the mean over its repeats / its
-    segments; NaN where not measured) and `energy_counter` (rapl, nvml, none; '' before issue 30)."""
+    segments; NaN where not measured) and `energy_counter` (rapl, nvml, none; '' where the cell recorded no energy)."""
     timings = [run.results[c].timing for c in df["cell_id"]]
     per_segment = [
         float(np.mean(t.energy_j)) / n if t is not None and t.energy_j and n else np.nan
@@ -269,7 +269,7 @@ def with_energy(run: RunData, df: pd.DataFrame) -> pd.DataFrame:
 
 def energy_of(cells: pd.DataFrame) -> float | str:
     """The cells' mean joules per segment where a counter measured it; NO_COUNTER where none did
-    and some cell recorded that it has none; NaN where no cell recorded energy (before issue 30)."""
+    and some cell recorded that it has none; NaN where no cell recorded energy (older results)."""
     if "energy_j_per_segment" not in cells:
         return np.nan
     measured = cells["energy_j_per_segment"].dropna()

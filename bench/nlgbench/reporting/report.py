@@ -162,7 +162,7 @@ def write_quantities(out: Path, df: pd.DataFrame, quality: str) -> Table:
     and 95% interval (`nlgbench.reporting.quantities`); `quality` names what its quality column(s) hold."""
     matrix = quantity_correlations(df)
     write_atomic(out / "quantities.csv", quantity_csv(matrix).to_csv(index=False))
-    (out / "quantities_n.csv").unlink(missing_ok=True)  # before issue 29: n summed over metrics; now in the CSV
+    (out / "quantities_n.csv").unlink(missing_ok=True)  # older reports' n summed over metrics: now in the CSV
     note = quantity_note(matrix, quality)
     header, rows = quantity_rows(matrix)
     write_atomic(out / "quantities.md", markdown(header, rows) + f"\n{markdown_text(note)}\n")

@@ -93,8 +93,8 @@ def batch_text(results: list[CellResult]) -> str:
 
 
 def energy_text(result: CellResult) -> str:
-    """The energy counter a cell read and what it read, or 'n/a (no counter)' and why (issue 30);
-    '' for a cell recorded before."""
+    """The energy counter a cell read and what it read, or 'n/a (no counter)' and why;
+    '' for a cell recorded before nlgbench recorded energy."""
     t = result.timing
     if t is None or t.energy_counter is None:
         return ""
@@ -152,6 +152,6 @@ def run_info(folder: Path, results: list[CellResult], provenance: Provenance, so
         ("timing", protocol),
     ]
     energy = [text for text in map(energy_text, measured) if text]
-    if energy:  # cells recorded before issue 30 say nothing about energy: no fact
+    if energy:  # cells recorded before nlgbench recorded energy say nothing about it: no fact
         facts.append(("energy", distinct(energy)))
     return RunInfo(title, note, facts)

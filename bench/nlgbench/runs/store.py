@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS segment_meta (
 CREATE INDEX IF NOT EXISTS measurements_cell ON measurements (cell_id);
 """
 # A cell's data warnings (`CellResult.warnings`), one row each in order. Made by the first `record`
-# (a writer), not when a store opens: reading a store from before issue 27 changes nothing in it.
+# (a writer), not when a store opens: reading an older store changes nothing in it.
 WARNINGS_TABLE = (
     "CREATE TABLE IF NOT EXISTS warnings (cell_id TEXT, idx INTEGER, text TEXT, PRIMARY KEY (cell_id, idx))"
 )
@@ -288,7 +288,7 @@ class Store:
             )
 
     def _untype_seg_ids(self) -> None:
-        """A store written before issue 25 declares `seg_id INTEGER`, whose affinity turns the text
+        """An older store declares `seg_id INTEGER`, whose affinity turns the text
         "007" into 7: rebuild that table with the untyped column (rows kept as stored) before a cell
         is recorded. Only writers do this; reading an old store changes nothing in it."""
         declared = {name: kind for _, name, kind, *_ in self.db.execute("PRAGMA table_info(segment_scores)")}

@@ -6,8 +6,8 @@ results.csv names every correlation `<method>_<level>` (`correlation_column`; le
 nlgbench.statistics.levels: global = pooled segments, segment = per language pair then the mean,
 item, system), and its first one is the figure report and compare show by default (Pearson,
 global: nlgbench.reporting.quality.DEFAULT_QUALITY; a test checks they agree). Memory and sizes
-are in MiB (bytes / 2**20), named `_mib`. The names before issue 28 follow as LEGACY_COLUMNS
-(same values), kept for one release."""
+are in MiB (bytes / 2**20), named `_mib`. The older names follow as LEGACY_COLUMNS (same
+values), kept for one release."""
 
 from __future__ import annotations
 
@@ -100,14 +100,14 @@ EXTRA_COLUMNS = [
     "ms_per_segment_cv",
     "warmup_passes",
     "batch_tokens",
-    "startup_s",  # issue 30: worker start until loading began (timing.startup_s); blank before
-    "export_s",  # issue 30: exporting the model to its backend's format (0 when the export cache held it)
-    "energy_j_per_segment",  # issue 30: mean energy per segment over the repeats, from a hardware counter
-    "energy_counter",  # which counter (rapl, nvml), or "n/a (no counter)"; blank before issue 30
-    "signature",  # the scorer's reproducibility signature (nlgbench.core.signature), blank before issue 28
+    "startup_s",  # worker start until loading began (timing.startup_s); blank in older results
+    "export_s",  # exporting the model to its backend's format (0 when the export cache held it)
+    "energy_j_per_segment",  # mean energy per segment over the repeats, from a hardware counter
+    "energy_counter",  # which counter (rapl, nvml), or "n/a (no counter)"; blank in older results
+    "signature",  # the scorer's reproducibility signature (nlgbench.core.signature), blank in older results
     "warnings",  # the cell's data warnings (result.json `warnings`), "; "-joined
 ]
-# The column names before issue 28, kept for one release with the same values (old name -> new name),
+# The older column names, kept for one release with the same values (old name -> new name),
 # between EXTRA_COLUMNS and the note: `pearson`/`kendall`/`spearman` were the segment level (the mean
 # over language pairs), `*_pooled` the global level, `system_*` / `item_*` those levels, `*_mb` MiB.
 LEGACY_COLUMNS = {
@@ -195,7 +195,7 @@ def with_legacy(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def current_names(row: dict[str, str]) -> dict[str, str]:
-    """A results.csv row read from a file written before issue 28 (old names only) with the new
+    """A results.csv row read from a file written under the older names (old names only) with the new
     names too (LEGACY_COLUMNS), so readers of the new names read old run folders; a newer row as is."""
     return {**{new: row[old] for old, new in LEGACY_COLUMNS.items() if old in row and new not in row}, **row}
 
@@ -301,7 +301,7 @@ NO_COUNTER = "n/a (no counter)"  # results.csv and the report where no hardware 
 
 
 def energy_counter_label(counter: str | None) -> str:
-    """results.csv's `energy_counter`: the counter's name, NO_COUNTER where none exists, blank before issue 30."""
+    """results.csv's `energy_counter`: the counter's name, NO_COUNTER where none exists, blank in older results."""
     if counter is None:
         return ""
     return NO_COUNTER if counter == "none" else counter

@@ -16,10 +16,10 @@ from nlgbench.statistics.levels import Segments
 BOOTSTRAP_RESAMPLES = 1000
 # What `nlgbench compare --resamples` takes. At least MIN_RESAMPLES: a 95% percentile interval from
 # fewer draws rests on one or two draws per tail. At most MAX_RESAMPLES: each resample recomputes the
-# statistic over every segment of both cells in Python (about 1.6 ms for 600 segments: 10^5 take minutes
-# per row, 10^8 days) and all of them are held in memory; at 10^5 an interval's ends lie within about
-# 0.0005 of their percentile (the Monte Carlo error of a 2.5% quantile) and p resolves 2e-5, finer than
-# any human-judgment data set supports, so more resamples change nothing visible.
+# statistic over every segment of both cells in Python (10^5 take minutes per row, 10^8 days) and all
+# of them are held in memory; at 10^5 an interval's ends lie within about 0.0005 of their percentile
+# (the Monte Carlo error of a 2.5% quantile) and p resolves 2e-5, finer than any human-judgment data
+# set supports, so more resamples change nothing visible.
 MIN_RESAMPLES = 100
 MAX_RESAMPLES = 100_000
 BOOTSTRAP_SEED = 0

@@ -25,7 +25,7 @@ PLAIN_METHODS = ("pearson", "spearman", "kendall", "kendall_c", "kendall_like_al
 SOURCE_METHODS = ("darr_kendall", "acc_eq")  # pairs of translations of one source: global and segment level
 SYSTEM_METHODS = ("pairwise_accuracy", "soft_pairwise_accuracy")  # pairs of systems: system level
 METHODS = PLAIN_METHODS + SOURCE_METHODS + SYSTEM_METHODS
-METHOD_ALIASES = {"kendall_like": "kendall_like_all_pairs"}  # its name before issue 27, still accepted
+METHOD_ALIASES = {"kendall_like": "kendall_like_all_pairs"}  # its older name, still accepted
 ALL_LEVELS = ("global", "segment", "item", "system")
 METHOD_LEVELS: dict[str, tuple[str, ...]] = {
     **{m: ALL_LEVELS for m in PLAIN_METHODS},

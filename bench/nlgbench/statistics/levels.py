@@ -15,7 +15,7 @@ per language pair: its means would be the segments, the segment level again.
 
 Means (system means, means over groups) are `mean`, math.fsum / n: the sum is correctly rounded, so
 it does not depend on the order of the values, and two systems with the same scores in another
-order get the same mean, as Kendall's ties need (issue 19 item 1). (Means of different numbers of
+order get the same mean, as Kendall's ties need. (Means of different numbers of
 segments that are equal in decimals, [0.2, 0.2] and [0.1, 0.2, 0.3], can still differ in the last
 bit: binary floats are not decimals.)"""
 
@@ -41,7 +41,7 @@ from nlgbench.statistics.correlation import (
 from nlgbench.statistics.pairwise import calibrated_acc_eq, darr_kendall, soft_pairwise_accuracy, source_pairs
 
 LEVELS = ("global", "segment", "item", "system")
-LEVEL_ALIASES = {"pooled": "global", "lp_mean": "segment"}  # the names before issue 14, still accepted
+LEVEL_ALIASES = {"pooled": "global", "lp_mean": "segment"}  # older names, still accepted
 GROUPING = {"global": "none", "segment": "lp", "item": "doc_id", "system": "lp"}  # what each level groups by
 NAMES_SHOWN = 10  # a note names at most this many groups, then says how many more
 
@@ -142,8 +142,8 @@ def has_docs(seg: Segments) -> bool:
 def level_reason(seg: Segments, level: str) -> str | None:
     """Why `level` is unavailable for these segments as a whole, None when it is available:
     the item level needs document ids, the system level system names, and it is undefined when
-    every system has exactly one segment per language pair (issue 19 item 8: its "means" would
-    be single segments and the figure the segment level's)."""
+    every system has exactly one segment per language pair (its "means" would be single segments
+    and the figure the segment level's)."""
     level = canonical_level(level)
     if level == "item" and not has_docs(seg):
         return "no document ids (doc_id)"
