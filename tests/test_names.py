@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import nlgbench
-from nlgbench.core.labels import find_encoder_label
 from nlgbench.foundations.errors import UserError
+from nlgbench.reporting.encoder_lookup import find_encoder_label
 
 LABELS = ["all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2[num_layers=3]"]
 

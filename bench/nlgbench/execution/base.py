@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config, write_config
 from nlgbench.core.datawarnings import blank_text_warnings
-from nlgbench.core.leakage import guard_spec
 from nlgbench.core.result import CellResult
 from nlgbench.data.model import Dataset, item_name
 from nlgbench.execution.forkserver import WORKER_MODULE, ForkServer, boot, die_with
+from nlgbench.execution.leakage import guard_spec
 from nlgbench.execution.progress import PROGRESS_ENV, live
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.fmt import duration

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 import psutil
 
 from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config
-from nlgbench.core.leakage import guard_cell
 from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
 from nlgbench.core.scores import write_scores
 from nlgbench.core.signature import scorer_signature
 from nlgbench.encoders.backends import exported_seconds
 from nlgbench.encoders.runtime import truncated_texts
+from nlgbench.execution.leakage import guard_cell
 from nlgbench.execution.preload import cell_models, import_modules, startup_modules
 from nlgbench.execution.progress import CellProgress, live
 from nlgbench.foundations.files import write_atomic

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nlgbench.core.labels import find_encoder_label
 from nlgbench.data.model import HUMAN
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import unknown_name
+from nlgbench.reporting.encoder_lookup import find_encoder_label
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.renderers import TextTable
 from nlgbench.runs.rundata import RunData
