@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nlgbench.core.result import CellResult
-from nlgbench.execution.base import summary
+from nlgbench.execution.launcher_base import summary
 from nlgbench.reporting.compare import compare
 from nlgbench.reporting.numbers import with_quality
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions

@@ -104,7 +104,7 @@ def test_sorted_head_warns_unsorted_head_does_not(tmp_path: Path, capsys: pytest
     assert load_dataset(path=sorted_file, sample=(100, 0)).warnings == []
     assert load_dataset(path=sorted_file).warnings == []  # the whole file is no subset
 
-    from nlgbench.execution.base import check_datasets
+    from nlgbench.execution.preflight import check_datasets
 
     spec = parse_spec({"datasets": [{"path": str(sorted_file), "max_segments": 100}], "metrics": METRICS})
     check_datasets(spec)

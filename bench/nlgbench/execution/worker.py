@@ -1,6 +1,6 @@
 """Run one cell in this (fresh) process, following the measurement protocol of docs/architecture.md.
 
-Started by a launcher (`nlgbench.execution.base.worker_command`) with CELL_DIR, or forked from a fork
+Started by a launcher (`nlgbench.execution.workerprocess.worker_command`) with CELL_DIR, or forked from a fork
 server (`nlgbench.execution.forkserver`) that has imported this module already; reads `CELL_DIR/config.json`
 (nlgbench.core.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
 Phases: start-up (`startup_s`: from the launcher starting the cell's process until this worker is
@@ -188,7 +188,7 @@ def failure(cell_dir: Path, exc: BaseException, startup_s: float | None = None) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The worker: `argv` (default: the command line's) is CELL_DIR [PACKAGE_DIR [STARTED]]
-    (`base.worker_command`); exit code 3 when this process imported another nlgbench than PACKAGE_DIR."""
+    (`workerprocess.worker_command`); exit code 3 when this process imported another nlgbench than PACKAGE_DIR."""
     args = list(sys.argv[1:] if argv is None else argv)
     cell_dir = Path(args[0])
     here = PACKAGE_DIR  # the package this worker was imported from
