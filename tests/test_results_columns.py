@@ -15,8 +15,8 @@ import pytest
 from nlgbench.core.result import CellResult
 from nlgbench.execution.launcher_base import summary
 from nlgbench.reporting.compare import compare
-from nlgbench.reporting.numbers import with_quality
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
+from nlgbench.reporting.relative_table import with_quality
 from nlgbench.runs.importscores import import_scores
 from nlgbench.runs.rundata import RunData, find_results
 from nlgbench.runs.views import (

@@ -97,7 +97,7 @@ def test_markdown_cells_cannot_add_columns_or_markup() -> None:
     terminal (`html=False`) < stays as it is."""
     import markdown as python_markdown
 
-    from nlgbench.reporting.renderers import markdown
+    from nlgbench.reporting.markup import markdown
 
     names = ["x|y", "<img src=x onerror=alert(1)>", "a & b \\ c", "two\nlines"]
     table = markdown(["dataset", "p"], [[name, "< 0.01"] for name in names])

@@ -120,7 +120,7 @@ def test_one_speedup_definition_in_compare_and_report() -> None:
     the medians; with an even number of repeats that differs from the median of pair ratios."""
     import pandas as pd
 
-    from nlgbench.reporting.numbers import relative_table
+    from nlgbench.reporting.relative_table import relative_table
     from nlgbench.statistics.speedup import speedup
 
     base, cand = [10.0, 12.0, 30.0, 11.0], [2.0, 2.5, 1.0, 3.0]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from nlgbench.core.labels import metric_label
 from nlgbench.foundations import fmt
-from nlgbench.reporting.renderers import markdown
+from nlgbench.reporting.markup import markdown
 from nlgbench.runs.views import MAIN_QUALITY, QUALITY_COLUMNS, column_label, current_names
 
 CELL_COLUMNS = [
