@@ -13,8 +13,8 @@ from pathlib import Path
 
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.tables import by_dataset_table, cells_table
+from nlgbench.runs.csvfiles import QUALITY_COLUMNS
 from nlgbench.runs.rundata import RunData
-from nlgbench.runs.views import QUALITY_COLUMNS
 
 
 def main() -> int:

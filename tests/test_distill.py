@@ -25,8 +25,8 @@ from nlgbench.cli import main
 from nlgbench.cli.distill import cmd_distill
 from nlgbench.cli.distill_parser import add_distill_arguments
 from nlgbench.core import leakage
+from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import Item
 from nlgbench.distillation import teacher
 from nlgbench.distillation.augment import EDITS, synthetic_candidates
 from nlgbench.distillation.config import TrainConfig

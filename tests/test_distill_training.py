@@ -28,7 +28,7 @@ from nlgbench.cli.distill_parser import add_distill_arguments
 from nlgbench.distillation.checkpoint import INDEX, checkpoint_folder
 from nlgbench.distillation.curve import CURVE_FILE
 from nlgbench.distillation.pipeline import DistillResult, distill
-from nlgbench.distillation.progress import BAR_INTERVAL
+from nlgbench.distillation.steplog import BAR_INTERVAL
 from nlgbench.distillation.student import choose_max_length
 from nlgbench.execution.leakage import DISTILL_FILE
 from nlgbench.foundations.errors import UserError

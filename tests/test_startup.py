@@ -23,7 +23,7 @@ from nlgbench.execution import forkserver
 from nlgbench.execution.forkserver import ForkServer, resident_file_ranges
 from nlgbench.execution.preload import LIBRARIES, architecture_modules
 from nlgbench.execution.workerprocess import prepare_cell, run_worker, worker_environment
-from nlgbench.runs.views import csv_row
+from nlgbench.runs.csvfiles import csv_row
 from tiny import TEXTS, make_tiny_bert
 
 # A sitecustomize that writes "ROLE PID PPID" lines to $PID_LOG: a plain worker (`python -c BOOT CELL_DIR`)

@@ -60,7 +60,7 @@ def test_cells_table_names_each_correlation_with_its_level() -> None:
 
 def test_a_results_csv_written_before_issue_28_gives_the_same_tables() -> None:
     """A row under the old names only (LEGACY_COLUMNS: pearson_pooled, weight_mb ...) reads as the new one."""
-    from nlgbench.runs.views import LEGACY_COLUMNS
+    from nlgbench.runs.csvfiles import LEGACY_COLUMNS
 
     rows = [row("bertscore", "none", "m", "a", "3", "0.61234"), row("moverscore", "wmd", "m", "b", "", "", "failed")]
     renamed = {new: old for old, new in LEGACY_COLUMNS.items()}

@@ -11,8 +11,8 @@ import pytest
 
 from nlgbench.core.cell import DatasetRef
 from nlgbench.core.spec import parse_spec
+from nlgbench.data.items import sample_items
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import sample_items
 from nlgbench.foundations.errors import UserError
 
 METRICS = [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}]

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from nlgbench.data.items import Dataset
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import Dataset
 from nlgbench.execution.leakage import overlapping_items, text_hash, training_hashes
 from nlgbench.foundations.errors import UserError
 

@@ -35,8 +35,8 @@ from nlgbench.distillation.config import TrainConfig
 from nlgbench.distillation.curve import CURVE_FILE, plot_curve
 from nlgbench.distillation.holdout import holdout_names
 from nlgbench.distillation.pairs import Pair, gather_pairs, kinds, pairs_sha256, split_by_reference
-from nlgbench.distillation.progress import Log, log_stderr
 from nlgbench.distillation.shards import SHARD_SIZE
+from nlgbench.distillation.steplog import Log, log_stderr
 from nlgbench.distillation.student import INPUT_ORDER, Example, check_student
 from nlgbench.distillation.teacher import Labels, Teacher, shards_key, teacher_labels
 from nlgbench.distillation.training import Trained, train_student

@@ -26,8 +26,8 @@ from nlgbench.encoders.hfcache import (
 from nlgbench.foundations.deferred import require
 from nlgbench.foundations.errors import UserError, closest, unknown_name
 from nlgbench.foundations.jsonwalk import map_strings
+from nlgbench.foundations.lazyregistry import Registry, UserFiles, read_registry_file
 from nlgbench.foundations.package import package_file
-from nlgbench.foundations.registry import Registry, UserFiles, read_registry_file
 
 ENCODERS_FILE = package_file("encoders.yaml")  # the repository's encoders.yaml, shipped in the package
 USER_ENCODERS = UserFiles("NLGBENCH_ENCODERS")  # the user's encoder files, merged over the packaged one

@@ -19,9 +19,9 @@ from nlgbench.core.result import CellResult
 from nlgbench.execution.leakage import guard_spec
 from nlgbench.execution.preflight import check_datasets, check_devices
 from nlgbench.foundations.fmt import duration
+from nlgbench.runs.csvfiles import column_label, correlation_columns
 from nlgbench.runs.folder import locked
 from nlgbench.runs.store import Store, open_store
-from nlgbench.runs.views import column_label, correlation_columns
 
 if TYPE_CHECKING:
     from nlgbench.core.spec import SweepSpec

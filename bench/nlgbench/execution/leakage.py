@@ -26,7 +26,7 @@ from nlgbench.foundations.errors import UserError
 
 if TYPE_CHECKING:
     from nlgbench.core.spec import SweepSpec
-    from nlgbench.data.model import Dataset, Item
+    from nlgbench.data.items import Dataset, Item
 
 DISTILL_FILE = "distill.json"
 TEXTS_FILE = "training_texts.sha256"  # one hash per line: every reference and (reference, candidate) pair seen

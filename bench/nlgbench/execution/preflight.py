@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from nlgbench.core.datawarnings import blank_text_warnings
-from nlgbench.data.model import Dataset, item_name
+from nlgbench.data.items import Dataset, item_name
 from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import check_device
 from nlgbench.metrics import get_metric

@@ -44,7 +44,7 @@ from nlgbench.metrics import get_metric
 from nlgbench.metrics.common import progress_hook, token_budget
 
 if TYPE_CHECKING:
-    from nlgbench.data.model import Item
+    from nlgbench.data.items import Item
     from nlgbench.metrics.base import MetricInfo
 
 # What torch's CPU allocator says when an allocation fails (a RuntimeError, not a MemoryError).

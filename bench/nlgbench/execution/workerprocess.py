@@ -15,8 +15,8 @@ from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellCon
 from nlgbench.core.result import CellResult
 from nlgbench.execution.forkserver import WORKER_MODULE, ForkServer, boot, die_with
 from nlgbench.execution.progress import PROGRESS_ENV, live
+from nlgbench.foundations.lazyregistry import user_files_environment
 from nlgbench.foundations.package import PACKAGE_DIR
-from nlgbench.foundations.registry import user_files_environment
 from nlgbench.measurement.trackers import oom_kills
 from nlgbench.runs.folder import own_folder
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nlgbench.core.cell import IMPORTED
-from nlgbench.data.model import HUMAN
+from nlgbench.data.items import HUMAN
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.reporting.encoder_lookup import find_encoder_label

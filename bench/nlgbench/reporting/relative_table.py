@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nlgbench.data.model import HUMAN
+from nlgbench.data.items import HUMAN
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import unknown_name
 from nlgbench.reporting.encoder_lookup import find_encoder_label
 from nlgbench.reporting.markup import TextTable
 from nlgbench.reporting.quality import QualityOptions
+from nlgbench.runs.csvfiles import NO_COUNTER
 from nlgbench.runs.rundata import RunData
-from nlgbench.runs.views import NO_COUNTER
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, percentile_interval
 from nlgbench.statistics.correlation import canonical_method
 from nlgbench.statistics.levels import canonical_level, left_out_note, quality_note, too_small_groups

@@ -1,14 +1,14 @@
 """Plain tables of a run folder's results.csv rows (`RunData.results_csv`, read as text): every cell,
 and one row per metric x encoder across datasets. Correlations are labelled with their level, as
-report and compare label them (nlgbench.runs.views.column_label); rows of a results.csv written
-before issue 28 are read under the new names (nlgbench.runs.views.current_names)."""
+report and compare label them (nlgbench.runs.csvfiles.column_label); rows of a results.csv written
+before issue 28 are read under the new names (nlgbench.runs.csvfiles.current_names)."""
 
 from __future__ import annotations
 
 from nlgbench.core.labels import metric_label
 from nlgbench.foundations import fmt
 from nlgbench.reporting.markup import markdown
-from nlgbench.runs.views import MAIN_QUALITY, QUALITY_COLUMNS, column_label, current_names
+from nlgbench.runs.csvfiles import MAIN_QUALITY, QUALITY_COLUMNS, column_label, current_names
 
 CELL_COLUMNS = [
     ("metric", "metric"),
