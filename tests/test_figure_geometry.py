@@ -32,7 +32,8 @@ from matplotlib.text import Text  # noqa: E402
 
 from helpers import committed_copy  # noqa: E402
 from nlgbench.cli import main  # noqa: E402
-from nlgbench.reporting import figures, placement  # noqa: E402
+from nlgbench.reporting.figures import drawing as figures  # noqa: E402
+from nlgbench.reporting.figures import placement  # noqa: E402
 from nlgbench.reporting.figures.drawing import DrawnFigure, build_figures, write_figures  # noqa: E402
 from nlgbench.reporting.figures.style import COLUMN_WIDTHS, FRONT_COLOR, FigureOptions  # noqa: E402
 from nlgbench.reporting.quality import QualityOptions  # noqa: E402

@@ -23,7 +23,7 @@ What a plain worker gives, the forked one keeps:
 - The worker's "imported another nlgbench" check: the server exits 3 before forking, and the cell is
   recorded as failed, its fork server having exited with code 3.
 - Environment: the server starts with the cells' environment (threads, user registry files,
-  NLGBENCH_PROGRESS: `base.worker_environment`), so what libraries read while importing is what a
+  NLGBENCH_PROGRESS: `workerprocess.worker_environment`), so what libraries read while importing is what a
   plain worker's would be; a cell that needs another environment restarts the server.
 - Threads: nothing in the server starts torch's thread pools (no torch op before fork: a forked child
   of a process whose OpenMP pool ran deadlocks or runs on one thread); the child sets its threads.

@@ -374,7 +374,7 @@ class DrawnFigure:
 
 def bars_note(cells: pd.DataFrame, options: QualityOptions, intervals: QualityIntervals) -> str:
     """What a figure's bars are: the 95% percentile bootstrap interval, the unit it resamples for
-    these cells (`numbers.resampling_words`), the resamples and the seed."""
+    these cells (`relative_table.resampling_words`), the resamples and the seed."""
     return (
         f"bars: 95% bootstrap interval of the quality, resampling {resampling_words(intervals.run, options, cells)}; "
         f"{intervals.n_resamples} resamples, seed {intervals.seed}"
