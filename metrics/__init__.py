@@ -13,7 +13,7 @@ from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 
 from nlgbench.encoders.registry import NO_ENCODER
-from nlgbench.foundations.registry import Registry
+from nlgbench.foundations.lazyregistry import Registry
 from nlgbench.metrics.base import MetricInfo
 
 ENTRY_POINT_GROUP = "nlgbench.metrics"

@@ -26,7 +26,7 @@ import ot
 import torch
 from ot.lp.emd_wrap import check_result, emd_c
 
-from nlgbench.foundations.registry import Registry
+from nlgbench.foundations.lazyregistry import Registry
 from nlgbench.metrics.common import advance, length_sorted_batches
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.models import load_model
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import pad_ids

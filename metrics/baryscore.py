@@ -25,7 +25,7 @@ import numpy as np
 import ot
 import torch
 
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Tokenized, load_encoder
 from nlgbench.foundations.errors import UserError

@@ -18,7 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from nlgbench.data.model import Item, blank_positions
+from nlgbench.data.items import Item, blank_positions
 from nlgbench.foundations.errors import UserError
 
 OptionsT = TypeVar("OptionsT")

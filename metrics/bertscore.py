@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef, default_layer
 from nlgbench.encoders.runtime import load_encoder
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores

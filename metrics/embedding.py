@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import torch
 
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
 from nlgbench.metrics.alignment import get_aligner

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.backends import BackendRunner
 from nlgbench.encoders.models import load_model
 from nlgbench.encoders.registry import EncoderRef

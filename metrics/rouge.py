@@ -25,7 +25,7 @@ from typing import Any
 
 from rouge_score import rouge_scorer
 
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 

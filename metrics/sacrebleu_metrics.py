@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
 
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
 from nlgbench.foundations.errors import UserError

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.models import load_model
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Tokenized, pad_ids

@@ -18,9 +18,9 @@ from pathlib import Path
 from nlgbench.core.labels import metric_label
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError
-from nlgbench.reporting.renderers import markdown
+from nlgbench.reporting.markup import markdown
 from nlgbench.runs.rundata import RunData
-from nlgbench.runs.views import MAIN_QUALITY, QUALITY_COLUMNS, column_label, current_names
+from nlgbench.runs.csvfiles import MAIN_QUALITY, QUALITY_COLUMNS, column_label, current_names
 
 CELL_COLUMNS = [
     ("metric", "metric"),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from nlgbench.runs.csvfiles import write_views
 from nlgbench.runs.rundata import find_results
-from nlgbench.runs.views import write_views
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or ["reports/example", "reports/similarity"]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.bartscore import BartScoreScorer

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from nlgbench.core.spec import parse_spec
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError

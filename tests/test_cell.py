@@ -26,8 +26,8 @@ from nlgbench.encoders.registry import EncoderRef
 from nlgbench.measurement.protocol import AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS, measure_scoring, warmup_items
 from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker
 from nlgbench.metrics.base import PhaseTimer, Scores
+from nlgbench.runs.csvfiles import LEGACY_COLUMNS, RESULTS_COLUMNS
 from nlgbench.runs.store import Store
-from nlgbench.runs.views import LEGACY_COLUMNS, RESULTS_COLUMNS
 
 pytestmark = pytest.mark.unit
 
@@ -119,7 +119,7 @@ def test_nan_becomes_null() -> None:
 
 
 def test_write_scores_columns(tmp_path: Path) -> None:
-    from nlgbench.data.model import Item
+    from nlgbench.data.items import Item
 
     items = [Item(lp="de-en", seg_id=1, system="", source="s", reference="r", hypothesis="h", human=0.5)]
     write_scores(tmp_path / "scores.csv", items, [0.1], {"f1": [0.1], "precision": [0.2]})

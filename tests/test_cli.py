@@ -493,7 +493,7 @@ def test_blank_source_is_fine_for_bertscore(tmp_path: Path) -> None:
     rows[0]["source"] = " "
     write_jsonl(tmp_path / "data.jsonl", rows)
     from nlgbench.core.spec import load_spec
-    from nlgbench.execution.base import check_datasets
+    from nlgbench.execution.preflight import check_datasets
 
     spec = load_spec(write_spec(tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}])))
     assert check_datasets(spec) == (spec, {"data": 3})

@@ -19,8 +19,8 @@ import pytest
 
 from helpers import fake_da
 from nlgbench.data.catalogue import MIRROR_ENV, cache_dir, dataset_names, fetch, load_catalogue, sha256_file
+from nlgbench.data.items import Dataset, Item, blank_positions, item_name
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import Dataset, Item, blank_positions, item_name
 from nlgbench.data.userfile import check_user_file
 from nlgbench.foundations.errors import UserError
 

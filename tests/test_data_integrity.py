@@ -17,8 +17,8 @@ from nlgbench.cli import main
 from nlgbench.data.catalogue import fetch, load_catalogue
 from nlgbench.data.importers.summeval import summeval_records
 from nlgbench.data.importers.table import import_table
+from nlgbench.data.items import HUMAN, sample_items
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import HUMAN, sample_items
 from nlgbench.data.text import tsv_table
 from nlgbench.foundations.errors import UserError
 

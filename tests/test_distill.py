@@ -24,9 +24,8 @@ import torch
 from nlgbench.cli import main
 from nlgbench.cli.distill import cmd_distill
 from nlgbench.cli.distill_parser import add_distill_arguments
-from nlgbench.core import leakage
+from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import Item
 from nlgbench.distillation import teacher
 from nlgbench.distillation.augment import EDITS, synthetic_candidates
 from nlgbench.distillation.config import TrainConfig
@@ -34,6 +33,7 @@ from nlgbench.distillation.pairs import gather_pairs
 from nlgbench.distillation.pipeline import DistillResult, distill
 from nlgbench.distillation.teacher import Teacher
 from nlgbench.encoders.registry import EncoderRef
+from nlgbench.execution import leakage
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.frugalscore import FrugalScoreScorer

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from nlgbench.cli.parser import build_parser
-from nlgbench.core import leakage
 from nlgbench.data.loaders import load_dataset
 from nlgbench.distillation.augment import SCALE_EDITS, synthetic_candidates
 from nlgbench.distillation.pairs import Pair, gather_pairs
 from nlgbench.distillation.pairs import kinds as pair_kinds
 from nlgbench.distillation.shards import SHARD_SIZE, plan_shards
 from nlgbench.distillation.teacher import Teacher, teacher_labels
+from nlgbench.execution import leakage
 from nlgbench.foundations.errors import UserError
 from tiny import make_tiny_bert
 

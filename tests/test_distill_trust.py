@@ -16,13 +16,13 @@ import pytest
 
 import test_distill
 from nlgbench.cli import main
-from nlgbench.core import leakage
 from nlgbench.data.catalogue import cache_dir
 from nlgbench.data.loaders import load_dataset
 from nlgbench.distillation.holdout import Holdout
 from nlgbench.distillation.pairs import Pair, gather_pairs
 from nlgbench.distillation.pipeline import DistillResult, distill
 from nlgbench.distillation.shards import SHARD_SIZE, plan_shards
+from nlgbench.execution import leakage
 from nlgbench.foundations.errors import UserError
 from test_distill import CHRF, config, own_data
 

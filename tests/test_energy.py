@@ -38,8 +38,8 @@ from nlgbench.measurement.energy import (
 )
 from nlgbench.measurement.protocol import measure_scoring
 from nlgbench.metrics.base import PhaseTimer, Scores
-from nlgbench.reporting.numbers import energy_of
-from nlgbench.runs.views import NO_COUNTER
+from nlgbench.reporting.relative_table import energy_of
+from nlgbench.runs.csvfiles import NO_COUNTER
 from test_runner import read_csv, write_spec
 from tiny import make_tiny_bert
 

@@ -941,7 +941,7 @@ def test_fork_server_killed_during_a_cell_is_named(tmp_path: Path, tiny_model: P
 
 
 def test_death_causes_and_memory_errors() -> None:
-    from nlgbench.execution.base import death_cause
+    from nlgbench.execution.workerprocess import death_cause
 
     assert death_cause(-9, oom_killed=True) == (
         "worker killed by the kernel's out-of-memory killer (signal 9, SIGKILL)",

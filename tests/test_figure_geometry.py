@@ -34,11 +34,12 @@ from matplotlib.text import Text  # noqa: E402
 
 from helpers import committed_copy  # noqa: E402
 from nlgbench.cli import main  # noqa: E402
-from nlgbench.reporting import figures, placement  # noqa: E402
-from nlgbench.reporting.figures import DrawnFigure, build_figures, write_figures  # noqa: E402
-from nlgbench.reporting.figurestyle import COLUMN_WIDTHS, FRONT_COLOR, FigureOptions  # noqa: E402
-from nlgbench.reporting.numbers import QualityIntervals, choose_baselines, pareto_front, with_quality  # noqa: E402
+from nlgbench.reporting.figures import drawing as figures  # noqa: E402
+from nlgbench.reporting.figures import placement  # noqa: E402
+from nlgbench.reporting.figures.drawing import DrawnFigure, build_figures, write_figures  # noqa: E402
+from nlgbench.reporting.figures.style import COLUMN_WIDTHS, FRONT_COLOR, FigureOptions  # noqa: E402
 from nlgbench.reporting.quality import QualityOptions  # noqa: E402
+from nlgbench.reporting.relative_table import QualityIntervals, choose_baselines, pareto_front, with_quality  # noqa: E402
 from nlgbench.runs.rundata import RunData  # noqa: E402
 
 PEARSON = QualityOptions()

@@ -28,7 +28,7 @@ from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.spec import load_spec, parse_spec
 from nlgbench.data.hubdata import content_sha256, hub_records, open_table
 from nlgbench.data.hubsource import HubSource, hub_warnings
-from nlgbench.data.model import Dataset
+from nlgbench.data.items import Dataset
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 

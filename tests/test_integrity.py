@@ -234,7 +234,7 @@ def test_import_scores_matches_seg_ids_as_text(capsys: pytest.CaptureFixture[str
 
 def test_load_scores_keeps_ids_and_texts_as_text(tmp_path: Path) -> None:
     from nlgbench.core.scores import write_scores
-    from nlgbench.data.model import Item
+    from nlgbench.data.items import Item
 
     items = [
         Item("de-en", seg, "", "s", "r", "h", float(i), doc_id=doc, extra={"note": note})

@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nlgbench.reporting.latex import MAX_ROWS, relative_latex, tradeoff_latex
-from nlgbench.reporting.renderers import latex_printable, latex_text, table_format
+from nlgbench.reporting.markup import latex_printable, latex_text, table_format
 from nlgbench.reporting.report import write_report
+from nlgbench.reporting.tex_files import MAX_ROWS, relative_latex, tradeoff_latex
 
 pytestmark = pytest.mark.system
 

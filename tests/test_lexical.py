@@ -27,8 +27,8 @@ from helpers import minimal_spec
 from nlgbench.api import load_run
 from nlgbench.cli import main
 from nlgbench.core.spec import parse_spec
+from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import Item
 from nlgbench.encoders.registry import NO_ENCODER, EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric

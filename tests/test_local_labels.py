@@ -17,11 +17,11 @@ import pytest
 
 from nlgbench.cli import main
 from nlgbench.core.cell import IMPORTED, IMPORTED_DEVICE, CellConfig
-from nlgbench.core.labels import find_encoder_label
 from nlgbench.core.result import CellResult
 from nlgbench.core.spec import parse_spec
 from nlgbench.encoders.registry import EncoderRef, is_path_name, model_label
 from nlgbench.foundations.errors import UserError
+from nlgbench.reporting.encoder_lookup import find_encoder_label
 from nlgbench.runs.store import Store
 from test_no_machine_paths import machine_paths
 from tiny import make_tiny_bert, same_stat_other_bytes

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import nlgbench
+from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import Item
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError

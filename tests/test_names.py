@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import nlgbench
-from nlgbench.core.labels import find_encoder_label
 from nlgbench.foundations.errors import UserError
+from nlgbench.reporting.encoder_lookup import find_encoder_label
 
 pytestmark = pytest.mark.integration
 

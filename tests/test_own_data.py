@@ -18,8 +18,8 @@ import pytest
 from scipy import stats
 
 from nlgbench.core.spec import parse_spec
+from nlgbench.data.items import HUMAN
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import HUMAN
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.importscores import import_scores
 from nlgbench.runs.rundata import RunData

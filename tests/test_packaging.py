@@ -69,7 +69,7 @@ def test_wheel_contents(wheel: Path) -> None:
     assert wheel.name.startswith(f"nlgbench-{nlgbench.__version__}-")
     assert "nlgbench/encoders.yaml" in names and "nlgbench/catalogue.yaml" in names and "nlgbench/py.typed" in names
     assert "nlgbench/metrics/bertscore.py" in names
-    assert "nlgbench/reporting/nlgbench.mplstyle" in names  # the figures' style (issue 29)
+    assert "nlgbench/reporting/figures/nlgbench.mplstyle" in names  # the figures' style (issue 29)
     assert not [n for n in names if n.split("/")[0] in ("bench", "metrics", "examples")]
     assert any(n.endswith("licenses/LICENSE") for n in names)
     examples = sorted((REPO / "examples").glob("*.yaml"))

@@ -46,7 +46,7 @@ from nlgbench.metrics.common import (
     token_budget,
 )
 from nlgbench.metrics.embedding import Prefetcher, embed_texts, prepared_batches
-from nlgbench.runs.views import RESULTS_COLUMNS, csv_row
+from nlgbench.runs.csvfiles import RESULTS_COLUMNS, csv_row
 from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.component

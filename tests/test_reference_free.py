@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from helpers import min_max_exp_error
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import align
@@ -234,7 +234,7 @@ def test_sentsim_runs_for_real_in_a_sweep_with_minilm(tmp_path: Path) -> None:
     import json
 
     from nlgbench.cli import main
-    from nlgbench.runs.views import CSV_COLUMNS
+    from nlgbench.runs.csvfiles import CSV_COLUMNS
 
     spec = tmp_path / "spec.yaml"
     spec.write_text(

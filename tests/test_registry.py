@@ -1,4 +1,4 @@
-"""Registries (nlgbench.foundations.registry): lazy entries, type check, did-you-mean; the user's own encoder and
+"""Registries (nlgbench.foundations.lazyregistry): lazy entries, type check, did-you-mean; the user's own encoder and
 dataset files (environment and spec keys); a metric installed by entry point, found by `list` and a sweep."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from nlgbench.cli import main
 from nlgbench.data.catalogue import USER_CATALOGUES, dataset_names, load_catalogue
 from nlgbench.encoders.registry import USER_ENCODERS, EncoderRef, check_layers, find_entry, registry, resolve_source
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.registry import Registry, load_yaml, yaml_problem
+from nlgbench.foundations.lazyregistry import Registry, load_yaml, yaml_problem
 from nlgbench.metrics import get_metric, metric_names, metric_registry
 from nlgbench.metrics.base import MetricInfo
 

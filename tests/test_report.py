@@ -21,10 +21,10 @@ from nlgbench.cli import main
 from nlgbench.data.loaders import load_dataset
 from nlgbench.foundations import fmt
 from nlgbench.reporting.compare import compare
-from nlgbench.reporting.figures import build_figures
-from nlgbench.reporting.numbers import QualityIntervals, choose_baselines, pareto_front, with_quality
+from nlgbench.reporting.figures.drawing import build_figures
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.reporting.quantities import quantity_correlations, quantity_note, quantity_rows
+from nlgbench.reporting.quantities_table import quantity_correlations, quantity_note, quantity_rows
+from nlgbench.reporting.relative_table import QualityIntervals, choose_baselines, pareto_front, with_quality
 from nlgbench.reporting.report import write_report
 from nlgbench.runs.importscores import import_scores as import_scores_file
 from nlgbench.runs.rundata import RunData

@@ -26,8 +26,8 @@ matplotlib.use("Agg")
 from nlgbench.cli import main
 from nlgbench.core.result import CellResult
 from nlgbench.data.loaders import load_dataset
-from nlgbench.reporting.figures import FigureFile
-from nlgbench.reporting.quantities import quantity_correlations, quantity_csv, quantity_note, quantity_rows
+from nlgbench.reporting.figures.drawing import FigureFile
+from nlgbench.reporting.quantities_table import quantity_correlations, quantity_csv, quantity_note, quantity_rows
 from nlgbench.reporting.runinfo import run_info
 from nlgbench.reporting.webpage import MAX_HEIGHT_PX, MAX_WIDTH_PX, figure_html, png_inches, svg_inches
 from nlgbench.runs.provenance import PUBLISHED_RUN, Provenance

@@ -29,7 +29,7 @@ from nlgbench.cli.parser import build_parser
 from nlgbench.data.loaders import load_dataset
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import compare, select_metrics
-from nlgbench.reporting.figures import (
+from nlgbench.reporting.figures.drawing import (
     FRONT_COLOR,
     DatasetGroup,
     build_figures,
@@ -38,9 +38,9 @@ from nlgbench.reporting.figures import (
     figure_points,
     tradeoff_figure,
 )
-from nlgbench.reporting.figurestyle import log_ticks
-from nlgbench.reporting.numbers import QualityIntervals, choose_baselines, relative_table, with_quality
+from nlgbench.reporting.figures.style import log_ticks
 from nlgbench.reporting.quality import QualityOptions
+from nlgbench.reporting.relative_table import QualityIntervals, choose_baselines, relative_table, with_quality
 from nlgbench.reporting.report import write_report
 from nlgbench.runs.rundata import CellFolderSource, PublishedSource, RunData, StoreSource
 from tiny import make_tiny_bert

@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 
 from nlgbench.core.result import CellResult
-from nlgbench.execution.base import summary
+from nlgbench.execution.launcher_base import summary
 from nlgbench.reporting.compare import compare
-from nlgbench.reporting.numbers import with_quality
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
-from nlgbench.runs.importscores import import_scores
-from nlgbench.runs.rundata import RunData, find_results
-from nlgbench.runs.views import (
+from nlgbench.reporting.relative_table import with_quality
+from nlgbench.runs.csvfiles import (
     LEGACY_COLUMNS,
     NOTE_COLUMN,
     QUALITY_COLUMNS,
@@ -27,6 +25,8 @@ from nlgbench.runs.views import (
     column_label,
     write_views,
 )
+from nlgbench.runs.importscores import import_scores
+from nlgbench.runs.rundata import RunData, find_results
 from nlgbench.statistics.correlation import METHODS
 from nlgbench.statistics.levels import LEVELS, canonical_level
 

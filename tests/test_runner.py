@@ -20,7 +20,7 @@ from scipy import stats
 from nlgbench.cli import main
 from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
-from nlgbench.runs.views import CSV_COLUMNS
+from nlgbench.runs.csvfiles import CSV_COLUMNS
 from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.integration

@@ -448,10 +448,10 @@ def test_collect_records_slurm_states_of_tasks_without_a_result(models: tuple[Pa
     to be visible over NFS, wait; a failed result of the worker keeps its own error when Slurm says COMPLETED."""
     from nlgbench.core.result import CellResult
     from nlgbench.core.spec import load_spec
-    from nlgbench.execution.base import prepare_cell
     from nlgbench.execution.slurm.book import Book, Submission, Task
     from nlgbench.execution.slurm.queue import TaskState
     from nlgbench.execution.slurm.watch import collect
+    from nlgbench.execution.workerprocess import prepare_cell
     from nlgbench.runs.store import Store
 
     spec = load_spec(write_spec(tmp_path, models, write_data(tmp_path / "data.jsonl", 4), [1, 2, 4], "states"))

@@ -20,10 +20,10 @@ from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.result import CellResult
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.execution import forkserver
-from nlgbench.execution.base import prepare_cell, run_worker, worker_environment
 from nlgbench.execution.forkserver import ForkServer, resident_file_ranges
 from nlgbench.execution.preload import LIBRARIES, architecture_modules
-from nlgbench.runs.views import csv_row
+from nlgbench.execution.workerprocess import prepare_cell, run_worker, worker_environment
+from nlgbench.runs.csvfiles import csv_row
 from tiny import TEXTS, make_tiny_bert
 
 pytestmark = pytest.mark.integration

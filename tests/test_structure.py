@@ -2,7 +2,8 @@
 every sub-package is one layer and imports only its own or lower layers; no import loop between
 modules; nlgbench modules and the standard library are imported at module level (function-level
 imports only of the libraries `nlgbench.foundations.deferred` names); no private name imported
-across modules; no SQL outside the store; no issue numbers in the package."""
+across modules; no SQL outside the store; no issue numbers in the package; rooms that hold what
+their name says (`core` only the cell, the figures in one sub-package, no two modules of one file name)."""
 
 from __future__ import annotations
 
@@ -278,3 +279,36 @@ def test_no_issue_numbers_in_the_package() -> None:
                 if ISSUE_NUMBER.search(line):
                     found.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
     assert not found, "issue numbers in the package:\n" + "\n".join(found)
+
+
+# What each room holds, where a name alone would not keep it so: `core` is the cell (the spec and its
+# `executor:` block, the cell, its labels, result.json, data warnings, scores.csv, the signature).
+ROOMS = {
+    "nlgbench.core": {"cell", "datawarnings", "executor_options", "labels", "result", "scores", "signature", "spec"},
+}
+
+
+@pytest.mark.parametrize("package", sorted(ROOMS))
+def test_rooms_hold_what_they_say(package: str) -> None:
+    """A module that is not the cell's (the leakage guard, a progress display ...) belongs to the layer
+    that runs it, not in `core`: docs/architecture.md, Why a module sits where it does."""
+    held = {m.rsplit(".", 1)[1] for m in modules() if m.rsplit(".", 1)[0] == package}
+    assert held == ROOMS[package], (
+        f"{package} holds {sorted(held - ROOMS[package])}, lacks {sorted(ROOMS[package] - held)}"
+    )
+
+
+def test_figure_modules_in_the_figures_package() -> None:
+    """The figure modules are one sub-package, `nlgbench.reporting.figures`, not `figure*` modules beside it."""
+    stray = [m for m in modules() if m.startswith("nlgbench.reporting.figure") and m.count(".") == 2]
+    assert stray == ["nlgbench.reporting.figures"], stray
+
+
+def test_module_file_names_tell_modules_apart() -> None:
+    """No two modules share a file name (two `registry.py`, two `progress.py`), but the CLI's, which
+    are named after their commands (`nlgbench.cli.report` runs `nlgbench.reporting.report`)."""
+    by_name: dict[str, list[str]] = {}
+    for name, path in modules().items():
+        if path.stem != "__init__" and not name.startswith("nlgbench.cli."):
+            by_name.setdefault(path.stem, []).append(name)
+    assert not {k: v for k, v in by_name.items() if len(v) > 1}

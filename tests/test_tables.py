@@ -77,7 +77,7 @@ def test_cells_table_names_each_correlation_with_its_level() -> None:
 
 def test_a_results_csv_under_the_old_column_names_gives_the_same_tables() -> None:
     """A row under the old names only (LEGACY_COLUMNS: pearson_pooled, weight_mb ...) reads as the new one."""
-    from nlgbench.runs.views import LEGACY_COLUMNS
+    from nlgbench.runs.csvfiles import LEGACY_COLUMNS
 
     rows = [row("bertscore", "none", "m", "a", "3", "0.61234"), row("moverscore", "wmd", "m", "b", "", "", "failed")]
     renamed = {new: old for old, new in LEGACY_COLUMNS.items()}
@@ -114,7 +114,7 @@ def test_markdown_cells_cannot_add_columns_or_markup() -> None:
     terminal (`html=False`) < stays as it is."""
     import markdown as python_markdown
 
-    from nlgbench.reporting.renderers import markdown
+    from nlgbench.reporting.markup import markdown
 
     names = ["x|y", "<img src=x onerror=alert(1)>", "a & b \\ c", "two\nlines"]
     table = markdown(["dataset", "p"], [[name, "< 0.01"] for name in names])

@@ -11,8 +11,8 @@ import pytest
 
 from nlgbench.core.cell import DatasetRef
 from nlgbench.core.spec import parse_spec
+from nlgbench.data.items import sample_items
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import sample_items
 from nlgbench.foundations.errors import UserError
 
 pytestmark = pytest.mark.integration
@@ -106,7 +106,7 @@ def test_sorted_head_warns_unsorted_head_does_not(tmp_path: Path, capsys: pytest
     assert load_dataset(path=sorted_file, sample=(100, 0)).warnings == []
     assert load_dataset(path=sorted_file).warnings == []  # the whole file is no subset
 
-    from nlgbench.execution.base import check_datasets
+    from nlgbench.execution.preflight import check_datasets
 
     spec = parse_spec({"datasets": [{"path": str(sorted_file), "max_segments": 100}], "metrics": METRICS})
     check_datasets(spec)
@@ -122,7 +122,7 @@ def test_one_speedup_definition_in_compare_and_report() -> None:
     the medians; with an even number of repeats that differs from the median of pair ratios."""
     import pandas as pd
 
-    from nlgbench.reporting.numbers import relative_table
+    from nlgbench.reporting.relative_table import relative_table
     from nlgbench.statistics.speedup import speedup
 
     base, cand = [10.0, 12.0, 30.0, 11.0], [2.0, 2.5, 1.0, 3.0]

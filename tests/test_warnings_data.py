@@ -17,11 +17,11 @@ from nlgbench.cli import main
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.datawarnings import data_warnings
 from nlgbench.core.result import CellResult
-from nlgbench.data.model import Dataset, Item
+from nlgbench.data.items import Dataset, Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.execution.local import truncation_warning
+from nlgbench.runs.csvfiles import LEGACY_COLUMNS
 from nlgbench.runs.store import Store
-from nlgbench.runs.views import LEGACY_COLUMNS
 from tiny import TEXTS, make_tiny_bert
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.integration
 HEAD = 12  # max_segments: the first 12 de-en items, whose human scores rise with the row order
 MISSING_SEG = 3  # the de-en item without a human score
 
-# What the run must record about the data below (texts of nlgbench.data.model and core.datawarnings).
+# What the run must record about the data below (texts of nlgbench.data.items and core.datawarnings).
 SORTED_HEAD = (
     "dataset 'sorted', de-en: the first 11 items are ordered by human score (Spearman +1.00 of row order vs "
     "human), so max_segments keeps a biased subset; use sample: {n: 11, seed: 0}"

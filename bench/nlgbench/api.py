@@ -20,7 +20,7 @@ from nlgbench.core.result import CellResult, json_safe
 from nlgbench.core.scores import read_scores
 from nlgbench.core.signature import reference_use, scorer_signature
 from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.execution.sweep import run as run_sweep
 from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import check_device

@@ -11,8 +11,8 @@ from typing import Any
 
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_text, write_output
+from nlgbench.foundations.lazyregistry import load_yaml
 from nlgbench.foundations.package import package_file
-from nlgbench.foundations.registry import load_yaml
 
 FIRST = "quickstart"  # listed first: the spec to start with
 SUMMARY_CHARS = 100  # of a spec's opening comment in the listing

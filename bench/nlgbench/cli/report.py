@@ -9,7 +9,7 @@ from pathlib import Path
 from nlgbench.core.result import json_safe
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import check_bootstrap, compare, render
-from nlgbench.reporting.figurestyle import COLUMN_WIDTHS, DEFAULT_FIGURES, FigureOptions
+from nlgbench.reporting.figures.style import COLUMN_WIDTHS, DEFAULT_FIGURES, FigureOptions
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.report import write_report
 from nlgbench.runs.rundata import RunData

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from nlgbench.core.executor_options import ExecutorOptions, with_cli
-from nlgbench.core.leakage import guard_spec
 from nlgbench.core.spec import SweepSpec, load_spec
-from nlgbench.execution.base import check_datasets, check_devices
+from nlgbench.execution.leakage import guard_spec
+from nlgbench.execution.preflight import check_datasets, check_devices
 from nlgbench.execution.slurm.book import require_submitit
 from nlgbench.execution.slurm.submit import dry_run_text
 from nlgbench.execution.slurm.watch import collect_folder, status_data, status_text

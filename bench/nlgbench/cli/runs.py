@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from nlgbench.foundations import fmt
+from nlgbench.runs.csvfiles import MAIN_QUALITY, column_label, correlation_columns
 from nlgbench.runs.folder import CSV_FILE
 from nlgbench.runs.importscores import import_scores
 from nlgbench.runs.repair import describe, repair
-from nlgbench.runs.views import MAIN_QUALITY, column_label, correlation_columns
 
 
 def cmd_import_scores(args: argparse.Namespace) -> int:

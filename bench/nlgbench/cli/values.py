@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.registry import load_yaml, yaml_problem
+from nlgbench.foundations.lazyregistry import load_yaml, yaml_problem
 
 
 def key_value(raw: str, option: str) -> tuple[str, Any]:

@@ -1,5 +1,7 @@
-"""Core: what one cell is. `spec` (sweep specs -> cells), `cell` (the cell's config, its id and its
-folder's file names), `result` (result.json), `scores` (scores.csv), `labels` (every label of a cell),
-`executor_options` (how a spec asks its cells to be run) and `leakage` (the distillation leakage guard).
-Layer: above measurement; imports foundations, statistics, data, encoders, metrics and measurement.
+"""Core: what one cell is. `spec` (sweep specs -> cells; its `executor:` block is read by
+`executor_options`, so a bad key is refused with the spec, before anything runs), `cell` (the cell's
+config, its id and its folder's file names), `labels` (every label of a cell), `result` (result.json),
+`datawarnings` (a cell's data warnings), `scores` (scores.csv) and `signature` (the scorer's
+reproducibility signature). Layer: above measurement; imports foundations, statistics, data,
+encoders, metrics and measurement.
 """

@@ -20,8 +20,8 @@ from typing import Any
 
 from nlgbench.core.labels import aligner_label, cell_label, dataset_label, metric_label, options_label
 from nlgbench.data.hubsource import HubSource
+from nlgbench.data.items import Dataset
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import Dataset
 from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, backend_version, major_minor
 from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.version import __version__

@@ -5,7 +5,7 @@ One place builds them, for measured cells (`nlgbench.core.result.measured_result
 ones (`nlgbench.runs.importscores`) alike, so both apply the same checks:
 
 - the dataset's own warnings (`Dataset.warnings`): a `max_segments` head ordered by human score
-  (`nlgbench.data.model.sorted_head_warnings`), a `sample` larger than a language pair;
+  (`nlgbench.data.items.sorted_head_warnings`), a `sample` larger than a language pair;
 - segments the model cut to its maximum length (`truncated_segments` of the scorer);
 - blank texts the cell's metric scored as it defines them (`MetricInfo.blank_rule`: BERTScore 0 ...);
 - items without a human score, per human dimension (`n_missing_human` of the correlation section);
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nlgbench.data.model import Dataset, blank_positions, item_name
+from nlgbench.data.items import Dataset, blank_positions, item_name
 from nlgbench.metrics.base import BlankTexts
 
 ITEMS_NAMED = 3  # items named in a blank-text warning; the rest counted

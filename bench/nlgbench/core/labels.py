@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nlgbench.encoders.registry import EncoderRef, is_path_name, model_label, registered_name
+from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.spreadsheet import refuse_formula
 from nlgbench.metrics import get_metric, metric_names
@@ -109,20 +109,3 @@ def check_encoder_labels(encoders: Sequence[EncoderRef], where: str) -> None:
                 f"{where}: encoders {other.name!r} and {enc.name!r} would both be labelled {enc.label!r} in "
                 f"results and reports; give one a label: {{name: {enc.name}, label: OTHER-NAME}}"
             )
-
-
-def find_encoder_label(name: str, labels: Sequence[str]) -> str | None:
-    """The encoder label among `labels` that `name` names: itself, or the same model under its other
-    spelling (a registered Hub id for its registry name and back, `sentence-transformers/all-MiniLM-L6-v2`
-    = `all-MiniLM-L6-v2`; a local folder's path for its label, the folder's name), a variant suffix
-    (`[num_layers=3]`) kept; None when none matches."""
-    if name in labels:
-        return name
-    base, bracket, rest = name.partition("[")
-    wanted = registered_name(base)
-    folder = model_label(base, local=True) if is_path_name(base) or Path(base).expanduser().is_dir() else None
-    for label in labels:
-        other, other_bracket, other_rest = label.partition("[")
-        if other_bracket + other_rest == bracket + rest and (registered_name(other) == wanted or other == folder):
-            return label
-    return None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nlgbench.core.cell import RESULT_FILE, CellConfig
 from nlgbench.core.datawarnings import data_warnings
-from nlgbench.data.model import Dataset
+from nlgbench.data.items import Dataset
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
 from nlgbench.measurement.protocol import coefficient_of_variation

@@ -14,7 +14,7 @@ from typing import Any
 
 from nlgbench.core.cell import RESULT_FILE
 from nlgbench.core.result import CellResult
-from nlgbench.data.model import HUMAN, Item
+from nlgbench.data.items import HUMAN, Item
 from nlgbench.data.text import seg_id_values
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic

@@ -19,7 +19,7 @@ from nlgbench.core.labels import check_encoder_labels
 from nlgbench.data.catalogue import add_catalogue_file, dataset_names, sha256_file, unknown_dataset
 from nlgbench.data.hubdata import hub_fingerprint
 from nlgbench.data.hubsource import HUB_KEYS, HubSource, check_library
-from nlgbench.data.model import ALL_DIMENSIONS
+from nlgbench.data.items import ALL_DIMENSIONS
 from nlgbench.data.userfile import check_user_file
 from nlgbench.encoders.registry import (
     NO_ENCODER,
@@ -33,7 +33,7 @@ from nlgbench.encoders.registry import (
     resolve_encoder,
 )
 from nlgbench.foundations.errors import ErrorLines, UserError, closest
-from nlgbench.foundations.registry import load_yaml, yaml_problem
+from nlgbench.foundations.lazyregistry import load_yaml, yaml_problem
 from nlgbench.measurement.devices import DEVICE_RE
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.metrics.alignment import get_aligner

@@ -18,8 +18,8 @@ from typing import Any, BinaryIO
 
 from nlgbench.foundations.digests import file_sha256
 from nlgbench.foundations.errors import UserError, unknown_name
+from nlgbench.foundations.lazyregistry import Registry, UserFiles, read_registry_file
 from nlgbench.foundations.package import cache_root, package_file
-from nlgbench.foundations.registry import Registry, UserFiles, read_registry_file
 
 MIRROR_ENV = "NLGBENCH_DATA_MIRROR"
 USER_CATALOGUES = UserFiles("NLGBENCH_CATALOGUE")  # the user's catalogue files, merged over the packaged one

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.data.hubsource import DEFAULT_LP, INSTALL_HINT, HubSource
-from nlgbench.data.model import HUMAN, Dataset
+from nlgbench.data.items import HUMAN, Dataset
 from nlgbench.data.userfile import records_dataset
 from nlgbench.foundations.errors import UserError, closest, unknown_name
 

@@ -14,7 +14,7 @@ from typing import Any
 from nlgbench.data.catalogue import Progress, catalogue_entry, fetch
 from nlgbench.data.hubdata import load_hub
 from nlgbench.data.hubsource import HubSource, hub_warnings
-from nlgbench.data.model import Dataset, Item, select_human, take_subset
+from nlgbench.data.items import Dataset, Item, select_human, take_subset
 from nlgbench.data.text import parse_score, parse_seg_id
 from nlgbench.data.userfile import load_user_file
 from nlgbench.foundations.errors import UserError

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from nlgbench.data.model import SegId
+from nlgbench.data.items import SegId
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import split_lines
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nlgbench.data.model import ALL_DIMENSIONS, HUMAN, NAN, Dataset, Item, SegId
+from nlgbench.data.items import ALL_DIMENSIONS, HUMAN, NAN, Dataset, Item, SegId
 from nlgbench.data.text import jsonl_records, parse_score, seg_id_values, tsv_table
 from nlgbench.foundations.errors import UserError, closest
 from nlgbench.foundations.files import BOM, read_bytes, utf8_text

@@ -37,7 +37,7 @@ import numpy as np
 
 from nlgbench.data.catalogue import sha256_file
 from nlgbench.distillation.config import TrainConfig
-from nlgbench.distillation.progress import Log
+from nlgbench.distillation.steplog import Log
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import write_atomic_with
 

@@ -19,7 +19,7 @@ from nlgbench.data.catalogue import sha256_file
 from nlgbench.data.text import jsonl_records, tsv_table
 from nlgbench.distillation.augment import SCALE_EDITS, synthetic_candidates
 from nlgbench.distillation.holdout import Holdout, load_named, own_data_file
-from nlgbench.distillation.progress import Log, log_stderr
+from nlgbench.distillation.steplog import Log, log_stderr
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_text
 

@@ -6,7 +6,7 @@ split by reference. The output folder (config, tokenizer, safetensors) is usable
 `frugalscore` by path; it holds `distill.json` (teacher, data hashes, hyper-parameters, validation
 MSE and Pearson with the teacher, the training record and validation curve, times), the curve's
 figure (`training_curve.png`) and `training_texts.sha256` (hashes of every training
-reference and pair), which the leakage guard (`nlgbench.core.leakage`) compares with evaluation data.
+reference and pair), which the leakage guard (`nlgbench.execution.leakage`) compares with evaluation data.
 Training is checkpointed into `OUT.partial` beside the output folder (`nlgbench.distillation.checkpoint`),
 removed once the student is written; `resume` continues an interrupted run from there.
 distill.json travels with the student (copied into reports, imported into other caches), so it names
@@ -29,20 +29,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nlgbench.core.leakage import DISTILL_FILE, TEXT_FORM, TEXTS_FILE, training_hashes
 from nlgbench.core.result import json_safe
 from nlgbench.distillation.checkpoint import Checkpoints, check_checkpoints, checkpoint_folder
 from nlgbench.distillation.config import TrainConfig
 from nlgbench.distillation.curve import CURVE_FILE, plot_curve
 from nlgbench.distillation.holdout import holdout_names
 from nlgbench.distillation.pairs import Pair, gather_pairs, kinds, pairs_sha256, split_by_reference
-from nlgbench.distillation.progress import Log, log_stderr
 from nlgbench.distillation.shards import SHARD_SIZE
+from nlgbench.distillation.steplog import Log, log_stderr
 from nlgbench.distillation.student import INPUT_ORDER, Example, check_student
 from nlgbench.distillation.teacher import Labels, Teacher, shards_key, teacher_labels
 from nlgbench.distillation.training import Trained, train_student
 from nlgbench.encoders.registry import without_machine_paths
 from nlgbench.encoders.variants import count_params
+from nlgbench.execution.leakage import DISTILL_FILE, TEXT_FORM, TEXTS_FILE, training_hashes
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import refuse_output_link
 from nlgbench.foundations.version import __version__

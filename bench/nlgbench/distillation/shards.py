@@ -24,7 +24,7 @@ from typing import Any
 
 from nlgbench.core.result import json_safe
 from nlgbench.distillation.pairs import Pair, pairs_sha256
-from nlgbench.distillation.progress import BAR_INTERVAL, Log
+from nlgbench.distillation.steplog import BAR_INTERVAL, Log
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import write_atomic
 

@@ -19,9 +19,8 @@ from nlgbench.core.labels import metric_label, options_label
 from nlgbench.core.result import json_safe
 from nlgbench.core.spec import parse_metric_entry
 from nlgbench.data.catalogue import cache_dir
-from nlgbench.data.model import Item
+from nlgbench.data.items import Item
 from nlgbench.distillation.pairs import Pair, pairs_sha256
-from nlgbench.distillation.progress import Log, log_stderr
 from nlgbench.distillation.shards import (
     SHARD_SIZE,
     Progress,
@@ -31,6 +30,7 @@ from nlgbench.distillation.shards import (
     teacher_folder,
     write_shard,
 )
+from nlgbench.distillation.steplog import Log, log_stderr
 from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, resolve_encoder
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import default_encoder, get_metric

@@ -32,7 +32,7 @@ from nlgbench.distillation.checkpoint import (
     save_checkpoint,
 )
 from nlgbench.distillation.config import AUTO, TrainConfig
-from nlgbench.distillation.progress import BAR_INTERVAL, Log, log_stderr
+from nlgbench.distillation.steplog import BAR_INTERVAL, Log, log_stderr
 from nlgbench.distillation.student import (
     Data,
     Example,

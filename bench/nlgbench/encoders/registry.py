@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -25,8 +25,9 @@ from nlgbench.encoders.hfcache import (
 )
 from nlgbench.foundations.deferred import require
 from nlgbench.foundations.errors import UserError, closest, unknown_name
+from nlgbench.foundations.jsonwalk import map_strings
+from nlgbench.foundations.lazyregistry import Registry, UserFiles, read_registry_file
 from nlgbench.foundations.package import package_file
-from nlgbench.foundations.registry import Registry, UserFiles, read_registry_file
 
 ENCODERS_FILE = package_file("encoders.yaml")  # the repository's encoders.yaml, shipped in the package
 USER_ENCODERS = UserFiles("NLGBENCH_ENCODERS")  # the user's encoder files, merged over the packaged one
@@ -287,15 +288,6 @@ def model_label(name: str, local: bool = False) -> str:
         return name
     last = PureWindowsPath(name).name if "\\" in name or PureWindowsPath(name).drive else PurePosixPath(name).name
     return last or name
-
-
-def map_strings(value: Any, change: Callable[[str], str]) -> Any:
-    """A JSON-ready value with `change` applied to every string in it, mapping keys included."""
-    if isinstance(value, dict):
-        return {map_strings(k, change): map_strings(v, change) for k, v in value.items()}
-    if isinstance(value, list):
-        return [map_strings(v, change) for v in value]
-    return change(value) if isinstance(value, str) else value
 
 
 def without_machine_paths(value: Any) -> Any:

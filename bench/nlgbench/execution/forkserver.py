@@ -1,10 +1,10 @@
 """The fork server of a local sweep: one process imports torch, transformers and the worker's modules
 once; each cell then runs in a fresh child forked from it, still one process per cell.
 
-Why: a fresh `python -c` worker (`nlgbench.execution.base.worker_command`) spends seconds importing
+Why: a fresh `python -c` worker (`nlgbench.execution.workerprocess.worker_command`) spends seconds importing
 before it can load a model (results.csv's `startup_s`); a forked child starts with those imports done.
 
-How: the launcher (`ForkServer`, used by `nlgbench.execution.base.run_worker`) starts the server as
+How: the launcher (`ForkServer`, used by `nlgbench.execution.workerprocess.run_worker`) starts the server as
 `python -c BOOT PACKAGE_DIR FD PRELOAD` with the cells' environment; the server imports the worker,
 the cells' start-up modules (`nlgbench.execution.preload`) and their metrics' modules (PRELOAD, JSON:
 `{"modules": [...], "metrics": [...]}`), then talks to the launcher over a socket
@@ -23,7 +23,7 @@ What a plain worker gives, the forked one keeps:
 - The worker's "imported another nlgbench" check: the server exits 3 before forking, and the cell is
   recorded as failed, its fork server having exited with code 3.
 - Environment: the server starts with the cells' environment (threads, user registry files,
-  NLGBENCH_PROGRESS: `base.worker_environment`), so what libraries read while importing is what a
+  NLGBENCH_PROGRESS: `workerprocess.worker_environment`), so what libraries read while importing is what a
   plain worker's would be; a cell that needs another environment restarts the server.
 - Threads: nothing in the server starts torch's thread pools (no torch op before fork: a forked child
   of a process whose OpenMP pool ran deadlocks or runs on one thread); the child sets its threads.

@@ -1,5 +1,5 @@
 """The local launcher: the sweep's cells one after another, each in a fresh worker process on this
-machine (`nlgbench.execution.base`), results into the store, resumable. The workers are forked from
+machine (`nlgbench.execution.launcher_base`), results into the store, resumable. The workers are forked from
 one fork server per sweep that has done their imports (`nlgbench.execution.forkserver`; on Linux,
 unless NLGBENCH_FORKSERVER=0). (On a Slurm cluster the same worker runs in job array tasks:
 `nlgbench.execution.slurm`.)
@@ -22,11 +22,12 @@ from nlgbench.core.cell import SCORES_FILE, CellConfig
 from nlgbench.core.datawarnings import truncation_text
 from nlgbench.core.result import OK, CellResult
 from nlgbench.execution import forkserver
-from nlgbench.execution.base import Launcher, Sweep, prepare_cell, run_worker, summary, worker_environment
 from nlgbench.execution.eta import CostModel, time_split
 from nlgbench.execution.forkserver import ForkServer
+from nlgbench.execution.launcher_base import Launcher, Sweep, summary
 from nlgbench.execution.preload import startup_modules
 from nlgbench.execution.progress import live
+from nlgbench.execution.workerprocess import prepare_cell, run_worker, worker_environment
 from nlgbench.foundations.fmt import duration
 from nlgbench.runs.folder import cell_dir
 

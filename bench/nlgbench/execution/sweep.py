@@ -1,6 +1,6 @@
 """The one entry of every sweep (CLI and API): run it with the launcher its spec or the command line
 asks for: locally, one worker process per cell (`nlgbench.execution.local`), or as Slurm job array
-tasks (`nlgbench.execution.slurm`). Both are `nlgbench.execution.base.Launcher`s."""
+tasks (`nlgbench.execution.slurm`). Both are `nlgbench.execution.launcher_base.Launcher`s."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from nlgbench.core.executor_options import ExecutorOptions
 from nlgbench.core.result import CellResult
-from nlgbench.execution.base import Launcher
+from nlgbench.execution.launcher_base import Launcher
 from nlgbench.execution.local import LocalLauncher
 from nlgbench.execution.slurm.launcher import SlurmLauncher
 

@@ -1,6 +1,6 @@
 """Run one cell in this (fresh) process, following the measurement protocol of docs/architecture.md.
 
-Started by a launcher (`nlgbench.execution.base.worker_command`) with CELL_DIR, or forked from a fork
+Started by a launcher (`nlgbench.execution.workerprocess.worker_command`) with CELL_DIR, or forked from a fork
 server (`nlgbench.execution.forkserver`) that has imported this module already; reads `CELL_DIR/config.json`
 (nlgbench.core.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
 Phases: start-up (`startup_s`: from the launcher starting the cell's process until this worker is
@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 import psutil
 
 from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config
-from nlgbench.core.leakage import guard_cell
 from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
 from nlgbench.core.scores import write_scores
 from nlgbench.core.signature import scorer_signature
 from nlgbench.encoders.backends import exported_seconds
 from nlgbench.encoders.runtime import truncated_texts
+from nlgbench.execution.leakage import guard_cell
 from nlgbench.execution.preload import cell_models, import_modules, startup_modules
 from nlgbench.execution.progress import CellProgress, live
 from nlgbench.foundations.files import write_atomic
@@ -44,7 +44,7 @@ from nlgbench.metrics import get_metric
 from nlgbench.metrics.common import progress_hook, token_budget
 
 if TYPE_CHECKING:
-    from nlgbench.data.model import Item
+    from nlgbench.data.items import Item
     from nlgbench.metrics.base import MetricInfo
 
 # What torch's CPU allocator says when an allocation fails (a RuntimeError, not a MemoryError).
@@ -188,7 +188,7 @@ def failure(cell_dir: Path, exc: BaseException, startup_s: float | None = None) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The worker: `argv` (default: the command line's) is CELL_DIR [PACKAGE_DIR [STARTED]]
-    (`base.worker_command`); exit code 3 when this process imported another nlgbench than PACKAGE_DIR."""
+    (`workerprocess.worker_command`); exit code 3 when this process imported another nlgbench than PACKAGE_DIR."""
     args = list(sys.argv[1:] if argv is None else argv)
     cell_dir = Path(args[0])
     here = PACKAGE_DIR  # the package this worker was imported from

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nlgbench.core.cell import IMPORTED
-from nlgbench.core.labels import find_encoder_label
-from nlgbench.data.model import HUMAN
+from nlgbench.data.items import HUMAN
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError, unknown_name
+from nlgbench.reporting.encoder_lookup import find_encoder_label
+from nlgbench.reporting.markup import markdown
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
-from nlgbench.reporting.renderers import markdown
 from nlgbench.runs.rundata import RunData, memory_columns
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAX_RESAMPLES, MIN_RESAMPLES
 from nlgbench.statistics.correlation import canonical_method, correlation

@@ -10,14 +10,14 @@ Writes DIR/report/:
   ringed, lexical baselines (no encoder) as grey diamonds in every panel, labels covering nothing;
   a figure of the mean over datasets only for datasets of one kind of human score (`score_type`:
   DA, MQM, a named dimension), titled as such; each figure's caption in index.html and in
-  figures.tex, one LaTeX `figure` float per figure (nlgbench.reporting.figures);
+  figures.tex, one LaTeX `figure` float per figure (nlgbench.reporting.figures.drawing);
 - the trade-off table (`tradeoff.{md,tex,csv}`): per metric x dataset x device, each encoder's
   quality, quality retained with its paired-bootstrap interval, speed-up with its range and the
   p-value of the chosen test against the baseline, the numbers `nlgbench compare` prints;
 - the baseline-relative table (`relative.*`, quality retained and speed-up per dataset, with a
   mean per kind of human score where there are several datasets of it; the study's Table 3), the
   correlation matrix of the measured quantities, each r with n, the encoders behind it, and its 95%
-  Fisher z interval (`quantities.*`; Table 4; nlgbench.reporting.quantities), and an offline
+  Fisher z interval (`quantities.*`; Table 4; nlgbench.reporting.quantities_table), and an offline
   index.html showing all of it, titled with the sweep spec's name and saying when, with which
   versions, on which machine and with which threads and batch sizes the cells ran
   (nlgbench.reporting.runinfo). Every table's note (the .md's last line, the .tex's % lines,
@@ -43,10 +43,12 @@ from typing import TYPE_CHECKING
 from nlgbench.core.signature import recorded_signature
 from nlgbench.foundations.files import write_atomic
 from nlgbench.reporting.compare import select_metrics
-from nlgbench.reporting.figures import FigureFile, write_figures
-from nlgbench.reporting.figurestyle import DEFAULT_FIGURES, FigureOptions
-from nlgbench.reporting.latex import preview_document, quantities_latex, relative_latex, tradeoff_latex
-from nlgbench.reporting.numbers import (
+from nlgbench.reporting.figures.drawing import FigureFile, write_figures
+from nlgbench.reporting.figures.style import DEFAULT_FIGURES, FigureOptions
+from nlgbench.reporting.markup import html_table, markdown, markdown_text
+from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
+from nlgbench.reporting.quantities_table import quantity_correlations, quantity_csv, quantity_note, quantity_rows
+from nlgbench.reporting.relative_table import (
     QualityIntervals,
     choose_baselines,
     human_words,
@@ -61,11 +63,9 @@ from nlgbench.reporting.numbers import (
     with_energy,
     with_quality,
 )
-from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
-from nlgbench.reporting.quantities import quantity_correlations, quantity_csv, quantity_note, quantity_rows
-from nlgbench.reporting.renderers import html_table, markdown, markdown_text
 from nlgbench.reporting.runinfo import run_info
-from nlgbench.reporting.tradeoff import tradeoff_note, tradeoff_rows, tradeoff_table
+from nlgbench.reporting.tex_files import preview_document, quantities_latex, relative_latex, tradeoff_latex
+from nlgbench.reporting.tradeoff_table import tradeoff_note, tradeoff_rows, tradeoff_table
 from nlgbench.reporting.webpage import STYLE, figures_html, run_html, without_empty_columns
 from nlgbench.runs.folder import check_links, own_folder, report_dir
 from nlgbench.runs.provenance import read_provenance, write_provenance
@@ -133,7 +133,7 @@ def write_tradeoff(
     n_resamples: int,
     seed: int,
 ) -> Table:
-    """tradeoff.{csv,md,tex}: the trade-off table (`nlgbench.reporting.tradeoff.tradeoff_table`)."""
+    """tradeoff.{csv,md,tex}: the trade-off table (`nlgbench.reporting.tradeoff_table.tradeoff_table`)."""
     trade = tradeoff_table(run, df, baselines, options, n_resamples, seed)
     write_atomic(out / "tradeoff.csv", trade.to_csv(index=False))
     header, rows = tradeoff_rows(trade, n_resamples)
@@ -159,7 +159,7 @@ def write_relative(
 
 def write_quantities(out: Path, df: pd.DataFrame, quality: str) -> Table:
     """quantities.{csv,md,tex}: Table 4, the correlation of the measured quantities, each r with its n
-    and 95% interval (`nlgbench.reporting.quantities`); `quality` names what its quality column(s) hold."""
+    and 95% interval (`nlgbench.reporting.quantities_table`); `quality` names what its quality column(s) hold."""
     matrix = quantity_correlations(df)
     write_atomic(out / "quantities.csv", quantity_csv(matrix).to_csv(index=False))
     (out / "quantities_n.csv").unlink(missing_ok=True)  # older reports' n summed over metrics: now in the CSV

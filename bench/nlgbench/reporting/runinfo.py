@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.core.result import CellResult
+from nlgbench.runs.csvfiles import energy_counter_label
 from nlgbench.runs.provenance import Provenance
-from nlgbench.runs.views import energy_counter_label
 
 VERSIONS = {"nlgbench": "nlgbench", "torch": "torch", "transformers": "transformers", "pot": "POT", "python": "Python"}
 NOT_RECORDED = "not recorded"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from nlgbench.foundations import fmt
 from nlgbench.foundations.files import read_bytes
-from nlgbench.reporting.figures import FigureFile
-from nlgbench.reporting.renderers import TextTable
+from nlgbench.reporting.figures.drawing import FigureFile
+from nlgbench.reporting.markup import TextTable
 from nlgbench.reporting.runinfo import NOT_RECORDED, RunInfo
 
 SCREEN_PX_PER_INCH = 120  # CSS px per printed inch: 7 pt text shows at about 12 px

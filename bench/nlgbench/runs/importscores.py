@@ -23,8 +23,8 @@ from nlgbench.core.result import OK, CellResult, DatasetRecord, MetricRecord, co
 from nlgbench.core.scores import read_scores as read_cell_scores
 from nlgbench.core.scores import write_scores
 from nlgbench.data.catalogue import names_a_file
+from nlgbench.data.items import Dataset, Item
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.model import Dataset, Item
 from nlgbench.data.text import parse_score
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError

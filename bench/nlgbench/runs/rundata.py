@@ -34,10 +34,11 @@ from nlgbench.core.labels import distinct_dataset_labels
 from nlgbench.core.result import OK, CellResult, json_safe
 from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, human_columns, read_scores
 from nlgbench.data.catalogue import catalogue_entry
-from nlgbench.data.model import HUMAN, Dataset
-from nlgbench.encoders.registry import map_strings, model_label
+from nlgbench.data.items import HUMAN, Dataset
+from nlgbench.encoders.registry import model_label
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
+from nlgbench.foundations.jsonwalk import map_strings
 from nlgbench.runs.folder import CSV_FILE, STORE_FILE, cell_dir, report_dir
 from nlgbench.runs.store import Store, has_store, scan_cells
 from nlgbench.statistics.levels import Segments

@@ -1,5 +1,5 @@
 """The results store: `results.sqlite` (runs, cells, measurements, segment scores, data warnings); its
-CSV views are `nlgbench.runs.views`.
+CSV views are `nlgbench.runs.csvfiles`.
 
 A cell is written in one transaction (old rows of the same cell id replaced), so an
 interrupted sweep never leaves a half-recorded or duplicated cell. SQLite's faults become one
@@ -26,8 +26,8 @@ from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
 from nlgbench.core.result import CellResult
 from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, read_scores
 from nlgbench.foundations.errors import UserError
+from nlgbench.runs.csvfiles import write_views
 from nlgbench.runs.folder import STORE_FILE, cells_dir, refuse_link
-from nlgbench.runs.views import write_views
 
 STORE_SIDE_FILES = ("-journal", "-wal", "-shm")  # SQLite's files beside the store (results.sqlite-journal, ...)
 SCORES_KEY_COLUMNS = {"lp", "seg_id", "system", "score", "human", "doc_id"}  # scores.csv columns that are not outputs
@@ -354,5 +354,5 @@ class Store:
 
     @translated
     def write_csv(self) -> Path:
-        """Rewrite results.csv and correlations.csv from the store (atomically; `nlgbench.runs.views`)."""
+        """Rewrite results.csv and correlations.csv from the store (atomically; `nlgbench.runs.csvfiles`)."""
         return write_views(self.out_dir, self.results())

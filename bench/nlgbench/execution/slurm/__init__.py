@@ -4,5 +4,5 @@ the parent, which alone writes the store (SQLite's locking is unreliable over NF
 Modules by job: `book` (DIR/slurm/submissions.json, what was submitted), `queue` (what squeue and
 sacct say), `task` (what runs on a node), `submit` (sbatch parameters, the checked batch script,
 submitit), `watch` (collecting finished tasks, watching, `nlgbench collect` and `status`) and
-`launcher` (the sweep). Layer: execution; imports foundations up to runs, and `nlgbench.execution.base`.
+`launcher` (the sweep). Layer: execution; imports foundations up to runs, and `nlgbench.execution.launcher_base`.
 """

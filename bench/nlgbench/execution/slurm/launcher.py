@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from nlgbench.core.executor_options import ExecutorOptions
 from nlgbench.core.result import OK, CellResult
-from nlgbench.execution.base import Launcher, Sweep, prepare_cell
+from nlgbench.execution.launcher_base import Launcher, Sweep
 from nlgbench.execution.slurm.book import TASK_FILE, Book, require_submitit
 from nlgbench.execution.slurm.queue import cancel, query_states
 from nlgbench.execution.slurm.submit import recover_unrecorded, submit, thread_warnings
 from nlgbench.execution.slurm.watch import collect, live_tasks, watch
+from nlgbench.execution.workerprocess import prepare_cell
 from nlgbench.runs.folder import cell_dir
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from nlgbench.execution.slurm.book import Book, Submission, Task
 from nlgbench.execution.slurm.queue import find_job
 from nlgbench.execution.slurm.task import run_task
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.registry import user_files_environment
+from nlgbench.foundations.lazyregistry import user_files_environment
 from nlgbench.runs.folder import cell_dir, submitit_dir
 from nlgbench.runs.store import Store, has_store
 

@@ -1,5 +1,5 @@
 """What runs on a node: one job array task (submitit calls `run_task`), the cell's worker in a fresh
-`python -c` process (`nlgbench.execution.base.run_worker`; a task runs one cell, so no fork server).
+`python -c` process (`nlgbench.execution.workerprocess.run_worker`; a task runs one cell, so no fork server).
 It writes only its own `DIR/cells/<id>/` (result.json, scores.csv and slurm.json, each atomically),
 never the store. The cell's `startup_s` counts from the task process's start: under Slurm the task's
 own start-up (Python, submitit, nlgbench) is part of what each cell costs."""
@@ -16,8 +16,8 @@ from typing import Any
 import psutil
 
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, TRACEBACK_FILE
-from nlgbench.execution.base import run_worker
 from nlgbench.execution.slurm.book import read_task_record, write_task_record
+from nlgbench.execution.workerprocess import run_worker
 
 
 def slurm_environment() -> dict[str, Any]:

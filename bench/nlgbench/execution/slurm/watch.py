@@ -19,7 +19,7 @@ from typing import Any
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, read_config
 from nlgbench.core.executor_options import ExecutorOptions
 from nlgbench.core.result import CellResult
-from nlgbench.execution.base import Sweep, summary
+from nlgbench.execution.launcher_base import Sweep, summary
 from nlgbench.execution.slurm.book import Book, Submission, Task, log_path, read_task_record, write_task_record
 from nlgbench.execution.slurm.queue import EXPLAINED, PENDING_STATES, SlurmUnavailable, TaskState, query_states
 from nlgbench.execution.slurm.submit import recover_unrecorded

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nlgbench.foundations import fmt
-from nlgbench.reporting.numbers import per_encoder, quality_columns
-from nlgbench.reporting.renderers import TextTable
+from nlgbench.reporting.markup import TextTable
+from nlgbench.reporting.relative_table import per_encoder, quality_columns
 from nlgbench.statistics.correlation import MIN_FISHER_POINTS, fisher_interval
 
 if TYPE_CHECKING:

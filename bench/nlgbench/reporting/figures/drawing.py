@@ -2,13 +2,13 @@
 group, runtime, model memory and peak memory against quality, one panel per metric, each encoder in
 its own colour and marker, the 95% bootstrap interval of the quality as a vertical bar, the spread of
 the timed repeats as a horizontal bar, the Pareto front between its points, the baseline ringed,
-point labels that cover nothing (nlgbench.reporting.placement).
+point labels that cover nothing (nlgbench.reporting.figures.placement).
 
 A figure is drawn at the width asked for (`FigureOptions`: a paper's single or double column) in
 the package's style file (`STYLE_FILE`: sizes in points, nothing below 7 pt), its panels in rows
 of at most 3 that fit that width, at most MAX_ROWS rows (more panels: several figures, `_part1`,
 `_part2`), one y range for all panels. Titles say what is plotted; how (method, interval, data,
-machine) is in the caption (nlgbench.reporting.figuredata.figure_caption), shown in index.html and
+machine) is in the caption (nlgbench.reporting.figures.content.figure_caption), shown in index.html and
 written into figures.tex."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pandas as pd
 
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.files import write_atomic
-from nlgbench.reporting.figuredata import (
+from nlgbench.reporting.figures.content import (
     DatasetGroup,
     FigureKind,
     dataset_groups,
@@ -36,7 +36,8 @@ from nlgbench.reporting.figuredata import (
     figures_tex,
     slug,
 )
-from nlgbench.reporting.figurestyle import (
+from nlgbench.reporting.figures.placement import PointLabel, place_labels
+from nlgbench.reporting.figures.style import (
     ANCHOR_COLOR,
     BASELINE_COLOR,
     BASELINE_RING,
@@ -54,10 +55,9 @@ from nlgbench.reporting.figurestyle import (
     set_log_x,
     y_limits,
 )
-from nlgbench.reporting.numbers import QualityIntervals, pareto_front, resampling_words
-from nlgbench.reporting.placement import PointLabel, place_labels
+from nlgbench.reporting.markup import unique_name
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.reporting.renderers import unique_name
+from nlgbench.reporting.relative_table import QualityIntervals, pareto_front, resampling_words
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -374,7 +374,7 @@ class DrawnFigure:
 
 def bars_note(cells: pd.DataFrame, options: QualityOptions, intervals: QualityIntervals) -> str:
     """What a figure's bars are: the 95% percentile bootstrap interval, the unit it resamples for
-    these cells (`numbers.resampling_words`), the resamples and the seed."""
+    these cells (`relative_table.resampling_words`), the resamples and the seed."""
     return (
         f"bars: 95% bootstrap interval of the quality, resampling {resampling_words(intervals.run, options, cells)}; "
         f"{intervals.n_resamples} resamples, seed {intervals.seed}"

@@ -3,7 +3,7 @@ float per dataset and device (rows grouped under each metric, not the metric, da
 repeated on every row), quantities.tex one; each caption names the dataset, its subset, the human
 dimension, the level and the method (the table's note), and each label is stable: table, dataset
 and device, `tab:tradeoff-wmt16-100-cpu`. preview.tex sets them all (and figures.tex where present)
-in one document. The floats themselves are drawn by `nlgbench.reporting.renderers.latex`."""
+in one document. The floats themselves are drawn by `nlgbench.reporting.markup.latex`."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import re
 from typing import TYPE_CHECKING
 
 from nlgbench.foundations import fmt
-from nlgbench.reporting.numbers import mean_label, score_types
-from nlgbench.reporting.quantities import QuantityMatrix, quantity_csv
-from nlgbench.reporting.renderers import LATEX_PACKAGES, LatexFloat, LatexGroup, latex, latex_text, unique_name
+from nlgbench.reporting.markup import LATEX_PACKAGES, LatexFloat, LatexGroup, latex, latex_text, unique_name
+from nlgbench.reporting.quantities_table import QuantityMatrix, quantity_csv
+from nlgbench.reporting.relative_table import mean_label, score_types
 from nlgbench.statistics.correlation import MIN_FISHER_POINTS
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def other_dimension(table: pd.DataFrame, part: pd.DataFrame) -> str:
 
 
 def tradeoff_latex(table: pd.DataFrame, note: str, n_resamples: int) -> str:
-    """tradeoff.tex from `nlgbench.reporting.tradeoff.tradeoff_table`: per dataset and device a float,
+    """tradeoff.tex from `nlgbench.reporting.tradeoff_table.tradeoff_table`: per dataset and device a float,
     rows grouped by metric, the baseline first; quality, quality retained (%) with its 95% interval,
     speed-up with its range, p against the baseline; n in the caption where every row has the same."""
     floats: list[LatexFloat] = []
@@ -173,7 +173,7 @@ def tradeoff_cells(r: pd.Series, n_resamples: int, with_n: bool) -> list[str]:
 
 
 def relative_latex(table: pd.DataFrame, note: str) -> str:
-    """relative.tex from `nlgbench.reporting.numbers.relative_table`: per dataset (and per mean over
+    """relative.tex from `nlgbench.reporting.relative_table.relative_table`: per dataset (and per mean over
     the datasets of one kind of human score) and device a float, rows grouped by metric, the
     baseline first; quality, quality retained (%), ms per segment, speed-up."""
     floats: list[LatexFloat] = []
@@ -227,7 +227,7 @@ def relative_cells(r: pd.Series) -> list[str]:
 
 
 def quantities_latex(matrix: QuantityMatrix, note: str) -> str:
-    """quantities.tex from Table 4 (`nlgbench.reporting.quantities`), one float: a row per pair of
+    """quantities.tex from Table 4 (`nlgbench.reporting.quantities_table`), one float: a row per pair of
     quantities shown (as quantities.csv, a square matrix of 'r [low, high] (n)' being too wide for a
     page), grouped under the first of the pair; r, its 95% Fisher z interval, n, and the metrics
     averaged where some entry averages fewer than the others."""

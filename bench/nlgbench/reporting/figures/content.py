@@ -1,4 +1,4 @@
-"""What the report's figures show, apart from drawing them (nlgbench.reporting.figures draws): the
+"""What the report's figures show, apart from drawing them (nlgbench.reporting.figures.drawing draws): the
 dataset groups (one dataset, or a mean over datasets of one kind of human score), the kinds of
 figure (what the x axis measures), the plotted points with their quality interval and time spread,
 each figure's caption, and figures.tex (one LaTeX `figure` float per figure)."""
@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nlgbench.encoders.registry import NO_ENCODER
-from nlgbench.reporting.numbers import QualityIntervals, human_words, mean_label, resampling_words, score_types
+from nlgbench.reporting.markup import latex_text
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.reporting.renderers import latex_text
+from nlgbench.reporting.relative_table import QualityIntervals, human_words, mean_label, resampling_words, score_types
 from nlgbench.runs.rundata import memory_columns
 from nlgbench.statistics.correlation import canonical_method
 from nlgbench.statistics.levels import canonical_level

@@ -1,7 +1,9 @@
 """The distillation leakage guard: a student made by `nlgbench distill` records hashes of every
 training reference and (reference, candidate) pair (`training_texts.sha256`, beside `distill.json`);
 a sweep that would evaluate it on data sharing them is refused (`guard_spec`, run by every sweep
-before any cell) and each cell checks again on the data it loaded (`guard_cell`).
+before any cell) and each cell checks again on the data it loaded (`guard_cell`). The launchers and the
+worker run it, so it is execution's; `nlgbench distill` (a higher layer) writes the record with
+this module's hashing (`training_hashes`, `TEXTS_FILE`).
 
 Texts are compared in Unicode normal form NFC (canonical equivalence: the same characters, however
 encoded, such as "é" as one code point or as "e" and a combining accent) with whitespace runs as one
@@ -24,7 +26,7 @@ from nlgbench.foundations.errors import UserError
 
 if TYPE_CHECKING:
     from nlgbench.core.spec import SweepSpec
-    from nlgbench.data.model import Dataset, Item
+    from nlgbench.data.items import Dataset, Item
 
 DISTILL_FILE = "distill.json"
 TEXTS_FILE = "training_texts.sha256"  # one hash per line: every reference and (reference, candidate) pair seen

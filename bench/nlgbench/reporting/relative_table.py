@@ -1,7 +1,7 @@
 """The numbers a report shows, as records and as rows of text: quality per cell, the baselines,
-Table 3 (quality retained and speed-up against the baseline), Table 4's inputs (the measured
-quantities per encoder; the table itself: quantities.py) and the bootstrap intervals of plotted
-points (the trade-off table: tradeoff.py)."""
+Table 3 (relative.{csv,md,tex}: quality retained and speed-up against the baseline), Table 4's inputs (the measured
+quantities per encoder; the table itself: quantities_table.py) and the bootstrap intervals of plotted
+points (the trade-off table: tradeoff_table.py)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nlgbench.core.labels import find_encoder_label
-from nlgbench.data.model import HUMAN
+from nlgbench.data.items import HUMAN
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import unknown_name
+from nlgbench.reporting.encoder_lookup import find_encoder_label
+from nlgbench.reporting.markup import TextTable
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.reporting.renderers import TextTable
+from nlgbench.runs.csvfiles import NO_COUNTER
 from nlgbench.runs.rundata import RunData
-from nlgbench.runs.views import NO_COUNTER
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, percentile_interval
 from nlgbench.statistics.correlation import canonical_method
 from nlgbench.statistics.levels import canonical_level, left_out_note, quality_note, too_small_groups

@@ -12,9 +12,9 @@ from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import compare
-from nlgbench.reporting.numbers import human_words, quality_columns_of
+from nlgbench.reporting.markup import TextTable
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.reporting.renderers import TextTable
+from nlgbench.reporting.relative_table import human_words, quality_columns_of
 from nlgbench.runs.rundata import RunData
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
