@@ -19,8 +19,8 @@ from nlgbench.core.labels import metric_label
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.markup import markdown
-from nlgbench.runs.rundata import RunData
 from nlgbench.runs.csvfiles import MAIN_QUALITY, QUALITY_COLUMNS, column_label, current_names
+from nlgbench.runs.rundata import RunData
 
 CELL_COLUMNS = [
     ("metric", "metric"),
