@@ -372,6 +372,7 @@ def test_an_encoder_export_is_not_a_cross_encoder(tiny: Path, cache: Path) -> No
 # ----------------------------------------------------------------------------- in a sweep
 
 
+@pytest.mark.integration
 def test_sweep_cells_record_export_apart_and_the_second_cell_reuses_it(tmp_path: Path, cache: Path) -> None:
     """Two cells on one backend export: the first exports (export_s > 0, not in load_s), the second
     finds the export cached (export_s 0) and reads no torch weights; the torch cell has no export_s.

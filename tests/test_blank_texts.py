@@ -363,6 +363,7 @@ def test_the_import_keeps_an_empty_output_and_says_so(imported: tuple[Path, str]
     assert "note: 1 of 6 items have a blank hypothesis (each metric scores or refuses it" in printed
 
 
+@pytest.mark.integration
 def test_a_sweep_records_the_blank_text_warning(
     blank_csv: Path, models: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -297,6 +297,7 @@ def test_sample_larger_than_the_data_warns_and_says_what_was_drawn(tmp_path: Pat
     assert not load_dataset(path=src, sample=(3, 3)).drawn_whole
 
 
+@pytest.mark.integration
 def test_a_sample_that_draws_everything_is_labelled_as_the_whole_dataset(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -262,6 +262,7 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield make_tiny_bert(tmp_path_factory.mktemp("tiny"), [t for it in items for t in (it.reference, it.hypothesis)])
 
 
+@pytest.mark.integration
 def test_cell_records_this_machines_counter_in_result_json_and_results_csv(tiny_dir: Path, tmp_path: Path) -> None:
     """A real cell (worker process): here there is no counter, so `none` with the reason and
     results.csv's "n/a (no counter)"; on a machine whose RAPL can be read, joules per segment."""

@@ -371,6 +371,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.integration
 def test_dry_run_loads_the_dataset_and_prints_its_cells(tmp_path: Path) -> None:
     save(tmp_path / "data" / "da", da_rows())
     spec = tmp_path / "spec.yaml"
@@ -401,6 +402,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.integration
 def test_lexical_cells_run_on_a_saved_dataset(tmp_path: Path) -> None:
     """sentbleu and chrf end to end (`nlgbench.api.run`, worker processes loading the dataset again):
     results.csv names the dataset and its content hash; the correlations are those of scores.csv."""

@@ -74,6 +74,7 @@ def test_hub_cache_dir_follows_environment(tmp_path: Path, monkeypatch: pytest.M
     assert hfcache.hub_cache_dir() == tmp_path / "direct"
 
 
+@pytest.mark.component
 def test_import_then_load_offline(tiny_bert: Path, hub_cache: Path) -> None:
     snapshot = hfcache.import_model(tiny_bert, "org/tiny")
     repo = hub_cache / "models--org--tiny"
@@ -97,6 +98,7 @@ def test_import_then_load_offline(tiny_bert: Path, hub_cache: Path) -> None:
     assert torch.equal(expected, got)
 
 
+@pytest.mark.component
 def test_import_is_idempotent(tiny_bert: Path, hub_cache: Path) -> None:
     first = hfcache.import_model(tiny_bert, "org/tiny")
     second = hfcache.import_model(tiny_bert, "org/tiny")
@@ -105,6 +107,7 @@ def test_import_is_idempotent(tiny_bert: Path, hub_cache: Path) -> None:
     assert not list((hub_cache / "models--org--tiny").glob(".nlgbench-import-*"))
 
 
+@pytest.mark.component
 def test_changed_folder_gets_new_commit(tiny_bert: Path, hub_cache: Path, tmp_path: Path) -> None:
     first = hfcache.import_model(tiny_bert, "tiny")
     changed = tmp_path / "changed"
@@ -116,6 +119,7 @@ def test_changed_folder_gets_new_commit(tiny_bert: Path, hub_cache: Path, tmp_pa
     assert hfcache.local_snapshot("tiny") == second
 
 
+@pytest.mark.component
 def test_interrupted_import_leaves_no_reference(
     tiny_bert: Path, hub_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,6 +160,7 @@ def test_sizes_follow_symlinks(tiny_bert: Path, tmp_path: Path) -> None:
     assert hfcache.checkpoint_params(linked) == hfcache.checkpoint_params(tiny_bert)
 
 
+@pytest.mark.component
 def test_sizes_of_pytorch_bin_checkpoint(tiny_bert: Path, tmp_path: Path) -> None:
     folder = tmp_path / "bin-model"
     folder.mkdir()
@@ -243,12 +248,14 @@ def broken_copy(tiny_bert: Path, tmp_path: Path, cut: int | None = None, header:
     return folder
 
 
+@pytest.mark.component
 def test_intact_folder_passes(tiny_bert: Path) -> None:
     hfcache.check_model_folder(tiny_bert)
     header = hfcache.safetensors_header(tiny_bert / "model.safetensors")
     assert b"embeddings.word_embeddings.weight" in header
 
 
+@pytest.mark.component
 @pytest.mark.parametrize(
     ("cut", "header", "message"),
     [
@@ -269,6 +276,7 @@ def test_broken_safetensors_refused(
     assert "\n" not in str(info.value) and str(folder) in str(info.value)
 
 
+@pytest.mark.component
 def test_broken_config_or_bin_refused(tiny_bert: Path, tmp_path: Path) -> None:
     folder = tmp_path / "m"
     shutil.copytree(tiny_bert, folder)
@@ -291,6 +299,7 @@ def test_broken_config_or_bin_refused(tiny_bert: Path, tmp_path: Path) -> None:
         hfcache.check_model_folder(folder)
 
 
+@pytest.mark.component
 def test_import_refuses_truncated_weights(tiny_bert: Path, hub_cache: Path, tmp_path: Path) -> None:
     folder = broken_copy(tiny_bert, tmp_path, cut=1000)
     with pytest.raises(UserError, match="is truncated"):
@@ -298,6 +307,7 @@ def test_import_refuses_truncated_weights(tiny_bert: Path, hub_cache: Path, tmp_
     assert not (hub_cache / "models--org--tiny").exists()
 
 
+@pytest.mark.component
 def test_weights_fingerprint_follows_weights_and_config(tiny_bert: Path, tmp_path: Path) -> None:
     folder = tmp_path / "m"
     shutil.copytree(tiny_bert, folder)
@@ -316,6 +326,7 @@ def test_weights_fingerprint_follows_weights_and_config(tiny_bert: Path, tmp_pat
     assert hfcache.weights_fingerprint(folder) not in (first, second)
 
 
+@pytest.mark.component
 def test_weights_fingerprint_hashes_the_weight_bytes(tiny_bert: Path, tmp_path: Path) -> None:
     """Two folders alike in names, sizes, mtimes and safetensors header but not in weight bytes have
     different fingerprints; so does one folder edited in place with its mtime put back."""
@@ -331,6 +342,7 @@ def test_weights_fingerprint_hashes_the_weight_bytes(tiny_bert: Path, tmp_path: 
     assert hfcache.weights_fingerprint(a) == hfcache.weights_fingerprint(b) != before
 
 
+@pytest.mark.component
 def test_weights_edited_in_place_make_a_new_cell_and_signature(tiny_bert: Path, tmp_path: Path) -> None:
     """A model folder whose weight bytes changed, its sizes and mtimes put back, is not "done already":
     the sweep's cell over it has another id, and the scorer's signature another revision."""
@@ -370,6 +382,7 @@ def read_chars() -> int:
     raise AssertionError("no rchar in /proc/self/io")
 
 
+@pytest.mark.component
 @pytest.mark.skipif(not Path("/proc/self/io").is_file(), reason="needs Linux's /proc/self/io")
 def test_a_second_fingerprint_reads_no_weight_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The weights' digest is kept in the cache while the file's stat is unchanged: the first fingerprint
@@ -393,6 +406,7 @@ def test_a_second_fingerprint_reads_no_weight_bytes(tmp_path: Path, monkeypatch:
     assert read_chars() - end >= size
 
 
+@pytest.mark.component
 def test_a_cached_model_loads_without_asking_the_hub(
     tiny_bert: Path, hub_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

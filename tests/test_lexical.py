@@ -376,6 +376,7 @@ MULTI_ROWS = [  # hypothesis, references, human
 ]
 
 
+@pytest.mark.integration
 def test_sweep_runs_lexical_cells_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # wmt16 (real data, one reference) with sentbleu and no `encoders` key
     spec = tmp_path / "wmt.yaml"

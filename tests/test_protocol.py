@@ -461,6 +461,7 @@ def test_tokenize_equals_the_tokenizer_call_on_minilm_and_wmt16() -> None:
 # ----------------------------------------------------------------------------- environment
 
 
+@pytest.mark.integration
 def test_environment_records_node_and_slurm_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID"):
         monkeypatch.delenv(key, raising=False)
@@ -488,6 +489,7 @@ def test_parse_nvidia_smi() -> None:
     assert parse_nvidia_smi("") == {} and parse_nvidia_smi("only, three, fields") == {}
 
 
+@pytest.mark.integration
 def test_cuda_trackers_record_nothing_on_cpu() -> None:
     with CudaEventTracker("cpu") as events:
         pass
@@ -588,6 +590,7 @@ def load_gpu_benchmark() -> Any:
     return module
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(CUDA, reason="checks the behaviour without CUDA")
 def test_gpu_benchmark_says_no_cuda_device_and_stops(tmp_path: Path) -> None:
     import subprocess
@@ -661,6 +664,7 @@ def test_gpu_benchmark_reads_results_csv_written_before_issue_28(tmp_path: Path)
 # ----------------------------------------------------------------------------- a real cell
 
 
+@pytest.mark.integration
 def test_a_cell_with_a_token_budget_scores_as_its_batch_size_cell(tmp_path: Path) -> None:
     """Two cells through the runner and worker (tiny model, own data): the token-budget cell
     has its own id and column, the same scores to float32 round-off, and the protocol's record."""

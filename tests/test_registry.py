@@ -115,6 +115,7 @@ def write_yaml(path: Path, doc: object) -> Path:
     return path
 
 
+@pytest.mark.component
 def test_env_encoder_file_merged_over_packaged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -202,6 +203,7 @@ def test_bad_env_file_is_one_line_exit_2(
 # --------------------------------------------------------------------------- user files: spec keys
 
 
+@pytest.mark.component
 def test_spec_files_relative_to_the_spec(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -342,6 +344,7 @@ def nlgbench_command(*args: str, pythonpath: Path, cwd: Path) -> subprocess.Comp
     )
 
 
+@pytest.mark.integration
 def test_entry_point_metric_listed_by_the_command(tmp_path: Path) -> None:
     site = make_distribution(tmp_path / "site", "hyplength = hyplength_plugin\n")
     done = nlgbench_command("list", "metrics", pythonpath=site, cwd=tmp_path)
@@ -350,6 +353,7 @@ def test_entry_point_metric_listed_by_the_command(tmp_path: Path) -> None:
     assert "hypothesis length in characters (test plugin)" in rows["hyplength"] and "bertscore" in rows
 
 
+@pytest.mark.integration
 def test_sweep_with_plugin_metric_and_spec_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real sweep: plugin metric, the spec's own encoder and dataset files; the worker process sees all three."""
     site = make_distribution(tmp_path / "site", "hyplength = hyplength_plugin\n")
@@ -440,6 +444,7 @@ def test_uncached_hub_id_or_missing_folder_says_what_it_is(
     assert err == f"nlgbench: error: score.encoders[0]: {message.format(cwd=tmp_path.resolve())}\n"
 
 
+@pytest.mark.component
 @pytest.mark.parametrize(
     "metric",
     [

@@ -109,6 +109,7 @@ def ids(spec: dict[str, Any], base: Path | None = None) -> list[str]:
 # --------------------------------------------------------------------------- parsing
 
 
+@pytest.mark.component
 def test_quickstart_shape_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_spec(tmp_path / "specs", QUICKSTART)
     elsewhere = tmp_path / "elsewhere"
@@ -141,6 +142,7 @@ def test_quickstart_shape_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert len(spec.cells()) == 3 * 3
 
 
+@pytest.mark.component
 def test_examples_quickstart_parses() -> None:
     spec = load_spec(REPO / "examples" / "quickstart.yaml")
     assert spec.name == "quickstart"
@@ -149,6 +151,7 @@ def test_examples_quickstart_parses() -> None:
     assert all(c.metric == "bertscore" and c.device in spec.devices for c in cells)
 
 
+@pytest.mark.component
 def test_defaults(tmp_path: Path) -> None:
     spec = load_spec(write_spec(tmp_path, {k: v for k, v in minimal_spec().items() if k != "name"}, "my-sweep.yaml"))
     assert spec.name == "my-sweep"  # from the file name
@@ -157,6 +160,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert spec.metrics[0].options == {"idf": False, "layer": None}
 
 
+@pytest.mark.component
 def test_scalars_or_lists() -> None:
     spec = parse_spec(
         minimal_spec(
@@ -172,6 +176,7 @@ def test_scalars_or_lists() -> None:
     assert spec.metrics[0].encoders == [EncoderRef("all-MiniLM-L6-v2")]
 
 
+@pytest.mark.component
 def test_absolute_data_path_kept(tmp_path: Path) -> None:
     data = tmp_path / "abs" / "d.tsv"
     data.parent.mkdir()
@@ -184,6 +189,7 @@ def test_absolute_data_path_kept(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- cells
 
 
+@pytest.mark.component
 def test_cell_expansion_count_and_order() -> None:
     spec = parse_spec(
         minimal_spec(
@@ -219,6 +225,7 @@ def test_cell_expansion_count_and_order() -> None:
     assert cells[0].label == "bertscore | all-mpnet-base-v2 | wmt16 | cpu | bs1"
 
 
+@pytest.mark.component
 def test_duplicate_cells_collapse() -> None:
     spec = parse_spec(
         minimal_spec(
@@ -231,6 +238,7 @@ def test_duplicate_cells_collapse() -> None:
     assert len(spec.cells()) == 1
 
 
+@pytest.mark.component
 def test_cell_ids_deterministic(tmp_path: Path) -> None:
     first, second = ids(QUICKSTART, tmp_path), ids(QUICKSTART, tmp_path)
     assert first == second
@@ -238,10 +246,12 @@ def test_cell_ids_deterministic(tmp_path: Path) -> None:
     assert len(set(first)) == len(first)
 
 
+@pytest.mark.component
 def test_sweep_name_does_not_change_cell_ids() -> None:
     assert ids(minimal_spec(name="a", description="x")) == ids(minimal_spec(name="b"))
 
 
+@pytest.mark.integration
 def test_cell_ids_stable_across_processes(tmp_path: Path) -> None:
     """Resuming needs the same ids in a new process (no hash randomisation, no dict-order effects)."""
     path = write_spec(tmp_path, QUICKSTART)
@@ -307,6 +317,7 @@ def test_cell_fields_all_covered() -> None:
     assert CellConfig.from_dict(with_inputs.to_dict()) == with_inputs
 
 
+@pytest.mark.component
 def test_committed_example_cell_ids_unchanged() -> None:
     """reports/example was measured with these ids: catalogue data and registered encoders get no
     `inputs`, so the spec's cells get the same ids again under the library versions that run recorded
@@ -322,6 +333,7 @@ def test_committed_example_cell_ids_unchanged() -> None:
     assert all(not c.inputs for c in cells)
 
 
+@pytest.mark.component
 def test_hub_id_and_registered_name_are_one_cell() -> None:
     spec = parse_spec(
         minimal_spec(
@@ -335,6 +347,7 @@ def test_hub_id_and_registered_name_are_one_cell() -> None:
     assert cell.cell_id == ids(minimal_spec())[0]
 
 
+@pytest.mark.component
 def test_user_data_file_content_in_cell_id(tmp_path: Path) -> None:
     data = write_my_data(tmp_path)
     spec = parse_spec(minimal_spec(datasets=[{"path": str(data)}]))
@@ -359,6 +372,7 @@ def test_repeated_yaml_key_refused(tmp_path: Path) -> None:
         load_spec(path)
 
 
+@pytest.mark.component
 @pytest.mark.parametrize("name", ["x" * 101, "../../x", "a/b", "..", "a\\b", "tab\there"])
 def test_run_name_must_be_a_plain_folder_name(name: str) -> None:
     with pytest.raises(UserError, match=r"spec\.name .*(characters|plain folder name)") as info:
@@ -368,6 +382,7 @@ def test_run_name_must_be_a_plain_folder_name(name: str) -> None:
     assert parse_spec(minimal_spec(name="v1.2 final")).name == "v1.2 final"
 
 
+@pytest.mark.component
 @pytest.mark.parametrize("kind", ["missing", "folder", "csv"])
 def test_data_path_checked_at_parse(tmp_path: Path, kind: str) -> None:
     path = tmp_path / ("d.csv" if kind == "csv" else "d.jsonl")
@@ -388,6 +403,7 @@ def test_cell_id_changes_with_score_versions(monkeypatch: pytest.MonkeyPatch) ->
     assert BASE_CELL.cell_id != before
 
 
+@pytest.mark.component
 @pytest.mark.parametrize(
     "options",
     [None, {}, {"idf": False}, {"idf": False, "layer": None}, {"layer": None, "idf": False}],
@@ -401,6 +417,7 @@ def test_option_defaults_filled(options: dict[str, Any] | None) -> None:
     assert parse_spec(minimal_spec(metrics=[entry])).metrics[0].options == {"idf": False, "layer": None}
 
 
+@pytest.mark.component
 def test_non_default_options_change_id() -> None:
     idf = ids(
         minimal_spec(metrics=[{"metric": "bertscore", "options": {"idf": True}, "encoders": ["all-MiniLM-L6-v2"]}])
@@ -414,6 +431,7 @@ def test_non_default_options_change_id() -> None:
 # --------------------------------------------------------------------------- dry run
 
 
+@pytest.mark.component
 def test_dry_run_prints_cells(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -156,6 +156,7 @@ def test_bf16_runs_in_half_precision_and_metrics_get_float32(tiny_dir: Path) -> 
     assert cos.min() > 0.98
 
 
+@pytest.mark.integration
 def test_variants_run_in_a_sweep(tiny_dir: Path, tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(
