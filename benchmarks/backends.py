@@ -65,11 +65,10 @@ def main() -> int:
         for model in args.models.split(","):
             scorers = {}
             for name in names:
-                before = backends.exported_seconds() or 0.0
                 start = time.perf_counter()
                 scorers[name] = nlgbench.Scorer(metric, encoder={"name": model, **VARIANTS[name]}, device="cpu")
                 load_s = time.perf_counter() - start
-                export_s = (backends.exported_seconds() or 0.0) - before
+                export_s = scorers[name].context.export_seconds or 0.0
                 scorers[name].score(hyps[:64], refs[:64])  # warm-up
                 print(f"{metric} {model} {name}: loaded in {load_s - export_s:.1f} s (+ export {export_s:.1f} s)")
             seconds: dict[str, list[float]] = {n: [] for n in names}

@@ -26,8 +26,9 @@ import ot
 import torch
 from ot.lp.emd_wrap import check_result, emd_c
 
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.lazyregistry import Registry
-from nlgbench.metrics.common import advance, length_sorted_batches
+from nlgbench.metrics.common import length_sorted_batches
 
 
 def _normalise(w: np.ndarray) -> np.ndarray:
@@ -80,7 +81,7 @@ Run = Callable[[Callable[[int], None], int], None]  # run(fn, n): fn(0), ..., fn
 
 
 @contextmanager
-def parallel(threads: int, what: str = "batches solved") -> Iterator[Run]:
+def parallel(threads: int, what: str = "batches solved", context: CellContext | None = None) -> Iterator[Run]:
     """A `run(fn, n)` calling fn(0), ..., fn(n - 1) for independent jobs (a batch of transport
     problems, of barycentres): in this thread when threads <= 1, else on `threads` threads, each
     job going to the next free thread in index order (so give the largest first). Exceptions propagate.
@@ -90,14 +91,15 @@ def parallel(threads: int, what: str = "batches solved") -> Iterator[Run]:
     Splitting each small matrix product over all cores instead makes the threads wait on each other
     at every operation, worse the more cores (and the busier the machine) there are. The network
     simplex and torch's operations release the GIL, so the jobs do run in parallel. Each finished
-    job advances the progress display (`common.advance`) as `what`.
+    job advances the progress display of the cell's `context` (`CellContext.advance`) as `what`.
     """
+    context = context if context is not None else CellContext()
     if threads <= 1:
 
         def run_here(fn: Callable[[int], None], n: int) -> None:
             for i in range(n):
                 fn(i)
-                advance(what, i + 1, n)
+                context.advance(what, i + 1, n)
 
         yield run_here
         return
@@ -110,7 +112,7 @@ def parallel(threads: int, what: str = "batches solved") -> Iterator[Run]:
             def run(fn: Callable[[int], None], n: int) -> None:
                 for i, done in enumerate([pool.submit(fn, i) for i in range(n)]):
                     done.result()
-                    advance(what, i + 1, n)  # in job order: a lower bound of what is done
+                    context.advance(what, i + 1, n)  # in job order: a lower bound of what is done
 
             yield run
     finally:
@@ -294,10 +296,12 @@ def pad_pairs(
     threads: int = 1,
     batch_pairs: int = 32,
     points: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    context: CellContext | None = None,
 ) -> list[PairBatch]:
     """The pairs (x[i], a[i]), (y[i], b[i]) in batches of `batch_pairs` of similar size (sorted by
     n_i + m_i: little padding), padded, `points` (e.g. a normalisation) applied to the padded points,
-    with the cost matrices `aligner` needs. Batches are made on `threads` threads (`parallel`)."""
+    with the cost matrices `aligner` needs. Batches are made on `threads` threads (`parallel`, reporting
+    to the cell's `context`)."""
     batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(a, b, strict=True)], batch_pairs))
     out: list[PairBatch | None] = [None] * len(batches)
 
@@ -309,12 +313,14 @@ def pad_pairs(
             xp, yp = points(xp), points(yp)
         out[j] = PairBatch(idx, xp, ap, mx, yp, bp, my, cost_matrix_batch(aligner, xp, yp))
 
-    with parallel(threads, "pair batches padded") as run:
+    with parallel(threads, "pair batches padded", context) as run:
         run(make, len(batches))
     return [batch for batch in out if batch is not None]
 
 
-def transport_pairs(aligner: AlignerInfo, batches: Sequence[PairBatch], threads: int = 1) -> torch.Tensor:
+def transport_pairs(
+    aligner: AlignerInfo, batches: Sequence[PairBatch], threads: int = 1, context: CellContext | None = None
+) -> torch.Tensor:
     """The aligner's distance of every pair in `batches` (from `pad_pairs`), in input order, on the CPU [B].
     Batches run on `threads` threads (`parallel`)."""
     out = torch.zeros(sum(len(batch.index) for batch in batches), dtype=torch.float64)
@@ -323,6 +329,6 @@ def transport_pairs(aligner: AlignerInfo, batches: Sequence[PairBatch], threads:
         t = batches[j]
         out[t.index] = transport_batch(aligner, t.x, t.a, t.mask_x, t.y, t.b, t.mask_y, t.cost).cpu()
 
-    with parallel(threads, "transport batches solved") as run:
+    with parallel(threads, "transport batches solved", context) as run:
         run(solve, len(batches))
     return out

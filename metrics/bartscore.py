@@ -23,6 +23,7 @@ from nlgbench.data.items import Item
 from nlgbench.encoders.models import load_model
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import pad_ids
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
@@ -56,9 +57,16 @@ class BartScoreScorer(ScorerBase[BartScoreOptions]):
 
     options_class = BartScoreOptions
 
-    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
-        super().__init__(options, device, batch_size)
-        self.lm = load_model(encoder_ref, "seq2seq", device, self.options.state_dict)
+    def __init__(
+        self,
+        encoder_ref: EncoderRef,
+        options: dict[str, Any],
+        device: str,
+        batch_size: int,
+        context: CellContext | None = None,
+    ) -> None:
+        super().__init__(options, device, batch_size, context)
+        self.lm = load_model(encoder_ref, "seq2seq", device, self.options.state_dict, self.context)
         tok = self.lm.tokenizer
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
 
@@ -90,7 +98,10 @@ class BartScoreScorer(ScorerBase[BartScoreOptions]):
 
         with timer.phase(name):
             return length_sorted_map(
-                batch_scores, [len(s) + len(t) for s, t in zip(s_ids, t_ids, strict=True)], self.batch_size
+                batch_scores,
+                [len(s) + len(t) for s, t in zip(s_ids, t_ids, strict=True)],
+                self.batch_size,
+                self.context,
             )
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:

@@ -28,6 +28,7 @@ import torch
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Tokenized, load_encoder
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import (
     network_simplex,
@@ -244,14 +245,18 @@ def _move_support(state: _Iterate, new: torch.Tensor) -> torch.Tensor:
 
 
 def wasserstein_batch(
-    x: Sequence[torch.Tensor], y: Sequence[torch.Tensor], threads: int = 1, batch_pairs: int = 32
+    x: Sequence[torch.Tensor],
+    y: Sequence[torch.Tensor],
+    threads: int = 1,
+    batch_pairs: int = 32,
+    context: CellContext | None = None,
 ) -> torch.Tensor:
     """Wasserstein distances [B] (on the CPU) between uniform measures on x[i] [n_i, D] and y[i] [m_i, D],
     squared-Euclidean cost.
 
     As `ot.emd2(a, b, ot.dist(x, y))` in the published code, batched: pairs sorted by size in
     batches of `batch_pairs` (little padding), one cost product per batch, exact transport per pair
-    (`wmd_batch`); the batches run on `threads` threads (`parallel`).
+    (`wmd_batch`); the batches run on `threads` threads (`parallel`, reporting to the cell's `context`).
     """
     out = torch.zeros(len(x), dtype=torch.float64)
     batches = list(length_sorted_batches([len(p) + len(q) for p, q in zip(x, y, strict=True)], batch_pairs))
@@ -262,7 +267,7 @@ def wasserstein_batch(
         yp, b, _ = pad_clouds([y[i] for i in idx], [torch.ones(len(y[i]), dtype=torch.float64) for i in idx])
         out[idx] = wmd_batch(a, b, squared_euclidean_cost_batch(xp, yp)).cpu()
 
-    with parallel(threads, "Wasserstein batches solved") as run:
+    with parallel(threads, "Wasserstein batches solved", context) as run:
         run(solve, len(batches))
     return out
 
@@ -289,9 +294,16 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
 
     options_class = BaryScoreOptions
 
-    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
-        super().__init__(options, device, batch_size)
-        self.encoder = load_encoder(encoder_ref, device)
+    def __init__(
+        self,
+        encoder_ref: EncoderRef,
+        options: dict[str, Any],
+        device: str,
+        batch_size: int,
+        context: CellContext | None = None,
+    ) -> None:
+        super().__init__(options, device, batch_size, context)
+        self.encoder = load_encoder(encoder_ref, device, context=self.context)
         top = self.encoder.layers_run
         k = self.options.last_layers
         if not 1 <= k <= top + 1:
@@ -331,7 +343,7 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
             layers = [unit_states(texts[key][1], weighted[key][0]) for key in batches[b]]
             found[b] = free_support_barycentres(layers, [weighted[key][1] for key in batches[b]], self.options.max_iter)
 
-        with parallel(threads, "barycentre batches solved") as run:
+        with parallel(threads, "barycentre batches solved", self.context) as run:
             run(solve, len(batches))
         return {
             key: bary for batch, bars in zip(batches, found, strict=True) for key, bary in zip(batch, bars, strict=True)
@@ -361,7 +373,7 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
                 known.update(self.barycentres(todo, threads))
             with timer.phase("transport"):
                 refs, hyps = [known[ref] for ref, _ in group_keys], [known[hyp] for _, hyp in group_keys]
-                cols["w"].extend(wasserstein_batch(refs, hyps, threads).tolist())
+                cols["w"].extend(wasserstein_batch(refs, hyps, threads, context=self.context).tolist())
                 for reg in self.options.sinkhorn_regs:
                     cols[f"sd_{reg:g}"].extend(
                         sinkhorn_divergence(x.cpu().numpy(), y.cpu().numpy(), reg)

@@ -8,6 +8,7 @@ models' lifetime (a `ScorerBase` subclass), and an `INFO` (a `MetricInfo`) tying
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import time
 import types
 import typing
@@ -19,6 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from nlgbench.data.items import Item, blank_positions
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 
 OptionsT = TypeVar("OptionsT")
@@ -80,18 +82,23 @@ class Scorer(Protocol):
 
 
 class ScorerBase(Generic[OptionsT]):
-    """What every scorer holds: its typed options (an instance of `options_class`), device and batch size.
+    """What every scorer holds: its typed options (an instance of `options_class`), device, batch size
+    and the cell's context (`CellContext`: token budget, progress hook, the records its models write).
 
-    Subclasses load their models in `__init__` (after calling this one), implement `score` and
-    `describe`, and override `prepare` when the metric has corpus state.
+    Subclasses load their models in `__init__` (after calling this one), giving `self.context` to the
+    encoders they load, implement `score` and `describe`, and override `prepare` when the metric has
+    corpus state.
     """
 
     options_class: type[OptionsT]
 
-    def __init__(self, options: dict[str, Any], device: str, batch_size: int) -> None:
+    def __init__(
+        self, options: dict[str, Any], device: str, batch_size: int, context: CellContext | None = None
+    ) -> None:
         self.options: OptionsT = self.options_class(**options)
         self.device = device
         self.batch_size = batch_size
+        self.context = context if context is not None else CellContext()
 
     def prepare(self, items: Sequence[Item]) -> None:
         """No corpus state."""
@@ -192,7 +199,9 @@ class MetricInfo:
     corpus_state: bool
     options_class: type
     accepts_aligners: bool
-    build: Callable[..., Scorer]  # build(encoder_ref, options, device, batch_size) -> Scorer
+    # build(encoder_ref, options, device, batch_size[, aligner=][, context=]) -> Scorer; `context` (the cell's
+    # `CellContext`) where the build names that parameter (`takes_context`)
+    build: Callable[..., Scorer]
     encoder_kinds: tuple[str, ...] = ("encoder",)
     check_values: Callable[[dict[str, Any]], None] | None = None  # raises UserError on bad values
     model_options: dict[str, str] = field(default_factory=dict)  # option naming a further model -> its kind
@@ -290,11 +299,37 @@ class MetricInfo:
         references, has no rule of its own for several, and the option reference_policy is not set."""
         return self.reads_references(options) and self.multi_reference is None and options.get(REFERENCE_POLICY) is None
 
-    def make(self, encoder_ref: Any, options: dict[str, Any], device: str, batch_size: int, **extra: Any) -> Scorer:
+    @property
+    def takes_context(self) -> bool:
+        """Whether `build` takes the cell's context (a parameter named `context`): every packaged metric's
+        does; a plugin's written before the context existed may not, and is built without it."""
+        try:
+            return "context" in inspect.signature(self.build).parameters
+        except (TypeError, ValueError):  # a callable without a signature Python can read
+            return False
+
+    def make(
+        self,
+        encoder_ref: Any,
+        options: dict[str, Any],
+        device: str,
+        batch_size: int,
+        context: CellContext | None = None,
+        **extra: Any,
+    ) -> Scorer:
         """Check the options (as the spec does), build the scorer on the metric's own options, and wrap
-        it in `ReferencePolicy` when it reads references but not several of them itself."""
+        it in `ReferencePolicy` when it reads references but not several of them itself. `context`: the
+        cell's, given to a build that takes one (`takes_context`); a build that does not cannot honour a
+        token budget, so a context with one is refused for it."""
         self.check_options(options)
         own = {key: value for key, value in options.items() if key not in self.harness_options}
+        if context is not None and self.takes_context:
+            extra["context"] = context
+        elif context is not None and context.batch_tokens is not None:
+            raise UserError(
+                f"metric {self.name}: its build takes no context argument, so a token budget "
+                f"(batch_tokens: {context.batch_tokens}) cannot apply; use batch_size"
+            )
         scorer = self.build(encoder_ref, own, device, batch_size, **extra)
         policy = options.get(REFERENCE_POLICY)
         if not self.reads_references(options) or (policy is None and self.multi_reference == "native"):

@@ -22,6 +22,7 @@ import torch
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef, default_layer
 from nlgbench.encoders.runtime import load_encoder
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import greedy_match, only_special, pad_tensors, token_weights
 from nlgbench.metrics.embedding import chunks, corpus_idf, embed_texts
@@ -38,10 +39,17 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
 
     options_class = BertScoreOptions
 
-    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
-        super().__init__(options, device, batch_size)
+    def __init__(
+        self,
+        encoder_ref: EncoderRef,
+        options: dict[str, Any],
+        device: str,
+        batch_size: int,
+        context: CellContext | None = None,
+    ) -> None:
+        super().__init__(options, device, batch_size, context)
         layer = self.options.layer if self.options.layer is not None else default_layer(encoder_ref, "bertscore")
-        self.encoder = load_encoder(encoder_ref, device, needed_layer=layer)
+        self.encoder = load_encoder(encoder_ref, device, needed_layer=layer, context=self.context)
         self.layer = self.encoder.layers_run
         self.idf: dict[int, float] | None = None
         self.unseen = 0.0

@@ -6,11 +6,11 @@ Pure functions, no model state. Metrics import these from here and never from ea
 - `pad_tensors`: right-padding of per-token tensors into a batch (token ids: `nlgbench.encoders.runtime.pad_ids`);
 - `length_sorted_map`: run a function over batches of indices sorted by length (least padding),
   results returned in the input order;
-- `group_sorted`, `token_budget`: how sorted inputs are cut into batches: at most `batch_size` items
-  each, or, inside `with token_budget(N)` (a cell's `batch_tokens: N`), as many as keep the padded
+- `group_sorted`: how sorted inputs are cut into batches: at most `batch_size` items each, or, with a
+  token budget N (a cell's `batch_tokens: N`, held by its `CellContext`), as many as keep the padded
   batch (items x longest length) within N tokens; never with more padding than real tokens.
-- `advance`, `progress_hook`: how a metric tells the harness's live progress display what part of a
-  pass is done (texts encoded, batches scored); nothing happens outside a `progress_hook` block.
+The cell's budget and progress hook reach these functions in the scorer's `CellContext`
+(`nlgbench.foundations.cellcontext`), passed as an argument.
 """
 
 from __future__ import annotations
@@ -18,59 +18,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import TypeVar
 
 import torch
 
+from nlgbench.foundations.cellcontext import CellContext
+
 T = TypeVar("T")
-
-# The cell's per-batch token budget (`batch_tokens`), set by the harness around scoring. A context
-# variable rather than a scorer argument: it governs every model input batch of the cell, whatever
-# the metric, and the metrics' constructors keep their one `batch_size`.
-_TOKEN_BUDGET: ContextVar[int | None] = ContextVar("nlgbench_token_budget", default=None)
-
-
-@contextmanager
-def token_budget(tokens: int | None) -> Iterator[None]:
-    """Within the block, length-sorted model batches hold at most `tokens` padded tokens (the
-    batch's size x its longest input) instead of `batch_size` inputs; None: `batch_size` inputs."""
-    if tokens is not None and tokens < 1:
-        raise ValueError(f"a token budget must be >= 1, got {tokens}")
-    reset = _TOKEN_BUDGET.set(tokens)
-    try:
-        yield
-    finally:
-        _TOKEN_BUDGET.reset(reset)
-
-
-def active_token_budget() -> int | None:
-    """The token budget of the enclosing `token_budget` block, or None."""
-    return _TOKEN_BUDGET.get()
-
-
-# The harness's progress display (`nlgbench.execution.progress`), set around a cell's scoring; None: no display.
-# A plain module variable, not a context variable: worker threads (`alignment.parallel`) see it too.
-Progress = Callable[[str, int, int], None]  # (what, done, total)
-_PROGRESS: list[Progress] = []
-
-
-@contextmanager
-def progress_hook(hook: Progress | None) -> Iterator[None]:
-    """Within the block, `advance(what, done, total)` calls `hook`; None: nothing."""
-    _PROGRESS.append(hook) if hook is not None else None
-    try:
-        yield
-    finally:
-        if hook is not None:
-            _PROGRESS.remove(hook)
-
-
-def advance(what: str, done: int, total: int) -> None:
-    """`done` of `total` units of `what` (e.g. "texts encoded") are finished in the current pass."""
-    for hook in _PROGRESS:
-        hook(what, done, total)
 
 
 def idf_table(references: Sequence[Sequence[int]]) -> tuple[dict[int, float], float]:
@@ -175,11 +129,14 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int, tokens: int |
         yield [order[j] for j in group]
 
 
-def length_sorted_map(fn: Callable[[list[int]], Sequence[T]], lengths: Sequence[int], batch_size: int) -> list[T]:
-    """`fn(batch)` (one result per index of the batch) over length-sorted batches, cut by the
-    active token budget (`token_budget`) where one is set; results in input order."""
+def length_sorted_map(
+    fn: Callable[[list[int]], Sequence[T]], lengths: Sequence[int], batch_size: int, context: CellContext | None = None
+) -> list[T]:
+    """`fn(batch)` (one result per index of the batch) over length-sorted batches, cut by the cell's
+    token budget where its `context` has one, each batch reported to its progress hook; results in input order."""
+    context = context if context is not None else CellContext()
     results: dict[int, T] = {}
-    for batch in length_sorted_batches(lengths, batch_size, active_token_budget()):
+    for batch in length_sorted_batches(lengths, batch_size, context.batch_tokens):
         results.update(zip(batch, fn(batch), strict=True))
-        advance("inputs scored", len(results), len(lengths))
+        context.advance("inputs scored", len(results), len(lengths))
     return [results[i] for i in range(len(lengths))]

@@ -23,9 +23,10 @@ import torch
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.metrics.alignment import get_aligner
 from nlgbench.metrics.base import PhaseTimer, ScorerBase
-from nlgbench.metrics.common import active_token_budget, advance, group_sorted, idf_table
+from nlgbench.metrics.common import group_sorted, idf_table
 
 T = TypeVar("T")
 
@@ -249,19 +250,20 @@ def embed_texts(
     """Tokens and hidden states of each unique text: [n_tokens, D] for one layer, [k, n_tokens, D] for k layers.
 
     Texts are deduplicated and encoded in length-sorted batches (`prepared_batches`: `batch_size`
-    texts, or the active token budget's), prepared ahead of the model (`Prefetcher`): on CUDA in a
+    texts, or the token budget of the encoder's cell context), prepared ahead of the model (`Prefetcher`): on CUDA in a
     background thread, TOKENIZE_SLICE texts at a time; on CPU all at once, inline.
 
     Phases: `tokenize`, the time the loop waited for inputs (on CUDA with the device idle: it is
     synchronised before a wait, not before every batch); `encode`, the rest of the loop (copies to
     the device, the model, output slicing); and when threaded `tokenize_overlapped`, tokenisation
-    that ran hidden behind the model (not part of the sum that makes up the wall time).
+    that ran hidden behind the model (not part of the sum that makes up the wall time). Each batch
+    is reported to the progress hook of the encoder's cell context.
     """
     layers = [layer] if isinstance(layer, int) else list(layer)
     unique = list(dict.fromkeys(texts))
     out: dict[int, Embedded] = {}
     threaded = prefetch_in_thread(encoder.device)
-    budget = active_token_budget()
+    budget = encoder.context.batch_tokens
     slice_texts = slice_size(batch_size, budget) if threaded else None
     batches = prepared_batches(encoder, unique, batch_size, budget, slice_texts)
     with timer.phase("encode"), Prefetcher(batches, threaded=threaded, before_wait=timer.sync) as stream:
@@ -271,7 +273,7 @@ def embed_texts(
             hidden = states[0].float() if isinstance(layer, int) else torch.stack(states, dim=1).float()
             for row, (i, tok) in enumerate(zip(batch.index, batch.tokens, strict=True)):
                 out[i] = (tok, hidden[row, ..., : len(tok.ids), :])
-            advance("texts encoded", len(out), len(unique))
+            encoder.context.advance("texts encoded", len(out), len(unique))
     timer.seconds["encode"] -= stream.wait_s
     timer.seconds["tokenize"] = timer.seconds.get("tokenize", 0.0) + stream.wait_s
     if stream.threaded:
@@ -295,9 +297,15 @@ class AlignerScorer(ScorerBase[L]):
     XMoverScore)."""
 
     def __init__(
-        self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int, aligner: str | None = None
+        self,
+        encoder_ref: EncoderRef,
+        options: dict[str, Any],
+        device: str,
+        batch_size: int,
+        aligner: str | None = None,
+        context: CellContext | None = None,
     ) -> None:
-        super().__init__(options, device, batch_size)
+        super().__init__(options, device, batch_size, context)
         self.aligner = get_aligner(aligner or "wmd")
-        self.encoder = load_encoder(encoder_ref, device, needed_layer=self.options.layer)
+        self.encoder = load_encoder(encoder_ref, device, needed_layer=self.options.layer, context=self.context)
         self.layer = self.encoder.layers_run

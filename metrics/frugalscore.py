@@ -18,6 +18,7 @@ from nlgbench.data.items import Item
 from nlgbench.encoders.backends import BackendRunner
 from nlgbench.encoders.models import load_model
 from nlgbench.encoders.registry import EncoderRef
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
@@ -49,9 +50,16 @@ class FrugalScoreScorer(ScorerBase[FrugalScoreOptions]):
 
     options_class = FrugalScoreOptions
 
-    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
-        super().__init__(options, device, batch_size)
-        self.lm = load_model(encoder_ref, "cross-encoder", device)
+    def __init__(
+        self,
+        encoder_ref: EncoderRef,
+        options: dict[str, Any],
+        device: str,
+        batch_size: int,
+        context: CellContext | None = None,
+    ) -> None:
+        super().__init__(options, device, batch_size, context)
+        self.lm = load_model(encoder_ref, "cross-encoder", device, context=self.context)
         labels = getattr(self.lm.model.config, "num_labels", 1)
         if labels != 1:
             raise UserError(
@@ -78,7 +86,7 @@ class FrugalScoreScorer(ScorerBase[FrugalScoreOptions]):
             ).tolist()
 
         with timer.phase("encode"):
-            out = length_sorted_map(batch_scores, [len(ids) for ids in enc["input_ids"]], self.batch_size)
+            out = length_sorted_map(batch_scores, [len(ids) for ids in enc["input_ids"]], self.batch_size, self.context)
         return Scores(primary="frugalscore", columns={"frugalscore": out})
 
     def describe(self) -> dict[str, Any]:

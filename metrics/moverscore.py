@@ -24,6 +24,7 @@ import torch
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Tokenized
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import pad_pairs, transport_pairs
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scores
@@ -104,9 +105,15 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
     options_class = MoverScoreOptions
 
     def __init__(
-        self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int, aligner: str | None = None
+        self,
+        encoder_ref: EncoderRef,
+        options: dict[str, Any],
+        device: str,
+        batch_size: int,
+        aligner: str | None = None,
+        context: CellContext | None = None,
     ) -> None:
-        super().__init__(encoder_ref, options, device, batch_size, aligner)
+        super().__init__(encoder_ref, options, device, batch_size, aligner, context)
         self.stop_words = frozenset(w.lower() for w in (self.options.stop_words or []))
         self.idf_tables = SidedIdf()
 
@@ -151,9 +158,10 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
                     threads,
                     BATCH_PAIRS,
                     points=unit_rows,
+                    context=self.context,
                 )
             with timer.phase("transport"):
-                distances.extend(transport_pairs(self.aligner, batches, threads).tolist())
+                distances.extend(transport_pairs(self.aligner, batches, threads, self.context).tolist())
         scores = [moverscore_from_distance(d, self.options.score_form) for d in distances]
         return Scores(
             primary="moverscore",

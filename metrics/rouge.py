@@ -27,6 +27,7 @@ from rouge_score import rouge_scorer
 
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import NO_ENCODER
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
@@ -45,8 +46,10 @@ class RougeScorer(ScorerBase[RougeOptions]):
 
     options_class = RougeOptions
 
-    def __init__(self, rouge_type: str, options: dict[str, Any], device: str, batch_size: int) -> None:
-        super().__init__(options, device, batch_size)
+    def __init__(
+        self, rouge_type: str, options: dict[str, Any], device: str, batch_size: int, context: CellContext | None = None
+    ) -> None:
+        super().__init__(options, device, batch_size, context)
         self.rouge_type = rouge_type
         self.scorer = rouge_scorer.RougeScorer([rouge_type], use_stemmer=self.options.use_stemmer)
 
@@ -72,8 +75,10 @@ class RougeScorer(ScorerBase[RougeOptions]):
 def rouge_info(rouge_type: str) -> MetricInfo:
     """The registry entry of one ROUGE type."""
 
-    def build(encoder_ref: Any, options: dict[str, Any], device: str, batch_size: int) -> RougeScorer:
-        return RougeScorer(rouge_type, options, device, batch_size)
+    def build(
+        encoder_ref: Any, options: dict[str, Any], device: str, batch_size: int, context: CellContext | None = None
+    ) -> RougeScorer:
+        return RougeScorer(rouge_type, options, device, batch_size, context)
 
     return MetricInfo(
         name=rouge_type,

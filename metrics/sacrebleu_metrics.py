@@ -35,6 +35,7 @@ from sacrebleu.metrics.base import Metric
 
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import NO_ENCODER
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 
@@ -80,8 +81,15 @@ class SacrebleuScorer(ScorerBase[OptionsT]):
 
     column: str
 
-    def __init__(self, encoder_ref: Any, options: dict[str, Any], device: str, batch_size: int) -> None:
-        super().__init__(options, device, batch_size)
+    def __init__(
+        self,
+        encoder_ref: Any,
+        options: dict[str, Any],
+        device: str,
+        batch_size: int,
+        context: CellContext | None = None,
+    ) -> None:
+        super().__init__(options, device, batch_size, context)
         self.metric = self.library_metric()
         self.signature: str | None = None  # known once it has scored
 

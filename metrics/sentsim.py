@@ -25,6 +25,7 @@ import torch
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import ALIGNERS, align
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores, with_second_model
@@ -76,14 +77,21 @@ class SentSimScorer(ScorerBase[SentSimOptions]):
 
     options_class = SentSimOptions
 
-    def __init__(self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int) -> None:
-        super().__init__(options, device, batch_size)
-        self.sentence = load_encoder(encoder_ref, device)
+    def __init__(
+        self,
+        encoder_ref: EncoderRef,
+        options: dict[str, Any],
+        device: str,
+        batch_size: int,
+        context: CellContext | None = None,
+    ) -> None:
+        super().__init__(options, device, batch_size, context)
+        self.sentence = load_encoder(encoder_ref, device, context=self.context)
         word_ref = EncoderRef(self.options.word_encoder) if self.options.word_encoder else encoder_ref
         self.word: Encoder = (
             self.sentence
             if word_ref == encoder_ref and self.options.layer is None
-            else load_encoder(word_ref, device, needed_layer=self.options.layer)
+            else load_encoder(word_ref, device, needed_layer=self.options.layer, context=self.context)
         )
         self.layer = self.options.layer if self.options.layer is not None else self.word.layers_run
 

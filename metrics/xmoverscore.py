@@ -24,6 +24,7 @@ from nlgbench.data.items import Item
 from nlgbench.encoders.models import load_model
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Tokenized, pad_ids
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import cost_matrix, transport
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scores, with_second_model
@@ -78,10 +79,20 @@ class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):
     options_class = XMoverScoreOptions
 
     def __init__(
-        self, encoder_ref: EncoderRef, options: dict[str, Any], device: str, batch_size: int, aligner: str | None = None
+        self,
+        encoder_ref: EncoderRef,
+        options: dict[str, Any],
+        device: str,
+        batch_size: int,
+        aligner: str | None = None,
+        context: CellContext | None = None,
     ) -> None:
-        super().__init__(encoder_ref, options, device, batch_size, aligner)
-        self.lm = load_model(EncoderRef(self.options.lm), "causal-lm", device) if self.options.lm else None
+        super().__init__(encoder_ref, options, device, batch_size, aligner, context)
+        self.lm = (
+            load_model(EncoderRef(self.options.lm), "causal-lm", device, context=self.context)
+            if self.options.lm
+            else None
+        )
         self.maps: dict[str, np.ndarray] = {}
 
     def prepare(self, items: Sequence[Item]) -> None:
@@ -117,7 +128,7 @@ class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):
             return lm_log_likelihood(model, x.to(self.device), m.to(self.device)).tolist()
 
         with timer.phase("lm"):
-            return length_sorted_map(batch_scores, [len(row) for row in ids], self.batch_size)
+            return length_sorted_map(batch_scores, [len(row) for row in ids], self.batch_size, self.context)
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         if any(not it.source.strip() for it in items):

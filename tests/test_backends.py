@@ -17,6 +17,7 @@ from tests.tiny import TEXTS, make_tiny_bert, same_stat_other_bytes
 from nlgbench.core.cell import CellConfig, backend_versions
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef, parse_encoder_ref
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 
 pytestmark = pytest.mark.component
@@ -97,10 +98,11 @@ def tiny(tmp_path: Path) -> Path:
     return make_tiny_bert(tmp_path / "tiny-bert", TEXTS, num_layers=4)
 
 
-def load(name: str, **variant: object):  # noqa: ANN201  (nlgbench.encoders.runtime.Encoder)
+def load(name: str, context: CellContext | None = None, **variant: object):  # noqa: ANN201  (runtime.Encoder)
+    """The encoder `name` with the variant options on the CPU; its export recorded in `context` where given."""
     from nlgbench.encoders.runtime import load_encoder
 
-    return load_encoder(parse_encoder_ref({"name": name, **variant}, "test"), "cpu")
+    return load_encoder(parse_encoder_ref({"name": name, **variant}, "test"), "cpu", context=context)
 
 
 def states(encoder, layers: list[int]) -> list[np.ndarray]:  # noqa: ANN001
@@ -114,14 +116,15 @@ def states(encoder, layers: list[int]) -> list[np.ndarray]:  # noqa: ANN001
 def test_second_load_reuses_the_export_and_reads_no_weights(backend: str, tiny: Path, cache: Path) -> None:
     from nlgbench.encoders import backends
 
-    before = len(backends._EXPORTS) if hasattr(backends, "_EXPORTS") else 0
-    first = load(str(tiny), backend=backend)
+    made, reused = CellContext(), CellContext()
+    first = load(str(tiny), made, backend=backend)
     [folder] = exports(cache)
     stamp = (folder / backends.MODEL_FILE).stat().st_mtime_ns
-    second = load(str(tiny), backend=backend)
+    second = load(str(tiny), reused, backend=backend)
     assert exports(cache) == [folder]  # no second export folder
     assert (folder / backends.MODEL_FILE).stat().st_mtime_ns == stamp  # nor a rewritten one
-    assert backends._EXPORTS[before] > 0 and backends._EXPORTS[before + 1] == 0.0
+    assert len(made.exports) == 1 and made.exports[0] > 0 and reused.exports == [0.0]
+    assert reused.export_seconds == 0.0 and CellContext().export_seconds is None  # a torch cell: no export_s
     # torch's module of a backend cell is a skeleton (configuration, parameter count), exported or not
     assert first.model.device.type == second.model.device.type == "meta"
     assert first.params_run == second.params_run == load(str(tiny)).params_run
@@ -165,13 +168,12 @@ def test_same_names_sizes_and_mtimes_but_other_weights_get_their_own_export(
 ) -> None:
     """A copy of a model folder with its weight bytes changed and its times put back is exported anew:
     the export cache is keyed by the weights' contents, so the copy's states are its own."""
-    from nlgbench.encoders import backends
 
     other = same_stat_other_bytes(tiny, tmp_path / "other")
     first = load(str(tiny), backend="onnxruntime")
-    before = len(backends._EXPORTS)
-    second = load(str(other), backend="onnxruntime")
-    assert len(exports(cache)) == 2 and backends._EXPORTS[before] > 0  # exported, not reused
+    context = CellContext()
+    second = load(str(other), context, backend="onnxruntime")
+    assert len(exports(cache)) == 2 and context.exports[0] > 0  # exported, not reused
     for got, want in zip(states(second, [4]), states(load(str(other)), [4]), strict=True):
         assert np.abs(got - want).max() <= 1e-5  # the copy's own weights
     assert np.abs(states(first, [4])[0] - states(second, [4])[0]).max() > 1e-3
@@ -187,16 +189,17 @@ def test_a_damaged_cached_export_is_made_again(tiny: Path, cache: Path, capsys: 
     model = folder / backends.MODEL_FILE
     model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])
     capsys.readouterr()
-    before = len(backends._EXPORTS)
-    again = load(str(tiny), backend="onnxruntime")
+    context = CellContext()
+    again = load(str(tiny), context, backend="onnxruntime")
     err = capsys.readouterr().err
     assert f"cached export {folder} is damaged ({backends.MODEL_FILE} differs from the file written)" in err
     assert len(err.strip().splitlines()) == 1
-    assert exports(cache) == [folder] and backends._EXPORTS[before] > 0
+    assert exports(cache) == [folder] and context.exports[0] > 0
     for a, b in zip(states(again, [0, 2, 4]), states(load(str(tiny)), [0, 2, 4]), strict=True):
         assert np.abs(a - b).max() <= 1e-5
-    load(str(tiny), backend="onnxruntime")  # and the new export is reused as it is
-    assert backends._EXPORTS[-1] == 0.0 and "damaged" not in capsys.readouterr().err
+    reused = CellContext()
+    load(str(tiny), reused, backend="onnxruntime")  # and the new export is reused as it is
+    assert reused.exports == [0.0] and "damaged" not in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- refusals and ids
@@ -336,7 +339,6 @@ def test_frugalscore_cross_encoder_runs_on_a_backend(backend: str, student: Path
     32-wide model: rounding ~1e-7, so 1e-5 is loose); a second load reuses the export and reads no
     weights (its torch module a meta skeleton); int8 is its own export, close but not the same."""
     import nlgbench
-    from nlgbench.encoders import backends
     from nlgbench.encoders.models import load_model
 
     hyps, refs = TEXTS[:4], TEXTS[4:]
@@ -345,9 +347,9 @@ def test_frugalscore_cross_encoder_runs_on_a_backend(backend: str, student: Path
     got = np.asarray(nlgbench.score(hyps, refs, metric="frugalscore", encoder=variant, device="cpu"))
     assert np.abs(got - base).max() <= 1e-5
     [folder] = exports(cache)
-    done = len(backends._EXPORTS)
-    again = load_model(parse_encoder_ref(variant, "test"), "cross-encoder", "cpu")
-    assert exports(cache) == [folder] and backends._EXPORTS[done:] == [0.0]
+    context = CellContext()
+    again = load_model(parse_encoder_ref(variant, "test"), "cross-encoder", "cpu", context=context)
+    assert exports(cache) == [folder] and context.exports == [0.0]
     assert again.runner is not None and again.runner.inputs == ["input_ids", "attention_mask", "token_type_ids"]
     assert again.model.device.type == "meta"
     described = again.describe()

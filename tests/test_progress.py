@@ -27,7 +27,8 @@ from nlgbench.execution.eta import (
     time_split,
 )
 from nlgbench.execution.progress import PROGRESS_ENV, CellProgress, live
-from nlgbench.metrics.common import advance, length_sorted_map, progress_hook
+from nlgbench.foundations.cellcontext import CellContext
+from nlgbench.metrics.common import length_sorted_map
 from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.integration
@@ -110,11 +111,12 @@ def test_progress_is_live_on_a_terminal_or_when_forced(monkeypatch: pytest.Monke
 
 def test_metrics_report_their_batches_to_the_bar() -> None:
     heard: list[tuple[str, int, int]] = []
-    with progress_hook(lambda what, done, total: heard.append((what, done, total))):
-        out = length_sorted_map(lambda batch: [i * 2 for i in batch], [5, 1, 4, 2, 3, 9, 7], batch_size=3)
+    context = CellContext(progress=lambda what, done, total: heard.append((what, done, total)))
+    out = length_sorted_map(lambda batch: [i * 2 for i in batch], [5, 1, 4, 2, 3, 9, 7], 3, context)
     assert out == [0, 2, 4, 6, 8, 10, 12]
     assert heard == [("inputs scored", 3, 7), ("inputs scored", 6, 7), ("inputs scored", 7, 7)]
-    advance("inputs scored", 1, 1)  # outside the block: nobody hears
+    length_sorted_map(lambda batch: list(batch), [1, 2], 3)  # another context (none given): nobody hears
+    CellContext().advance("inputs scored", 1, 1)
     assert len(heard) == 3
 
     stream = io.StringIO()

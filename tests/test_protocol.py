@@ -13,6 +13,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.result import CellResult, Timing
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, load_encoder
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.measurement.environment import environment, job_record, parse_nvidia_smi
 from nlgbench.measurement.protocol import (
     OTHER_PHASE,
@@ -38,13 +40,7 @@ from nlgbench.measurement.protocol import (
 from nlgbench.measurement.trackers import CudaEventTracker
 from nlgbench.metrics import embedding
 from nlgbench.metrics.base import PhaseTimer, Scores
-from nlgbench.metrics.common import (
-    active_token_budget,
-    group_sorted,
-    length_sorted_batches,
-    length_sorted_map,
-    token_budget,
-)
+from nlgbench.metrics.common import group_sorted, length_sorted_batches, length_sorted_map
 from nlgbench.metrics.embedding import Prefetcher, embed_texts, prepared_batches
 from nlgbench.runs.csvfiles import RESULTS_COLUMNS, csv_row
 from tiny import make_tiny_bert
@@ -267,7 +263,7 @@ def test_group_sorted_batches_are_maximal_under_both_rules(tokens: int | None) -
         assert all(not fits(b + [b[-1] + 1]) for b in batches[:-1])  # cut only where the next input broke a rule
 
 
-def test_length_sorted_map_follows_the_active_budget() -> None:
+def test_length_sorted_map_follows_the_cells_budget() -> None:
     lengths = [3, 7, 1, 7, 5]
     seen: list[list[int]] = []
 
@@ -275,15 +271,13 @@ def test_length_sorted_map_follows_the_active_budget() -> None:
         seen.append(batch)
         return [lengths[i] for i in batch]
 
-    assert active_token_budget() is None
-    with token_budget(14):
-        assert active_token_budget() == 14
-        assert length_sorted_map(fn, lengths, 64) == lengths
-    assert active_token_budget() is None
+    assert length_sorted_map(fn, lengths, 64, CellContext(batch_tokens=14)) == lengths
     assert seen == [[1, 3], [4, 0], [2]] == list(length_sorted_batches(lengths, 64, tokens=14))
-    with pytest.raises(ValueError):
-        with token_budget(0):
-            pass
+    seen.clear()
+    assert length_sorted_map(fn, lengths, 64) == lengths  # no context: `batch_size` inputs per batch
+    assert seen == [[1, 3, 4, 0, 2]]
+    with pytest.raises(ValueError, match="token budget must be >= 1"):
+        CellContext(batch_tokens=0)
 
 
 # ----------------------------------------------------------------------------- prefetching
@@ -415,8 +409,7 @@ def test_embed_texts_threaded_equals_inline(tiny: Encoder, monkeypatch: pytest.M
 
 def test_embed_texts_under_a_token_budget_equals_batch_size(tiny: Encoder) -> None:
     plain = embed_texts(tiny, TEXTS, 2, 64, PhaseTimer())
-    with token_budget(20):
-        budget = embed_texts(tiny, TEXTS, 2, 64, PhaseTimer())
+    budget = embed_texts(replace(tiny, context=CellContext(batch_tokens=20)), TEXTS, 2, 64, PhaseTimer())
     for text in plain:
         # padding is masked: the same states up to float32 round-off of other batch shapes
         torch.testing.assert_close(plain[text][1], budget[text][1], rtol=0, atol=1e-5)

@@ -22,6 +22,7 @@ from nlgbench.core.signature import reference_use, scorer_signature
 from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
 from nlgbench.data.items import Item
 from nlgbench.execution.sweep import run as run_sweep
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import check_device
 from nlgbench.metrics import default_encoder, get_metric
@@ -179,7 +180,8 @@ class Scorer:
 
     `options` are the metric's spec options (`nlgbench list metrics`), e.g. `idf=True, layer=4`;
     `device="auto"` takes CUDA when available. Corpus state (idf) is prepared over the texts of
-    each `score` call, as `nlgbench.score` and a sweep cell do over theirs.
+    each `score` call, as `nlgbench.score` and a sweep cell do over theirs. `context` (its own `CellContext`)
+    holds what its models record: texts cut to their maximum length, seconds exporting for a backend.
 
     Examples:
         >>> scorer = nlgbench.Scorer("bertscore", encoder="all-MiniLM-L6-v2")
@@ -220,7 +222,8 @@ class Scorer:
         entry = parse_metric_entry(raw, "score", Path.cwd())
         self.options: dict[str, Any] = {**entry.options, **harness}
         extra = {"aligner": entry.aligners[0]} if self.info.accepts_aligners else {}
-        self._scorer = self.info.make(entry.encoders[0], self.options, self.device, batch_size, **extra)
+        self.context = CellContext()
+        self._scorer = self.info.make(entry.encoders[0], self.options, self.device, batch_size, self.context, **extra)
         self._aligner = entry.aligners[0] if self.info.accepts_aligners else None
         self._signature: str | None = None
 

@@ -32,6 +32,7 @@ from nlgbench.distillation.shards import (
 )
 from nlgbench.distillation.steplog import Log, log_stderr
 from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, resolve_encoder
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import default_encoder, get_metric
 from nlgbench.metrics.base import PhaseTimer
@@ -184,7 +185,7 @@ def _run_teacher(
         for i, p in enumerate(pairs)
     ]
     extra = {"aligner": teacher.aligner} if info.accepts_aligners else {}
-    scorer = info.make(teacher.encoder, teacher.options, device, batch_size, **extra)
+    scorer = info.make(teacher.encoder, teacher.options, device, batch_size, CellContext(), **extra)  # its own records
     scorer.prepare(items)  # corpus state (idf) over all pairs, as a cell over its whole dataset
     described = json_safe(scorer.describe())
     for shard in todo:

@@ -13,7 +13,8 @@ precision, where the CPU has bf16 instructions). The export is cached under
 `NLGBENCH_CACHE/exports/<key>`, the key hashing the weights' fingerprint, the layers kept, the
 opset, the exporter and the library versions; its record (`export.json`) holds the sha256 of each
 file written, checked on reuse, so a damaged export is made again rather than loaded. Exporting is
-timed apart (`exported_seconds`, the cell's `timing.export_s`), never inside load or ms/segment.
+timed apart (into the cell's context, `CellContext.exports`: the cell's `timing.export_s`), never
+inside load or ms/segment.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import torch
 
 from nlgbench.encoders.hfcache import local_snapshot, weights_fingerprint
 from nlgbench.encoders.registry import BACKEND_EXTRAS, BACKEND_MODULES, TORCH, EncoderRef, backend_version
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.digests import cached_file_sha256, file_sha256, remember_sha256
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.package import cache_root
@@ -51,15 +53,6 @@ MODEL_FILE = "model.onnx"  # the fp32 export
 ORT_INT8_FILE = "model.int8.onnx"  # ONNX Runtime's dynamic int8 quantisation of it
 OV_INT8_FILE = "openvino.int8.xml"  # OpenVINO IR with int8-compressed weights (its .bin beside it)
 META_FILE = "export.json"
-
-# Seconds spent exporting (and quantising) in this process, one entry per export made or reused
-# (0.0 when reused). A worker measures one cell, so their sum is the cell's `timing.export_s`.
-_EXPORTS: list[float] = []
-
-
-def exported_seconds() -> float | None:
-    """Seconds this process spent exporting models for a backend; None where no backend ran."""
-    return sum(_EXPORTS) if _EXPORTS else None
 
 
 def require(backend: str) -> None:
@@ -196,8 +189,7 @@ def export_graph(
 ) -> Path:
     """Trace `module` on `sample` (its inputs by name, batch and length dynamic) to ONNX, quantised as asked,
     into the cache as `key`. Built in a temporary folder and renamed into place, so an interrupted export
-    is never used; a concurrent export of the same key keeps the first one. The seconds it took join
-    `exported_seconds`."""
+    is never used; a concurrent export of the same key keeps the first one."""
     start = time.perf_counter()
     root = cache_root() / EXPORTS_FOLDER
     root.mkdir(parents=True, exist_ok=True)
@@ -240,7 +232,6 @@ def export_graph(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _EXPORTS.append(time.perf_counter() - start)
     return target
 
 
@@ -252,12 +243,14 @@ def cached_or_exported(
     device: str,
     exporter: Callable[[], Callable[[str], Path]],
     where: str,
+    context: CellContext,
 ) -> BackendRunner:
     """The runner of `ref.backend` for the model at `source`: its export from the cache where the model's
     files are on disk and the cache holds it (no weights read), else made now. `exporter()` reads the
     weights (downloading them where needed) and returns the writer of the export under a key, which is
     taken only then: a Hub model's folder may have held its config but not its weights. `where` begins
-    the error line of a model with no files on disk."""
+    the error line of a model with no files on disk. The export's seconds (0.0 when the cache held it)
+    are recorded in the cell's `context`."""
     backend = ref.backend
     assert backend is not None
 
@@ -267,20 +260,18 @@ def cached_or_exported(
     folder = local_snapshot(source)
     found = cached_export(key(folder), backend, ref.quantize) if folder is not None else None
     if found is not None:
-        reused_export()
+        context.exports.append(0.0)
     else:
         write = exporter()
         folder = local_snapshot(source)  # downloaded by `from_pretrained` if it was not there
         if folder is None:
             raise UserError(f"{where}: backend {backend} needs the model's files on disk")
-        found = write(key(folder))
+        name = key(folder)
+        start = time.perf_counter()
+        found = write(name)
+        context.exports.append(time.perf_counter() - start)
         del write  # and with it torch's weights: the cell runs the export
     return load_runner(found, backend, ref.quantize, ref.dtype, torch.get_num_threads(), device)
-
-
-def reused_export() -> None:
-    """Record that a cached export was used (0 s of export in this cell)."""
-    _EXPORTS.append(0.0)
 
 
 class HiddenStates(torch.nn.Module):

@@ -19,6 +19,7 @@ from nlgbench.encoders.backends import BackendRunner
 from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, reach_hub
 from nlgbench.encoders.registry import EncoderRef, resolve_encoder
 from nlgbench.encoders.variants import check_dtype, count_params, quantize_int8, weight_bytes
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 
 AUTO_CLASSES = {
@@ -56,8 +57,11 @@ class LoadedModel:
         return out
 
 
-def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None = None) -> LoadedModel:
-    """Load `ref` as a `kind` model; `state_dict`: a local file of fine-tuned weights put on top."""
+def load_model(
+    ref: EncoderRef, kind: str, device: str, state_dict: str | None = None, context: CellContext | None = None
+) -> LoadedModel:
+    """Load `ref` as a `kind` model; `state_dict`: a local file of fine-tuned weights put on top;
+    `context`: the cell's, where a backend's export records its seconds (None: a context of its own)."""
     import torch
     import transformers
     from transformers.utils import logging as hf_logging
@@ -79,7 +83,9 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
     cached = load_options(source)
     tokenizer = transformers.AutoTokenizer.from_pretrained(source, **cached)
     if ref.backend is not None:
-        return _cross_encoder_on_backend(ref, source, tokenizer, device)
+        return _cross_encoder_on_backend(
+            ref, source, tokenizer, device, context if context is not None else CellContext()
+        )
     model = getattr(transformers, AUTO_CLASSES[kind]).from_pretrained(source, **cached)
     if kind == "seq2seq" and not getattr(model.config, "is_encoder_decoder", False):
         raise UserError(f"{ref.label} is not an encoder-decoder model; this metric needs a seq2seq model")
@@ -105,10 +111,12 @@ def load_model(ref: EncoderRef, kind: str, device: str, state_dict: str | None =
     return LoadedModel(ref=ref, source=source, tokenizer=tokenizer, model=model, device=device, disk_bytes=size)
 
 
-def _cross_encoder_on_backend(ref: EncoderRef, source: str, tokenizer: Any, device: str) -> LoadedModel:
+def _cross_encoder_on_backend(
+    ref: EncoderRef, source: str, tokenizer: Any, device: str, context: CellContext
+) -> LoadedModel:
     """A cross-encoder run by `ref.backend`: torch's module built on the meta device (configuration and
     parameter count), the export of its logits taken from the cache, else made now from the weights
-    (timed apart, `backends.exported_seconds`)."""
+    (timed apart, into `context`)."""
     import torch
     import transformers
 
@@ -136,7 +144,7 @@ def _cross_encoder_on_backend(ref: EncoderRef, source: str, tokenizer: Any, devi
         inputs = {n: sample[n] for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample}
         return lambda key: backends.export_cross_encoder(model, inputs, key, backend, ref.quantize)
 
-    runner = backends.cached_or_exported(ref, source, layers, backends.LOGITS, device, exporter, ref.label)
+    runner = backends.cached_or_exported(ref, source, layers, backends.LOGITS, device, exporter, ref.label, context)
     folder = local_snapshot(source)
     return LoadedModel(
         ref=ref,

@@ -28,16 +28,8 @@ from nlgbench.encoders.variants import (
     quantize_int8,
     weight_bytes,
 )
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
-
-# Texts that an encoder of this process cut to its model's maximum length. A worker measures one
-# cell, so in a worker this is the cell's record (`truncated_texts`).
-_TRUNCATED: set[str] = set()
-
-
-def truncated_texts() -> frozenset[str]:
-    """The (stripped) texts that encoders of this process cut to their model's maximum length."""
-    return frozenset(_TRUNCATED)
 
 
 @dataclass
@@ -94,6 +86,8 @@ class Encoder:
     # the backend that runs the model (ONNX Runtime, OpenVINO); `model` is then torch's module
     # for its configuration and parameter count only (on the meta device when the export was cached)
     runner: backends.BackendRunner | None = None
+    # the cell's context: its token budget and progress hook, and where the texts this encoder cut are recorded
+    context: CellContext = field(default_factory=CellContext)
 
     @property
     def params_run(self) -> int:
@@ -136,7 +130,7 @@ class Encoder:
 
     def tokenize(self, texts: Sequence[str]) -> list[Tokenized]:
         """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length
-        (texts that were cut are recorded: `truncated_texts`).
+        (texts that were cut are recorded in the cell's context: `CellContext.truncated`).
 
         Ids, offsets and word ids are read from the fast tokenizer's encodings; asking it for no
         attention mask or token type ids spares building lists nobody reads (the ids are the same)."""
@@ -149,7 +143,7 @@ class Encoder:
             return_attention_mask=False,
             return_token_type_ids=False,
         )
-        _TRUNCATED.update(text for text, e in zip(stripped, enc.encodings, strict=True) if e.overflowing)
+        self.context.truncated.update(text for text, e in zip(stripped, enc.encodings, strict=True) if e.overflowing)
         out = []
         for text, e in zip(stripped, enc.encodings, strict=True):
             word_ids = e.word_ids
@@ -248,7 +242,9 @@ def count_layers(model: Any) -> int:
     return len(found[1])
 
 
-def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) -> Encoder:
+def load_encoder(
+    ref: EncoderRef, device: str, needed_layer: int | None = None, context: CellContext | None = None
+) -> Encoder:
     """Load tokenizer and model, keep the encoder half of seq2seq models, drop unused layers and pooler.
 
     `needed_layer`: the deepest layer the metric reads; layers above it are never run, so they
@@ -256,7 +252,10 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     With a `backend` (ONNX Runtime, OpenVINO) the kept layers run there, from an export that is
     made once and cached (`nlgbench.encoders.backends`); when it is cached, torch's module is built
     on the meta device (configuration and parameter count, no weights read).
+    `context`: the cell's (`nlgbench.foundations.cellcontext`), which records the export's seconds and
+    the texts the encoder cuts; None: a context of its own.
     """
+    context = context if context is not None else CellContext()
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -274,7 +273,7 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
     model, total, keep = _encoder_model(ref, source, needed_layer, meta=ref.backend is not None)
     runner, exit_state = None, None
     if ref.backend is not None:
-        runner = _backend(ref, source, tokenizer, keep, needed_layer, device)
+        runner = _backend(ref, source, tokenizer, keep, needed_layer, device, context)
     folder = local_snapshot(source)
     if ref.backend is None:
         model, exit_state = _apply_variants(model, ref, device, Path(folder) if folder else None)
@@ -291,6 +290,7 @@ def load_encoder(ref: EncoderRef, device: str, needed_layer: int | None = None) 
         special_ids=frozenset(special),
         exit_state=exit_state,
         runner=runner,
+        context=context,
     )
 
 
@@ -325,9 +325,10 @@ def _encoder_model(
 
 
 def _backend(
-    ref: EncoderRef, source: str, tokenizer: Any, keep: int, needed_layer: int | None, device: str
+    ref: EncoderRef, source: str, tokenizer: Any, keep: int, needed_layer: int | None, device: str, context: CellContext
 ) -> backends.BackendRunner:
-    """The backend's runner of the kept layers: from the export cache, else exported now (timed apart)."""
+    """The backend's runner of the kept layers: from the export cache, else exported now (timed apart,
+    in `context`)."""
     backend = ref.backend
     assert backend is not None
 
@@ -343,7 +344,7 @@ def _backend(
         return lambda key: backends.export(model, inputs, keep, key, backend, ref.quantize)
 
     return backends.cached_or_exported(
-        ref, source, keep, backends.HIDDEN_STATES, device, exporter, f"encoder {ref.label}"
+        ref, source, keep, backends.HIDDEN_STATES, device, exporter, f"encoder {ref.label}", context
     )
 
 

@@ -1,10 +1,11 @@
 """Live progress of a sweep: whether to show it, and the bar inside a running cell.
 
-On a terminal the worker draws a tqdm bar per pass and unit of work the metric reports
-(`nlgbench.metrics.common.advance`: texts encoded, transport batches solved, inputs scored), with
-its rate, and prints its phase lines (data, load, warm-up, repeats with items/s); elsewhere (a log
-file, CI, a Slurm task) it stays quiet and the sweep prints one line per cell. `NLGBENCH_PROGRESS=1`
-or `0` overrides the terminal check (the sweep passes its decision to the worker this way).
+On a terminal the worker draws a tqdm bar per pass and unit of work the metric reports to the
+cell's context (`nlgbench.foundations.cellcontext.CellContext.advance`: texts encoded, transport
+batches solved, inputs scored), with its rate, and prints its phase lines (data, load, warm-up,
+repeats with items/s); elsewhere (a log file, CI, a Slurm task) it stays quiet and the sweep
+prints one line per cell. `NLGBENCH_PROGRESS=1` or `0` overrides the terminal check (the sweep
+passes its decision to the worker this way).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def live(stream: IO[str] | None = None) -> bool:
 
 
 class CellProgress:
-    """The bar of one cell's work in its worker; a hook for `metrics.common.progress_hook`.
+    """The bar of one cell's work in its worker; the progress hook of the cell's `CellContext`.
 
     `stage("repeat 2/3")` names the pass; each `(what, done, total)` report moves the bar of that
     unit, starting a new one when the unit or its total changes. Bars vanish when done (the phase

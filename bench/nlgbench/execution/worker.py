@@ -7,7 +7,9 @@ Phases: start-up (`startup_s`: from the launcher starting the cell's process unt
 ready to load: imports done, config read, threads set; model and data load excluded), data, load,
 prepare (corpus state), then the protocol of `nlgbench.measurement.protocol.measure_scoring`:
 warm-up (not counted; until stable on CUDA) and R timed repeats over the whole dataset, with the
-cell's per-batch token budget (`batch_tokens`) in force where it has one. On a terminal
+cell's per-batch token budget (`batch_tokens`) in force where it has one. The budget and the live bar
+reach the scorer in the cell's `CellContext` (given to the metric's build), and the worker reads back
+from it what the models recorded there: the texts cut to a model's maximum length, the export seconds. On a terminal
 (`progress.live`) it prints its phase lines and a live bar of each pass; elsewhere nothing. Exit code 0 when the cell
 is ok, 1 when it failed (the result says why). Ctrl-C ends it quietly, without a traceback: its
 SIGINT is left at the default action (`forkserver.boot`) and the parent prints one line.
@@ -19,7 +21,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,18 +32,16 @@ from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, CellConfig, read_con
 from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
 from nlgbench.core.scores import write_scores
 from nlgbench.core.signature import scorer_signature
-from nlgbench.encoders.backends import exported_seconds
-from nlgbench.encoders.runtime import truncated_texts
 from nlgbench.execution.leakage import guard_cell
 from nlgbench.execution.preload import cell_models, import_modules, startup_modules
 from nlgbench.execution.progress import CellProgress, live
+from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.package import PACKAGE_DIR
 from nlgbench.measurement.environment import environment
 from nlgbench.measurement.protocol import measure_scoring
 from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker, synchroniser
 from nlgbench.metrics import get_metric
-from nlgbench.metrics.common import progress_hook, token_budget
 
 if TYPE_CHECKING:
     from nlgbench.data.items import Item
@@ -62,10 +62,9 @@ def _log(msg: str, bar: CellProgress | None = None) -> None:
         print(f"    {msg}", file=sys.stderr, flush=True)
 
 
-def truncated_segments(items: Sequence[Item], fields: Sequence[str]) -> int:
-    """Items with a text in one of `fields` (those the metric reads) that an encoder cut to its
-    model's maximum length in this process (`nlgbench.encoders.runtime.truncated_texts`)."""
-    cut = truncated_texts()
+def truncated_segments(items: Sequence[Item], fields: Sequence[str], cut: Set[str]) -> int:
+    """Items with a text in one of `fields` (those the metric reads) among `cut`, the (stripped) texts
+    the cell's encoders cut to their model's maximum length (`CellContext.truncated`)."""
 
     def texts(it: Item, field: str) -> Sequence[str]:
         return it.references if field == "reference" else (getattr(it, field),)
@@ -112,7 +111,9 @@ def measure_cell(cell_dir: Path, cell: StartedCell) -> CellResult:
     sync = synchroniser(device)
     # The baseline is taken here, after the imports; a fork server's child has mapped the server's resident
     # pages by now (`forkserver.populate`), so it reads as a plain worker's, and so do peak and growth.
-    with MemoryTracker(device) as memory:
+    # The cell's context: its token budget and live bar, and the records its models write (cut texts, export time).
+    with CellProgress(live(sys.stderr)) as bar, MemoryTracker(device) as memory:
+        context = CellContext(batch_tokens=cfg.batch_tokens, progress=bar)
         with LatencyTracker() as data:
             dataset = cfg.dataset.load()
         items = dataset.items
@@ -121,27 +122,26 @@ def measure_cell(cell_dir: Path, cell: StartedCell) -> CellResult:
 
         with LatencyTracker(sync) as load:
             extra = {"aligner": cfg.aligner} if info.accepts_aligners else {}
-            scorer = info.make(cfg.encoder, cfg.options, device, cfg.batch_size, **extra)
-        export_s = exported_seconds()  # a backend's export: its own phase, not part of load_s
+            scorer = info.make(cfg.encoder, cfg.options, device, cfg.batch_size, context, **extra)
+        export_s = context.export_seconds  # a backend's export: its own phase, not part of load_s
         _log(f"load: {load.seconds - (export_s or 0.0):.1f} s" + (f" (+ export {export_s:.1f} s)" if export_s else ""))
 
-        with token_budget(cfg.batch_tokens), CellProgress(live(sys.stderr)) as bar, progress_hook(bar):
-            bar.stage("prepare")
-            with LatencyTracker(sync) as prepare:
-                scorer.prepare(items)
-            _log(f"prepare {prepare.seconds:.1f} s", bar)
+        bar.stage("prepare")
+        with LatencyTracker(sync) as prepare:
+            scorer.prepare(items)
+        _log(f"prepare {prepare.seconds:.1f} s", bar)
 
-            run = measure_scoring(
-                scorer,
-                items,
-                warmup=cfg.warmup,
-                repeats=cfg.repeats,
-                batch_size=cfg.batch_size,
-                device=device,
-                sync=sync,
-                log=lambda line: _log(line, bar),
-                on_pass=bar.stage,
-            )
+        run = measure_scoring(
+            scorer,
+            items,
+            warmup=cfg.warmup,
+            repeats=cfg.repeats,
+            batch_size=cfg.batch_size,
+            device=device,
+            sync=sync,
+            log=lambda line: _log(line, bar),
+            on_pass=bar.stage,
+        )
 
     written = write_scores(cell_dir / SCORES_FILE, items, run.scores.score, run.scores.columns)
     return measured_result(
@@ -152,7 +152,10 @@ def measure_cell(cell_dir: Path, cell: StartedCell) -> CellResult:
         scorer={
             **scorer.describe(),
             "signature": scorer_signature(info, cfg.options, cfg.aligner, scorer.describe()),
-            "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs)),
+            # unknown (None) for a plugin metric built without the context: its encoders recorded elsewhere
+            "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs), context.truncated)
+            if info.takes_context
+            else None,
             "leakage_guard": leakage,
         },
         dataset=dataset,
