@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+
+import pytest
+
+from tiny import make_tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
@@ -29,3 +34,31 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # Test tiers (tests/tiers.py): every test has one; plain `pytest` runs unit and component.
 pytest_plugins = ["pytester"]  # tests/test_structure.py runs the tier rule on probe tests
 from tiers import pytest_addoption, pytest_collection_modifyitems, tier_guard  # noqa: E402,F401
+
+# ----------------------------------------------------------------------------- shared fixtures
+
+
+def folder_state(folder: Path) -> dict[str, tuple[int, int]]:
+    """Each file under `folder` (relative path) -> (size, modification time in ns)."""
+    return {str(f.relative_to(folder)): (f.stat().st_size, f.stat().st_mtime_ns) for f in folder.rglob("*")}
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Path]]:
+    """`tiny_bert(texts, num_layers=4, name=None, seed=0)`: a tiny random BERT folder (`tiny.make_tiny_bert`),
+    built once per session for each set of arguments and shared by the tests that ask for the same one.
+    Tests read it; one that changes a model copies it first (checked at the session's end). `name` names the
+    folder (a model's label comes from it); without it the folder is a fresh numbered `tiny<N>`."""
+    built: dict[tuple[tuple[str, ...], int, str | None, int], tuple[Path, dict[str, tuple[int, int]]]] = {}
+
+    def build(texts: Iterable[str], num_layers: int = 4, name: str | None = None, seed: int = 0) -> Path:
+        key = (tuple(texts), num_layers, name, seed)
+        if key not in built:
+            folder = tmp_path_factory.mktemp("tiny")
+            model = make_tiny_bert(folder / name if name else folder, key[0], num_layers=num_layers, seed=seed)
+            built[key] = (model, folder_state(model))
+        return built[key][0]
+
+    yield build
+    for model, state in built.values():
+        assert folder_state(model) == state, f"a test changed the shared tiny model {model}"

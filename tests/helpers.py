@@ -1,16 +1,68 @@
-"""Builders shared by several test modules: fake catalogue datasets, minimal specs, copies of committed
-reports; the min-max round-off bound."""
+"""Builders shared by several test modules: data and spec files, CSV reading, the CLI in a fresh process,
+fake catalogue datasets, minimal specs, copies of committed reports; the min-max round-off bound."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import json
 import math
+import os
 import shutil
 import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+
+
+def write_jsonl(path: Path, rows: Sequence[Any], *, ensure_ascii: bool = True) -> Path:
+    """`rows` as a JSON Lines file (one JSON value a line, UTF-8); `ensure_ascii=False` writes non-ASCII text as is."""
+    path.write_text("".join(json.dumps(r, ensure_ascii=ensure_ascii) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    """A CSV file's rows as dicts (header -> text)."""
+    with path.open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def write_spec(folder: Path, spec: dict[str, Any] | str, name: str = "spec.yaml") -> Path:
+    """`spec` (a dict, dumped as YAML in its key order, or the text itself) as the file `folder/name`."""
+    path = folder / name
+    text = spec if isinstance(spec, str) else yaml.safe_dump(spec, allow_unicode=True, sort_keys=False)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def nlgbench(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would, in a fresh process (this environment plus `env`); output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "nlgbench.cli", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def assert_one_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    """Exit code 2, exactly one `nlgbench: error: ...` line on stderr holding every needle, no traceback;
+    returns that line."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("nlgbench: error:")]
+    assert len(lines) == 1, proc.stderr[-3000:]
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
 
 
 def fake_da(

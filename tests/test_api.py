@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib.metadata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,8 @@ REFS = ["a cat sat on the mat", "the dog runs through the park", "today it rains
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", HYPS + REFS, num_layers=2)
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert(HYPS + REFS, num_layers=2, name="bert")
 
 
 def test_version_is_one_number_everywhere(capsys: pytest.CaptureFixture[str]) -> None:

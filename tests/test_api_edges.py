@@ -21,7 +21,6 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import MAX_RESAMPLES, MIN_RESAMPLES, check_bootstrap
 from test_cli import user_error
 from test_own_data import imported_run
-from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.integration
 
@@ -30,8 +29,8 @@ REFS = ["a cat sat on the mat", "the dog runs through the park", "today it rains
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", HYPS + REFS, num_layers=2)
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert(HYPS + REFS, num_layers=2, name="bert")
 
 
 @pytest.fixture(scope="module")

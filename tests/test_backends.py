@@ -381,9 +381,10 @@ def test_sweep_cells_record_export_apart_and_the_second_cell_reuses_it(tmp_path:
     Their scores equal the torch cell's (float32 on a tiny model)."""
     import json
 
+    from helpers import read_csv
     from nlgbench.cli import main
     from nlgbench.data.loaders import load_dataset
-    from test_runner import read_csv, write_spec
+    from test_runner import write_spec
 
     items = load_dataset("wmt16", max_segments=4).items
     tiny = make_tiny_bert(tmp_path / "tiny", [t for it in items for t in (it.reference, it.hypothesis)])

@@ -4,6 +4,7 @@ free_support_barycenter, which idf table meets which text, determinism (repeats,
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,6 @@ from nlgbench.metrics.baryscore import BaryScoreScorer, free_support_barycentres
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.common import idf_table
 from nlgbench.metrics.embedding import embed_texts
-from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.component
 
@@ -33,9 +33,8 @@ ITEMS = [
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    texts = [t for it in ITEMS for t in (it.reference, it.hypothesis)]
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), texts, num_layers=5)
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert([t for it in ITEMS for t in (it.reference, it.hypothesis)], num_layers=5)
 
 
 def test_barycentre_of_identical_layers_is_the_cloud_and_distance_zero() -> None:

@@ -4,6 +4,7 @@ and parity with the `bert_score` package on the real MiniLM-L6 and WMT16 (slow).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,6 @@ from nlgbench.encoders.runtime import load_encoder
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.bertscore import BertScoreScorer
 from nlgbench.metrics.common import greedy_match, idf_table
-from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.component
 
@@ -82,9 +82,9 @@ def test_idf_table() -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
     items = load_dataset("wmt16", max_segments=10).items
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), [t for it in items for t in (it.reference, it.hypothesis)])
+    return tiny_bert([t for it in items for t in (it.reference, it.hypothesis)])
 
 
 def test_truncation_equals_hidden_state_of_full_model(tiny_dir: Path) -> None:

@@ -20,7 +20,7 @@ import nlgbench.encoders.registry
 import nlgbench.encoders.runtime
 import nlgbench.execution.local
 import nlgbench.metrics.bertscore
-from helpers import fake_da, minimal_spec
+from helpers import fake_da, minimal_spec, write_jsonl, write_spec
 from nlgbench.cli import main
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.metrics import get_metric, metric_names
@@ -60,13 +60,6 @@ def with_metric(**changes: Any) -> dict[str, Any]:
     return minimal_spec(metrics=[entry])
 
 
-def write_spec(tmp_path: Path, spec: dict[str, Any] | str, name: str = "spec.yaml") -> Path:
-    path = tmp_path / name
-    text = spec if isinstance(spec, str) else yaml.safe_dump(spec, allow_unicode=True, sort_keys=False)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def user_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     """Run the CLI, check it failed as bad input (exit 2, one stderr line), return the message."""
     code = main(list(argv))
@@ -87,11 +80,6 @@ def run_error(capsys: pytest.CaptureFixture[str], tmp_path: Path, spec: dict[str
     assert not (out / "results.sqlite").exists()
     assert not (out / "cells").exists()
     return message
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 ROWS = [
@@ -481,7 +469,7 @@ def test_blank_segment_rejected(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     does (BERTScore), it is scored: tests/test_blank_texts.py."""
     rows = [dict(r) for r in ROWS]
     rows[2][fld] = blank
-    write_jsonl(tmp_path / "data.jsonl", rows)
+    write_jsonl(tmp_path / "data.jsonl", rows, ensure_ascii=False)
     metrics = [{"metric": "moverscore", "encoders": ["all-MiniLM-L6-v2"]}]
     message = run_error(capsys, tmp_path, minimal_spec(datasets=[{"path": "data.jsonl"}], metrics=metrics))
     assert f"dataset data: moverscore cannot score a blank {fld} (item lp='fr-en' seg_id=7 system='')" in message
@@ -491,7 +479,7 @@ def test_blank_source_is_fine_for_bertscore(tmp_path: Path) -> None:
     """BERTScore does not read the source, so a blank source passes the pre-check (and reaches the cells)."""
     rows = [dict(r) for r in ROWS]
     rows[0]["source"] = " "
-    write_jsonl(tmp_path / "data.jsonl", rows)
+    write_jsonl(tmp_path / "data.jsonl", rows, ensure_ascii=False)
     from nlgbench.core.spec import load_spec
     from nlgbench.execution.preflight import check_datasets
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
-import json
 import os
 import threading
 import urllib.parse
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import fake_da
+from helpers import fake_da, write_jsonl
 from nlgbench.data.catalogue import MIRROR_ENV, cache_dir, dataset_names, fetch, load_catalogue, sha256_file
 from nlgbench.data.items import Dataset, Item, blank_positions, item_name
 from nlgbench.data.loaders import load_dataset
@@ -417,11 +416,6 @@ USER_ROWS = [
 USER_KEYS = [("de-en", 3, ""), ("de-en", 10, ""), ("en-de", 2, "sysA"), ("en-de", 2, "sysB")]
 
 
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-    return path
-
-
 def write_tsv(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> Path:
     lines = ["\t".join(columns)] + ["\t".join(str(row[c]) for c in columns) for row in rows]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -429,7 +423,7 @@ def write_tsv(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> Pat
 
 
 def test_user_jsonl(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "my-data.jsonl", USER_ROWS)
+    path = write_jsonl(tmp_path / "my-data.jsonl", USER_ROWS, ensure_ascii=False)
     dataset = load_dataset(path=str(path))
     assert dataset.name == "my-data"
     assert [i.key for i in dataset.items] == USER_KEYS
@@ -517,7 +511,7 @@ def test_check_user_file_and_sha256(tmp_path: Path) -> None:
 def test_user_missing_column(tmp_path: Path) -> None:
     rows = [{k: v for k, v in USER_ROWS[0].items() if k != "hypothesis"}]
     with pytest.raises(UserError, match=r"d\.jsonl line 1: missing column\(s\) hypothesis"):
-        load_dataset(path=write_jsonl(tmp_path / "d.jsonl", rows))
+        load_dataset(path=write_jsonl(tmp_path / "d.jsonl", rows, ensure_ascii=False))
     with pytest.raises(UserError, match=r"d\.tsv: missing column\(s\) human \(header has: lp, seg_id"):
         load_dataset(path=write_tsv(tmp_path / "d.tsv", USER_ROWS, ["lp", "seg_id", "reference", "hypothesis"]))
 
@@ -542,7 +536,7 @@ def test_user_missing_column(tmp_path: Path) -> None:
 def test_user_bad_values(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     rows = [USER_ROWS[0], dict(USER_ROWS[1], **change)]
     with pytest.raises(UserError, match=r"d\.jsonl line 2: " + message):
-        load_dataset(path=write_jsonl(tmp_path / "d.jsonl", rows))
+        load_dataset(path=write_jsonl(tmp_path / "d.jsonl", rows, ensure_ascii=False))
 
 
 def test_user_duplicate_items(tmp_path: Path) -> None:
@@ -550,13 +544,13 @@ def test_user_duplicate_items(tmp_path: Path) -> None:
     with pytest.raises(
         UserError, match=r"line 5: duplicate item lp='en-de' seg_id=2 system='sysB' \(first at .*line 1\)"
     ):
-        load_dataset(path=write_jsonl(tmp_path / "d.jsonl", rows))
+        load_dataset(path=write_jsonl(tmp_path / "d.jsonl", rows, ensure_ascii=False))
 
 
 def test_blank_positions(tmp_path: Path) -> None:
     """Blank texts are found (what a metric does with them is its own rule: tests/test_blank_texts.py)."""
     rows = [dict(USER_ROWS[0], hypothesis=" \t")]
-    dataset = load_dataset(path=write_jsonl(tmp_path / "blank.jsonl", [*USER_ROWS[1:], *rows]))
+    dataset = load_dataset(path=write_jsonl(tmp_path / "blank.jsonl", [*USER_ROWS[1:], *rows], ensure_ascii=False))
     assert blank_positions(dataset.items, "reference") == []
     (source,) = blank_positions(dataset.items, "source")
     assert item_name(dataset.items[source]) == "lp='de-en' seg_id=10 system=''"

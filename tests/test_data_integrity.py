@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from helpers import write_jsonl
 from nlgbench.cli import main
 from nlgbench.data.catalogue import fetch, load_catalogue
 from nlgbench.data.importers.summeval import summeval_records
@@ -42,11 +43,6 @@ def one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("nlgbench: error: "), err
     return err
-
-
-def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
 
 
 def record(seg_id: int, human: Any = 0.5, **fields: Any) -> dict[str, Any]:

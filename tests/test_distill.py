@@ -14,13 +14,14 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from helpers import write_jsonl
 from nlgbench.cli import main
 from nlgbench.cli.distill import cmd_distill
 from nlgbench.cli.distill_parser import add_distill_arguments
@@ -37,7 +38,6 @@ from nlgbench.execution import leakage
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.frugalscore import FrugalScoreScorer
-from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.integration
 
@@ -55,11 +55,6 @@ def synthetic_rows(n: int, seed: int) -> list[dict[str, str]]:
         ref = rng.sample(WORDS, rng.randint(6, 12))
         rows.append({"reference": " ".join(ref), "candidate": " ".join(ref[: rng.randint(1, len(ref))])})
     return rows
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def own_data(path: Path, rows: list[dict[str, str]]) -> Path:
@@ -89,8 +84,8 @@ def one_thread() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), WORDS, num_layers=2)
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert(WORDS, num_layers=2)
 
 
 def config(student: Path, **changes: Any) -> TrainConfig:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from helpers import write_jsonl
 from nlgbench.cli.parser import build_parser
 from nlgbench.data.loaders import load_dataset
 from nlgbench.distillation.augment import SCALE_EDITS, synthetic_candidates
@@ -39,11 +40,6 @@ QUIET = {"log": lambda _m: None}
 
 def sentence(rng: random.Random) -> str:
     return " ".join(rng.sample(WORDS, rng.randint(5, 10)))
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def mqm_like(path: Path, segments: int, seed: int, systems: int = 3) -> Path:

@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 import torch
 
+from helpers import read_csv
 from nlgbench.cli import main
 from nlgbench.core.result import Timing
 from nlgbench.data.loaders import load_dataset
@@ -40,8 +41,7 @@ from nlgbench.measurement.protocol import measure_scoring
 from nlgbench.metrics.base import PhaseTimer, Scores
 from nlgbench.reporting.relative_table import energy_of
 from nlgbench.runs.csvfiles import NO_COUNTER
-from test_runner import read_csv, write_spec
-from tiny import make_tiny_bert
+from test_runner import write_spec
 
 pytestmark = pytest.mark.component
 
@@ -257,9 +257,9 @@ def test_protocol_without_a_counter_records_none_and_the_reason(tmp_path: Path) 
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
     items = load_dataset("wmt16", max_segments=4).items
-    yield make_tiny_bert(tmp_path_factory.mktemp("tiny"), [t for it in items for t in (it.reference, it.hypothesis)])
+    return tiny_bert([t for it in items for t in (it.reference, it.hypothesis)])
 
 
 @pytest.mark.integration

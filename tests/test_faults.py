@@ -20,49 +20,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import psutil
 import pytest
 
-from helpers import committed_copy
+from helpers import assert_one_line, committed_copy, nlgbench, write_jsonl
 from nlgbench.execution.forkserver import SERVER_MODULE
-from tiny import TEXTS, make_tiny_bert
+from tiny import TEXTS
 
 pytestmark = pytest.mark.integration
 
 # ----------------------------------------------------------------------------- shared helpers
-
-
-def nlgbench(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a user would, in a fresh process."""
-    return subprocess.run(
-        [sys.executable, "-m", "nlgbench.cli", *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def assert_one_line(proc: subprocess.CompletedProcess[str], code: int = 2, *needles: str) -> str:
-    """Exit code `code`, stderr's last line is `nlgbench: error: ...` and there is no traceback."""
-    assert proc.returncode == code, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, proc.stderr[-3000:]
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("nlgbench: error:")]
-    assert len(lines) == 1, proc.stderr[-3000:]
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
-
-
-def write_jsonl(path: Path, rows: Sequence[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def user_rows(n_per_lp: int = 4, lps: Sequence[str] = ("de-en", "fr-en"), human=None) -> list[dict]:
@@ -126,13 +96,13 @@ def assert_consistent(run: Path, expected_ok: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("faults-model") / "bert", TEXTS, num_layers=2)
+def tiny_model(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert(TEXTS, num_layers=2, name="bert")
 
 
 @pytest.fixture(scope="module")
-def tiny_model_2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("faults-model-2") / "bert", TEXTS, num_layers=2, seed=1)
+def tiny_model_2(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert(TEXTS, num_layers=2, name="bert", seed=1)
 
 
 # ----------------------------------------------------------------------------- 1, 7, 8: correlation, compare, import
@@ -283,7 +253,7 @@ def test_system_level_without_systems_is_one_line(command: str, tmp_path: Path) 
         assert import_scores(run, data, scores, name).returncode == 0
     args = ["--candidate", "a", "--baseline", "b"] if command == "compare" else []
     proc = nlgbench(command, str(run), *args, "--level", "system")
-    assert_one_line(proc, 2, "system-level correlation needs datasets with system names")
+    assert_one_line(proc, "system-level correlation needs datasets with system names")
     assert "Warning" not in proc.stderr and "nan" not in proc.stdout
     assert not (run / "report").exists()
 
@@ -407,15 +377,14 @@ def test_broken_encoder_folder_stops_before_any_cell(case: str, tmp_path: Path, 
     """5: checked at spec time, --dry-run included; nothing is run or written; models import refuses it too."""
     model = broken_folder(case, tiny_model, tmp_path / "model")
     spec, run = write_spec(tmp_path, model, write_jsonl(tmp_path / "own.jsonl", user_rows())), tmp_path / "run"
-    line = assert_one_line(nlgbench("run", str(spec), "--dry-run"), 2, BROKEN[case], str(model))
+    line = assert_one_line(nlgbench("run", str(spec), "--dry-run"), BROKEN[case], str(model))
     assert "encoders[0]" in line
     if case == "truncated":  # `run` makes the same spec-time check (one case suffices: the spec is loaded alike)
-        assert assert_one_line(nlgbench("run", str(spec), "--out", str(run)), 2) == line
+        assert assert_one_line(nlgbench("run", str(spec), "--out", str(run))) == line
         assert not run.exists()
     cache = tmp_path / "hub"
     assert_one_line(
         nlgbench("models", "import", str(model), "--as", "org/broken", env={"HF_HUB_CACHE": str(cache)}),
-        2,
         BROKEN[case],
     )
     assert not (cache / "models--org--broken").exists()
@@ -440,7 +409,7 @@ def test_list_encoders_shows_a_broken_cache_entry(tmp_path: Path, tiny_model: Pa
     assert [r.split()[5] for r in listed.stdout.splitlines() if r.startswith("tiny ")] == ["broken"]
     assert "tiny:" in listed.stderr and "is truncated" in listed.stderr
     spec = write_spec(tmp_path, Path("tiny"), write_jsonl(tmp_path / "own.jsonl", user_rows()))
-    assert_one_line(nlgbench("run", str(spec), "--dry-run", env=env), 2, "is truncated")
+    assert_one_line(nlgbench("run", str(spec), "--dry-run", env=env), "is truncated")
 
 
 def test_long_name_without_out_refused(tmp_path: Path, tiny_model: Path) -> None:
@@ -448,7 +417,7 @@ def test_long_name_without_out_refused(tmp_path: Path, tiny_model: Path) -> None
     spec = write_spec(tmp_path, tiny_model, write_jsonl(tmp_path / "own.jsonl", user_rows()))
     spec.write_text(spec.read_text(encoding="utf-8").replace("name: faults", "name: " + "n" * 300), encoding="utf-8")
     for extra in ((), ("--dry-run",)):
-        assert_one_line(nlgbench("run", str(spec), *extra, cwd=tmp_path), 2, "300 characters", "at most 100")
+        assert_one_line(nlgbench("run", str(spec), *extra, cwd=tmp_path), "300 characters", "at most 100")
     assert not (tmp_path / "reports").exists()
 
 
@@ -462,7 +431,7 @@ def test_name_with_path_refused(tmp_path: Path, tiny_model: Path) -> None:
         write_spec(tmp_path, tiny_model, data).read_text(encoding="utf-8").replace("name: faults", "name: ../../x"),
         encoding="utf-8",
     )
-    assert_one_line(nlgbench("run", str(spec), cwd=work), 2, "'../../x' is not a plain folder name")
+    assert_one_line(nlgbench("run", str(spec), cwd=work), "'../../x' is not a plain folder name")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "faults.yaml", "own.jsonl", "spec.yaml"]
     assert list(work.iterdir()) == []
 
@@ -474,7 +443,6 @@ def test_repeated_yaml_key_refused(tmp_path: Path, tiny_model: Path) -> None:
     for extra in ((), ("--dry-run",)):
         assert_one_line(
             nlgbench("run", str(spec), "--out", str(tmp_path / "run"), *extra),
-            2,
             "at line 6",
             "repeated key 'repeats' (first at line 3)",
         )
@@ -494,8 +462,8 @@ def test_dry_run_checks_data_as_run_does(case: str, tmp_path: Path, tiny_model: 
         data = write_jsonl(tmp_path / "data.jsonl", [*user_rows(), {"lp": "de-en", "seg_id": 9, "human": 1.0}])
     needle = {"folder": "is a directory", "csv": "unsupported type '.csv'", "bad-row": "missing column(s)"}[case]
     spec = write_spec(tmp_path, tiny_model, data)
-    dry = assert_one_line(nlgbench("run", str(spec), "--dry-run"), 2, needle, str(data))
-    real = assert_one_line(nlgbench("run", str(spec), "--out", str(tmp_path / "run")), 2, needle)
+    dry = assert_one_line(nlgbench("run", str(spec), "--dry-run"), needle, str(data))
+    real = assert_one_line(nlgbench("run", str(spec), "--out", str(tmp_path / "run")), needle)
     assert dry == real
     assert not (tmp_path / "run").exists()
 
@@ -514,7 +482,7 @@ def test_uncached_model_with_the_hub_unreachable_is_one_line(tmp_path: Path) -> 
         text=True,
         timeout=45,  # the Hub library's own retries took 55 s
     )
-    line = assert_one_line(proc, 2, "model 'org/not-cached' is not in the local Hugging Face cache")
+    line = assert_one_line(proc, "model 'org/not-cached' is not in the local Hugging Face cache")
     assert "the Hub cannot be reached (http://127.0.0.1:9: " in line and "--as org/not-cached" in line
     assert proc.stderr.splitlines() == [line], proc.stderr[-3000:]
 
@@ -588,9 +556,9 @@ def test_second_writer_of_a_locked_folder_exits_naming_the_holder(tmp_path: Path
     try:
         wait_for(lambda: workers_of(first), what="the first sweep's worker")
         second = nlgbench("run", str(spec), "--out", str(out))
-        assert_one_line(second, 2, f"{out} is in use by another nlgbench process (pid {first.pid})", "--wait")
+        assert_one_line(second, f"{out} is in use by another nlgbench process (pid {first.pid})", "--wait")
         assert ": ok in " not in second.stdout
-        assert_one_line(nlgbench("repair", str(out)), 2, f"pid {first.pid}")
+        assert_one_line(nlgbench("repair", str(out)), f"pid {first.pid}")
         assert_one_line(
             nlgbench(
                 "import-scores",
@@ -604,7 +572,6 @@ def test_second_writer_of_a_locked_folder_exits_naming_the_holder(tmp_path: Path
                 "--out",
                 str(out),
             ),
-            2,
             f"pid {first.pid}",
         )
     finally:
@@ -645,9 +612,9 @@ def test_out_is_an_existing_file(tmp_path: Path, tiny_model: Path) -> None:
     spec = two_cell_spec(tmp_path, tiny_model)
     target = tmp_path / "taken.txt"
     target.write_text("mine\n", encoding="utf-8")
-    assert_one_line(nlgbench("run", str(spec), "--out", str(target)), 2, str(target), "is a file")
+    assert_one_line(nlgbench("run", str(spec), "--out", str(target)), str(target), "is a file")
     assert target.read_text(encoding="utf-8") == "mine\n"
-    assert_one_line(nlgbench("run", str(spec), "--out", str(target / "sub")), 2, "cannot create the run folder")
+    assert_one_line(nlgbench("run", str(spec), "--out", str(target / "sub")), "cannot create the run folder")
 
 
 def can_run_python_as_nobody() -> bool:
@@ -721,11 +688,11 @@ def test_read_only_run_folder(case: str, shared_dir: Path, tiny_model: Path) -> 
         parent.mkdir()
     proc = run_read_only(out if case == "read-only folder" else parent, shared_dir, "run", str(spec), "--out", str(out))
     if case == "read-only folder":
-        assert_one_line(proc, 2, f"cannot write to the run folder {out}")
+        assert_one_line(proc, f"cannot write to the run folder {out}")
         assert ((out / "results.csv").read_bytes(), stored_cells(out), sorted(p.name for p in out.rglob("*"))) == before
         assert_consistent(out, 2)
     else:
-        assert_one_line(proc, 2, f"cannot create the run folder {out}")
+        assert_one_line(proc, f"cannot create the run folder {out}")
         assert not out.exists()
 
 
@@ -801,13 +768,13 @@ def test_disk_full_keeps_finished_cells(mode: str, tmp_path: Path, tiny_model: P
     out = tmp_path / "out"
     full = nlgbench("run", str(spec), "--out", str(out), env=faulty(tmp_path, mode=mode, after="1"))
     if mode == "sqlite":  # the second cell's record fails: the store and results.csv keep the first
-        assert_one_line(full, 2, "results.sqlite", "database or disk is full", "finished cells are kept")
+        assert_one_line(full, "results.sqlite", "database or disk is full", "finished cells are kept")
         assert_consistent(out, 1)
         repaired = nlgbench("repair", str(out))  # its result.json is in cells/: repair records it
         assert repaired.returncode == 0 and "added 1 cell(s)" in repaired.stdout, repaired.stdout + repaired.stderr
         assert_consistent(out, 2)
     else:  # results.csv cannot be rewritten after the second cell: the store holds both
-        assert_one_line(full, 2, "no space left", "results.csv", "finished cells are kept")
+        assert_one_line(full, "no space left", "results.csv", "finished cells are kept")
         assert [status for _, status in stored_cells(out)] == ["ok", "ok"]
     again = nlgbench("run", str(spec), "--out", str(out))
     assert again.returncode == 0 and again.stdout.count("skipped") == 2 and ": ok in " not in again.stdout
@@ -834,7 +801,7 @@ def test_report_and_compare_over_the_file_size_limit_are_one_line(tmp_path: Path
     assert nlgbench("compare", str(run), *pair).returncode == 0  # the dataset fetched into the cache, unlimited
     command = [sys.executable, "-m", "nlgbench.cli", "report", str(run)]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=600, preexec_fn=file_size_limit(limit))
-    line = assert_one_line(proc, 2, str(run / "report"), "file too large", "ulimit -f")
+    line = assert_one_line(proc, str(run / "report"), "file too large", "ulimit -f")
     assert line.endswith("then run the same command again"), line
     left = [p for p in (run / "report").iterdir()]
     assert not [p.name for p in left if p.name.startswith(".") or p.suffix == ".tmp"]
@@ -849,7 +816,7 @@ def test_report_and_compare_over_the_file_size_limit_are_one_line(tmp_path: Path
             preexec_fn=file_size_limit(64),
         )
     proc.stdout = (tmp_path / "compare.txt").read_text(encoding="utf-8")  # the first 64 bytes of the table
-    assert_one_line(proc, 2, "file too large", "ulimit -f")
+    assert_one_line(proc, "file too large", "ulimit -f")
 
 
 @pytest.fixture(scope="module")
@@ -876,11 +843,11 @@ def test_corrupt_store_is_refused_and_repaired(case: str, finished_run: tuple[Pa
     out = Path(shutil.copytree(original, tmp_path / "out"))
     CORRUPTIONS[case](out / "results.sqlite")
     refused = nlgbench("run", str(spec), "--out", str(out))
-    line = assert_one_line(refused, 2, f"nlgbench repair {out}")
+    line = assert_one_line(refused, f"nlgbench repair {out}")
     assert ("corrupt" in line) if case in {"garbage", "truncated"} else ("no results.sqlite" in line), line
     assert ": ok in " not in refused.stdout
     if case == "garbage":  # readers say so too
-        assert_one_line(nlgbench("report", str(out)), 2, "corrupt", "nlgbench repair")
+        assert_one_line(nlgbench("report", str(out)), "corrupt", "nlgbench repair")
 
     repaired = nlgbench("repair", str(out))
     assert repaired.returncode == 0, repaired.stderr

@@ -8,10 +8,8 @@ cannot have cached.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -23,7 +21,9 @@ import pytest
 import yaml
 from scipy import stats
 
+import helpers
 import nlgbench
+from helpers import read_csv
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.spec import load_spec, parse_spec
 from nlgbench.data.hubdata import content_sha256, hub_records, open_table
@@ -365,10 +365,8 @@ def test_ids_of_catalogue_and_own_file_cells_unchanged() -> None:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "nlgbench.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600, env=env
-    )
+    """The CLI in a fresh process in `cwd`, the Hub and its datasets offline."""
+    return helpers.nlgbench(*args, cwd=cwd, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
 
 
 @pytest.mark.integration
@@ -395,11 +393,6 @@ def test_dry_run_loads_the_dataset_and_prints_its_cells(tmp_path: Path) -> None:
     proc = cli("run", str(spec), "--dry-run", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "wmt-da-human-evaluation: offline (HF_HUB_OFFLINE=1) and not in the local cache" in proc.stderr
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle))
 
 
 @pytest.mark.integration

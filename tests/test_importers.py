@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from helpers import write_jsonl
 from nlgbench.cli.assets import cmd_import
 from nlgbench.cli.parser import add_import_arguments
 from nlgbench.data.importers.summeval import import_summeval
@@ -113,7 +114,7 @@ def test_summeval_unpaired_file_and_a_missing_dimension(tmp_path: Path) -> None:
         del annotation["fluency"]
     lines[4]["expert_annotations"][0]["relevance"] = None  # one expert's missing score: the mean of the other two
     src = tmp_path / "model_annotations.aligned.jsonl"
-    src.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    write_jsonl(src, lines)
     out = tmp_path / "out.jsonl"
     summary = import_summeval(src, out)
     items = read_jsonl(out)
@@ -144,7 +145,7 @@ def test_summeval_bad_lines_are_one_line_errors(tmp_path: Path, change: Any, mes
     lines = read_jsonl(SUMMEVAL)
     change(lines)
     src = tmp_path / "bad.jsonl"
-    src.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    write_jsonl(src, lines)
     with pytest.raises(UserError) as err:
         import_summeval(src, tmp_path / "out.jsonl")
     assert message in str(err.value) and str(src) in str(err.value) and "\n" not in str(err.value)

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import nlgbench
+from helpers import read_csv, write_jsonl
 from nlgbench.cli import main
 from nlgbench.data.loaders import load_dataset
 from nlgbench.foundations.errors import UserError
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.integration
 TRICKY_IDS = ["007", "7", "x9", "1_0", "10", "+5", "5", "\u0667", "-0", "0"]
 
 
-def write_jsonl(path: Path, ids: Sequence[Any], lp: str = "de-en") -> Path:
+def data_with_ids(path: Path, ids: Sequence[Any], lp: str = "de-en") -> Path:
     """A user data file with one item per id (human scores varied, so correlations are defined)."""
     rows = [
         {
@@ -45,8 +46,7 @@ def write_jsonl(path: Path, ids: Sequence[Any], lp: str = "de-en") -> Path:
         }
         for i, seg in enumerate(ids)
     ]
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
+    return write_jsonl(path, rows, ensure_ascii=False)
 
 
 def write_import(path: Path, keys: Sequence[tuple[str, str]], shift: float = 0.0) -> Path:
@@ -73,16 +73,11 @@ def one_line(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     return lines[0]
 
 
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
 def imported(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, ids: Sequence[Any], encoders: Sequence[str] = ("a",)
 ) -> tuple[Path, Path, list[str]]:
     """(run folder, data file, cell ids): one imported cell per encoder over a file with `ids`."""
-    data, run = write_jsonl(tmp_path / "data.jsonl", ids), tmp_path / "run"
+    data, run = data_with_ids(tmp_path / "data.jsonl", ids), tmp_path / "run"
     keys = [(it.lp, str(it.seg_id)) for it in load_dataset(None, path=str(data)).items]
     for n, encoder in enumerate(encoders):
         scores = write_import(tmp_path / f"{encoder}.csv", keys, shift=n / 10)
@@ -114,7 +109,7 @@ def imported(
     ],
 )
 def test_seg_ids_are_integers_only_in_plain_form(ids: list[Any], expected: list[Any], tmp_path: Path) -> None:
-    items = load_dataset(None, path=str(write_jsonl(tmp_path / "d.jsonl", ids))).items
+    items = load_dataset(None, path=str(data_with_ids(tmp_path / "d.jsonl", ids))).items
     assert [it.seg_id for it in items] == expected
 
 
@@ -207,7 +202,7 @@ def test_old_store_with_integer_column_still_loads_and_records_text(
     assert (run / "results.sqlite").read_bytes() == before  # reading an old store leaves it as it is
 
     assert list(RunData.open(run).segments(a).seg_id) == [1, 2, 3, 4, 5]
-    text = write_jsonl(tmp_path / "text.jsonl", ["007", "7", "x9"])
+    text = data_with_ids(tmp_path / "text.jsonl", ["007", "7", "x9"])
     scores = write_import(tmp_path / "t.csv", [("de-en", s) for s in ("007", "7", "x9")])
     code, _, err = cli(
         capsys, "import-scores", scores, "--dataset", text, "--metric", "m", "--encoder", "t", "--out", run
@@ -220,7 +215,7 @@ def test_old_store_with_integer_column_still_loads_and_records_text(
 
 def test_import_scores_matches_seg_ids_as_text(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """A file's "007" is not the data's 7: the key is the text (spaces around it aside)."""
-    data = write_jsonl(tmp_path / "d.jsonl", [7, 8, 9])
+    data = data_with_ids(tmp_path / "d.jsonl", [7, 8, 9])
     scores = tmp_path / "s.csv"
     scores.write_text("lp,seg_id,system,score\nde-en,007,,0.1\nde-en, 8 ,,0.2\nde-en,9,,0.3\n", encoding="utf-8")
     line = one_line(
@@ -416,7 +411,7 @@ def test_import_dataset_path_is_kept_relative_to_the_run_folder(
 ) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "work").mkdir()
-    data = write_jsonl(tmp_path / "data" / "x.jsonl", list(range(1, 11)))
+    data = data_with_ids(tmp_path / "data" / "x.jsonl", list(range(1, 11)))
     keys = [(it.lp, str(it.seg_id)) for it in load_dataset(None, path=str(data)).items]
     monkeypatch.chdir(tmp_path / "work")
     for n, encoder in enumerate(("a", "b")):
@@ -472,7 +467,7 @@ def test_repair_leaves_a_published_folder_as_it_is(capsys: pytest.CaptureFixture
 def test_import_scores_lines_end_at_newline_only(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Issue 25.6 in import-scores: a seg_id holding U+2028 (or U+0085) is one text, not two CSV records."""
     ids = ["a\u2028b", "c\x85d", "e"]
-    data = write_jsonl(tmp_path / "d.jsonl", ids)
+    data = data_with_ids(tmp_path / "d.jsonl", ids)
     scores = write_import(tmp_path / "s.csv", [("de-en", seg) for seg in ids])
     code, out, err = cli(
         capsys,

@@ -11,10 +11,12 @@ import io
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from helpers import write_jsonl
 from nlgbench.cli import main
 from nlgbench.core.cell import IMPORTED, IMPORTED_DEVICE, CellConfig
 from nlgbench.core.result import CellResult
@@ -24,7 +26,7 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.encoder_lookup import find_encoder_label
 from nlgbench.runs.store import Store
 from test_no_machine_paths import machine_paths
-from tiny import make_tiny_bert, same_stat_other_bytes
+from tiny import same_stat_other_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -47,15 +49,14 @@ def rows(n: int = 12) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    texts = [r[k] for r in rows() for k in ("reference", "hypothesis")]
-    return make_tiny_bert(tmp_path_factory.mktemp("models") / "student-minilm", texts, num_layers=2)
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert([r[k] for r in rows() for k in ("reference", "hypothesis")], num_layers=2, name="student-minilm")
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("data") / "mine.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows()), encoding="utf-8")
+    write_jsonl(path, rows())
     return path
 
 

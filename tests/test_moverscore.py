@@ -3,6 +3,7 @@ published moverscore_v2 on real MiniLM-L6 and WMT16 (slow)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,6 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import moverscore
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.moverscore import INFO, MoverScoreScorer, kept_tokens, ngram_cloud
-from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.component
 
@@ -24,10 +24,9 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
     items = load_dataset("wmt16", max_segments=6).items
-    texts = [t for it in items for t in (it.reference, it.hypothesis)] + ["the cat sat on the mat"]
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), texts)
+    return tiny_bert([t for it in items for t in (it.reference, it.hypothesis)] + ["the cat sat on the mat"])
 
 
 def test_kept_tokens_drop_subwords_punctuation_specials_and_stop_words(tiny_dir: Path) -> None:

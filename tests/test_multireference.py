@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,8 @@ def first_only(rows: list[Item]) -> list[Item]:
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", TEXTS, num_layers=3)
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert(TEXTS, num_layers=3, name="bert")
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from helpers import nlgbench, read_csv, write_jsonl
 from nlgbench.core.spec import parse_spec
 from nlgbench.data.items import HUMAN
 from nlgbench.data.loaders import load_dataset
@@ -28,11 +29,6 @@ pytestmark = pytest.mark.integration
 
 DATA = Path(__file__).parent / "data" / "summarisation.jsonl"
 DIMENSIONS = ["coherence", "consistency", "fluency", "relevance"]
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def items_of(path: Path) -> list[dict]:
@@ -94,7 +90,7 @@ def test_tsv_reference_and_human_columns(tmp_path: Path) -> None:
 def test_mixed_integer_and_text_seg_ids_become_text(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     rows = [{"lp": "en", "seg_id": s, "reference": "r", "hypothesis": "h", "human": 1.0} for s in (10, "9", "x")]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(path, rows)
     assert [it.seg_id for it in load_dataset(path=path).items] == ["10", "9", "x"]
     path.write_text(
         "".join(json.dumps(dict(r, seg_id=s)) + "\n" for r, s in zip(rows, (10, "9", 2), strict=True)), encoding="utf-8"
@@ -204,7 +200,7 @@ def test_single_score_data_keeps_one_row_named_human(tmp_path: Path) -> None:
     rows = [
         {"lp": "de-en", "seg_id": i + 1, "reference": "r", "hypothesis": "h", "human": float(i % 4)} for i in range(8)
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(path, rows)
     scores = {("de-en", str(i + 1), ""): float((i * 3) % 5) for i in range(8)}
     import_scores(write_scores_file(tmp_path / "s.csv", scores), str(path), "m", "e", tmp_path / "run")
     (row,) = read_csv(tmp_path / "run" / "results.csv")
@@ -239,18 +235,7 @@ IMPORTERS = Path(__file__).parent / "data" / "importers"
 
 def cli(*args: str, cwd: Path) -> str:
     """The real CLI in a fresh process (as a user runs it); its stdout, or a failure showing stderr."""
-    import os
-    import subprocess
-    import sys
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "nlgbench.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    proc = nlgbench(*args, cwd=cwd, env={"HF_HUB_OFFLINE": "1"}, timeout=900)
     assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-3000:])
     assert "Traceback" not in proc.stderr
     return proc.stdout

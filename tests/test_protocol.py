@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import torch
 
+from helpers import write_jsonl
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.result import CellResult, Timing
 from nlgbench.encoders.registry import EncoderRef
@@ -679,7 +680,7 @@ def test_a_cell_with_a_token_budget_scores_as_its_batch_size_cell(tmp_path: Path
         for j, lp in enumerate(("de-en", "fr-en"))
         for k in range(6)
     ]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(data, rows)
     spec = {
         "name": "budget",
         "datasets": [{"path": str(data)}],

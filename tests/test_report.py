@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from helpers import read_csv
 from nlgbench.cli import main
 from nlgbench.data.loaders import load_dataset
 from nlgbench.foundations import fmt
@@ -34,11 +35,6 @@ from tiny import make_tiny_bert
 pytestmark = pytest.mark.integration
 
 SUMMARISATION = Path(__file__).parent / "data" / "summarisation.jsonl"  # 8 documents x 4 systems, 4 dimensions
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def cell_scores(run: Path, cell_id: str) -> tuple[np.ndarray, np.ndarray]:

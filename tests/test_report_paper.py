@@ -6,7 +6,6 @@ report/compare from what a fresh clone has (no results.sqlite, no cells/)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import shutil
@@ -24,6 +23,7 @@ from scipy import stats
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from helpers import read_csv
 from nlgbench.cli import main
 from nlgbench.cli.parser import build_parser
 from nlgbench.data.loaders import load_dataset
@@ -49,11 +49,6 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[1]
 PEARSON = QualityOptions()
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -11,17 +10,18 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from helpers import read_csv
 from nlgbench.cli import main
 from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.runs.csvfiles import CSV_COLUMNS
-from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.integration
 
@@ -29,9 +29,9 @@ REQUIRED_FILLED = [c for c in CSV_COLUMNS if c != "error"]
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
     items = load_dataset("wmt16", max_segments=8).items
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), [t for it in items for t in (it.reference, it.hypothesis)])
+    return tiny_bert([t for it in items for t in (it.reference, it.hypothesis)])
 
 
 def write_spec(path: Path, encoders: list, max_segments: int = 8, repeats: int = 2) -> Path:
@@ -45,11 +45,6 @@ def write_spec(path: Path, encoders: list, max_segments: int = 8, repeats: int =
     }
     path.write_text(json.dumps(spec), encoding="utf-8")  # JSON is YAML
     return path
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def check_correlations_from_scores(out: Path, row: dict[str, str]) -> None:

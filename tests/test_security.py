@@ -11,16 +11,15 @@ succeeds without touching it).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tiny import TEXTS, make_tiny_bert
+from helpers import assert_one_line, nlgbench, write_jsonl
+from tiny import TEXTS
 
 pytestmark = pytest.mark.integration
 
@@ -28,24 +27,6 @@ KEEP = "outside the run folder: must stay as it is\n"
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def nlgbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a user would, in a fresh process."""
-    return subprocess.run(
-        [sys.executable, "-m", "nlgbench.cli", *args], capture_output=True, text=True, timeout=timeout
-    )
-
-
-def assert_one_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
-    """Exit code 2, exactly one `nlgbench: error: ...` line holding every needle, no traceback."""
-    assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("nlgbench: error:")]
-    assert len(lines) == 1, proc.stderr[-3000:]
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def write_spec(folder: Path, model: Path, *, extra: str = "") -> Path:
@@ -62,7 +43,7 @@ def write_spec(folder: Path, model: Path, *, extra: str = "") -> Path:
         for j, lp in enumerate(("de-en", "fr-en"))
         for k in range(4)
     ]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(data, rows)
     spec = folder / "sec.yaml"
     spec.write_text(
         f"name: sec\ndatasets: [{{path: {data}}}]\nrepeats: 1\nwarmup: 0\nbatch_size: 4\nthreads: 1\n"
@@ -80,8 +61,8 @@ def snapshot(path: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("sec-model") / "bert", TEXTS, num_layers=2)
+def tiny_model(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert(TEXTS, num_layers=2, name="bert")
 
 
 @pytest.fixture(scope="module")
@@ -435,7 +416,7 @@ def data_rows(**changes: object) -> list[dict[str, object]]:
 
 
 def write_rows(path: Path, rows: list[dict[str, object]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(path, rows)
     return path
 
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+import helpers
+from helpers import assert_one_line, write_jsonl
 from tiny import TEXTS, make_tiny_bert
 
 pytestmark = pytest.mark.integration
@@ -38,14 +40,9 @@ SCRIPT = REPO / "scripts" / "slurm-single-node.sh"
 # ----------------------------------------------------------------------------- helpers
 
 
-def nlgbench(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nlgbench.cli", *args],
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def nlgbench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI in a fresh process, allowed 900 s (a cluster's queue may be slow)."""
+    return helpers.nlgbench(*args, env=env, timeout=900)
 
 
 def start_nlgbench(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -59,16 +56,6 @@ def start_nlgbench(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-
-
-def one_error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
-    assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("nlgbench: error:")]
-    assert len(lines) == 1, proc.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def csv_rows(run: Path) -> dict[str, dict[str, str]]:
@@ -135,7 +122,7 @@ def write_data(path: Path, n_per_lp: int) -> Path:
                     "human": float((i * 7) % 5),
                 }
             )
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(path, rows)
     return path
 
 
@@ -327,7 +314,7 @@ def test_sbatch_refusal_is_one_line_and_leaves_no_submission(
     proc = nlgbench(
         "run", str(spec), "--out", str(run), "--executor", "slurm", "--partition", "nosuchpartition", env=cluster
     )
-    one_error_line(proc, "sbatch refused the cpu cells' job array", "partition")
+    assert_one_line(proc, "sbatch refused the cpu cells' job array", "partition")
     assert book(run) == []
 
 
@@ -438,8 +425,8 @@ def test_status_of_a_folder_without_submissions(tmp_path: Path) -> None:
         proc.returncode == 0
         and proc.stdout.strip() == f"{tmp_path}: 0 cell(s) recorded (0 ok, 0 not ok); no Slurm submissions"
     )
-    one_error_line(nlgbench("status", str(tmp_path / "missing")), "no such run folder")
-    one_error_line(nlgbench("collect", str(tmp_path / "missing")), "no such run folder")
+    assert_one_line(nlgbench("status", str(tmp_path / "missing")), "no such run folder")
+    assert_one_line(nlgbench("collect", str(tmp_path / "missing")), "no such run folder")
 
 
 def test_collect_records_slurm_states_of_tasks_without_a_result(models: tuple[Path, Path], tmp_path: Path) -> None:

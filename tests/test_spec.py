@@ -24,7 +24,7 @@ import nlgbench.core.cell
 import nlgbench.encoders.runtime
 import nlgbench.execution.local
 import nlgbench.metrics.bertscore
-from helpers import minimal_spec
+from helpers import minimal_spec, write_jsonl
 from nlgbench.cli import main
 from nlgbench.core.cell import CellConfig
 from nlgbench.core.spec import DatasetRef, load_spec, parse_spec
@@ -87,7 +87,7 @@ def write_my_data(folder: Path) -> Path:
     """QUICKSTART's own data file, `data/my.jsonl` under `folder` (a spec's data file must exist)."""
     data = folder / "data" / "my.jsonl"
     data.parent.mkdir(parents=True, exist_ok=True)
-    data.write_text("".join(json.dumps(r) + "\n" for r in MY_ROWS), encoding="utf-8")
+    write_jsonl(data, MY_ROWS)
     return data
 
 

@@ -11,11 +11,13 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from helpers import write_jsonl
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.result import CellResult
 from nlgbench.encoders.registry import EncoderRef
@@ -24,7 +26,7 @@ from nlgbench.execution.forkserver import ForkServer, resident_file_ranges
 from nlgbench.execution.preload import LIBRARIES, architecture_modules
 from nlgbench.execution.workerprocess import prepare_cell, run_worker, worker_environment
 from nlgbench.runs.csvfiles import csv_row
-from tiny import TEXTS, make_tiny_bert
+from tiny import TEXTS
 
 pytestmark = pytest.mark.integration
 
@@ -59,8 +61,8 @@ class Sweep:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("startup-model") / "bert", TEXTS, num_layers=2)
+def tiny(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert(TEXTS, num_layers=2, name="bert")
 
 
 def run_sweep(folder: Path, model: Path, forkserver_setting: str) -> Sweep:
@@ -72,7 +74,7 @@ def run_sweep(folder: Path, model: Path, forkserver_setting: str) -> Sweep:
         {"lp": "de-en", "seg_id": i, "reference": TEXTS[i], "hypothesis": TEXTS[(i + 1) % 8], "human": float(i % 3)}
         for i in range(len(TEXTS))
     ]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(data, rows)
     spec = {
         "name": "startup",
         "datasets": [{"path": str(data)}],

@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from helpers import read_csv, write_jsonl
 from nlgbench.cli import main
 from nlgbench.statistics.levels import canonical_level
 from tiny import make_tiny_bert
@@ -58,13 +59,8 @@ def write_data(path: Path) -> list[dict]:
         for lp, systems in LAYOUT.items()
         for i, system in enumerate(systems)
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(path, rows)
     return rows
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def expected(scores_csv: Path, sign: float) -> dict[str, float]:

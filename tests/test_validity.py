@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import write_jsonl
 from nlgbench.core.cell import DatasetRef
 from nlgbench.core.spec import parse_spec
 from nlgbench.data.items import sample_items
@@ -18,11 +19,6 @@ from nlgbench.foundations.errors import UserError
 pytestmark = pytest.mark.integration
 
 METRICS = [{"metric": "bertscore", "encoders": ["all-MiniLM-L6-v2"]}]
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def rows(lps: dict[str, int], human=lambda lp, i: float(i % 7), doc=None) -> list[dict]:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 
+from helpers import read_csv
 from nlgbench.cli import main
 from nlgbench.encoders.registry import EncoderRef, parse_encoder_ref
 from nlgbench.encoders.runtime import load_encoder
 from nlgbench.encoders.variants import count_params
 from nlgbench.foundations.errors import UserError
-from test_runner import read_csv
-from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.component
 
@@ -27,8 +27,8 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), TEXTS, num_layers=6)
+def tiny_dir(tiny_bert: Callable[..., Path]) -> Path:
+    return tiny_bert(TEXTS, num_layers=6)
 
 
 def plain_states(folder: Path) -> tuple[list[torch.Tensor], torch.Tensor, list[list[int]]]:

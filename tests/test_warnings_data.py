@@ -9,10 +9,12 @@ import csv
 import html
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from helpers import read_csv, write_jsonl
 from nlgbench.cli import main
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.datawarnings import data_warnings
@@ -22,7 +24,7 @@ from nlgbench.encoders.registry import EncoderRef
 from nlgbench.execution.local import truncation_warning
 from nlgbench.runs.csvfiles import LEGACY_COLUMNS
 from nlgbench.runs.store import Store
-from tiny import TEXTS, make_tiny_bert
+from tiny import TEXTS
 
 pytestmark = pytest.mark.integration
 
@@ -60,13 +62,8 @@ def data_rows() -> list[dict]:
 
 def write_data(folder: Path) -> Path:
     path = folder / "sorted.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in data_rows()), encoding="utf-8")
+    write_jsonl(path, data_rows())
     return path
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def write_scores(path: Path, head: int | None) -> Path:
@@ -83,10 +80,10 @@ def write_scores(path: Path, head: int | None) -> Path:
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def run_dir(tmp_path_factory: pytest.TempPathFactory, tiny_bert: Callable[..., Path]) -> Path:
     """A tiny-model BERTScore sweep over the head (max_segments 12) of a file sorted by human score."""
     root = tmp_path_factory.mktemp("warnings")
-    model = make_tiny_bert(root / "bert", TEXTS, num_layers=2)
+    model = tiny_bert(TEXTS, num_layers=2, name="bert")
     spec = {
         "name": "warnings",
         "datasets": [{"path": str(write_data(root)), "max_segments": HEAD}],
