@@ -139,8 +139,8 @@ def write_output(path: Path, data: str | bytes, option: str, *, new_only: bool =
     temporary file and renamed over `path` (`write_atomic`), so no link is ever written through, even
     one that appeared since the check; with `new_only` a new file only (`write_new`: nothing there is
     replaced). The one writer of every command's output file."""
-    refuse_output_link(path, option)
     if new_only:
+        refuse_output_link(path, option)
         write_new(path, data)
         return
     check_output_file(path, option)
