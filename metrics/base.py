@@ -15,7 +15,7 @@ import typing
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -79,6 +79,22 @@ class Scorer(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """What this scorer actually runs: layer, parameters, disk bytes, options."""
+
+
+@runtime_checkable
+class FixedIdf(Protocol):
+    """A scorer whose idf can be fixed from a given corpus for its life (bert_score's `idf_sents`)."""
+
+    def fix_idf(self, texts: Sequence[str]) -> None:
+        """Compute idf from `texts` now; `prepare` keeps it."""
+
+
+@runtime_checkable
+class CorpusScore(Protocol):
+    """A scorer with a corpus-level score beside its segment scores (sacrebleu's corpus BLEU and chrF)."""
+
+    def corpus_score(self) -> dict[str, Any]:
+        """The corpus score of the items last scored: `score`, `signature`, `segment_mean`; {} before any."""
 
 
 class ScorerBase(Generic[OptionsT]):

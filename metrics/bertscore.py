@@ -9,10 +9,17 @@ Conventions, chosen to equal the `bert_score` package: texts are stripped; speci
 hidden_states[layer] of the encoder truncated to that layer; idf(w) = log((M + 1) / (df(w) + 1))
 over the M references, unseen tokens log(M + 1); an empty text (no token but special ones) gives
 P = R = F1 = 0 with any other text (bert_score's rule, `greedy_match`).
+
+`rescale_with_baseline` maps each of P, R and F to (s - b) / (1 - b) with the layer's baselines
+(`nlgbench.metrics.baselines`: from `baseline_path`, a file in bert_score's format, else the one
+`nlgbench baseline` stored for the model), after the raw F is computed, as bert_score does; linear,
+so no correlation changes. `fix_idf` fixes idf from a given corpus for the scorer's life (bert_score's
+`BERTScorer(idf_sents=...)`): `prepare` then keeps it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +30,9 @@ from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef, default_layer
 from nlgbench.encoders.runtime import load_encoder
 from nlgbench.foundations.cellcontext import CellContext
+from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.baselines import Baseline, find_baseline
 from nlgbench.metrics.common import greedy_match, only_special, pad_tensors, token_weights
 from nlgbench.metrics.embedding import chunks, corpus_idf, embed_texts
 
@@ -32,6 +41,8 @@ from nlgbench.metrics.embedding import chunks, corpus_idf, embed_texts
 class BertScoreOptions:
     idf: bool = False
     layer: int | None = None
+    rescale_with_baseline: bool = False  # P, R, F each (s - b) / (1 - b), as bert_score
+    baseline_path: str | None = None  # a baseline file in bert_score's format; None: the cached one
 
 
 class BertScoreScorer(ScorerBase[BertScoreOptions]):
@@ -53,10 +64,19 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
         self.layer = self.encoder.layers_run
         self.idf: dict[int, float] | None = None
         self.unseen = 0.0
+        self.idf_corpus: str | None = None  # sha256 of the fixed idf corpus (`fix_idf`), None: per call
+        self.baseline: Baseline | None = None
+        if self.options.rescale_with_baseline:
+            self.baseline = find_baseline(self.encoder.source, self.layer, self.options.baseline_path)
+
+    def fix_idf(self, texts: Sequence[str]) -> None:
+        """idf from `texts` for the scorer's life (bert_score's `idf_sents`): `prepare` keeps it."""
+        self.idf, self.unseen = corpus_idf(self.encoder, texts)
+        self.idf_corpus = hashlib.sha256("\n".join(texts).encode()).hexdigest()
 
     def prepare(self, items: Sequence[Item]) -> None:
-        """IDF over all references of the dataset (corpus state, computed once)."""
-        if self.options.idf:
+        """IDF over all references of the dataset (corpus state, computed once), unless fixed by `fix_idf`."""
+        if self.options.idf and self.idf_corpus is None:
             self.idf, self.unseen = corpus_idf(self.encoder, [it.reference for it in items])
 
     def embed(self, texts: Sequence[str], timer: PhaseTimer) -> dict[str, tuple[torch.Tensor, torch.Tensor, bool]]:
@@ -88,10 +108,20 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
                     cols["precision"] += p.tolist()
                     cols["recall"] += r.tolist()
                     cols["f1"] += f.tolist()
+        if self.baseline is not None:
+            cols = {name: self.baseline.rescale(name, values) for name, values in cols.items()}
         return Scores(primary="f1", columns=cols)
 
     def describe(self) -> dict[str, Any]:
-        return {"layer": self.layer, "idf": self.options.idf, **self.encoder.describe()}
+        rescaled = {"rescaled": self.baseline.digest} if self.baseline is not None else {}
+        fixed = {"idf_corpus": self.idf_corpus} if self.idf_corpus is not None else {}
+        return {"layer": self.layer, "idf": self.options.idf, **rescaled, **fixed, **self.encoder.describe()}
+
+
+def check_options(options: dict[str, Any]) -> None:
+    """A baseline file only means something with rescaling on."""
+    if options.get("baseline_path") is not None and not options.get("rescale_with_baseline"):
+        raise UserError("baseline_path is given but rescale_with_baseline is off: set rescale_with_baseline=True")
 
 
 INFO = MetricInfo(
@@ -104,6 +134,7 @@ INFO = MetricInfo(
     encoder_kinds=("encoder", "seq2seq"),  # seq2seq: its encoder half
     accepts_aligners=False,
     build=BertScoreScorer,
+    check_values=check_options,
     # bert_score.score with refs as a list of lists scores each (candidate, reference) pair, idf over all
     # of them, then keeps per candidate the max over its references of P, R and F separately
     # (bert_score/score.py: ref_group_boundaries, all_preds[beg:end].max(dim=0)).

@@ -17,6 +17,15 @@ CPU computation (describe() says `runs_on: cpu`), so a GPU sweep has its anchor 
 has no effect. sacrebleu is imported with this module, outside the cell's load time, as the
 worker does for torch and transformers.
 
+Beside the segment scores, describe() gives the corpus-level score of the items last scored, as a
+sacrebleu user reports it (`corpus`: `score`, sacrebleu's `signature` of it, and `segment_mean`, the
+mean of the segment scores): BLEU as `sacrebleu.corpus_bleu` computes it (n-gram statistics summed
+over the corpus, its default `use_effective_order=False`), chrF as `sacrebleu.corpus_chrf`, with
+the cell's options; each item's references as sacrebleu's reference streams (`None` where an item
+has fewer, sacrebleu's way of varying their number). It is computed after the timed scoring, so it
+costs the cell's timing nothing. The API's `Scorer.corpus_score`, `nlgbench score` and the cell's
+result.json (`scorer.corpus`) show it.
+
 describe() records sacrebleu's version and its signature string (`sacrebleu_signature`; `signature` is
 nlgbench's, nlgbench.core.signature)
 (`nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:2.6.0`), `nrefs` being the dataset's
@@ -92,18 +101,51 @@ class SacrebleuScorer(ScorerBase[OptionsT]):
         super().__init__(options, device, batch_size, context)
         self.metric = self.library_metric()
         self.signature: str | None = None  # known once it has scored
+        self.scored: Sequence[Item] = ()  # the items last scored, for the corpus score
+        self.segment_scores: list[float] = []
+        self.corpus: dict[str, Any] | None = None  # of `scored`, computed on first use
 
     def library_metric(self) -> Metric:
         raise NotImplementedError
+
+    def corpus_metric(self) -> Metric:
+        """The metric as sacrebleu's corpus function builds it (chrF: the same as the sentence one)."""
+        return self.library_metric()
+
+    def corpus_score(self) -> dict[str, Any]:
+        """The corpus-level score of the items last scored, sacrebleu's signature of it and the mean of
+        the segment scores; {} before any scoring."""
+        if not self.scored:
+            return {}
+        if self.corpus is None:
+            metric = self.corpus_metric()
+            most = max(len(it.references) for it in self.scored)
+            streams = [
+                [it.references[k] if k < len(it.references) else None for it in self.scored] for k in range(most)
+            ]
+            result = metric.corpus_score([it.hypothesis for it in self.scored], streams)
+            self.corpus = {
+                "score": float(result.score),
+                "signature": str(metric.get_signature()),
+                "segment_mean": sum(self.segment_scores) / len(self.segment_scores),
+            }
+        return self.corpus
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
         with timer.phase("score"):
             out = [float(self.metric.sentence_score(it.hypothesis, list(it.references)).score) for it in items]
         self.signature = signature(self.metric, items)
+        self.scored, self.segment_scores, self.corpus = items, out, None
         return Scores(primary=self.column, columns={self.column: out})
 
     def describe(self) -> dict[str, Any]:
-        return {**NO_MODEL, "library": {"sacrebleu": version("sacrebleu")}, "sacrebleu_signature": self.signature}
+        corpus = self.corpus_score()
+        return {
+            **NO_MODEL,
+            "library": {"sacrebleu": version("sacrebleu")},
+            "sacrebleu_signature": self.signature,
+            **({"corpus": corpus} if corpus else {}),
+        }
 
 
 class SentBleuScorer(SacrebleuScorer[SentBleuOptions]):
@@ -120,6 +162,18 @@ class SentBleuScorer(SacrebleuScorer[SentBleuOptions]):
             smooth_method=o.smooth_method,
             smooth_value=o.smooth_value,
             effective_order=True,
+        )
+
+    def corpus_metric(self) -> Metric:
+        """BLEU as `sacrebleu.corpus_bleu` builds it: the same options, its default use_effective_order=False."""
+        o = self.options
+        return BLEU(
+            lowercase=o.lowercase,
+            tokenize=o.tokenize,
+            force=False,
+            smooth_method=o.smooth_method,
+            smooth_value=o.smooth_value,
+            effective_order=False,
         )
 
 

@@ -9,6 +9,7 @@ its numbers equal the cell's `scores.csv` for the same items, batch size and dev
 from __future__ import annotations
 
 import io
+import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from os import PathLike
@@ -20,13 +21,14 @@ from nlgbench.core.result import CellResult, json_safe
 from nlgbench.core.scores import read_scores
 from nlgbench.core.signature import reference_use, scorer_signature
 from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
-from nlgbench.data.items import Item
+from nlgbench.encoders.languages import lang_choice, lang_encoder
 from nlgbench.execution.sweep import run as run_sweep
-from nlgbench.foundations.cellcontext import CellContext
+from nlgbench.foundations.cellcontext import CellContext, TqdmProgress
 from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import check_device
 from nlgbench.metrics import default_encoder, get_metric
-from nlgbench.metrics.base import REFERENCE_POLICY, MetricInfo, PhaseTimer, ReferencePolicy
+from nlgbench.metrics.base import REFERENCE_POLICY, CorpusScore, FixedIdf, PhaseTimer, ReferencePolicy
+from nlgbench.metrics.texts import BlankTextWarning, References, as_list, blank_warning, check_texts, texts_as_items
 from nlgbench.reporting.compare import compare as compare_encoders
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.folder import cell_dir
@@ -40,131 +42,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 EncoderSpec = str | dict[str, Any]  # a registered name, a Hub id, a local folder, or {name: ..., num_layers: 3, ...}
-References = (
-    Iterable[str] | Iterable[Sequence[str]]
-)  # one text per hypothesis, or a list of texts (several) per hypothesis
 
 
-def _as_list(name: str, values: Iterable[Any], what: str = "a list of strings") -> list[Any]:
-    """Any iterable (a list, a tuple, a generator) as a list; one clear error for one string or a non-iterable."""
-    if isinstance(values, str):
-        raise UserError(f"{name} must be {what}, not one string")
-    try:
-        return list(values)
-    except TypeError:
-        raise UserError(f"{name} must be {what}, got {type(values).__name__}") from None
+MIN_IDF_TEXTS = 10  # idf from fewer texts weighs tokens by chance; from one, each of its tokens weighs log(2/2) = 0
 
 
-def _texts(name: str, values: Iterable[str] | None, n: int) -> list[str]:
-    """A list of n strings, or one clear error naming the argument and the line (1-based, as the
-    `line` column of `nlgbench score`'s output). Blank texts pass: the metric's rule decides (`_items`)."""
-    if values is None:
-        return [""] * n
-    out = _as_list(name, values)
-    if len(out) != n:
-        raise UserError(f"{name} has {len(out)} items but hypotheses has {n}")
-    bad = [i for i, v in enumerate(out) if not isinstance(v, str)]
-    if bad:
-        raise UserError(f"{name} line {bad[0] + 1} is {type(out[bad[0]]).__name__}, not a string")
-    return out
+class IdfWarning(UserWarning):
+    """idf computed from fewer than MIN_IDF_TEXTS texts of one call: pass a fixed corpus (`idf_sents`)."""
 
 
-def _references(values: References | None, n: int) -> list[tuple[str, ...]]:
-    """Each hypothesis's references, from texts (one each) or lists of texts (several each,
-    bert_score's format). One clear error otherwise, naming the line (1-based)."""
-    if values is None:
-        return [("",)] * n
-    out = _as_list("references", values, "a list of strings (or of lists of strings)")
-    if len(out) != n:
-        raise UserError(f"references has {len(out)} items but hypotheses has {n}")
-    refs: list[tuple[str, ...]] = []
-    for i, value in enumerate(out):
-        group = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) else None
-        if group is None or not all(isinstance(v, str) for v in group):
-            raise UserError(f"references line {i + 1} is {type(value).__name__}, not a string or a list of strings")
-        if not group:
-            raise UserError(f"references line {i + 1} is an empty list: give at least one reference")
-        refs.append(group)
-    return refs
-
-
-ARGUMENTS = {"hypothesis": "hypotheses", "reference": "references", "source": "sources"}  # item field -> argument
-LINES_SHOWN = 10  # blank lines named per argument in the warning; the rest counted
-
-
-class BlankTextWarning(UserWarning):
-    """Blank texts (empty or whitespace only) that the metric scored as it defines them
-    (`MetricInfo.blank_texts`: BERTScore P = R = F1 = 0 as bert_score, BLEU 0 ...)."""
-
-
-def _line(items: Sequence[Item], field: str, position: int) -> str:
-    """Where a blank text is, as the caller gave it: `hypotheses line 3`, `references line 2,
-    reference 2` (1-based; the reference named where the line has several)."""
-    where = f"{ARGUMENTS[field]} line {position + 1}"
-    refs = items[position].references
-    if field != "reference" or len(refs) == 1:
-        return where
-    return f"{where}, reference {next(k for k, text in enumerate(refs) if not text.strip()) + 1}"
-
-
-def blank_warning(info: MetricInfo, options: dict[str, Any], items: Sequence[Item]) -> str | None:
-    """The one-line warning on the blank texts the metric scores among `items` (how many, which lines,
-    1-based, and what they score), or None when there are none."""
-    rule = info.blank_rule(options)
-    found = {field: positions for field, positions in rule.found(items).items() if field in rule.scored}
-    if not found:
-        return None
-    count = len({i for positions in found.values() for i in positions})
-    where = "; ".join(
-        f"{ARGUMENTS[field]} line{'s' if len(positions) > 1 else ''} "
-        + ", ".join(str(i + 1) for i in positions[:LINES_SHOWN])
-        + (f" ... ({len(positions)} in all)" if len(positions) > LINES_SHOWN else "")
-        for field, positions in found.items()
-    )
-    return f"{count} of {len(items)} lines hold a blank text ({where}); {info.name} scores a blank text: {rule.value}"
-
-
-def _items(
-    info: MetricInfo,
-    options: dict[str, Any],
-    hypotheses: Iterable[str],
-    references: References | None,
-    sources: Iterable[str] | None,
-) -> list[Item]:
-    """The texts as items, after their checks (one clear error naming the argument and the 1-based
-    line): the references and sources the metric needs, as many as hypotheses; a blank text only
-    where the metric defines a value for one (`MetricInfo.blank_rule`)."""
-    hyps = _as_list("hypotheses", hypotheses)
-    hyps = _texts("hypotheses", hyps, len(hyps))
-    given = {"reference": references, "source": sources}
-    rule = info.blank_rule(options)
-    reads_references = info.reads_references(options)  # SentSim's `against: reference` too
-    read = {*info.needs, *(["reference"] if reads_references else []), *rule.scored, *rule.refused} - {"hypothesis"}
-    for need in sorted(read):  # BARTScore's faithfulness reads sources too
-        if given[need] is None:
-            raise UserError(f"metric {info.name!r} needs {need}s: pass {need}s=[...]")
-    refs = _references(references, len(hyps))
-    srcs = _texts("sources", sources, len(hyps))
-    items = [
-        Item(lp="", seg_id=i + 1, system="", source=s, reference=r[0], hypothesis=h, human=float("nan"), references=r)
-        for i, (h, r, s) in enumerate(zip(hyps, refs, srcs, strict=True))
-    ]
-    refused = rule.refusal(info.name, items, lambda field, i: _line(items, field, i))
-    if refused is not None:
-        raise UserError(refused)
-    return items
-
-
-def check_texts(
-    metric: str, hypotheses: Iterable[str], references: References | None, sources: Iterable[str] | None, **options: Any
-) -> None:
-    """The texts' checks of `score` (`_items`: one clear error naming the argument and the 1-based line),
-    before any model loads; nothing to check for a metric name that `Scorer` will refuse."""
-    if isinstance(metric, str) and metric.strip():
-        _items(get_metric(metric), options, hypotheses, references, sources)
-
-
-def _auto_device(device: str) -> str:
+def auto_device(device: str) -> str:
     """`auto`: CUDA where torch sees a GPU, else the CPU; any other value checked as given."""
     if device == "auto":
         import torch
@@ -174,13 +61,25 @@ def _auto_device(device: str) -> str:
     return device
 
 
+def _lang_encoder(metric: str, encoder: EncoderSpec | None, lang: str) -> str:
+    """The encoder bert_score's `lang=` picks (`nlgbench.encoders.languages`); lang is BERTScore's only."""
+    if metric != "bertscore":
+        raise UserError(f"lang picks BERTScore's model (bert_score's lang=); for metric {metric!r} give encoder=")
+    if encoder is not None:
+        raise UserError("give lang or encoder, not both: lang picks the encoder (as bert_score's lang=)")
+    return lang_encoder(lang)
+
+
 class Scorer:
     """A metric with its model loaded once, to score any number of batches (as bert_score's
     `BERTScorer`).
 
-    `options` are the metric's spec options (`nlgbench list metrics`), e.g. `idf=True, layer=4`;
-    `device="auto"` takes CUDA when available. Corpus state (idf) is prepared over the texts of
-    each `score` call, as `nlgbench.score` and a sweep cell do over theirs. `context` (its own `CellContext`)
+    `options` are the metric's spec options (`nlgbench list metrics`), e.g. `idf=True, layer=4`,
+    `rescale_with_baseline=True`; `lang="en"` picks bert_score's model for a language (roberta-large,
+    layer 17) instead of `encoder`; `device="auto"` takes CUDA when available. Corpus state (idf) is
+    prepared over the texts of each `score` call, as `nlgbench.score` and a sweep cell do over theirs,
+    unless `idf_sents` (with `idf=True`) fixes it from a corpus for the scorer's life. `verbose=True`
+    draws a tqdm progress bar (and says which model `lang` chose). `context` (its own `CellContext`)
     holds what its models record: texts cut to their maximum length, seconds exporting for a backend.
 
     Examples:
@@ -196,9 +95,12 @@ class Scorer:
         metric: str = "bertscore",
         encoder: EncoderSpec | None = None,
         *,
+        lang: str | None = None,
         aligner: str | None = None,
         device: str = "auto",
         batch_size: int = 64,
+        idf_sents: Iterable[str] | None = None,
+        verbose: bool = False,
         **options: Any,
     ) -> None:
         if not isinstance(metric, str) or not metric.strip():
@@ -208,8 +110,14 @@ class Scorer:
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise UserError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         self.metric = metric
-        self.device = _auto_device(device)
+        self.device = auto_device(device)
         self.info = get_metric(metric)
+        self.lang_choice = None  # the line saying which model `lang` chose
+        if lang is not None:
+            encoder = _lang_encoder(metric, encoder, lang)
+            self.lang_choice = lang_choice(lang)
+        if verbose and self.lang_choice is not None:
+            print(self.lang_choice, file=sys.stderr, flush=True)
         # reference_policy is the harness's option, not the metric's: MetricInfo.make checks and applies it
         harness = {key: options.pop(key) for key in [REFERENCE_POLICY] if key in options}
         raw: dict[str, Any] = {
@@ -221,11 +129,51 @@ class Scorer:
             raw["aligners"] = [aligner]
         entry = parse_metric_entry(raw, "score", Path.cwd())
         self.options: dict[str, Any] = {**entry.options, **harness}
+        self.encoder = entry.encoders[0].label
         extra = {"aligner": entry.aligners[0]} if self.info.accepts_aligners else {}
-        self.context = CellContext()
+        self.context = CellContext(progress=TqdmProgress() if verbose else None)
         self._scorer = self.info.make(entry.encoders[0], self.options, self.device, batch_size, self.context, **extra)
         self._aligner = entry.aligners[0] if self.info.accepts_aligners else None
         self._signature: str | None = None
+        self._idf_fixed = idf_sents is not None
+        self._idf_warned = False
+        if idf_sents is not None:
+            self._fix_idf(idf_sents)
+
+    def _fix_idf(self, idf_sents: Iterable[str]) -> None:
+        """idf from `idf_sents` for the scorer's life (bert_score's `BERTScorer(idf=True, idf_sents=...)`)."""
+        texts = as_list("idf_sents", idf_sents)
+        bad = [i for i, text in enumerate(texts) if not isinstance(text, str)]
+        if bad:
+            raise UserError(f"idf_sents line {bad[0] + 1} is {type(texts[bad[0]]).__name__}, not a string")
+        if not any(text.strip() for text in texts):
+            raise UserError("idf_sents holds no text: give the corpus to compute idf from")
+        if not self.options.get("idf"):
+            raise UserError("idf_sents is given but idf is off: set idf=True (as bert_score's BERTScorer)")
+        inner = self._scorer.inner if isinstance(self._scorer, ReferencePolicy) else self._scorer
+        if not isinstance(inner, FixedIdf):
+            raise UserError(f"metric {self.metric!r} takes no idf corpus (idf_sents): bertscore does")
+        inner.fix_idf(texts)
+        if len(texts) < MIN_IDF_TEXTS:
+            self._warn_idf(len(texts), "idf_sents", stacklevel=4)
+
+    def _warn_idf(self, count: int, where: str, stacklevel: int) -> None:
+        """Once per scorer: idf from too few texts to weigh tokens meaningfully."""
+        if not self._idf_warned:
+            self._idf_warned = True
+            message = (
+                f"idf is computed from {count} text{'s' if count != 1 else ''} ({where}; fewer than "
+                f"{MIN_IDF_TEXTS}): its weights are chance, and from one text every token weighs log(2/2) = 0; "
+                "give idf_sents=[...] (a fixed corpus; `--idf-sents FILE` on the command line)"
+            )
+            warnings.warn(message, IdfWarning, stacklevel=stacklevel)
+
+    def __repr__(self) -> str:
+        described = self._scorer.describe()
+        return (
+            f"Scorer(metric={self.metric!r}, encoder={self.encoder!r}, layer={described.get('layer')!r}, "
+            f"options={self.options!r}, device={self.device!r})"
+        )
 
     @property
     def references(self) -> str:
@@ -236,25 +184,22 @@ class Scorer:
     @property
     def signature(self) -> str:
         """The reproducibility signature (nlgbench.core.signature): metric, encoder@revision, layer,
-        variant, options, reference use, versions."""
+        variant, options, rescaling, reference use, versions."""
         if self._signature is None:
             self._signature = scorer_signature(self.info, self.options, self._aligner, self._scorer.describe())
         return self._signature
-
-    def _items(
-        self, hypotheses: Iterable[str], references: References | None, sources: Iterable[str] | None
-    ) -> list[Item]:
-        return _items(self.info, self.options, hypotheses, references, sources)
 
     def score_outputs(
         self, hypotheses: Iterable[str], references: References | None = None, *, sources: Iterable[str] | None = None
     ) -> dict[str, list[float]]:
         """Every output per hypothesis: `score` (the primary one, as in scores.csv) first, then the
         metric's further columns (precision, recall, directions, distances)."""
-        items = self._items(hypotheses, references, sources)
+        items = texts_as_items(self.info, self.options, hypotheses, references, sources)
         warning = blank_warning(self.info, self.options, items)
         if warning is not None:
             warnings.warn(warning, BlankTextWarning, stacklevel=2)
+        if self.options.get("idf") and not self._idf_fixed and len(items) < MIN_IDF_TEXTS:
+            self._warn_idf(len(items), "this call's texts", stacklevel=3)
         if isinstance(self._scorer, ReferencePolicy):
             try:
                 self._scorer.policy(items)  # a metric that cannot use several references, and no reference_policy
@@ -270,6 +215,28 @@ class Scorer:
         """The metric's primary score per hypothesis (BERTScore F1, MoverScore, BaryScore distance, ...)."""
         return self.score_outputs(hypotheses, references, sources=sources)["score"]
 
+    def score_prf(
+        self, hypotheses: Iterable[str], references: References | None = None
+    ) -> tuple[list[float], list[float], list[float]]:
+        """Precision, recall and F per hypothesis, as bert_score's `P, R, F = score(cands, refs)`."""
+        outputs = self.score_outputs(hypotheses, references)
+        if not {"precision", "recall"} <= set(outputs):
+            raise UserError(f"metric {self.metric!r} has no precision and recall (its outputs: {', '.join(outputs)})")
+        return outputs["precision"], outputs["recall"], outputs["score"]
+
+    def corpus_score(self, hypotheses: Iterable[str], references: References) -> dict[str, Any]:
+        """sentBLEU's and chrF's corpus-level score, as sacrebleu's `corpus_bleu` / `corpus_chrf` compute it:
+        `score`, sacrebleu's `signature` of it, and `segment_mean` (the mean of the segment scores)."""
+        if not isinstance(self._scorer, CorpusScore):
+            raise UserError(f"metric {self.metric!r} has no corpus-level score: sentbleu and chrf have")
+        self.score_outputs(hypotheses, references)
+        return self._scorer.corpus_score()
+
+    @property
+    def corpus(self) -> dict[str, Any] | None:
+        """`corpus_score` of the texts last scored; None before any, and for metrics without one."""
+        return (self._scorer.corpus_score() or None) if isinstance(self._scorer, CorpusScore) else None
+
 
 def score_outputs(
     hypotheses: Iterable[str],
@@ -278,14 +245,17 @@ def score_outputs(
     encoder: EncoderSpec | None = None,
     *,
     sources: Iterable[str] | None = None,
+    lang: str | None = None,
     aligner: str | None = None,
     device: str = "auto",
     batch_size: int = 64,
+    idf_sents: Iterable[str] | None = None,
+    verbose: bool = False,
     **options: Any,
 ) -> dict[str, list[float]]:
     """Every output of the metric per hypothesis: `score` (the primary one, as in scores.csv)
     first, then the metric's further columns (precision, recall, directions, distances). Loads the
-    model on every call: to score several batches, build one `Scorer`.
+    model on every call: to score several batches, build one `Scorer` (whose arguments these are).
 
     `hypotheses`, `references` and `sources` may be any iterable (a list, a tuple, a generator).
     `references` gives one text per hypothesis, or a list of texts (several references) per
@@ -297,13 +267,21 @@ def score_outputs(
         >>> list(out), out["precision"]
         (['score', 'precision', 'recall'], [0.9186349511146545])
     """
-    hyps = _as_list("hypotheses", hypotheses)
-    refs = (
-        _as_list("references", references, "a list of strings (or of lists of strings)") if references else references
-    )
-    srcs = _as_list("sources", sources) if sources is not None else None
+    hyps = as_list("hypotheses", hypotheses)
+    refs = as_list("references", references, "a list of strings (or of lists of strings)") if references else references
+    srcs = as_list("sources", sources) if sources is not None else None
     check_texts(metric, hyps, refs, srcs, **options)  # before the model loads
-    scorer = Scorer(metric, encoder, aligner=aligner, device=device, batch_size=batch_size, **options)
+    scorer = Scorer(
+        metric,
+        encoder,
+        lang=lang,
+        aligner=aligner,
+        device=device,
+        batch_size=batch_size,
+        idf_sents=idf_sents,
+        verbose=verbose,
+        **options,
+    )
     return scorer.score_outputs(hyps, refs, sources=srcs)
 
 
@@ -313,17 +291,16 @@ def score(
     metric: str = "bertscore",
     encoder: EncoderSpec | None = None,
     *,
-    sources: Iterable[str] | None = None,
-    aligner: str | None = None,
-    device: str = "auto",
-    batch_size: int = 64,
-    **options: Any,
-) -> list[float]:
-    """The metric's primary score per hypothesis (BERTScore F1, MoverScore, BaryScore distance, ...).
+    return_all: bool = False,
+    **arguments: Any,
+) -> list[float] | tuple[list[float], list[float], list[float]]:
+    """The metric's primary score per hypothesis (BERTScore F1, MoverScore, BaryScore distance, ...);
+    with `return_all=True` BERTScore's (P, R, F), as bert_score's `P, R, F = score(cands, refs)`.
 
-    `options` are the metric's spec options (`nlgbench list metrics`), e.g. `idf=True, layer=4`;
-    `encoder` a registered name, a Hub id, a local folder, or a variant as a dict. The model loads on
-    every call: to score several batches, build one `Scorer`.
+    `arguments` are `score_outputs`'s (`sources`, `lang`, `aligner`, `device`, `batch_size`,
+    `idf_sents`, `verbose`) and the metric's spec options (`nlgbench list metrics`), e.g. `idf=True,
+    layer=4, rescale_with_baseline=True`; `encoder` a registered name, a Hub id, a local folder, or a
+    variant as a dict. The model loads on every call: to score several batches, build one `Scorer`.
 
     Examples:
         >>> hyps = ["The cat sat on the mat.", "A dog is running in the park."]
@@ -332,18 +309,14 @@ def score(
         [0.9071274399757385, 0.8599725961685181]
         >>> nlgbench.score(hyps, refs, encoder={"name": "all-MiniLM-L6-v2", "num_layers": 3}, idf=False)
         [0.8733524680137634, 0.8841153979301453]
+        >>> P, R, F = nlgbench.score(hyps, refs, return_all=True)
     """
-    return score_outputs(
-        hypotheses,
-        references,
-        metric,
-        encoder,
-        sources=sources,
-        aligner=aligner,
-        device=device,
-        batch_size=batch_size,
-        **options,
-    )["score"]
+    outputs = score_outputs(hypotheses, references, metric, encoder, **arguments)
+    if not return_all:
+        return outputs["score"]
+    if not {"precision", "recall"} <= set(outputs):
+        raise UserError(f"metric {metric!r} has no precision and recall (its outputs: {', '.join(outputs)})")
+    return outputs["precision"], outputs["recall"], outputs["score"]
 
 
 def _as_spec(spec: str | Path | dict[str, Any] | SweepSpec) -> SweepSpec:

@@ -22,6 +22,7 @@ COMMANDS = {
     "status": "nlgbench.cli.run:cmd_status",
     "collect": "nlgbench.cli.run:cmd_collect",
     "score": "nlgbench.cli.score:cmd_score",
+    "baseline": "nlgbench.cli.baseline:cmd_baseline",
     "list encoders": "nlgbench.cli.listing:cmd_list_encoders",
     "list metrics": "nlgbench.cli.listing:cmd_list_metrics",
     "list datasets": "nlgbench.cli.listing:cmd_list_datasets",

@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_status,
         _add_collect,
         _add_score,
+        _add_baseline,
         _add_list,
         _add_models,
         _add_datasets,
@@ -145,17 +146,53 @@ def _add_score(sub: Commands) -> None:
         help="encoder name, Hub id or local folder (default all-MiniLM-L6-v2; "
         "none for metrics that run no model: sentbleu, chrf, rouge1, rouge2, rougeL)",
     )
+    sc.add_argument(
+        "--lang",
+        help="bertscore: bert_score's model for this language instead of --encoder (en: roberta-large, "
+        "zh: bert-base-chinese, others: bert-base-multilingual-cased)",
+    )
     sc.add_argument("--aligner", help="wmd, rwmd or wcd (metrics with an aligner)")
-    sc.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a metric option, e.g. idf=true")
+    sc.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a metric option, e.g. idf=true, rescale_with_baseline=true, baseline_path=FILE",
+    )
+    sc.add_argument(
+        "--idf-sents",
+        metavar="FILE",
+        help="with --option idf=true: compute idf from this corpus (one text per line), not from the references",
+    )
     sc.add_argument("--device", default="auto", help="auto (CUDA where available, else cpu), cpu, cuda, cuda:N")
     sc.add_argument("--batch-size", type=int, default=64)
     sc.add_argument("--out", help="CSV file (default: stdout): line, score, further outputs")
     sc.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object (signature, n, mean, and the outputs unless --out) instead of the CSV",
+        help="print one JSON object (signature, n, mean, corpus score where the metric has one, and the outputs "
+        "unless --out) instead of the CSV",
     )
     sc.set_defaults(handler="score")
+
+
+def _add_baseline(sub: Commands) -> None:
+    bl = sub.add_parser(
+        "baseline",
+        help="compute BERTScore's rescaling baselines of an encoder from a text corpus (rescale_with_baseline)",
+        description="The mean BERTScore P, R and F (idf off) of random pairs of two different lines of CORPUS at "
+        "every layer, as bert_score computed its baselines; stored in the cache under the model's content "
+        "fingerprint, where rescale_with_baseline finds it, and printed in bert_score's baseline file format.",
+    )
+    bl.add_argument("corpus", help="plain text, one sentence per line (blank lines skipped)")
+    bl.add_argument("--encoder", help="encoder name, Hub id or local folder (default all-MiniLM-L6-v2)")
+    bl.add_argument("--lang", help="bert_score's model for this language instead of --encoder")
+    bl.add_argument("--pairs", type=int, default=10_000, help="random pairs (default 10000; bert_score used 1M)")
+    bl.add_argument("--seed", type=int, default=0, help="seed of the pairs' draw (default 0)")
+    bl.add_argument("--device", default="auto", help="auto (CUDA where available, else cpu), cpu, cuda, cuda:N")
+    bl.add_argument("--batch-size", type=int, default=64)
+    bl.add_argument("--out", help="also write the baseline file here")
+    bl.set_defaults(handler="baseline")
 
 
 def _add_list(sub: Commands) -> None:

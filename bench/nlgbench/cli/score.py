@@ -13,11 +13,11 @@ import sys
 import warnings
 from pathlib import Path
 
-from nlgbench.api import BlankTextWarning, Scorer, check_texts
+from nlgbench.api import BlankTextWarning, IdfWarning, Scorer, check_texts
 from nlgbench.cli.values import key_value
+from nlgbench.encoders.languages import lang_choice
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import check_output_file, read_lines, write_output
-from nlgbench.metrics import default_encoder
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -38,14 +38,25 @@ def cmd_score(args: argparse.Namespace) -> int:
         refs = [list(texts) for texts in zip(*ref_files, strict=True)]
     options = dict(key_value(o, "--option") for o in args.option)
     check_texts(args.metric, hyps, refs, srcs, **options)  # a refused blank line: before the model loads
-    scorer = Scorer(
-        args.metric, args.encoder, aligner=args.aligner, device=args.device, batch_size=args.batch_size, **options
-    )
+    idf_sents = _read_lines(args.idf_sents, "--idf-sents") if args.idf_sents else None
+    if args.lang and not args.encoder and args.metric == "bertscore":  # before the model loads (or fails to)
+        print(lang_choice(args.lang), file=sys.stderr, flush=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", BlankTextWarning)
+        warnings.simplefilter("always", IdfWarning)
+        scorer = Scorer(
+            args.metric,
+            args.encoder,
+            lang=args.lang,
+            aligner=args.aligner,
+            device=args.device,
+            batch_size=args.batch_size,
+            idf_sents=idf_sents,
+            **options,
+        )
         outputs = scorer.score_outputs(hyps, refs, sources=srcs)
-    for warning in caught:  # blank lines scored (line numbers 1-based, as the `line` column): one line
-        if issubclass(warning.category, BlankTextWarning):
+    for warning in caught:  # blank lines scored (1-based, as the `line` column), idf from few texts: one line
+        if issubclass(warning.category, (BlankTextWarning, IdfWarning)):
             print(f"warning: {warning.message}", file=sys.stderr, flush=True)
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
@@ -56,11 +67,13 @@ def cmd_score(args: argparse.Namespace) -> int:
         csv.writer(table, lineterminator="\n").writerows([["line", *columns], *rows])
         write_output(Path(args.out), table.getvalue(), "--out")
     finite = [v for v in outputs["score"] if v == v]
+    corpus = scorer.corpus  # sentbleu, chrf: sacrebleu's corpus score of these lines
     if args.json:
         summary = {
             "signature": scorer.signature,
             "n": len(hyps),
             "mean": statistics.fmean(finite) if finite else None,
+            **({"corpus": corpus} if corpus else {}),
             **({"out": args.out} if args.out else {"outputs": outputs}),
         }
         print(json.dumps(summary, allow_nan=False, default=lambda v: None))
@@ -69,10 +82,13 @@ def cmd_score(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     mean = f"{statistics.fmean(finite):.6f}" if finite else "n/a"
     print(
-        f"{len(hyps)} scores ({args.metric}, {args.encoder or default_encoder(args.metric)}), mean {mean}"
+        f"{len(hyps)} scores ({args.metric}, {scorer.encoder}), segment mean {mean}"
+        + (f", corpus {corpus['score']:.6f}" if corpus else "")
         + (f"; written to {args.out}" if args.out else ""),
         file=sys.stderr,
     )
+    if corpus:
+        print(f"corpus score: sacrebleu's corpus function, signature {corpus['signature']}", file=sys.stderr)
     print(f"signature: {scorer.signature}", file=sys.stderr)
     return 0
 

@@ -7,7 +7,9 @@ comparable, e.g.
 Fields: the metric; `enc:` the encoder's source with its revision (the Hub snapshot's commit, else
 a fingerprint of a local folder's config and weight files; a local folder by its name, `model_label`, never by
 a path of the machine); `L` the layer used; the variant (num_layers,
-quantize, dtype, early_exit ...); the metric's options (booleans as yes/no); `refs:` how several
+quantize, dtype, early_exit ...); the metric's options (booleans as yes/no; `idf:sents@` and the
+first 7 hex of the sha256 of a fixed idf corpus, `idf_sents`); `rescaled:` and a digest of the
+baselines where BERTScore is rescaled (`rescale_with_baseline`); `refs:` how several
 references are used; the metric's own library where it has one (`sacrebleu:2.6.0`); then the
 versions of nlgbench, torch and transformers (major.minor for the last two)."""
 
@@ -21,7 +23,8 @@ from nlgbench.encoders.registry import model_label
 from nlgbench.foundations.version import __version__
 from nlgbench.metrics.base import REFERENCE_POLICY, MetricInfo
 
-SKIPPED_OPTIONS = {"layer", REFERENCE_POLICY}  # shown as their own fields
+# shown as their own fields (layer, references, rescaled: the baselines' digest, not the file's path)
+SKIPPED_OPTIONS = {"layer", REFERENCE_POLICY, "rescale_with_baseline", "baseline_path"}
 
 
 def encoder_revision(source: str) -> str:
@@ -81,7 +84,12 @@ def signature(metric: str, options: Mapping[str, Any], described: Mapping[str, A
     if described.get("layer") is not None:
         fields.append(f"L{described['layer']}")
     fields += [f"{k}={_value(v)}" for k, v in sorted((described.get("variant") or {}).items())]
-    fields += [f"{k}:{_value(v)}" for k, v in sorted(options.items()) if k not in SKIPPED_OPTIONS and v is not None]
+    shown = {k: _value(v) for k, v in options.items() if k not in SKIPPED_OPTIONS and v is not None}
+    if described.get("idf_corpus"):  # idf from a fixed corpus (idf_sents), not from each call's references
+        shown["idf"] = f"sents@{str(described['idf_corpus'])[:7]}"
+    fields += [f"{k}:{v}" for k, v in sorted(shown.items())]
+    if described.get("rescaled"):
+        fields.append(f"rescaled:{described['rescaled']}")
     fields.append(f"refs:{references}")
     fields += [f"{name}:{v}" for name, v in sorted((described.get("library") or {}).items())]  # sacrebleu, rouge
     fields += [

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 #: A progress display's hook: `(what, done, total)`, e.g. ("texts encoded", 40, 100).
 Progress = Callable[[str, int, int], None]
@@ -44,3 +45,28 @@ class CellContext:
     def export_seconds(self) -> float | None:
         """Seconds this cell spent exporting models for a backend; None where no backend ran."""
         return sum(self.exports) if self.exports else None
+
+
+class TqdmProgress:
+    """A progress hook that draws one tqdm bar per pass of work (`what`, e.g. "texts encoded") on
+    stderr: the API's `verbose=True`, as bert_score's `verbose` shows its bar."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.what = ""
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        from tqdm.auto import tqdm
+
+        if self.bar is None or what != self.what or done < self.bar.n:  # a new pass
+            self.close()
+            self.bar, self.what = tqdm(total=total, desc=what, unit="", leave=False), what
+        self.bar.update(done - self.bar.n)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        """Close the current bar (a pass ends, or the caller stops)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -1,0 +1,43 @@
+"""`nlgbench baseline`: BERTScore's rescaling baselines of an encoder, computed from a plain-text corpus
+as bert_score computed its own (`nlgbench.metrics.baselines`), stored where `rescale_with_baseline`
+finds them and printed in bert_score's baseline file format."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from nlgbench.api import auto_device
+from nlgbench.encoders.languages import lang_choice, lang_encoder
+from nlgbench.encoders.registry import parse_encoder_ref
+from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.files import check_output_file, read_lines, write_output
+from nlgbench.metrics import DEFAULT_ENCODER
+from nlgbench.metrics.baselines import compute_baseline
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    if args.out:
+        check_output_file(Path(args.out), "--out")
+    if args.lang and args.encoder:
+        raise UserError("give --lang or --encoder, not both: --lang picks the encoder (as bert_score's lang=)")
+    if not Path(args.corpus).is_file():
+        raise UserError(f"corpus file not found: {args.corpus}")
+    name = lang_encoder(args.lang) if args.lang else args.encoder or DEFAULT_ENCODER
+    if args.lang:
+        print(lang_choice(args.lang), file=sys.stderr)
+    texts = read_lines(Path(args.corpus))
+    table, stored = compute_baseline(
+        parse_encoder_ref(name, "--encoder"), texts, args.pairs, args.seed, auto_device(args.device), args.batch_size
+    )
+    sys.stdout.write(table)
+    if args.out:
+        write_output(Path(args.out), table, "--out")
+    print(
+        f"baseline of {name} from {args.pairs} random pairs (seed {args.seed}) of {args.corpus}: stored in the "
+        f"cache ({stored.name}), where rescale_with_baseline=true finds it"
+        + (f"; written to {args.out}" if args.out else ""),
+        file=sys.stderr,
+    )
+    return 0
