@@ -34,6 +34,7 @@ number of references per item (`var` when it varies, sacrebleu's own convention)
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -127,7 +128,7 @@ class SacrebleuScorer(ScorerBase[OptionsT]):
             self.corpus = {
                 "score": float(result.score),
                 "signature": str(metric.get_signature()),
-                "segment_mean": sum(self.segment_scores) / len(self.segment_scores),
+                "segment_mean": statistics.fmean(self.segment_scores),
             }
         return self.corpus
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers import assert_one_line
-from tests.helpers import nlgbench as run_cli
+from helpers import assert_one_line
+from helpers import nlgbench as run_cli
 
 import nlgbench
 from nlgbench.data.loaders import load_dataset
