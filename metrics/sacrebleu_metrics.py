@@ -121,7 +121,8 @@ class SacrebleuScorer(ScorerBase[OptionsT]):
         if self.corpus is None:
             metric = self.corpus_metric()
             most = max(len(it.references) for it in self.scored)
-            streams = [
+            # None where an item has fewer references: sacrebleu's documented way (its annotation says str only)
+            streams: Any = [
                 [it.references[k] if k < len(it.references) else None for it in self.scored] for k in range(most)
             ]
             result = metric.corpus_score([it.hypothesis for it in self.scored], streams)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_one_line
-from helpers import nlgbench as run_cli
 
 import nlgbench
+from helpers import assert_one_line
+from helpers import nlgbench as run_cli
 from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef
