@@ -235,6 +235,9 @@ class MetricInfo:
     # every field it reads is refused (`blank_rule`), the safe rule for a metric that declares nothing.
     blank_texts: BlankTexts | None = None
     blank_texts_if: Callable[[dict[str, Any]], BlankTexts] | None = None
+    # Options added after cells were recorded (BERTScore's rescale_with_baseline, baseline_path): a cell's
+    # options hold them only where set to other than their default, so the ids of existing cells stay.
+    held_if_set: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.multi_reference not in (None, *MULTI_REFERENCE):
@@ -302,10 +305,15 @@ class MetricInfo:
 
     def cell_options(self, given: dict[str, Any], where: str = "options") -> dict[str, Any]:
         """The options a cell runs with: each of the metric's options as given or its default, the
-        harness options only where given (so the ids of cells that do not set them stay as they were); checked."""
-        out = {key: given.get(key, default) for key, (_, default) in self.options.items()}
+        harness options only where given and the `held_if_set` ones only where set to other than their
+        default (so the ids of cells that do not set them stay as they were); checked."""
+        out = {
+            key: given.get(key, default)
+            for key, (_, default) in self.options.items()
+            if key not in self.held_if_set or given.get(key, default) != default
+        }
         out.update(
-            {key: value for key, value in given.items() if key not in out}
+            {key: value for key, value in given.items() if key not in self.options}
         )  # harness options (and unknown names)
         self.check_options(out, where)
         return out

@@ -135,6 +135,7 @@ INFO = MetricInfo(
     accepts_aligners=False,
     build=BertScoreScorer,
     check_values=check_options,
+    held_if_set=("rescale_with_baseline", "baseline_path"),  # added later: cells without them keep their ids
     # bert_score.score with refs as a list of lists scores each (candidate, reference) pair, idf over all
     # of them, then keeps per candidate the max over its references of P, R and F separately
     # (bert_score/score.py: ref_group_boundaries, all_preds[beg:end].max(dim=0)).

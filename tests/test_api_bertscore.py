@@ -107,8 +107,8 @@ def test_p_r_f_equal_bert_score(wmt16: list[Item], scorer: nlgbench.Scorer) -> N
 
 def test_repr_names_metric_encoder_layer_options_device(scorer: nlgbench.Scorer) -> None:
     assert repr(scorer) == (
-        "Scorer(metric='bertscore', encoder='all-MiniLM-L6-v2', layer=6, options={'idf': False, 'layer': None, "
-        "'rescale_with_baseline': False, 'baseline_path': None}, device='cpu')"
+        "Scorer(metric='bertscore', encoder='all-MiniLM-L6-v2', layer=6, options={'idf': False, 'layer': None}, "
+        "device='cpu')"
     )
     assert "layer=4" in repr(nlgbench.Scorer(encoder="all-MiniLM-L6-v2", device="cpu", layer=4))
 

@@ -63,6 +63,14 @@ def test_bad_baseline_file_is_one_line(tmp_path: Path, text: str, needle: str) -
         read_baseline(tmp_path / "missing.tsv", 6)
 
 
+def test_cells_without_rescaling_keep_their_ids() -> None:
+    """The new options join a cell's options (and id) only where set: existing bertscore cells stay."""
+    assert INFO.cell_options({}) == INFO.cell_options({"rescale_with_baseline": False}) == {"idf": False, "layer": None}
+    assert INFO.cell_options({"rescale_with_baseline": True, "baseline_path": "b.tsv"}) == {
+        "idf": False, "layer": None, "rescale_with_baseline": True, "baseline_path": "b.tsv",
+    }  # fmt: skip
+
+
 def test_baseline_path_needs_rescaling() -> None:
     with pytest.raises(UserError, match="rescale_with_baseline is off"):
         INFO.check_options({"baseline_path": "b.tsv"})
