@@ -124,6 +124,17 @@ def check_options(options: dict[str, Any]) -> None:
         raise UserError("baseline_path is given but rescale_with_baseline is off: set rescale_with_baseline=True")
 
 
+def blank_texts(options: dict[str, Any]) -> BlankTexts:
+    """bert_score/utils.py greedy_cos_idf: an empty candidate or reference ("Empty candidate sentence
+    detected; setting raw BERTscores to 0.") gets P = R = 0, and F = 0 where it is NaN; rescaled, as
+    bert_score rescales them too, (0 - b) / (1 - b)."""
+    value = "(0 - b) / (1 - b) after rescaling" if options.get("rescale_with_baseline") else "0"
+    return BlankTexts(
+        scored=("hypothesis", "reference"),
+        value=f"P = R = F1 = {value} for the pair, as bert_score (with several references the others still count)",
+    )
+
+
 INFO = MetricInfo(
     name="bertscore",
     description="BERTScore (Zhang et al. 2020): greedy cosine matching of token embeddings; P, R, F1 (F1 primary)",
@@ -140,10 +151,5 @@ INFO = MetricInfo(
     # of them, then keeps per candidate the max over its references of P, R and F separately
     # (bert_score/score.py: ref_group_boundaries, all_preds[beg:end].max(dim=0)).
     multi_reference="max",
-    # bert_score/utils.py greedy_cos_idf: an empty candidate or reference ("Empty candidate sentence
-    # detected; setting raw BERTscores to 0.") gets P = R = 0, and F = 0 where it is NaN.
-    blank_texts=BlankTexts(
-        scored=("hypothesis", "reference"),
-        value="P = R = F1 = 0 for the pair, as bert_score (with several references the others still count)",
-    ),
+    blank_texts_if=blank_texts,
 )

@@ -5,12 +5,15 @@ the scorer's repr, a progress bar on request (`verbose`), the warning on idf fro
 from __future__ import annotations
 
 import hashlib
+import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import nlgbench
+from helpers import nlgbench as run_cli
 from nlgbench.api import MIN_IDF_TEXTS, IdfWarning
 from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
@@ -121,3 +124,24 @@ def test_progress_bar_only_when_asked(wmt16: list[Item], capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert "texts encoded" in err and f"/{len(set(hyps + refs))}" in err  # tqdm's n/total of the unique texts
     assert loud == quiet
+
+
+def test_cli_idf_sents_and_the_warning_line(tmp_path: Path) -> None:
+    """`nlgbench score --idf-sents FILE`: one line scores as the API with the same corpus; without it a
+    one-line warning (no traceback, no file path) and the 0.0 of idf over one reference."""
+    corpus = [it.reference for it in load_dataset("wmt15", max_segments=5).items]
+    (tmp_path / "corpus.txt").write_text("".join(t + "\n" for t in corpus), encoding="utf-8")
+    (tmp_path / "c.txt").write_text("The cat sat on the mat.\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("A cat was sitting on the mat.\n", encoding="utf-8")
+    files = ["-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), "--option", "idf=true", "--device", "cpu"]
+    fixed = run_cli("score", *files, "--idf-sents", str(tmp_path / "corpus.txt"), "--json")
+    assert fixed.returncode == 0, fixed.stderr
+    api = nlgbench.Scorer(encoder="all-MiniLM-L6-v2", device="cpu", idf=True, idf_sents=corpus)
+    assert json.loads(fixed.stdout)["outputs"]["score"] == api.score(
+        ["The cat sat on the mat."], ["A cat was sitting on the mat."]
+    )
+    assert "warning" not in fixed.stderr
+    per_call = run_cli("score", *files)
+    assert per_call.returncode == 0 and per_call.stdout.splitlines()[1].startswith("1,0.0,")
+    (line,) = [x for x in per_call.stderr.splitlines() if x.startswith("warning:")]
+    assert "idf is computed from 1 text" in line and "--idf-sents FILE" in line and "Traceback" not in per_call.stderr
