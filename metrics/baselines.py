@@ -10,11 +10,13 @@ Baselines are read from a file in bert_score's format (`baseline_path`: a CSV wi
 user's work as they are, or computed by `nlgbench baseline` from a plain-text corpus as bert_score
 computed its own: `pairs` random pairs of two different lines of the corpus (Python's `random.Random(seed)`),
 scored with every layer, idf off, the mean of each output per layer. bert_score used 1M pairs of
-Common Crawl sentences; the standard error of a mean over 10 000 pairs is about 1e-3 of the scores'
-spread. A computed baseline is stored in the cache (`baselines/<fingerprint>.tsv`, in bert_score's
-format, with a `.json` beside it naming the corpus's sha256, the pairs and the seed), keyed by the
-model's content fingerprint (config.json and weight files, `weights_fingerprint`), where a scorer of
-the same model finds it when no file is given.
+Common Crawl sentences; the standard error of a mean over 10 000 pairs is 1/100 of the scores'
+standard deviation over pairs. A computed baseline is stored in the cache
+(`baselines/<fingerprint>.tsv`, in bert_score's format, with a `.json` beside it naming the corpus's
+sha256, the pairs and the seed), keyed by the model's content fingerprint (config.json and weight
+files, `weights_fingerprint`), where a scorer of the same model finds it when no file is given. The
+key is the model's files, not its variant: a quantised or half-precision variant reads the fp32
+model's baselines.
 """
 
 from __future__ import annotations
