@@ -87,12 +87,15 @@ class SidedIdf:
 @dataclass
 class PreparedBatch:
     """One model batch, ready to run: positions of its texts in the list given to
-    `prepared_batches`, their tokens, and the padded ids and mask (`Encoder.pad`)."""
+    `prepared_batches`, their tokens, the padded ids and mask (`Encoder.pad`), and where its real
+    tokens lie in the flattened batch (B x T; pinned on CUDA like the ids: `embed_flat` copies it
+    without waiting for the device)."""
 
     index: list[int]
     tokens: list[Tokenized]
     ids: torch.Tensor
     mask: torch.Tensor
+    real: torch.Tensor
 
 
 def prepared_batches(
@@ -124,7 +127,9 @@ def prepared_batches(
         for group in groups if last else groups[:-1]:
             toks = [pending[j][1] for j in group]
             ids, mask = encoder.pad([t.ids for t in toks])
-            yield PreparedBatch([pending[j][0] for j in group], toks, ids, mask)
+            real = mask.flatten().nonzero().squeeze(1)
+            real = real.pin_memory() if ids.is_pinned() else real
+            yield PreparedBatch([pending[j][0] for j in group], toks, ids, mask, real)
         pending = [] if last or not groups else [pending[j] for j in groups[-1]]
 
 
@@ -381,11 +386,11 @@ def embed_flat(
 
     def take(batch: PreparedBatch, hidden: torch.Tensor) -> None:
         nonlocal filled
-        mask = batch.mask.bool()
-        real = mask.flatten().nonzero().squeeze(1)
+        mask, real = batch.mask.bool(), batch.real
         rows = workspace.reserve(filled + len(real), hidden.shape[-1], hidden.device, filled)
         part = rows[filled : filled + len(real)]
-        torch.index_select(hidden.reshape(-1, hidden.shape[-1]), 0, real.to(hidden.device), out=part)
+        where = real.to(hidden.device, non_blocking=True)  # from pinned memory on CUDA: no wait
+        torch.index_select(hidden.reshape(-1, hidden.shape[-1]), 0, where, out=part)
         if unit:
             part.div_(part.norm(dim=-1, keepdim=True))
         filled += len(real)

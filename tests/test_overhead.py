@@ -116,3 +116,24 @@ def test_pad_ids_by_hand() -> None:
     ids, mask = pad_ids([[5, 6, 7], [8], [9, 4]], pad_id=1)
     assert ids.tolist() == [[5, 6, 7], [8, 1, 1], [9, 4, 1]]
     assert mask.tolist() == [[1, 1, 1], [1, 0, 0], [1, 1, 0]] and ids.dtype == mask.dtype == torch.long
+
+
+def test_bertscore_with_inputs_prepared_in_a_thread_equals_inline(
+    tiny_dir: Path, items: list[Item], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overlap CUDA uses (tokenising and padding batch k+1 in a background thread while batch k runs),
+    run on the CPU: the same scores as inline, and the hidden tokenisation recorded apart."""
+    many = [replace(it, seg_id=1000 + i, hypothesis=f"{it.hypothesis} {i}") for i, it in enumerate(items * 4)]
+    scores, phases = {}, {}
+    for threaded in (False, True):
+        monkeypatch.setattr(embedding, "prefetch_in_thread", lambda device, threaded=threaded: threaded)
+        monkeypatch.setattr(embedding, "TOKENIZE_SLICE", 8)  # several slices: batches made while others run
+        scorer = BertScoreScorer(EncoderRef(str(tiny_dir)), {"idf": True}, "cpu", 4)
+        scorer.prepare(many)
+        timer = PhaseTimer()
+        scores[threaded] = np.array(scorer.score(many, timer).score)
+        phases[threaded] = set(timer.seconds)
+    assert phases[False] == {"tokenize", "encode", "match"}
+    assert phases[True] == {"tokenize", "encode", "match", "tokenize_overlapped"}
+    # sliced batches group texts differently: float32 round-off of other batch shapes only
+    assert np.abs(scores[True] - scores[False]).max() <= 1e-6 and scores[False].min() >= 0.0
