@@ -8,6 +8,7 @@ median) and the median CV. Target: median CV <= 3% and the three runs within 3% 
 Run on an idle machine, with the datasets mirror and the model in the local HF cache:
 
     HF_HUB_OFFLINE=1 NLGBENCH_DATA_MIRROR=... python benchmarks/timing_stability.py [--runs 3] [--threads N]
+        [--max-segments 100]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 SPEC = """name: timing-stability
 datasets:
-  - {{name: wmt16, max_segments: 100}}
+  - {{name: wmt16, max_segments: {segments}}}
 devices: [cpu]
 batch_size: 64
 repeats: 3
@@ -35,10 +36,10 @@ metrics:
 """
 
 
-def one_run(folder: Path, threads: str) -> dict[str, str]:
+def one_run(folder: Path, threads: str, segments: int) -> dict[str, str]:
     """One `nlgbench run --force` of the cell in a fresh process; its results.csv row."""
     spec = folder / "spec.yaml"
-    spec.write_text(SPEC.format(threads=threads), encoding="utf-8")
+    spec.write_text(SPEC.format(threads=threads, segments=segments), encoding="utf-8")
     subprocess.run(
         [sys.executable, "-m", "nlgbench.cli", "run", str(spec), "--out", str(folder / "run"), "--force"],
         check=True,
@@ -51,6 +52,7 @@ def one_run(folder: Path, threads: str) -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--max-segments", type=int, default=100, help="per language pair (the quickstart's: 100)")
     parser.add_argument("--threads", default="null", help="torch threads (default null: all cores)")
     args = parser.parse_args()
     rows = []
@@ -58,9 +60,12 @@ def main() -> None:
         for i in range(args.runs):
             folder = Path(tmp) / f"run{i + 1}"
             folder.mkdir()
-            rows.append(one_run(folder, args.threads))
+            rows.append(one_run(folder, args.threads, args.max_segments))
     load = os.getloadavg()[0]
-    print(f"quickstart MiniLM cell, {args.runs} runs (load average at the end {load:.2f}, {os.cpu_count()} CPUs)")
+    print(
+        f"quickstart MiniLM cell (wmt16[:{args.max_segments}]), {args.runs} runs "
+        f"(load average at the end {load:.2f}, {os.cpu_count()} CPUs)"
+    )
     print("run  ms/segment  CV      flagged  phases (ms/segment)")
     medians, cvs = [], []
     for i, row in enumerate(rows, start=1):
