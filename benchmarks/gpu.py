@@ -155,6 +155,7 @@ def summary_row(part: str, row: dict[str, str]) -> dict[str, Any]:
         "n_segments": row.get("n_segments", ""),
         "ms_per_segment_median": number(row.get("ms_per_segment_median", "")),
         "cv": number(row.get("ms_per_segment_cv", "")),
+        "timing_unstable": row.get("timing_unstable", "") == "yes",  # CV over 5%: blank column in older runs
         "warmup_passes": row.get("warmup_passes", ""),
         "encode_share": encode_share,
         "tokenize_ms": ph.get("tokenize"),
@@ -212,6 +213,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         share = f"{100 * r['encode_share']:.0f}" if r["encode_share"] is not None else "-"
         cv = f"{100 * r['cv']:.1f}%" if r["cv"] is not None else "-"
+        cv += " (unstable)" if r.get("timing_unstable") else ""
         lines.append(
             "| "
             + " | ".join(

@@ -33,8 +33,8 @@ from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.baselines import Baseline, find_baseline
-from nlgbench.metrics.common import greedy_match, only_special, pad_tensors, token_weights
-from nlgbench.metrics.embedding import chunks, corpus_idf, embed_texts
+from nlgbench.metrics.common import greedy_match, weight_table
+from nlgbench.metrics.embedding import CHUNK_ITEMS, FlatEmbedding, Workspace, chunks, corpus_idf, embed_flat
 
 
 @dataclass
@@ -68,46 +68,73 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
         self.baseline: Baseline | None = None
         if self.options.rescale_with_baseline:
             self.baseline = find_baseline(self.encoder.source, self.layer, self.options.baseline_path)
+        self.weights: torch.Tensor | None = None  # `weight_table` of the token ids, made on first use
+        self.workspace = Workspace()  # where `embed` packs a chunk's states, reused by the next
 
     def fix_idf(self, texts: Sequence[str]) -> None:
         """idf from `texts` for the scorer's life (bert_score's `idf_sents`): `prepare` keeps it."""
         self.idf, self.unseen = corpus_idf(self.encoder, texts)
         self.idf_corpus = hashlib.sha256("\n".join(texts).encode()).hexdigest()
+        self.weights = None
 
     def prepare(self, items: Sequence[Item]) -> None:
-        """IDF over all references of the dataset (corpus state, computed once), unless fixed by `fix_idf`."""
+        """IDF over all references of the dataset (corpus state, computed once) unless fixed by
+        `fix_idf`, and the weight of every token id (`weight_table`) made afresh on first use."""
         if self.options.idf and self.idf_corpus is None:
             self.idf, self.unseen = corpus_idf(self.encoder, [it.reference for it in items])
+        self.weights = None
 
-    def embed(self, texts: Sequence[str], timer: PhaseTimer) -> dict[str, tuple[torch.Tensor, torch.Tensor, bool]]:
-        """Unit-norm embeddings, weights (idf or 1, 0 for special tokens) and emptiness (no token but
-        special ones, as bert_score tests it) of each unique text."""
-        out = {}
-        for text, (tok, hidden) in embed_texts(self.encoder, texts, self.layer, self.batch_size, timer).items():
-            w = token_weights(tok.ids, self.encoder.special_ids, self.idf, self.unseen)
-            out[text] = (hidden / hidden.norm(dim=-1, keepdim=True), w.to(hidden.device), only_special(tok.special))
-        return out
+    def weight_of(self, ids: torch.Tensor) -> torch.Tensor:
+        """Weights of token ids (idf or 1, 0 for special tokens), looked up in the table of all ids."""
+        size = max(len(self.encoder.tokenizer), int(ids.max()) + 1 if len(ids) else 0)
+        if self.weights is None or len(self.weights) < size:
+            self.weights = weight_table(size, self.encoder.special_ids, self.idf, self.unseen)
+        return self.weights[ids]
+
+    def embed(self, texts: Sequence[str], timer: PhaseTimer) -> tuple[FlatEmbedding, torch.Tensor, torch.Tensor]:
+        """Each unique text's unit-norm token embeddings (`FlatEmbedding`), the weights of all its
+        tokens [N] on the device, and whether each text is empty [n] (no token but the special
+        ones the tokenizer adds, as bert_score tests it). Packing, normalising and weighing are timed
+        as `match`."""
+        flat = embed_flat(self.encoder, texts, self.layer, self.batch_size, timer, unit=True, workspace=self.workspace)
+        with timer.phase("match"):
+            weights = self.weight_of(flat.ids).to(flat.states.device)
+            empty = flat.length <= self.encoder.specials_added
+        return flat, weights, empty
 
     def score(self, items: Sequence[Item], timer: PhaseTimer) -> Scores:
-        cols: dict[str, list[float]] = {"precision": [], "recall": [], "f1": []}
-        for chunk in chunks(items):
-            emb = self.embed([t for it in chunk for t in (it.reference, it.hypothesis)], timer)
+        """P, R, F1 of every item: its chunk's texts embedded once (`embed`), then matched in batches
+        of `batch_size` pairs of similar lengths (least padding), gathered from the packed states
+        on the cell's device (`greedy_match`); one list per column at the end."""
+        parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        for offset, chunk in zip(range(0, len(items), CHUNK_ITEMS), chunks(items), strict=True):
+            flat, weights, empty = self.embed([t for it in chunk for t in (it.reference, it.hypothesis)], timer)
             with timer.phase("match"):
-                for start in range(0, len(chunk), self.batch_size):
-                    pairs = chunk[start : start + self.batch_size]
-                    hyp = [emb[it.hypothesis] for it in pairs]
-                    ref = [emb[it.reference] for it in pairs]
+                hyp = torch.tensor([flat.texts[it.hypothesis] for it in chunk], dtype=torch.long)
+                ref = torch.tensor([flat.texts[it.reference] for it in chunk], dtype=torch.long)
+                order = torch.argsort(flat.length[hyp] + flat.length[ref], descending=True, stable=True)
+                for rows in order.split(self.batch_size):
+                    h_index, h_mask = flat.batch_index(hyp[rows])
+                    r_index, r_mask = flat.batch_index(ref[rows])
                     p, r, f = greedy_match(
-                        pad_tensors([h[0] for h in hyp]),
-                        pad_tensors([h[1] for h in hyp]),
-                        pad_tensors([x[0] for x in ref]),
-                        pad_tensors([x[1] for x in ref]),
-                        hyp_empty=torch.tensor([h[2] for h in hyp]),
-                        ref_empty=torch.tensor([x[2] for x in ref]),
+                        flat.batch_states(h_index),
+                        weights[h_index] * h_mask,
+                        flat.batch_states(r_index),
+                        weights[r_index] * r_mask,
+                        hyp_empty=empty[hyp[rows]],
+                        ref_empty=empty[ref[rows]],
+                        hyp_mask=h_mask,
+                        ref_mask=r_mask,
                     )
-                    cols["precision"] += p.tolist()
-                    cols["recall"] += r.tolist()
-                    cols["f1"] += f.tolist()
+                    parts.append((rows + offset, p, r, f))
+        with timer.phase("match"):
+            cols: dict[str, list[float]] = {"precision": [], "recall": [], "f1": []}
+            if parts:
+                where = torch.cat([part[0] for part in parts])
+                for k, name in enumerate(cols, start=1):
+                    values = torch.empty(len(items), dtype=torch.float32)
+                    values[where] = torch.cat([part[k] for part in parts]).cpu()
+                    cols[name] = values.tolist()
         if self.baseline is not None:
             cols = {name: self.baseline.rescale(name, values) for name, values in cols.items()}
         return Scores(primary="f1", columns=cols)

@@ -1,7 +1,8 @@
 """Maths shared by several metrics: idf, token weights, greedy matching, padding, length-sorted batching.
 
 Pure functions, no model state. Metrics import these from here and never from each other.
-- `idf_table`, `token_weights`, `greedy_match`, `only_special`: BERTScore's core (Zhang et al., 2020, Eqs. 1-4),
+- `idf_table`, `token_weights` (`weight_table`: all ids at once), `greedy_match`, `only_special`: BERTScore's
+  core (Zhang et al., 2020, Eqs. 1-4),
   also used by MoverScore / BaryScore (idf) and SentSim (its BERTScore token part);
 - `pad_tensors`: right-padding of per-token tensors into a batch (token ids: `nlgbench.encoders.runtime.pad_ids`);
 - `length_sorted_map`: run a function over batches of indices sorted by length (least padding),
@@ -50,6 +51,19 @@ def token_weights(
     return torch.tensor(w, dtype=torch.float32)
 
 
+def weight_table(
+    size: int, special_ids: frozenset[int], idf: dict[int, float] | None, unseen: float, device: str = "cpu"
+) -> torch.Tensor:
+    """`token_weights` of every token id below `size` as one tensor [size]: a batch's weights are
+    then one lookup, `table[ids]` (the same float32 values as `token_weights`)."""
+    table = torch.full((size,), 1.0 if idf is None else unseen, dtype=torch.float32)
+    if idf:
+        table[torch.tensor(list(idf), dtype=torch.long)] = torch.tensor(list(idf.values()), dtype=torch.float32)
+    if special_ids:
+        table[torch.tensor(sorted(special_ids), dtype=torch.long)] = 0.0
+    return table.to(device)
+
+
 def greedy_match(
     hyp: torch.Tensor,
     hyp_w: torch.Tensor,
@@ -57,6 +71,8 @@ def greedy_match(
     ref_w: torch.Tensor,
     hyp_empty: torch.Tensor | None = None,
     ref_empty: torch.Tensor | None = None,
+    hyp_mask: torch.Tensor | None = None,
+    ref_mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Batched BERTScore P, R, F from unit-norm embeddings [B, L, D] and weights [B, L] (0 on padding).
 
@@ -67,9 +83,14 @@ def greedy_match(
     Empty texts, as bert_score's `greedy_cos_idf`: where the hypothesis or the reference is empty
     (`hyp_empty` / `ref_empty` [B]: no token but special ones), P = R = 0; and F = 0 wherever it is
     undefined (NaN: an empty side, or P + R = 0).
+
+    `hyp_mask` / `ref_mask` [B, L]: the real tokens, where the caller knows them (else found as
+    the rows that are not all zeros).
     """
     sim = torch.bmm(hyp, ref.transpose(1, 2))
-    valid = _real(hyp).unsqueeze(2) & _real(ref).unsqueeze(1)
+    hyp_real = hyp_mask if hyp_mask is not None else _real(hyp)
+    ref_real = ref_mask if ref_mask is not None else _real(ref)
+    valid = hyp_real.unsqueeze(2) & ref_real.unsqueeze(1)
     sim = sim.masked_fill(~valid, -2.0)
     precision = (sim.max(dim=2).values * hyp_w).sum(1) / hyp_w.sum(1)
     recall = (sim.max(dim=1).values * ref_w).sum(1) / ref_w.sum(1)

@@ -87,12 +87,15 @@ class SidedIdf:
 @dataclass
 class PreparedBatch:
     """One model batch, ready to run: positions of its texts in the list given to
-    `prepared_batches`, their tokens, and the padded ids and mask (`Encoder.pad`)."""
+    `prepared_batches`, their tokens, the padded ids and mask (`Encoder.pad`), and where its real
+    tokens lie in the flattened batch (B x T; pinned on CUDA like the ids: `embed_flat` copies it
+    without waiting for the device)."""
 
     index: list[int]
     tokens: list[Tokenized]
     ids: torch.Tensor
     mask: torch.Tensor
+    real: torch.Tensor
 
 
 def prepared_batches(
@@ -124,7 +127,9 @@ def prepared_batches(
         for group in groups if last else groups[:-1]:
             toks = [pending[j][1] for j in group]
             ids, mask = encoder.pad([t.ids for t in toks])
-            yield PreparedBatch([pending[j][0] for j in group], toks, ids, mask)
+            real = mask.flatten().nonzero().squeeze(1)
+            real = real.pin_memory() if ids.is_pinned() else real
+            yield PreparedBatch([pending[j][0] for j in group], toks, ids, mask, real)
         pending = [] if last or not groups else [pending[j] for j in groups[-1]]
 
 
@@ -244,42 +249,167 @@ def prefetch_in_thread(device: str) -> bool:
     return device.startswith("cuda")
 
 
+def encode_unique(
+    encoder: Encoder,
+    unique: Sequence[str],
+    layers: Sequence[int],
+    batch_size: int,
+    timer: PhaseTimer,
+    take: Callable[[PreparedBatch, torch.Tensor], None],
+    take_phase: str = "encode",
+) -> None:
+    """Encode distinct texts in prepared batches (`prepared_batches`, `Prefetcher`) and hand each
+    batch with its float32 states to `take`: [B, T, D] for one layer, [B, k, T, D] for k layers.
+    `take`'s own time counts in `take_phase` (the metric's work on the states: `match` for BERTScore's
+    packing and normalising; not synchronised on CUDA, so queued device work stays in `encode`).
+
+    Phases: `tokenize`, the time the loop waited for inputs (on CUDA with the device idle: it is
+    synchronised before a wait, not before every batch); `encode`, the rest of the loop (copies to
+    the device, the model, what `take` does); and when threaded `tokenize_overlapped`, tokenisation
+    that ran hidden behind the model (not part of the sum that makes up the wall time). Each batch
+    is reported to the progress hook of the encoder's cell context."""
+    threaded = prefetch_in_thread(encoder.device)
+    budget = encoder.context.batch_tokens
+    slice_texts = slice_size(batch_size, budget) if threaded else None
+    batches = prepared_batches(encoder, unique, batch_size, budget, slice_texts)
+    done, taking = 0, 0.0
+    with timer.phase("encode"), Prefetcher(batches, threaded=threaded, before_wait=timer.sync) as stream:
+        for batch in stream:
+            states, _ = encoder.hidden_states([t.ids for t in batch.tokens], layers, padded=(batch.ids, batch.mask))
+            # half-precision variants: metrics work in float32
+            hidden = states[0].float() if len(layers) == 1 else torch.stack(states, dim=1).float()
+            start = time.perf_counter()
+            take(batch, hidden)
+            taking += time.perf_counter() - start
+            done += len(batch.index)
+            encoder.context.advance("texts encoded", done, len(unique))
+    timer.seconds["encode"] -= stream.wait_s + taking
+    timer.seconds[take_phase] = timer.seconds.get(take_phase, 0.0) + taking
+    timer.seconds["tokenize"] = timer.seconds.get("tokenize", 0.0) + stream.wait_s
+    if stream.threaded:
+        key = "tokenize" + OVERLAPPED
+        timer.seconds[key] = timer.seconds.get(key, 0.0) + stream.hidden_s
+
+
 def embed_texts(
     encoder: Encoder, texts: Sequence[str], layer: int | Sequence[int], batch_size: int, timer: PhaseTimer
 ) -> dict[str, Embedded]:
     """Tokens and hidden states of each unique text: [n_tokens, D] for one layer, [k, n_tokens, D] for k layers.
 
-    Texts are deduplicated and encoded in length-sorted batches (`prepared_batches`: `batch_size`
-    texts, or the token budget of the encoder's cell context), prepared ahead of the model (`Prefetcher`): on CUDA in a
-    background thread, TOKENIZE_SLICE texts at a time; on CPU all at once, inline.
-
-    Phases: `tokenize`, the time the loop waited for inputs (on CUDA with the device idle: it is
-    synchronised before a wait, not before every batch); `encode`, the rest of the loop (copies to
-    the device, the model, output slicing); and when threaded `tokenize_overlapped`, tokenisation
-    that ran hidden behind the model (not part of the sum that makes up the wall time). Each batch
-    is reported to the progress hook of the encoder's cell context.
-    """
+    Texts are deduplicated and encoded in length-sorted batches (`encode_unique`: `batch_size`
+    texts, or the token budget of the encoder's cell context), prepared ahead of the model
+    (`Prefetcher`): on CUDA in a background thread, TOKENIZE_SLICE texts at a time; on CPU all at
+    once, inline. Phases as `encode_unique`."""
     layers = [layer] if isinstance(layer, int) else list(layer)
     unique = list(dict.fromkeys(texts))
     out: dict[int, Embedded] = {}
-    threaded = prefetch_in_thread(encoder.device)
-    budget = encoder.context.batch_tokens
-    slice_texts = slice_size(batch_size, budget) if threaded else None
-    batches = prepared_batches(encoder, unique, batch_size, budget, slice_texts)
-    with timer.phase("encode"), Prefetcher(batches, threaded=threaded, before_wait=timer.sync) as stream:
-        for batch in stream:
-            states, _ = encoder.hidden_states([t.ids for t in batch.tokens], layers, padded=(batch.ids, batch.mask))
-            # half-precision variants: metrics work in float32
-            hidden = states[0].float() if isinstance(layer, int) else torch.stack(states, dim=1).float()
-            for row, (i, tok) in enumerate(zip(batch.index, batch.tokens, strict=True)):
-                out[i] = (tok, hidden[row, ..., : len(tok.ids), :])
-            encoder.context.advance("texts encoded", len(out), len(unique))
-    timer.seconds["encode"] -= stream.wait_s
-    timer.seconds["tokenize"] = timer.seconds.get("tokenize", 0.0) + stream.wait_s
-    if stream.threaded:
-        key = "tokenize" + OVERLAPPED
-        timer.seconds[key] = timer.seconds.get(key, 0.0) + stream.hidden_s
+
+    def take(batch: PreparedBatch, hidden: torch.Tensor) -> None:
+        for row, (i, tok) in enumerate(zip(batch.index, batch.tokens, strict=True)):
+            out[i] = (tok, hidden[row, ..., : len(tok.ids), :])
+
+    encode_unique(encoder, unique, layers, batch_size, timer, take)
     return {text: out[i] for i, text in enumerate(unique)}
+
+
+@dataclass
+class FlatEmbedding:
+    """Hidden states of distinct texts packed without padding: `states` [N, D] holds every token of
+    every text (one layer), text i's tokens at rows `start[i]` to `start[i] + length[i]`; `ids` [N]
+    their token ids. Built batch by batch with one mask selection each (`embed_flat`), and read
+    batch by batch with one gather (`batch_index`): no Python work per text or per token."""
+
+    texts: dict[str, int]  # text -> its position i
+    states: torch.Tensor
+    ids: torch.Tensor
+    start: torch.Tensor
+    length: torch.Tensor
+
+    def batch_index(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Where the tokens of texts `rows` [B] lie, as one padded batch: row indices [B, L] into
+        `states` (L: their longest; `states[index]` is the batch [B, L, D], `weights[index]` its
+        weights) and the mask [B, L] of real tokens, both on the states' device. Padding positions
+        repeat a real row of their text (no copy spent on zeros): read them through the mask
+        (`greedy_match`'s masks; weights times the mask)."""
+        lengths = self.length[rows]
+        steps = torch.arange(int(lengths.max()) if len(rows) else 0)
+        mask = steps.unsqueeze(0) < lengths.unsqueeze(1)
+        index = self.start[rows].unsqueeze(1) + torch.minimum(steps.unsqueeze(0), lengths.unsqueeze(1) - 1)
+        return index.to(self.states.device), mask.to(self.states.device)
+
+    def batch_states(self, index: torch.Tensor) -> torch.Tensor:
+        """`states[index]` ([B, L, D]) by an embedding lookup, several times faster than indexing."""
+        return torch.nn.functional.embedding(index, self.states)
+
+
+class Workspace:
+    """A growing buffer of rows [capacity, D] that `embed_flat` packs states into, kept by its scorer
+    across chunks and repeats: allocating (and first touching) hundreds of megabytes for every chunk
+    costs more than the packing itself; the rows are rewritten, never read across calls."""
+
+    def __init__(self) -> None:
+        self.rows: torch.Tensor | None = None
+
+    def reserve(self, needed: int, width: int, device: torch.device, keep: int) -> torch.Tensor:
+        """The buffer, with room for `needed` rows of `width` on `device` (its first `keep` rows kept
+        when it grows: to twice its size, or `needed`)."""
+        rows = self.rows
+        if rows is None or rows.shape[1] != width or rows.device != device:
+            rows = self.rows = torch.empty(needed, width, device=device)
+        elif len(rows) < needed:
+            grown = torch.empty(max(needed, 2 * len(rows)), width, device=device)
+            grown[:keep] = rows[:keep]
+            rows = self.rows = grown
+        return rows
+
+
+def embed_flat(
+    encoder: Encoder,
+    texts: Sequence[str],
+    layer: int,
+    batch_size: int,
+    timer: PhaseTimer,
+    *,
+    unit: bool = False,
+    workspace: Workspace | None = None,
+) -> FlatEmbedding:
+    """`embed_texts` for one layer, packed as a `FlatEmbedding` (on the cell's device) into
+    `workspace` (a fresh one if None): each model batch's real tokens are selected in one
+    operation, and with `unit` divided by their norms while in the cache. The packing counts as
+    `match` (the metric's work, not the model's)."""
+    workspace = workspace if workspace is not None else Workspace()
+    unique = list(dict.fromkeys(texts))
+    ids: list[torch.Tensor] = []
+    order: list[int] = []
+    lengths: list[torch.Tensor] = []
+    filled = 0
+
+    def take(batch: PreparedBatch, hidden: torch.Tensor) -> None:
+        nonlocal filled
+        mask, real = batch.mask.bool(), batch.real
+        rows = workspace.reserve(filled + len(real), hidden.shape[-1], hidden.device, filled)
+        part = rows[filled : filled + len(real)]
+        where = real.to(hidden.device, non_blocking=True)  # from pinned memory on CUDA: no wait
+        torch.index_select(hidden.reshape(-1, hidden.shape[-1]), 0, where, out=part)
+        if unit:
+            part.div_(part.norm(dim=-1, keepdim=True))
+        filled += len(real)
+        ids.append(batch.ids.flatten()[real])
+        lengths.append(mask.sum(1))
+        order.extend(batch.index)
+
+    encode_unique(encoder, unique, [layer], batch_size, timer, take, take_phase="match")
+    flat_length = torch.cat(lengths) if lengths else torch.zeros(0, dtype=torch.long)
+    flat_start = torch.cumsum(flat_length, 0) - flat_length
+    position = torch.tensor(order, dtype=torch.long)
+    rows = workspace.rows
+    return FlatEmbedding(
+        texts={text: i for i, text in enumerate(unique)},
+        states=rows[:filled] if rows is not None else torch.zeros(0, 0),
+        ids=torch.cat(ids) if ids else torch.zeros(0, dtype=torch.long),
+        start=torch.empty_like(flat_start).index_copy_(0, position, flat_start),
+        length=torch.empty_like(flat_length).index_copy_(0, position, flat_length),
+    )
 
 
 def embed_pairs(

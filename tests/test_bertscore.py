@@ -128,10 +128,14 @@ def test_special_tokens_weighted_zero_by_id(tiny_dir: Path) -> None:
     tok = scorer.encoder.tokenizer
     assert {tok.cls_token_id, tok.sep_token_id} <= scorer.encoder.special_ids
     assert tok.unk_token_id not in scorer.encoder.special_ids
-    emb = scorer.embed(["a test", " "], PhaseTimer())
-    _, weights, empty = emb["a test"]
-    assert weights[0].item() == 0 and weights[-1].item() == 0 and weights[1:-1].min().item() == 1
-    assert not empty and emb[" "][2]  # a blank text: special tokens only, so P = R = F1 = 0 (bert_score)
+    flat, weights, empty = scorer.embed(["a test", " "], PhaseTimer())
+    i, blank = flat.texts["a test"], flat.texts[" "]
+    start, length = int(flat.start[i]), int(flat.length[i])
+    assert length == len(tok("a test")["input_ids"])
+    w = weights[start : start + length]
+    assert w[0].item() == 0 and w[-1].item() == 0 and w[1:-1].min().item() == 1
+    # a blank text: special tokens only, so P = R = F1 = 0 (bert_score)
+    assert not empty[i] and empty[blank] and int(flat.length[blank]) == 2
 
 
 @pytest.mark.system

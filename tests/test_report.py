@@ -366,7 +366,8 @@ def test_compare_numbers_match_direct_computations(run_dir: Path, capsys: pytest
     # one speed-up definition (issue 19 item 3): the ratio of the medians, the range over all repeat pairs
     assert row["speedup"] == pytest.approx(float(np.median(b_rep)) / float(np.median(c_rep)), rel=1e-12)
     assert row["speedup_range"] == [min(ratios), max(ratios)]
-    assert result["warnings"] == []  # same machine, same libraries
+    # same machine, same libraries (tiny cells on a busy test machine may vary over 5%: that warning may come)
+    assert [w for w in result["warnings"] if "timing varies" not in w] == []
     assert (
         main(
             [

@@ -20,7 +20,7 @@ from nlgbench.core.datawarnings import data_warnings
 from nlgbench.data.items import Dataset
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
-from nlgbench.measurement.protocol import coefficient_of_variation
+from nlgbench.measurement.protocol import coefficient_of_variation, too_variable
 from nlgbench.metrics import get_metric
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from nlgbench.statistics.summary import correlate
@@ -134,6 +134,9 @@ class Timing:
     energy_j: list[float] | None = None
     energy_counter: str | None = None
     energy_note: str | None = None
+    # passes per timed repeat where the cell asked for a minimum repeat time (`min_repeat_seconds`);
+    # the repeat's seconds above are then per pass
+    repeat_passes: list[int] | None = None
 
     # Fields added after the first results were written: left out of the JSON when None, so
     # older result.json files round-trip byte for byte.
@@ -149,6 +152,7 @@ class Timing:
         "energy_j",
         "energy_counter",
         "energy_note",
+        "repeat_passes",
     )
 
     @classmethod
@@ -181,7 +185,13 @@ class Timing:
             energy_j=run.energy_j,
             energy_counter=run.energy_counter,
             energy_note=run.energy_note,
+            repeat_passes=run.repeat_passes,
         )
+
+    @property
+    def unstable(self) -> bool:
+        """The repeats' CV exceeds CV_LIMIT: timings not to be compared before a rerun on a quieter machine."""
+        return too_variable(self.ms_per_segment_cv)
 
     def to_dict(self) -> dict[str, Any]:
         """result.json's timing section: every field, but the OPTIONAL ones only where not None."""

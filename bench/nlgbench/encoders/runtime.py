@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +34,30 @@ from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 
 
-@dataclass
 class Tokenized:
-    """Token ids of one text with what metrics need to filter them."""
+    """Token ids of one text, and what metrics need to filter them, read from the fast tokenizer's
+    encoding only when a metric asks (BERTScore reads the ids alone: no per-token Python work)."""
 
-    ids: list[int]
-    offsets: list[tuple[int, int]]
-    word_start: list[bool]  # True where a token begins a new word (subword continuation -> False)
-    special: list[bool]  # True for special tokens ([CLS], <s>, </s>, ...)
-    text: str = ""  # the (stripped) text the offsets point into
+    def __init__(self, encoding: Any, text: str = "") -> None:
+        self.encoding = encoding  # the tokenizer's `tokenizers.Encoding`
+        self.text = text  # the (stripped) text the offsets point into
+        self.ids: list[int] = encoding.ids
+
+    @cached_property
+    def special(self) -> list[bool]:
+        """True for special tokens ([CLS], <s>, </s>, ...: no word of the text)."""
+        return [wid is None for wid in self.encoding.word_ids]
+
+    @cached_property
+    def word_start(self) -> list[bool]:
+        """True where a token begins a new word (a subword continuation: False; special tokens: False)."""
+        word_ids = self.encoding.word_ids
+        return [wid is not None and (j == 0 or wid != word_ids[j - 1]) for j, wid in enumerate(word_ids)]
+
+    @cached_property
+    def offsets(self) -> list[tuple[int, int]]:
+        """(start, end) of each token in `text` ((0, 0) for special tokens)."""
+        return [tuple(o) for o in self.encoding.offsets]
 
     def surface(self, j: int) -> str:
         """The characters of the text that token j covers ("" for special tokens)."""
@@ -128,29 +145,35 @@ class Encoder:
             limit = min(limit, positions - reserve)
         return int(min(limit, 100_000))
 
+    @property
+    def specials_added(self) -> int:
+        """Special tokens the tokenizer adds to one text ([CLS] and [SEP]: 2): a text of no more
+        tokens than this is empty (bert_score's test, `mask.sum() == 2`)."""
+        return int(self.tokenizer.num_special_tokens_to_add(pair=False))
+
     def tokenize(self, texts: Sequence[str]) -> list[Tokenized]:
         """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length
         (texts that were cut are recorded in the cell's context: `CellContext.truncated`).
 
-        Ids, offsets and word ids are read from the fast tokenizer's encodings; asking it for no
-        attention mask or token type ids spares building lists nobody reads (the ids are the same)."""
+        One batch call of the fast tokenizer's backend (`tokenizers.Tokenizer.encode_batch`), set
+        as transformers' own call sets it (no padding; truncation longest first, on the tokenizer's
+        side, at `max_length`), without the per-text dictionaries transformers builds around it.
+        Per-token flags and offsets are read from each encoding when a metric asks (`Tokenized`)."""
         stripped = [t.strip() for t in texts]
-        enc = self.tokenizer(
-            stripped,
-            add_special_tokens=True,
-            truncation=True,
-            max_length=self.max_length,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )
-        self.context.truncated.update(text for text, e in zip(stripped, enc.encodings, strict=True) if e.overflowing)
-        out = []
-        for text, e in zip(stripped, enc.encodings, strict=True):
-            word_ids = e.word_ids
-            special = [wid is None for wid in word_ids]
-            starts = [(not special[j]) and (j == 0 or word_ids[j] != word_ids[j - 1]) for j in range(len(word_ids))]
-            out.append(Tokenized(list(e.ids), [tuple(o) for o in e.offsets], starts, special, text))
-        return out
+        backend = self.tokenizer.backend_tokenizer
+        truncation = {
+            "max_length": self.max_length,
+            "stride": 0,
+            "strategy": "longest_first",
+            "direction": self.tokenizer.truncation_side,
+        }
+        if backend.truncation != truncation:
+            backend.enable_truncation(**truncation)
+        if backend.padding is not None:
+            backend.no_padding()
+        encodings = backend.encode_batch(stripped, add_special_tokens=True)
+        self.context.truncated.update(text for text, e in zip(stripped, encodings, strict=True) if e.overflowing)
+        return [Tokenized(e, text) for text, e in zip(stripped, encodings, strict=True)]
 
     def pad(self, batch: Sequence[Sequence[int]]) -> tuple[Any, Any]:
         """Token id lists right-padded into ids [B, T] and attention mask [B, T] on the CPU; in
@@ -203,12 +226,14 @@ class Encoder:
 
 
 def pad_ids(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token id lists right-padded with `pad_id`: ids [B, T] and attention mask [B, T] (one tensor
-    built from Python lists each, not one per row: this runs once per model batch)."""
-    longest = max(len(r) for r in rows)
-    ids = torch.tensor([[*r, *[pad_id] * (longest - len(r))] for r in rows], dtype=torch.long)
-    mask = torch.tensor([[1] * len(r) + [0] * (longest - len(r)) for r in rows], dtype=torch.long)
-    return ids, mask
+    """Token id lists right-padded with `pad_id`: ids [B, T] and attention mask [B, T] (the rows
+    joined into one tensor and scattered under the mask: no Python list per row; this runs once
+    per model batch)."""
+    lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)
+    mask = torch.arange(int(lengths.max())).unsqueeze(0) < lengths.unsqueeze(1)
+    ids = torch.full(mask.shape, pad_id, dtype=torch.long)
+    ids[mask] = torch.tensor(list(chain.from_iterable(rows)), dtype=torch.long)
+    return ids, mask.long()
 
 
 def _layer_stack(model: Any) -> tuple[str, Any] | None:

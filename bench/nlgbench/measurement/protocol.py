@@ -1,7 +1,9 @@
 """The measurement protocol of docs/architecture.md: `measure_scoring` runs an untimed warm-up
 (`warm_up`: on CUDA passes over the whole data until two consecutive passes agree within
 WARMUP_TOLERANCE, so every batch shape has been seen and kernel selection is over; on CPU passes over
-a prefix), then R timed repeats over the whole dataset whose scores must agree. The trackers it times
+a prefix), then R timed repeats over the whole dataset whose scores must agree (each repeat, where
+a minimum time is asked, as many passes as last that long). A cell whose repeats vary by more than
+CV_LIMIT is flagged (`too_variable`). The trackers it times
 with are `nlgbench.measurement.trackers`, its energy counters `nlgbench.measurement.energy`; the
 environment record is `nlgbench.measurement.environment`.
 """
@@ -26,6 +28,12 @@ WARMUP_MIN_ITEMS = 16
 # the earlier one, at most WARMUP_MAX_PASSES passes (or the spec's `warmup`, if more).
 WARMUP_TOLERANCE = 0.02
 WARMUP_MAX_PASSES = 5
+# On CUDA a timed repeat lasts at least this long: passes over the data are repeated within it
+# (`repeat_minimum`); a one-second pass on a shared machine varies by several percent.
+MIN_REPEAT_S = 2.0
+# A cell whose repeats' coefficient of variation (ms per segment) exceeds this is flagged unstable:
+# its timings should not be compared before a rerun on a quieter machine.
+CV_LIMIT = 0.05
 # Repeats "agree" when no score differs from the first repeat's by more than this.
 AGREEMENT_TOLERANCE = 1e-6
 # Phases whose name ends so ran in a background thread, hidden behind other phases: recorded, but
@@ -58,6 +66,13 @@ def warmup_policy(device: str) -> WarmupPolicy:
     double a cell's time for nothing."""
     cuda = device.startswith("cuda")
     return WarmupPolicy(whole_data=cuda, until_stable=cuda)
+
+
+def repeat_minimum(device: str) -> float:
+    """The least seconds a timed repeat lasts on `device`: MIN_REPEAT_S on CUDA, where a pass over
+    the data takes about a second; none on CPU (each repeat one pass), where a pass over data worth
+    timing lasts seconds already and tiny test cells stay fast (docs/concepts/measurement.md)."""
+    return MIN_REPEAT_S if device.startswith("cuda") else 0.0
 
 
 def is_stable(seconds: Sequence[float], tolerance: float = WARMUP_TOLERANCE) -> bool:
@@ -105,6 +120,7 @@ class ScoringRun:
     energy_j: list[float] | None = None
     energy_counter: str | None = None
     energy_note: str | None = None
+    repeat_passes: list[int] | None = None  # passes per repeat, where a minimum repeat time was asked
 
     @property
     def agree(self) -> bool:
@@ -131,13 +147,19 @@ def measure_scoring(
     log: Callable[[str], None] = lambda _: None,
     on_pass: Callable[[str], None] = lambda _: None,
     energy: Counter | None = None,
+    min_repeat_s: float | None = None,
 ) -> ScoringRun:
     """The warm-up (`warm_up`, untimed: at least `warmup` passes over the items `policy` picks,
     default `warmup_policy(device)`), then `repeats` (>= 1) timed passes over all items, each
     timed by the wall clock (device synchronised), process CPU time and, on CUDA, CUDA events, and
     its energy read around it from `energy` (default the device's counter, `energy_counter`);
     every repeat's scores are compared with the first's. `on_pass` hears each pass begin ("warm-up",
-    "repeat 2/3": the progress bar's name), `log` each pass's line."""
+    "repeat 2/3": the progress bar's name), `log` each pass's line.
+
+    `min_repeat_s` (default `repeat_minimum(device)`) > 0: a repeat runs passes over all items until
+    it has lasted that long (a pass of a second on a noisy machine varies by several percent; two
+    seconds' worth average it out), and records the seconds of one pass (`repeat_passes` per repeat)."""
+    min_repeat_s = min_repeat_s if min_repeat_s is not None else repeat_minimum(device)
     if repeats < 1:
         raise ValueError("the protocol needs at least one timed repeat")
     sync = sync if sync is not None else synchroniser(device)
@@ -150,7 +172,7 @@ def measure_scoring(
     timed = _TimedRepeats()
     for r in range(repeats):
         on_pass(f"repeat {r + 1}/{repeats}")
-        timed.run(scorer, items, timer, sync, device, counter)
+        timed.run(scorer, items, timer, sync, device, counter, min_repeat_s)
         rate = f", {len(items) / timed.repeat_s[-1]:.0f} items/s" if timed.repeat_s[-1] > 0 else ""
         joules = f", {timed.energy_j[-1]:.1f} J" if timed.energy_j else ""
         log(f"repeat {r + 1}/{repeats}: {timed.repeat_s[-1]:.2f} s{rate}{joules}")
@@ -170,7 +192,19 @@ def measure_scoring(
         energy_j=timed.energy_j or None,
         energy_counter=counter.name,
         energy_note=counter.note,
+        repeat_passes=timed.passes if min_repeat_s > 0 else None,
     )
+
+
+def passes_needed(pass_seconds: Sequence[float], min_repeat_s: float) -> bool:
+    """Whether a repeat whose passes took `pass_seconds` so far needs another pass to last
+    `min_repeat_s` (at least one pass always)."""
+    return not pass_seconds or sum(pass_seconds) < min_repeat_s
+
+
+def too_variable(cv: float | None) -> bool:
+    """Whether a cell's timings vary too much to compare (coefficient of variation over CV_LIMIT)."""
+    return cv is not None and cv > CV_LIMIT
 
 
 def _warm_up_phase(
@@ -212,6 +246,7 @@ class _TimedRepeats:
     clocks: list[int | None] = field(default_factory=list)
     energy_j: list[float] = field(default_factory=list)
     phases: list[dict[str, float]] = field(default_factory=list)
+    passes: list[int] = field(default_factory=list)
     first: Scores | None = None
     max_diff: float = 0.0
 
@@ -223,22 +258,35 @@ class _TimedRepeats:
         sync: Callable[[], None],
         device: str,
         counter: Counter,
+        min_repeat_s: float = 0.0,
     ) -> None:
-        """One timed pass over all items (wall clock with the device synchronised, process CPU time,
+        """One timed repeat over all items (wall clock with the device synchronised, process CPU time,
         CUDA events on CUDA, energy where `counter` reads one: its readings bracket the wall clock's,
-        each after the device is synchronised), its scores compared with the first repeat's."""
+        each after the device is synchronised): passes until it lasted `min_repeat_s` (`passes_needed`),
+        recorded per pass; every pass's scores compared with the first repeat's."""
         timer.reset()
         cpu_start = time.process_time()
+        laps: list[float] = []
         with EnergyTracker(counter, sync) as energy, LatencyTracker(sync) as lap, CudaEventTracker(device) as events:
-            scores = scorer.score(items, timer)
-        self.cpu_s.append(time.process_time() - cpu_start)
+            while passes_needed(laps, min_repeat_s):
+                with LatencyTracker(sync) as one:
+                    scores = scorer.score(items, timer)
+                laps.append(one.seconds)
+                self._compare(scores)
+        n = len(laps)
+        self.passes.append(n)
+        self.cpu_s.append((time.process_time() - cpu_start) / n)
         if energy.joules is not None:
-            self.energy_j.append(energy.joules)
-        self.repeat_s.append(lap.seconds)
+            self.energy_j.append(energy.joules / n)
+        self.repeat_s.append(lap.seconds / n)
         if events.seconds is not None:
-            self.cuda_s.append(events.seconds)
+            self.cuda_s.append(events.seconds / n)
             self.clocks.append(gpu_sm_clock_mhz(device))
-        self.phases.append(with_other(dict(timer.seconds), lap.seconds))
+        phases = {k: v / n for k, v in timer.seconds.items()}
+        self.phases.append(with_other(phases, lap.seconds / n))
+
+    def _compare(self, scores: Scores) -> None:
+        """Keep the first pass's scores; widen `max_diff` by any later pass's difference from them."""
         if self.first is None:
             self.first = scores
         else:

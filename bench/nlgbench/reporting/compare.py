@@ -357,6 +357,12 @@ def pair_warnings(
     warnings += [f"{where}: {side} quality n/a: {note}" for side, note in notes.items()]
     if c["imported"] or b["imported"]:
         return warnings  # an imported cell has no hardware or libraries to check
+    for side, cell in (("candidate", c), ("baseline", b)):
+        if cell.get("timing_unstable", False):
+            warnings.append(
+                f"{where}: the {side}'s timing varies by more than 5% over its repeats (CV); "
+                "rerun it on a quieter machine before comparing speed"
+            )
     for field, what in (("cpu_model", "CPU"), ("gpu", "GPU"), ("versions", "library versions"), ("threads", "threads")):
         if c[field] != b[field]:
             warnings.append(

@@ -192,6 +192,18 @@ def summary_html(
     )
 
 
+def unstable_timing_notes(run: RunData, cell_ids: Iterable[str]) -> list[str]:
+    """A note naming the reported cells whose timing varies by more than 5% over the repeats (CV;
+    results.csv column `timing_unstable`), with the advice to rerun them; none where no cell does."""
+    labels = [run.results[c].label for c in dict.fromkeys(cell_ids) if (t := run.results[c].timing) and t.unstable]
+    if not labels:
+        return []
+    return [
+        f"Timing varies by more than 5% over the repeats (CV) in {len(labels)} cell(s): {', '.join(labels)}. "
+        "Rerun them on a quieter machine before comparing their speed."
+    ]
+
+
 def warnings_html(run: RunData, cell_ids: Iterable[str]) -> list[str]:
     """index.html's "Warnings" section: each reported cell's data warnings (result.json `warnings`),
     cell label -> warning; nothing where no cell has any."""
@@ -251,7 +263,12 @@ def index_html(
         f"<h1>nlgbench report: {html.escape(info.title)}</h1>",
         run_html(info),
         summary_html(run, df, options, baselines, n_resamples, seed),
-        *[f"<p>{html.escape(note)}</p>" for note in left_out_notes(df, options.level) + undefined_quality_notes(df)],
+        *[
+            f"<p>{html.escape(note)}</p>"
+            for note in left_out_notes(df, options.level)
+            + undefined_quality_notes(df)
+            + unstable_timing_notes(run, df["cell_id"])
+        ],
         *warnings_html(run, df["cell_id"]),
         "<h2>Trade-off plots</h2>",
         "<p>Per device and dataset; a mean over datasets only within one kind of human score. Memory: model memory "

@@ -98,6 +98,7 @@ EXTRA_COLUMNS = [
     "dataset_path",
     "dataset_sha256",
     "ms_per_segment_cv",
+    "timing_unstable",  # "yes" where ms_per_segment_cv > 5%: rerun on a quieter machine before comparing
     "warmup_passes",
     "batch_tokens",
     "startup_s",  # worker start until loading began (timing.startup_s); blank in older results
@@ -339,6 +340,7 @@ def measured_columns(result: CellResult) -> dict[str, Any]:
         "phase_ms": ";".join(f"{k}={v:.3f}" for k, v in t.phase_ms_per_segment_mean.items()),
         # blank in results written before the GPU-grade protocol, and the CV with one repeat
         "ms_per_segment_cv": _num(t.ms_per_segment_cv, 4),
+        "timing_unstable": "yes" if t.unstable else "",
         "warmup_passes": len(t.warmup_passes_s) if t.warmup_passes_s is not None else "",
         "startup_s": _num(t.startup_s, 3),
         "export_s": _num(t.export_s, 3),

@@ -346,6 +346,7 @@ def cell_record(r: CellResult, human_dim: str) -> dict[str, Any]:
         "n_segments": r.n_segments,
         "ms_per_segment": timing.ms_per_segment_median if timing else np.nan,
         "ms_per_segment_repeats": timing.ms_per_segment if timing else [],
+        "timing_unstable": timing.unstable if timing else False,  # CV over 5%: rerun before comparing speed
         "peak_rss_mb": memory.peak_rss_mb if memory else np.nan,
         "rss_growth_mb": memory.rss_growth_mb if memory else np.nan,
         "cuda_peak_allocated_mb": (memory.cuda_peak_allocated_mb if memory else None) or np.nan,
