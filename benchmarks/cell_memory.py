@@ -2,8 +2,9 @@
 in a sweep with an OpenVINO MiniLM, an ONNX Runtime MiniLM and an all-mpnet-base-v2 cell, each sweep
 with plain workers (NLGBENCH_FORKSERVER=0) and with the fork server.
 
-Prints one row per sweep x worker: the MiniLM cell's peak RSS, its sampled peak USS and its model
-memory (RSS growth: peak over the baseline after imports), in MiB; then the largest spread of each
+Prints one row per sweep x worker: the MiniLM cell's baseline RSS (after its imports: what it
+imported), peak RSS, its sampled peak USS and its model memory (RSS growth: peak over the baseline),
+in MiB; then the largest spread of each
 figure, in % of the smallest value. The MiniLM cell runs last in the sweep with neighbours. Each sweep
 runs through the CLI in a fresh process and a fresh run folder (the ONNX exports are cached in
 NLGBENCH_CACHE after the first). Run with HF_HUB_OFFLINE=1, the models cached and the WMT16 data
@@ -75,7 +76,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="runs of each sweep x worker; the median is shown")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}; {args.segments} segments per pair, {args.repeats} repeats")
-    rows: list[tuple[str, str, float, float | None, float]] = []
+    rows: list[tuple[str, str, float, float, float | None, float]] = []
     with tempfile.TemporaryDirectory(prefix="cell-memory-") as tmp:
         for sweep, encoders in SWEEPS.items():
             for worker, setting in WORKERS.items():
@@ -90,18 +91,22 @@ def main() -> None:
                     (
                         sweep,
                         worker,
+                        statistics.median(r["baseline_rss_mb"] for r in runs),
                         statistics.median(r["peak_rss_mb"] for r in runs),
                         statistics.median(uss) if uss else None,
                         statistics.median(r["rss_growth_mb"] for r in runs),
                     )
                 )
     print()
-    print("| the cell's sweep | worker | peak RSS MiB | peak USS MiB | model memory (RSS growth) MiB |")
-    print("|---|---|---:|---:|---:|")
-    for sweep, worker, rss, uss, growth in rows:
-        print(f"| {sweep} | {worker} | {rss:.1f} | {'n/a' if uss is None else f'{uss:.1f}'} | {growth:.1f} |")
+    print(
+        "| the cell's sweep | worker | baseline RSS MiB | peak RSS MiB | peak USS MiB | model memory (RSS growth) MiB |"
+    )
+    print("|---|---|---:|---:|---:|---:|")
+    for sweep, worker, base, rss, uss, growth in rows:
+        shown = "n/a" if uss is None else f"{uss:.1f}"
+        print(f"| {sweep} | {worker} | {base:.1f} | {rss:.1f} | {shown} | {growth:.1f} |")
     print()
-    for what, column in (("peak RSS", 2), ("model memory", 4)):
+    for what, column in (("baseline RSS", 2), ("peak RSS", 3), ("model memory", 5)):
         values = [float(row[column]) for row in rows if row[column] is not None]
         print(f"{what}: spread {(max(values) - min(values)) / min(values) * 100:.1f}% of the smallest")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
