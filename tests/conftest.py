@@ -7,16 +7,19 @@ environment once).
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
+from nlgbench.metrics import metric_registry
 from tiny import make_tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+PLUGINS = REPO / "tests" / "plugins"  # test-only metrics, registered through the `nlgbench.metrics` entry point
 
 os.environ.setdefault("NLGBENCH_DATA_MIRROR", str(SHARED_DATASETS))
 # A relative mirror (the README's `../shared/datasets`) is made absolute here: tests run the CLI in other
@@ -62,3 +65,15 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[...
     yield build
     for model, state in built.values():
         assert folder_state(model) == state, f"a test changed the shared tiny model {model}"
+
+
+@pytest.fixture
+def wordcount_metric(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The test-only metric `wordcount` (tests/plugins/nlgbench_testmetrics.py: runs no model, imports no
+    torch), installed through its entry point for this test and every process it starts: its name."""
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(PLUGINS), os.environ.get("PYTHONPATH", "")) if p))
+    metric_registry.cache_clear()
+    yield "wordcount"
+    metric_registry.cache_clear()  # before sys.path is restored: the next use reads the real entry points
+    sys.modules.pop("nlgbench_testmetrics", None)

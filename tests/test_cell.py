@@ -14,6 +14,7 @@ import json
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from nlgbench.encoders.registry import EncoderRef
 from nlgbench.measurement.protocol import AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS, measure_scoring, warmup_items
 from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker
 from nlgbench.metrics.base import PhaseTimer, Scores
-from nlgbench.runs.csvfiles import LEGACY_COLUMNS, RESULTS_COLUMNS
+from nlgbench.runs.csvfiles import LEGACY_COLUMNS, RESULTS_COLUMNS, csv_row
 from nlgbench.runs.store import Store
 
 pytestmark = pytest.mark.unit
@@ -75,6 +76,19 @@ def test_results_csv_of_old_results_keeps_every_old_column(tmp_path: Path) -> No
         assert {n: new[n] for n in LEGACY_COLUMNS.values()} == {n: old.get(o, "") for o, n in LEGACY_COLUMNS.items()}
         assert all(new[c] == "" for c in added), {c: new[c] for c in added if new[c]}
     assert any(r["pearson_global"] != "" and r["peak_rss_mib"] != "" for r in new_rows)  # not blank by accident
+
+
+def test_the_peak_uss_is_written_only_where_known() -> None:
+    """Older results have no peak USS: their memory section is left as it was (and results.csv's column
+    blank); a newer one writes, reads back and shows it."""
+    old = CellResult.from_json(v0_results()[0].read_text(encoding="utf-8"))
+    assert old.memory is not None and old.memory.peak_uss_mb is None
+    assert "peak_uss_mb" not in old.to_dict()["memory"] and csv_row(old)["peak_uss_mib"] == ""
+    newer = replace(old, memory=replace(old.memory, peak_uss_mb=200.25))
+    text = newer.to_json()
+    assert json.loads(text)["memory"]["peak_uss_mb"] == 200.25
+    assert CellResult.from_json(text) == newer and CellResult.from_json(text).to_json() == text
+    assert csv_row(newer)["peak_uss_mib"] == round(200.25, 1)
 
 
 def test_typed_sections_of_a_measured_and_a_failed_result() -> None:

@@ -497,6 +497,14 @@ def two_cell_spec(folder: Path, model: Path, *, name: str = "faults", n_per_lp: 
     return write_spec(folder, model, data, name=name, metrics=metrics, extra=extra)
 
 
+def two_count_cells(folder: Path, metric: str, *, name: str = "faults") -> Path:
+    """A 2-cell sweep of the test metric `metric` (`wordcount_metric`: no model, so a sweep's mechanics
+    without a model's seconds), its `scale` 1 and 2, over own data."""
+    data = write_jsonl(folder / f"{name}.jsonl", user_rows())
+    metrics = "".join(f"  - metric: {metric}\n    options: {{scale: {scale}}}\n" for scale in (1.0, 2.0))
+    return write_spec(folder, folder / "no-model", data, name=name, metrics=metrics)
+
+
 def scores_of(run: Path) -> dict[str, list[str]]:
     """cell id -> its scores.csv `score` column as written (exact reprs)."""
     out = {}
@@ -547,8 +555,8 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_second_writer_of_a_locked_folder_exits_naming_the_holder(tmp_path: Path, tiny_model: Path) -> None:
-    spec = two_cell_spec(tmp_path, tiny_model)
+def test_second_writer_of_a_locked_folder_exits_naming_the_holder(tmp_path: Path, wordcount_metric: str) -> None:
+    spec = two_count_cells(tmp_path, wordcount_metric)
     out = tmp_path / "out"
     gate = tmp_path / "gate"
     first = start_cli("run", str(spec), "--out", str(out), env=faulty(tmp_path, gate=str(gate)))
@@ -589,10 +597,10 @@ def write_import_file(path: Path) -> Path:
     return path
 
 
-def test_run_wait_waits_for_the_holder(tmp_path: Path, tiny_model: Path) -> None:
+def test_run_wait_waits_for_the_holder(tmp_path: Path, wordcount_metric: str) -> None:
     from nlgbench.runs.folder import locked
 
-    spec = two_cell_spec(tmp_path, tiny_model)
+    spec = two_count_cells(tmp_path, wordcount_metric)
     out = tmp_path / "out"
     with locked(out):
         assert (out / ".lock").read_text().strip() == str(os.getpid())
@@ -608,8 +616,8 @@ def test_run_wait_waits_for_the_holder(tmp_path: Path, tiny_model: Path) -> None
     assert_consistent(out, 2)
 
 
-def test_out_is_an_existing_file(tmp_path: Path, tiny_model: Path) -> None:
-    spec = two_cell_spec(tmp_path, tiny_model)
+def test_out_is_an_existing_file(tmp_path: Path, wordcount_metric: str) -> None:
+    spec = two_count_cells(tmp_path, wordcount_metric)
     target = tmp_path / "taken.txt"
     target.write_text("mine\n", encoding="utf-8")
     assert_one_line(nlgbench("run", str(spec), "--out", str(target)), str(target), "is a file")
@@ -763,8 +771,8 @@ def faulty(folder: Path, **settings: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("mode", ["sqlite", "csv"])
-def test_disk_full_keeps_finished_cells(mode: str, tmp_path: Path, tiny_model: Path) -> None:
-    spec = two_cell_spec(tmp_path, tiny_model)
+def test_disk_full_keeps_finished_cells(mode: str, tmp_path: Path, wordcount_metric: str) -> None:
+    spec = two_count_cells(tmp_path, wordcount_metric)
     out = tmp_path / "out"
     full = nlgbench("run", str(spec), "--out", str(out), env=faulty(tmp_path, mode=mode, after="1"))
     if mode == "sqlite":  # the second cell's record fails: the store and results.csv keep the first

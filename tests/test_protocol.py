@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -38,7 +39,7 @@ from nlgbench.measurement.protocol import (
     warm_up,
     warmup_policy,
 )
-from nlgbench.measurement.trackers import CudaEventTracker
+from nlgbench.measurement.trackers import CudaEventTracker, MemoryTracker, UssSampler
 from nlgbench.metrics import embedding
 from nlgbench.metrics.base import PhaseTimer, Scores
 from nlgbench.metrics.common import group_sorted, length_sorted_batches, length_sorted_map
@@ -711,3 +712,24 @@ def test_a_cell_with_a_token_budget_scores_as_its_batch_size_cell(tmp_path: Path
         assert sum(v for k, v in phases.items() if not k.endswith("_overlapped")) == pytest.approx(wall, rel=1e-6)
     env = result["environment"]
     assert env["node"] and {"slurm_job_id", "slurm_array_job_id", "slurm_array_task_id"} <= set(env)
+
+
+def test_the_uss_sampler_sees_a_peak_freed_before_the_block_ends() -> None:
+    """256 MiB written (each page touched, so this process's alone) and freed inside the block: the sampled
+    peak lies at least about 256 MiB above the USS at entry, though the USS at the block's end is back."""
+    with UssSampler(interval=0.02) as sampler:
+        entry = sampler.peak_mb
+        assert entry is not None
+        block = np.ones(2**25)  # 2**25 float64 = 256 MiB
+        time.sleep(0.3)
+        del block
+    assert sampler.peak_mb is not None and sampler.peak_mb - entry >= 0.95 * 256
+
+
+def test_the_memory_tracker_records_the_peak_uss_only_when_its_block_completes() -> None:
+    with MemoryTracker("cpu") as done:
+        pass
+    assert done.peak_uss_mb is not None and 0 < done.peak_uss_mb <= done.peak_rss_mb
+    with pytest.raises(RuntimeError), MemoryTracker("cpu") as failed:
+        raise RuntimeError("the block failed")
+    assert failed.peak_uss_mb is None

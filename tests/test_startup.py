@@ -6,6 +6,7 @@ cell with the spec's threads and a plain worker's memory baseline; NLGBENCH_FORK
 from __future__ import annotations
 
 import csv
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -17,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import write_jsonl
+from helpers import nlgbench, read_csv, write_jsonl, write_spec
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.result import CellResult
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.execution import forkserver
 from nlgbench.execution.forkserver import ForkServer, resident_file_ranges
-from nlgbench.execution.preload import LIBRARIES, architecture_modules
+from nlgbench.execution.preload import LIBRARIES, architecture_modules, cell_modules, shared_modules
 from nlgbench.execution.workerprocess import prepare_cell, run_worker, worker_environment
 from nlgbench.runs.csvfiles import csv_row
 from tiny import TEXTS
@@ -239,3 +240,81 @@ def test_a_cell_failing_after_startup_records_its_startup(forked_worker: bool, t
     assert older.startup_seconds is None and csv_row(older)["startup_s"] == "" and older.to_dict() == written
     with pytest.raises(ValueError, match="field 'startup_s' must be seconds"):
         CellResult.from_dict({**written, "startup_s": "4.2"})
+
+
+def backend_cells(model: Path, data: Path, metric: str) -> list[CellConfig]:
+    """A cell of `metric` (no model) and BERTScore cells of `model` on torch and on ONNX Runtime."""
+
+    def cell(metric: str, encoder: EncoderRef) -> CellConfig:
+        return CellConfig(metric, {}, encoder, None, DatasetRef(path=str(data)), "cpu", 4, 1, 0, 1)
+
+    plain, onnx = EncoderRef(name=str(model)), EncoderRef(name=str(model), backend="onnxruntime")
+    return [cell(metric, EncoderRef(name="none")), cell("bertscore", plain), cell("bertscore", onnx)]
+
+
+def test_a_fork_server_imports_only_what_every_cell_imports(tiny: Path, tmp_path: Path, wordcount_metric: str) -> None:
+    """A cell imports what a fresh process running it alone would: a model-free cell only the correlation's
+    scipy.stats, a torch cell no backend, a backend cell its backend; the server the intersection."""
+    free, torch_cell, onnx_cell = backend_cells(tiny, tmp_path / "data.jsonl", wordcount_metric)
+    assert cell_modules(free) == ["scipy.stats"]
+    bert = "transformers.models.bert.modeling_bert"
+    assert cell_modules(torch_cell) == [*LIBRARIES, bert, "scipy.stats"]
+    assert cell_modules(onnx_cell) == [*LIBRARIES, "onnxruntime", "onnx", bert, "scipy.stats"]
+    assert shared_modules([torch_cell, onnx_cell]) == cell_modules(torch_cell)  # no backend for the torch cell
+    assert shared_modules([free, torch_cell, onnx_cell]) == ["scipy.stats"]  # no torch for the model-free cell
+
+
+@pytest.mark.parametrize("forkserver_setting", ["1", "0"])
+def test_a_cell_without_a_model_never_imports_torch_or_a_neighbours_backend(
+    forkserver_setting: str, tiny: Path, tmp_path: Path, wordcount_metric: str
+) -> None:
+    """A sweep of a model-free cell (the test metric `wordcount`) before a BERTScore cell on ONNX Runtime:
+    the model-free cell's worker, forked from the sweep's fork server or plain, never imported torch, ONNX
+    Runtime or any other model library (its scorer records `sys.modules` after scoring), and its
+    environment records the installed torch without threads; the ONNX cell ran."""
+    if forkserver_setting == "1" and not forkserver.enabled():
+        pytest.skip("the fork server runs on Linux only")
+    rows = [
+        {"lp": "de-en", "seg_id": i, "reference": "r", "hypothesis": t, "human": float(i)} for i, t in enumerate(TEXTS)
+    ]
+    data = write_jsonl(tmp_path / "data.jsonl", rows)
+    spec = {
+        "name": "imports",
+        "datasets": [{"path": str(data)}],
+        "repeats": 1,
+        "warmup": 0,
+        "batch_size": 4,
+        "threads": 1,
+        "metrics": [
+            {"metric": wordcount_metric},
+            {"metric": "bertscore", "encoders": [{"name": str(tiny), "backend": "onnxruntime"}]},
+        ],
+    }
+    out = tmp_path / "out"
+    done = nlgbench(
+        "run",
+        str(write_spec(tmp_path, spec)),
+        "--out",
+        str(out),
+        env={forkserver.FORKSERVER_ENV: forkserver_setting, "NLGBENCH_CACHE": str(tmp_path / "cache")},
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    rows_by_metric = {row["metric"]: row for row in read_csv(out / "results.csv")}
+    assert set(rows_by_metric) == {"wordcount", "bertscore"} and all(
+        r["status"] == "ok" for r in rows_by_metric.values()
+    )
+    counted = CellResult.read(out / "cells" / rows_by_metric["wordcount"]["cell_id"])
+    assert counted.scorer is not None and counted.scorer["loaded_libraries"] == []
+    assert counted.environment is not None and counted.environment["torch_threads"] is None
+    assert counted.environment["torch"] == importlib.metadata.version("torch")
+    # the hypotheses' word counts, by hand: "the cat sat on the mat" 6, "a dog ran in the park" 6, ...
+    assert [float(r["score"]) for r in read_csv(out / "cells" / counted.cell_id / "scores.csv")] == [
+        6,
+        6,
+        4,
+        4,
+        5,
+        5,
+        4,
+        4,
+    ]

@@ -23,6 +23,7 @@ from nlgbench.data.hubsource import HubSource
 from nlgbench.data.items import Dataset
 from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, backend_version, major_minor
+from nlgbench.foundations.deferred import library_version
 from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.version import __version__
 from nlgbench.metrics import get_metric, metric_names
@@ -225,12 +226,9 @@ def short_hash(payload: Mapping[str, Any]) -> str:
 @lru_cache(maxsize=1)
 def score_versions() -> dict[str, str]:
     """Versions whose change may change scores (major.minor of the libraries), part of every cell id."""
-    import torch
-    import transformers
-
-    return recorded_score_versions(
-        {"nlgbench": __version__, "torch": torch.__version__, "transformers": transformers.__version__}
-    )
+    # read without importing them: a cell that runs no model never imports torch
+    torch, transformers = library_version("torch", "torch"), library_version("transformers", "transformers")
+    return recorded_score_versions({"nlgbench": __version__, "torch": torch, "transformers": transformers})
 
 
 def recorded_score_versions(environment: Mapping[str, Any]) -> dict[str, str]:

@@ -200,13 +200,18 @@ class Timing:
 
 @dataclass(frozen=True)
 class Memory:
-    """MiB: RSS before loading anything, its peak and growth; CUDA peaks since the reset (None on CPU)."""
+    """MiB: RSS before loading anything, its peak and growth; CUDA peaks since the reset (None on CPU);
+    the peak of the unique set size (USS: pages no other process maps; None in older results, and then
+    left out of result.json, so older files round-trip byte for byte)."""
 
     baseline_rss_mb: float
     peak_rss_mb: float
     rss_growth_mb: float
     cuda_peak_allocated_mb: float | None
     cuda_peak_reserved_mb: float | None
+    peak_uss_mb: float | None = None
+
+    OPTIONAL = ("peak_uss_mb",)
 
     @classmethod
     def of_tracker(cls, tracker: MemoryTracker) -> Memory:
@@ -216,7 +221,12 @@ class Memory:
             rss_growth_mb=tracker.peak_rss_mb - tracker.baseline_rss_mb,
             cuda_peak_allocated_mb=tracker.cuda_peak_allocated_mb,
             cuda_peak_reserved_mb=tracker.cuda_peak_reserved_mb,
+            peak_uss_mb=tracker.peak_uss_mb,
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """result.json's memory section: every field, but the OPTIONAL ones only where not None."""
+        return {k: v for k, v in asdict(self).items() if not (k in self.OPTIONAL and v is None)}
 
 
 @dataclass(frozen=True)
@@ -319,7 +329,7 @@ class CellResult:
                 "n_segments": self.n_segments,
                 "dataset": section(self.dataset),
                 "timing": self.timing.to_dict() if self.timing is not None else None,
-                "memory": section(self.memory),
+                "memory": self.memory.to_dict() if self.memory is not None else None,
                 "params": self.params,
                 "disk_bytes": self.disk_bytes,
                 "repeat_agreement": section(self.repeat_agreement),

@@ -20,6 +20,7 @@ from typing import Any
 
 from nlgbench.encoders.hfcache import local_snapshot, weights_fingerprint
 from nlgbench.encoders.registry import model_label
+from nlgbench.foundations.deferred import library_version
 from nlgbench.foundations.version import __version__
 from nlgbench.metrics.base import REFERENCE_POLICY, MetricInfo
 
@@ -73,9 +74,6 @@ def signature(metric: str, options: Mapping[str, Any], described: Mapping[str, A
     """The signature of a scorer: `metric`, its `options` (as given to the metric), the scorer's
     `describe()` (source, layer, variant) and `references` (how several references are used: max,
     mean, first, native, one, none)."""
-    import torch
-    import transformers
-
     fields = [metric]
     source = described.get("source")
     if source:
@@ -94,8 +92,9 @@ def signature(metric: str, options: Mapping[str, Any], described: Mapping[str, A
     fields += [f"{name}:{v}" for name, v in sorted((described.get("library") or {}).items())]  # sacrebleu, rouge
     fields += [
         f"nlgbench:{__version__}",
-        f"torch:{_major_minor(torch.__version__)}",
-        f"tf:{_major_minor(transformers.__version__)}",
+        # read without importing them: a cell that runs no model never imports torch
+        f"torch:{_major_minor(library_version('torch', 'torch') or 'none')}",
+        f"tf:{_major_minor(library_version('transformers', 'transformers') or 'none')}",
     ]
     return "|".join(fields)
 

@@ -1,13 +1,16 @@
-"""The fork server of a local sweep: one process imports torch, transformers and the worker's modules
-once; each cell then runs in a fresh child forked from it, still one process per cell.
+"""The fork server of a local sweep: one process imports what every cell of the sweep imports (torch,
+transformers, the worker's modules) once; each cell then runs in a fresh child forked from it, still
+one process per cell, which imports its own cell's rest before its memory baseline.
 
 Why: a fresh `python -c` worker (`nlgbench.execution.workerprocess.worker_command`) spends seconds importing
 before it can load a model (results.csv's `startup_s`); a forked child starts with those imports done.
 
 How: the launcher (`ForkServer`, used by `nlgbench.execution.workerprocess.run_worker`) starts the server as
 `python -c BOOT PACKAGE_DIR FD PRELOAD` with the cells' environment; the server imports the worker,
-the cells' start-up modules (`nlgbench.execution.preload`) and their metrics' modules (PRELOAD, JSON:
-`{"modules": [...], "metrics": [...]}`), then talks to the launcher over a socket
+the start-up modules every cell imports (`nlgbench.execution.preload.shared_modules`) and the metric's
+module where all cells share one (PRELOAD, JSON: `{"modules": [...], "metrics": [...]}`): never a
+module only some cells import (an inference backend, an architecture), which the child of the cell
+that needs it imports itself, as a plain worker would. Then it talks to the launcher over a socket
 pair, one JSON line each way: it sends `{"cell_dir", "started"}`; the server forks a child, answers
 `{"pid"}`, waits for the child and answers `{"code"}` (Popen's returncode: -N when signal N killed it).
 The child runs the worker's `main` as the plain worker would, then exits with its code.
@@ -28,12 +31,14 @@ What a plain worker gives, the forked one keeps:
 - Threads: nothing in the server starts torch's thread pools (no torch op before fork: a forked child
   of a process whose OpenMP pool ran deadlocks or runs on one thread); the child sets its threads.
 - Memory (`nlgbench.measurement.trackers.MemoryTracker`: baseline RSS after the imports, the RSS
-  high-water mark, growth): a forked child starts with the server's anonymous pages in its RSS (their
-  page tables are copied), but not its file-backed ones (shared libraries' code and data, libtorch's
-  among them: the kernel fills those on first touch). So that baseline, peak and
-  growth read as a plain worker's, the child first maps the library pages the server had resident
-  (`resident_file_ranges`, MADV_POPULATE_READ: Linux 5.14 or later, where /proc/self/pagemap is
-  readable; elsewhere baseline and peak read lower by those pages, growth the same).
+  high-water mark, growth, the peak of the unique set): the server holds only what every cell would
+  import alone, so no cell counts a neighbour's libraries. A forked child starts with the server's
+  anonymous pages in its RSS (their page tables are copied), but not its file-backed ones (shared
+  libraries' code and data, libtorch's among them: the kernel fills those on first touch). So that
+  baseline, peak and growth read as a plain worker's, the child first maps the library pages the server
+  had resident (`resident_file_ranges`, MADV_POPULATE_READ: Linux 5.14 or later, where
+  /proc/self/pagemap is readable; elsewhere baseline and peak read lower by those pages, growth the
+  same). Its USS leaves out every page it still shares with the server: the cell's own memory.
 - Progress: the server and its children write to the launcher's terminal, as a plain worker does.
 
 Linux only (`enabled`): elsewhere, or with NLGBENCH_FORKSERVER=0, each cell runs in a plain worker.
@@ -144,7 +149,7 @@ def enabled() -> bool:
 class ForkServer:
     """The launcher's side: starts the server (with the environment of the first cell it is asked
     to run, or at `start`), runs cells in it, stops it at `close` (a `with` block). `modules` and
-    `metrics`: what the server imports for its cells (`preload.startup_modules`, metric names)."""
+    `metrics`: what the server imports for all its cells (`preload.shared_modules`, `shared_metrics`)."""
 
     def __init__(self, modules: Sequence[str] = (), metrics: Sequence[str] = ()) -> None:
         self.preload = {"modules": list(dict.fromkeys(modules)), "metrics": list(dict.fromkeys(metrics))}
@@ -242,7 +247,8 @@ class ForkServer:
 
 def serve(argv: Sequence[str]) -> int:
     """The server: `argv` is PACKAGE_DIR (the parent's), the socket's descriptor and PRELOAD. Imports
-    the worker and PRELOAD's modules and metrics, then forks one child per request, one at a time."""
+    the worker and PRELOAD's modules and metrics (what every cell imports), then forks one child per
+    request, one at a time."""
     package, fd, preload = argv
     if PACKAGE_DIR != Path(package):
         print(f"worker imported nlgbench from {PACKAGE_DIR}, not the parent's {package}", file=sys.stderr)

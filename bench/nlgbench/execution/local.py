@@ -25,7 +25,7 @@ from nlgbench.execution import forkserver
 from nlgbench.execution.eta import CostModel, time_split
 from nlgbench.execution.forkserver import ForkServer
 from nlgbench.execution.launcher_base import Launcher, Sweep, summary
-from nlgbench.execution.preload import startup_modules
+from nlgbench.execution.preload import shared_metrics, shared_modules
 from nlgbench.execution.progress import live
 from nlgbench.execution.workerprocess import prepare_cell, run_worker, worker_environment
 from nlgbench.foundations.fmt import duration
@@ -79,7 +79,9 @@ class LocalLauncher(Launcher):
     def launch(self, sweep: Sweep) -> list[CellResult]:
         todo = [c for c in sweep.cells if sweep.force or sweep.store.status(c.cell_id) != OK]
         server_wanted = todo and forkserver.enabled()
-        with ForkServer(startup_modules(todo), [c.metric for c in todo]) if server_wanted else nullcontext() as server:
+        # the server imports only what every cell imports; each child its own cell's rest (`preload.cell_modules`)
+        server_cm = ForkServer(shared_modules(todo), shared_metrics(todo)) if server_wanted else nullcontext()
+        with server_cm as server:
             if server is not None:  # its imports run while the sweep works out its ETA
                 server.start(worker_environment(todo[0].threads))
             progress = Progress(CostModel.of(todo, sweep.sizes), [c.cell_id for c in todo])

@@ -1,11 +1,16 @@
-"""What a worker imports before it is ready to load (its start-up, results.csv's `startup_s`): torch,
-transformers' auto classes and the modules every model load pulls in, the modeling modules of the
-cell's architectures, and the libraries the correlation uses. A sweep's fork server imports them once
-for all its cells (`nlgbench.execution.forkserver`); a plain worker imports them at its start
-(`nlgbench.execution.worker`). Either way the cell's `load_s` is building the model and reading its
-weights, never importing libraries: with transformers 5, `transformers.modeling_utils` and the modules
-beside it (torch.distributed, torch._dynamo, sympy) cost far more than building a small model
-(docs/concepts/measurement.md).
+"""What a worker imports before it is ready to load (its start-up, results.csv's `startup_s`): for a cell
+that loads a model, torch, transformers' auto classes and the modules every model load pulls in, its
+inference backend's libraries and the modeling modules of its models' architectures; for every cell
+its metric's module and the libraries the correlation uses. Either way the cell's `load_s` is building
+the model and reading its weights, never importing libraries: with transformers 5,
+`transformers.modeling_utils` and the modules beside it (torch.distributed, torch._dynamo, sympy) cost
+far more than building a small model (docs/concepts/measurement.md).
+
+A cell imports, before its memory baseline, exactly what a fresh process running that cell alone
+would (`cell_modules`): a plain worker imports its own cell's modules only, and a sweep's fork server
+(`nlgbench.execution.forkserver`) imports only what every one of its cells needs (`shared_modules`,
+`shared_metrics`), each forked child its own cell's rest. So a cell's memory never counts a
+neighbour's libraries (another backend, another architecture).
 
 Importing runs no torch op (nothing starts torch's thread pools or CUDA: a forked child could not use
 them). A module that cannot be imported is skipped here: the cell that needs it meets the error itself.
@@ -33,7 +38,6 @@ LIBRARIES = (
     "transformers.masking_utils",
     "transformers.modeling_layers",
     "safetensors.torch",
-    "scipy.stats",  # the correlations of every cell
 )
 
 
@@ -71,13 +75,30 @@ def backend_modules(cell: CellConfig) -> list[str]:
     return [m for m in BACKEND_MODULES[backend] if m != "nncf" or cell.encoder.quantize]
 
 
-def startup_modules(cells: Sequence[CellConfig]) -> list[str]:
-    """Every module the `cells` import before loading: LIBRARIES, their inference backends' libraries
-    and their models' architectures."""
-    backends = [m for cell in cells for m in backend_modules(cell)]
-    return list(
-        dict.fromkeys([*LIBRARIES, *backends, *architecture_modules(m for cell in cells for m in cell_models(cell))])
-    )
+CORRELATION = ("scipy.stats",)  # the correlations of every cell
+
+
+def cell_modules(cell: CellConfig) -> list[str]:
+    """The modules `cell`'s worker imports at its start, as a fresh process running it alone would:
+    for a cell that loads a model LIBRARIES, its inference backend's libraries and its models'
+    architectures; for every cell the correlation's libraries."""
+    models = cell_models(cell)
+    if not models:
+        return list(CORRELATION)
+    return list(dict.fromkeys([*LIBRARIES, *backend_modules(cell), *architecture_modules(models), *CORRELATION]))
+
+
+def shared_modules(cells: Sequence[CellConfig]) -> list[str]:
+    """The modules every one of `cells` imports at its start (`cell_modules`, in order): what a fork
+    server may import for all of them without counting in any cell's memory what that cell alone would not."""
+    per_cell = [cell_modules(cell) for cell in cells]
+    return [m for m in per_cell[0] if all(m in other for other in per_cell[1:])] if per_cell else []
+
+
+def shared_metrics(cells: Sequence[CellConfig]) -> list[str]:
+    """The metric of `cells` where they all share one (its module then imported once for all), else none."""
+    names = {cell.metric for cell in cells}
+    return list(names) if len(names) == 1 else []
 
 
 def import_modules(names: Iterable[str]) -> None:

@@ -33,12 +33,12 @@ from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreeme
 from nlgbench.core.scores import write_scores
 from nlgbench.core.signature import scorer_signature
 from nlgbench.execution.leakage import guard_cell
-from nlgbench.execution.preload import cell_models, import_modules, startup_modules
+from nlgbench.execution.preload import cell_models, cell_modules, import_modules
 from nlgbench.execution.progress import CellProgress, live
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.package import PACKAGE_DIR
-from nlgbench.measurement.environment import environment
+from nlgbench.measurement.environment import environment, loaded_torch
 from nlgbench.measurement.protocol import measure_scoring
 from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker, synchroniser
 from nlgbench.metrics import get_metric
@@ -85,16 +85,18 @@ class StartedCell:
 
 
 def start_cell(cell_dir: Path, started: float | None = None) -> StartedCell:
-    """Start-up: libraries imported, config read, threads set. `started`: the launcher's `time.time()`
-    when it started this cell's process (default: this process's creation), the origin of `startup_s`."""
-    import torch
-    import transformers  # noqa: F401  (library import is not part of the measured load time)
-
+    """Start-up: config read, the cell's libraries imported (`preload.cell_modules`: what a fresh process
+    running this cell alone imports, torch only where it runs a model; library imports are not part of
+    the measured load time), torch's threads set where it is imported. `started`: the launcher's
+    `time.time()` when it started this cell's process (default: this process's creation), the origin
+    of `startup_s`."""
     cell_id, label, cfg = read_config(cell_dir)
-    torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
     info = get_metric(cfg.metric)  # the metric's module imported: part of start-up, not of loading
     models = cell_models(cfg)
-    import_modules(startup_modules([cfg]))  # done already in a fork server's child
+    import_modules(cell_modules(cfg))  # those its fork server imported for every cell cost nothing
+    torch = loaded_torch(cfg.device)
+    if torch is not None:
+        torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
     startup_s = time.time() - (psutil.Process().create_time() if started is None else started)
     _log(f"start-up: {startup_s:.1f} s")
     return StartedCell(cell_id, label, cfg, info, models, startup_s)
@@ -102,11 +104,10 @@ def start_cell(cell_dir: Path, started: float | None = None) -> StartedCell:
 
 def measure_cell(cell_dir: Path, cell: StartedCell) -> CellResult:
     """Data, load, prepare, then the protocol (`measure_scoring`); writes scores.csv and returns the result."""
-    import torch
-
     cfg, info = cell.config, cell.info
     device = cfg.device
-    if device.startswith("cuda") and not torch.cuda.is_available():
+    torch = loaded_torch(device)
+    if torch is not None and device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError(f"device {device!r} requested but CUDA is not available on this machine")
     sync = synchroniser(device)
     # The baseline is taken here, after the imports; a fork server's child has mapped the server's resident

@@ -11,7 +11,9 @@ extra's library before a command starts, naming the extra to install.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import sys
 
 from nlgbench.foundations.errors import UserError
 
@@ -43,3 +45,16 @@ def require(library: str, extra: str, purpose: str) -> None:
     command checks it before anything runs (found without importing it)."""
     if importlib.util.find_spec(library) is None:
         raise UserError(f"{purpose} needs the package {library!r}: pip install 'nlgbench[{extra}]'")
+
+
+def library_version(module: str, distribution: str) -> str | None:
+    """The version of a deferred library without importing it: its `__version__` where this process
+    imported it already, else the installed `distribution`'s; None where it is not installed. So a
+    cell that runs no model records the versions without paying for (or counting in its memory) torch."""
+    loaded = sys.modules.get(module)
+    if loaded is not None and isinstance(getattr(loaded, "__version__", None), str):
+        return str(loaded.__version__)
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None

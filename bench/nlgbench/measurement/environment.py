@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from nlgbench.foundations.deferred import library_version
 from nlgbench.foundations.package import checkout_dir
 from nlgbench.foundations.version import __version__
 from nlgbench.measurement.energy import nvml_handle
@@ -165,28 +167,37 @@ def job_record(env: dict[str, str] | None = None) -> dict[str, Any]:
     }
 
 
-def environment(device: str) -> dict[str, Any]:
-    """Everything about the machine and software that a result depends on."""
-    import ot
-    import torch
-    import transformers
+def loaded_torch(device: str) -> Any:
+    """torch where this process has imported it (every cell that runs a model has) or `device` is CUDA;
+    None otherwise: a cell that runs no model on the CPU never imports it."""
+    if device.startswith("cuda"):
+        import torch
 
+        return torch
+    return sys.modules.get("torch")
+
+
+def environment(device: str) -> dict[str, Any]:
+    """Everything about the machine and software that a result depends on. Library versions are read
+    without importing the libraries; torch's threads and CUDA build are None where the cell never
+    imported torch (it ran no model)."""
+    torch = loaded_torch(device)
     gpu = None
-    if device.startswith("cuda") and torch.cuda.is_available():
+    if torch is not None and device.startswith("cuda") and torch.cuda.is_available():
         gpu = torch.cuda.get_device_name(torch.device(device))
     return {
         "cpu_model": cpu_model(),
         "cpu_cores_logical": os.cpu_count(),
         "cpu_cores_physical": psutil.cpu_count(logical=False),
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": torch.get_num_threads() if torch is not None else None,
         "memory_total_mb": round(psutil.virtual_memory().total / 2**20),
         "gpu": gpu,
-        "cuda": torch.version.cuda,
+        "cuda": torch.version.cuda if torch is not None else None,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "pot": ot.__version__,
+        "torch": library_version("torch", "torch"),
+        "transformers": library_version("transformers", "transformers"),
+        "pot": library_version("ot", "POT"),
         "nlgbench": __version__,
         "git_commit": git_commit(),
         **job_record(),

@@ -127,7 +127,11 @@ def run_info(folder: Path, results: list[CellResult], provenance: Provenance, so
         f"{name} {distinct(str(e.get(key) or NOT_RECORDED) for e in envs)}" for key, name in VERSIONS.items()
     )
     threads = distinct(
-        f"{e.get('torch_threads', '?')} torch thread{'' if e.get('torch_threads') == 1 else 's'}"
+        (
+            "no torch (no model run)"  # a model-free cell's worker never imports torch: torch_threads None
+            if "torch_threads" in e and e["torch_threads"] is None
+            else f"{e.get('torch_threads', '?')} torch thread{'' if e.get('torch_threads') == 1 else 's'}"
+        )
         + (" (all cores)" if r.config.threads is None else f" (spec threads: {r.config.threads})")
         for r, e in zip(measured, envs, strict=True)
     )

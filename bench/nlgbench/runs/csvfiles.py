@@ -106,6 +106,7 @@ EXTRA_COLUMNS = [
     "energy_j_per_segment",  # mean energy per segment over the repeats, from a hardware counter
     "energy_counter",  # which counter (rapl, nvml), or "n/a (no counter)"; blank in older results
     "signature",  # the scorer's reproducibility signature (nlgbench.core.signature), blank in older results
+    "peak_uss_mib",  # the sampled peak of the worker's unique set (memory.peak_uss_mb), blank in older results
     "warnings",  # the cell's data warnings (result.json `warnings`), "; "-joined
 ]
 # The older column names, kept for one release with the same values (old name -> new name),
@@ -344,6 +345,7 @@ def measured_columns(result: CellResult) -> dict[str, Any]:
         "warmup_passes": len(t.warmup_passes_s) if t.warmup_passes_s is not None else "",
         "startup_s": _num(t.startup_s, 3),
         "export_s": _num(t.export_s, 3),
+        "peak_uss_mib": _num(m.peak_uss_mb, 1),
         "energy_j_per_segment": _num(statistics.fmean(t.energy_j) / result.n_segments, 6)
         if t.energy_j and result.n_segments
         else "",
