@@ -24,7 +24,7 @@ from nlgbench.core.result import CellResult
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.execution import forkserver
 from nlgbench.execution.forkserver import ForkServer, resident_file_ranges
-from nlgbench.execution.preload import LIBRARIES, architecture_modules, cell_modules, shared_modules
+from nlgbench.execution.preload import LIBRARIES, architecture_modules, cell_modules, forked_cells, shared_modules
 from nlgbench.execution.workerprocess import prepare_cell, run_worker, worker_environment
 from nlgbench.runs.csvfiles import csv_row
 from tiny import TEXTS
@@ -262,6 +262,9 @@ def test_a_fork_server_imports_only_what_every_cell_imports(tiny: Path, tmp_path
     assert cell_modules(onnx_cell) == [*LIBRARIES, "onnxruntime", "onnx", bert, "scipy.stats"]
     assert shared_modules([torch_cell, onnx_cell]) == cell_modules(torch_cell)  # no backend for the torch cell
     assert shared_modules([free, torch_cell, onnx_cell]) == ["scipy.stats"]  # no torch for the model-free cell
+    # ... which therefore starts a plain worker: the server of a mixed sweep holds the model cells' torch
+    assert forked_cells([free, torch_cell, onnx_cell]) == [torch_cell, onnx_cell]
+    assert shared_modules(forked_cells([free, torch_cell, onnx_cell])) == cell_modules(torch_cell)
 
 
 @pytest.mark.parametrize("forkserver_setting", ["1", "0"])

@@ -25,7 +25,7 @@ from nlgbench.execution import forkserver
 from nlgbench.execution.eta import CostModel, time_split
 from nlgbench.execution.forkserver import ForkServer
 from nlgbench.execution.launcher_base import Launcher, Sweep, summary
-from nlgbench.execution.preload import shared_metrics, shared_modules
+from nlgbench.execution.preload import forked_cells, shared_metrics, shared_modules
 from nlgbench.execution.progress import live
 from nlgbench.execution.workerprocess import prepare_cell, run_worker, worker_environment
 from nlgbench.foundations.fmt import duration
@@ -78,18 +78,21 @@ class LocalLauncher(Launcher):
 
     def launch(self, sweep: Sweep) -> list[CellResult]:
         todo = [c for c in sweep.cells if sweep.force or sweep.store.status(c.cell_id) != OK]
-        server_wanted = todo and forkserver.enabled()
-        # the server imports only what every cell imports; each child its own cell's rest (`preload.cell_modules`)
-        server_cm = ForkServer(shared_modules(todo), shared_metrics(todo)) if server_wanted else nullcontext()
+        # model cells fork from a server holding what every model cell imports (torch among it), each
+        # child its own rest (`preload.cell_modules`); a model-free cell starts a plain worker, which
+        # imports no torch, so neither kind counts the other's libraries in its memory
+        forked = forked_cells(todo)
+        server_wanted = forked and forkserver.enabled()
+        server_cm = ForkServer(shared_modules(forked), shared_metrics(forked)) if server_wanted else nullcontext()
         with server_cm as server:
             if server is not None:  # its imports run while the sweep works out its ETA
-                server.start(worker_environment(todo[0].threads))
+                server.start(worker_environment(forked[0].threads))
             progress = Progress(CostModel.of(todo, sweep.sizes), [c.cell_id for c in todo])
             results: list[CellResult] = []
             for seq, cell in enumerate(sweep.cells):
                 prefix = f"[{seq + 1}/{len(sweep.cells)}] {cell.label}"
                 if cell in todo:
-                    results.append(run_one(sweep, seq, cell, prefix, progress, server))
+                    results.append(run_one(sweep, seq, cell, prefix, progress, server if cell in forked else None))
                 else:
                     results.append(skip(sweep, cell, progress.stamp(prefix)))
         return results

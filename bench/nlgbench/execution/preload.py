@@ -88,6 +88,12 @@ def cell_modules(cell: CellConfig) -> list[str]:
     return list(dict.fromkeys([*LIBRARIES, *backend_modules(cell), *architecture_modules(models), *CORRELATION]))
 
 
+def forked_cells(cells: Sequence[CellConfig]) -> list[CellConfig]:
+    """The cells a fork server runs: those that load a model. A model-free cell starts a plain worker
+    (no torch to import), so the server may hold what every model cell imports, torch among it."""
+    return [cell for cell in cells if cell_models(cell)]
+
+
 def shared_modules(cells: Sequence[CellConfig]) -> list[str]:
     """The modules every one of `cells` imports at its start (`cell_modules`, in order): what a fork
     server may import for all of them without counting in any cell's memory what that cell alone would not."""
