@@ -224,6 +224,8 @@ def test_resample_choices_a_level_does_not_offer_are_refused() -> None:
         QualityOptions("pearson", "item", resample="sources").check()
     with pytest.raises(UserError, match="unknown convention 'wmt'"):
         QualityOptions(convention="wmt").check()
+    with pytest.raises(UserError, match="--resample both draws systems and inputs: these cells name no systems"):
+        nlgbench.compare("reports/example", "all-MiniLM-L6-v2", "all-mpnet-base-v2", resample="both", resamples=100)
 
 
 # ----------------------------------------------------------------------------- the source level

@@ -32,9 +32,7 @@ from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.folder import cell_dir
 from nlgbench.runs.rundata import RunData
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from nlgbench.statistics.correlation import canonical_method
-from nlgbench.statistics.levels import canonical_level
-from nlgbench.statistics.summary import correlate, signed_segments
+from nlgbench.statistics.summary import signed_segments
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -476,9 +474,8 @@ def correlation(
 ) -> float:
     """One figure of `method` at `level` for scores you have (higher is better): the groups are
     `lps` (default one), `systems` (system level), `seg_ids` (translations of one source share a
-    seg_id within an lp: darr_kendall, acc_eq, the source level) and `docs` (item level). NaN where
-    undefined. `convention="mt-metrics-eval"`: WMT's code's conventions where they differ
-    (docs/concepts/correlation.md).
+    seg_id within an lp: darr_kendall, acc_eq, the source level) and `docs` (item level); NaN where
+    undefined. `convention="mt-metrics-eval"`: WMT's code's conventions (docs/concepts/correlation.md).
 
     Examples:
         >>> round(nlgbench.correlation([0.9, 0.2, 0.5, 0.4], [80, 10, 40, 50]), 4)  # pooled Pearson
@@ -489,32 +486,9 @@ def correlation(
     options = QualityOptions(method=method, level=level, threshold=threshold, convention=convention)
     options.check()
     n = len(metric_scores)
-    if convention != "nlgbench":
-        try:
-            seg = signed_segments(
-                metric_scores,
-                human_scores,
-                list(lps) if lps is not None else ["-"] * n,
-                list(systems) if systems is not None else None,
-                list(docs) if docs is not None else None,
-                1,
-                list(seg_ids) if seg_ids is not None else None,
-            )
-        except ValueError as e:
-            raise UserError(str(e)) from None
-        return float(options.value(seg))
-    try:
-        section = correlate(
-            list(metric_scores),
-            list(human_scores),
-            list(lps) if lps is not None else ["-"] * n,
-            list(systems) if systems is not None else None,
-            list(docs) if docs is not None else None,
-            seg_ids=list(seg_ids) if seg_ids is not None else None,
-            threshold=threshold,
-        )
+    lps, seg_ids = list(lps) if lps is not None else ["-"] * n, list(seg_ids) if seg_ids is not None else None
+    try:  # the figure report and compare compute (`QualityOptions.value`), on the signed segments
+        seg = signed_segments(metric_scores, human_scores, lps, systems, docs, 1, seg_ids)
     except ValueError as e:
         raise UserError(str(e)) from None
-    figures = {(f["level"], f["method"]): f["value"] for f in section["figures"]}
-    key = (canonical_level(level), canonical_method(method))
-    return float(figures.get(key, float("nan")))
+    return float(options.value(seg))

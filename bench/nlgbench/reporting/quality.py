@@ -69,13 +69,18 @@ class QualityOptions:
             raise unknown_name("convention", self.convention, CONVENTIONS)
 
     def check_segments(self, segments: Sequence[Segments]) -> None:
-        """The system level needs system names and the item level document ids: one line when
-        none of the cells has them."""
+        """The system level (and `--resample both`) needs system names, the item level document ids
+        and the source level a source with several translations: one line when none of the cells
+        has them."""
         level = canonical_level(self.level)
         if level == "system" and not any(has_systems(seg) for seg in segments):
             raise UserError(
                 "system-level correlation needs datasets with system names (e.g. wmt21); "
                 "these cells have none (use --level global or segment)"
+            )
+        if self.resample == "both" and not any(has_systems(seg) for seg in segments):
+            raise UserError(
+                "--resample both draws systems and inputs: these cells name no systems (use --resample auto)"
             )
         if level == "source" and not any(several_per_source(seg) for seg in segments):
             raise UserError(
