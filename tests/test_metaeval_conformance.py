@@ -197,6 +197,7 @@ def test_global_and_segment_levels_resample_whole_sources_where_a_source_has_sev
     # one translation per source (WMT15/16 DA): segments, the draw of before
     single = segments(seg.score[:40].tolist(), seg.human[:40].tolist(), [str(k) for k in range(40)])
     assert resampling_unit(single, "global", "pearson") == "segments"
+    assert resampling_unit(single, "global", "pearson", "both") == "sources"  # no system names: inputs only
 
 
 def test_the_pooled_interval_in_result_json_resamples_sources_and_says_so() -> None:

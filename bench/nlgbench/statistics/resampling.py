@@ -15,7 +15,7 @@
 `resample` chooses another unit where it is defined (RESAMPLE_CHOICES; `resample_reason` says
 where not): `segments` (global, segment and source levels), `sources` (global, segment and
 source levels), `both` (systems and inputs, boot-both: documents where the data name them,
-else sources; every level but item).
+else sources; every level but item; sources alone where the data name no systems).
 
 A unit drawn twice is relabelled (`#k`), so that its copies stay separate systems, documents or
 sources and are not merged by the level's grouping. Draws depend only on the segments' keys and
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from nlgbench.statistics.correlation import SOURCE_METHODS, canonical_method
-from nlgbench.statistics.levels import Segments, canonical_level, has_docs, several_per_source
+from nlgbench.statistics.levels import Segments, canonical_level, has_docs, has_systems, several_per_source
 
 RESAMPLE_CHOICES = ("auto", "segments", "sources", "both")  # auto: the level's unit (module docstring)
 UNIT_LABELS = {
@@ -69,7 +69,9 @@ def resampling_unit(seg: Segments, level: str, method: str, resample: str = "aut
     if reason is not None:
         raise ValueError(reason)
     level = canonical_level(level)
-    if resample == "both":
+    if resample == "both":  # data without system names: only the inputs can be drawn
+        if not has_systems(seg):
+            return "sources"
         return "systems+documents" if has_docs(seg) else "systems+sources"
     if resample in ("segments", "sources"):
         return resample
