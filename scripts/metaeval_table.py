@@ -1,5 +1,6 @@
 """The results table of docs/results/meta-evaluation.md: `nlgbench compare` of two encoders in a run folder
-at every level and pairwise method, as Markdown rows.
+at every level and pairwise method (with the resampling units and the mt-metrics-eval convention where they
+change a figure), as Markdown rows.
 
     python scripts/metaeval_table.py RUN_DIR --candidate all-MiniLM-L6-v2 --baseline all-mpnet-base-v2
 """
@@ -11,22 +12,37 @@ import math
 from pathlib import Path
 
 from nlgbench.foundations import fmt
-from nlgbench.reporting.compare import compare, units_text
+from nlgbench.foundations.errors import UserError
+from nlgbench.reporting.compare import compare, test_text
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.rundata import RunData
 
-CASES = [  # (method, level, resample, test)
-    ("pearson", "global", "auto", "bootstrap"),
-    ("pearson", "segment", "auto", "bootstrap"),
-    ("darr_kendall", "segment", "auto", "bootstrap"),
-    ("acc_eq", "segment", "auto", "bootstrap"),
-    ("acc_eq", "segment", "auto", "permutation"),
-    ("pearson", "system", "auto", "bootstrap"),
-    ("kendall", "system", "auto", "bootstrap"),
-    ("pairwise_accuracy", "system", "auto", "bootstrap"),
-    ("pairwise_accuracy", "system", "both", "bootstrap"),
-    ("soft_pairwise_accuracy", "system", "auto", "bootstrap"),
+CASES = [  # (method, level, resample, test, convention)
+    ("pearson", "global", "auto", "bootstrap", "nlgbench"),
+    ("pearson", "global", "segments", "bootstrap", "nlgbench"),
+    ("pearson", "global", "both", "bootstrap", "nlgbench"),
+    ("pearson", "segment", "auto", "bootstrap", "nlgbench"),
+    ("pearson", "source", "auto", "bootstrap", "nlgbench"),
+    ("kendall", "source", "auto", "bootstrap", "nlgbench"),
+    ("darr_kendall", "segment", "auto", "bootstrap", "nlgbench"),
+    ("darr_kendall", "segment", "auto", "bootstrap", "mt-metrics-eval"),
+    ("acc_eq", "segment", "auto", "bootstrap", "nlgbench"),
+    ("acc_eq", "segment", "auto", "permutation", "nlgbench"),
+    ("pearson", "system", "auto", "bootstrap", "nlgbench"),
+    ("pearson", "system", "auto", "permutation", "nlgbench"),
+    ("kendall", "system", "auto", "bootstrap", "nlgbench"),
+    ("pairwise_accuracy", "system", "auto", "bootstrap", "nlgbench"),
+    ("pairwise_accuracy", "system", "both", "bootstrap", "nlgbench"),
+    ("soft_pairwise_accuracy", "system", "auto", "bootstrap", "nlgbench"),
+    ("soft_pairwise_accuracy", "system", "auto", "bootstrap", "mt-metrics-eval"),
 ]
+
+
+def case_label(method: str, resample: str, convention: str) -> str:
+    """The method column: the method, and the options that differ from the defaults."""
+    options = [f"`--resample {resample}`"] if resample != "auto" else []
+    options += [f"`--convention {convention}`"] if convention != "nlgbench" else []
+    return ", ".join([method, *options])
 
 
 def main() -> None:
@@ -36,35 +52,45 @@ def main() -> None:
     parser.add_argument("--baseline", required=True)
     args = parser.parse_args()
     run = RunData.open(args.run)
-    print("| dataset | level | method | baseline | candidate | delta [95% CI] | p [test: units] | Williams |")
+    print(
+        "| dataset | level | method | baseline | candidate | delta [95% CI] | p [test: units] "
+        "| Williams p, one-sided [n] |"
+    )
     print("|---|---|---|---|---|---|---|---|")
-    for method, level, resample, test in CASES:
-        options = QualityOptions(method=method, level=level, resample=resample, test=test)
-        result = compare(run, args.candidate, args.baseline, options=options)
+    for method, level, resample, test, convention in CASES:
+        options = QualityOptions(method=method, level=level, resample=resample, test=test, convention=convention)
+        try:
+            result = compare(run, args.candidate, args.baseline, options=options)
+        except UserError as e:
+            print(f"<!-- {case_label(method, resample, convention)}/{level}: {e} -->")
+            continue
         for r in result["rows"]:
             na = fmt.UNDEFINED
             lo, hi = r["delta_ci"]
             delta = fmt.signed(r["delta"], missing=na)
-            if math.isfinite(r["delta"]):
+            if math.isfinite(r["delta"]) and test == "bootstrap":
                 delta += f" [{fmt.signed(lo)}, {fmt.signed(hi)}]"
-            kind = "permutation" if test == "permutation" else "bootstrap"
-            units = units_text(r)
-            p = f"{fmt.p_value(r['p_value'], 1000, missing=na)} [{kind}: {units}]"
+            p = f"{fmt.p_value(r['p_value'], 1000, missing=na)} [{test_text(r)}]"
             if r["williams_test"].startswith("n/a"):
                 williams = "n/a"
             elif len(r["williams_by_group"]) > 1:
                 williams = "; ".join(
-                    f"{g['group']} {fmt.p_value(g['p'], missing=na)} [{g['n']}]" for g in r["williams_by_group"]
+                    f"{g['group']} {fmt.p_value(g['p'], missing=na)}, {fmt.p_value(g['p_one_sided'], missing=na)} "
+                    f"[{g['n']}]"
+                    for g in r["williams_by_group"]
                 )
             else:
-                williams = f"{fmt.p_value(r['p_williams'], missing=na)} [{r['williams_n']}]"
+                williams = (
+                    f"{fmt.p_value(r['p_williams'], missing=na)}, {fmt.p_value(r['p_williams_one_sided'], missing=na)} "
+                    f"[{r['williams_n']}]"
+                )
             print(
-                f"| {r['dataset']} | {level} | {method}{' (boot-both)' if resample == 'both' else ''} | "
+                f"| {r['dataset']} | {level} | {case_label(method, resample, convention)} | "
                 f"{fmt.number(r['quality_baseline'], missing=na)} | {fmt.number(r['quality_candidate'], missing=na)} | "
                 f"{delta} | {p} | {williams} |"
             )
         for w in result["warnings"]:
-            print(f"<!-- {method}/{level}: {w} -->")
+            print(f"<!-- {case_label(method, resample, convention)}/{level}: {w} -->")
 
 
 if __name__ == "__main__":

@@ -64,7 +64,8 @@ def test_williams_at_the_system_level_is_over_system_means_with_n_systems() -> N
 
 def test_each_level_resamples_its_unit() -> None:
     cand, _ = wmt_like()
-    assert resampling_unit(cand, "global", "pearson") == "segments"
+    assert resampling_unit(cand, "global", "pearson") == "sources"  # 5 translations per source
+    assert resampling_unit(cand, "global", "pearson", "segments") == "segments"
     assert resampling_unit(cand, "segment", "acc_eq") == "sources"
     assert resampling_unit(cand, "system", "pearson") == "systems"
     assert resampling_unit(cand, "system", "pearson", "both") == "systems+sources"

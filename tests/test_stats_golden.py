@@ -26,8 +26,19 @@ GOLDEN = json.loads((Path(__file__).parent / "stats_golden.json").read_text(enco
 # pooled -> global and lp_mean -> segment, kept as aliases; kendall_c and the item level are new).
 OLD_METHODS = ("pearson", "kendall", "spearman", "kendall_like")
 OLD_LEVELS = ("pooled", "lp_mean", "system")
-# Keys added since: counts, notes, Spearman (issue 19 item 7), the item level and the long table (issue 14)
-NEW_KEYS = {"n_lps", "n_lps_too_small", "min_points", "note", "spearman", "spearman_pooled", "item", "figures"}
+# Keys added since: counts, notes, Spearman (issue 19 item 7), the item level and the long table (issue 14),
+# the source level (None without seg_ids)
+NEW_KEYS = {
+    "n_lps",
+    "n_lps_too_small",
+    "min_points",
+    "note",
+    "spearman",
+    "spearman_pooled",
+    "item",
+    "figures",
+    "source",
+}
 
 
 def same(got: Any, want: Any, path: str = "") -> None:

@@ -58,6 +58,7 @@ def constructed() -> list[dict[str, Any]]:
                     {
                         "lp": lp,
                         "doc": doc,
+                        "src": doc,  # one source per document: its systems translate it
                         "system": system,
                         "human": human,
                         "score": round(0.1 * human + float(rng.normal(scale=0.15)), 3),
@@ -65,7 +66,7 @@ def constructed() -> list[dict[str, Any]]:
                 )
     rows[-3]["doc"] = ""  # a bb-en segment without a document
     rows += [
-        {"lp": "cc-en", "doc": "c0", "system": s, "human": h, "score": x}
+        {"lp": "cc-en", "doc": "c0", "src": "c0", "system": s, "human": h, "score": x}
         for s, h, x in (("S0", 2.0, 0.4), ("S1", 4.0, 0.3))
     ]
     return rows
@@ -77,7 +78,7 @@ def as_segments(rows: list[dict[str, Any]], docs: bool = True) -> Segments:
         np.array([r["human"] for r in rows]),
         np.array([r["lp"] for r in rows], dtype=object),
         np.array([r["system"] for r in rows], dtype=object),
-        np.arange(len(rows)),
+        np.array([r["src"] for r in rows], dtype=object),
         np.array([r["doc"] for r in rows], dtype=object) if docs else None,
     )
 
@@ -125,6 +126,11 @@ def hand_groups(rows: list[dict[str, Any]], level: str) -> list[tuple[list[float
                 groups.setdefault((r["lp"], r["doc"]), ([], []))
                 groups[r["lp"], r["doc"]][0].append(r["score"])
                 groups[r["lp"], r["doc"]][1].append(r["human"])
+    elif level == "source":  # per (lp, seg_id), the segment without a document included
+        for r in rows:
+            groups.setdefault((r["lp"], r["src"]), ([], []))
+            groups[r["lp"], r["src"]][0].append(r["score"])
+            groups[r["lp"], r["src"]][1].append(r["human"])
     else:  # system: exact means per (lp, system), then one group per lp
         sums: dict[tuple[str, str], list[Fraction]] = {}
         counts: dict[tuple[str, str], int] = {}
@@ -207,6 +213,7 @@ def test_counts_per_level_by_hand() -> None:
         "global": (58, 1, 0, 1),
         "segment": (58, 3, 1, 2),  # cc-en: 2 segments
         "item": (57, 11, 2, 8),  # one segment without doc; aa-en/d3 and cc-en/c0 too small, bb-en/d4 constant
+        "source": (58, 11, 2, 8),  # one source per document, the segment without a doc id included
         "system": (14, 3, 1, 2),
     }  # 6 + 6 + 2 systems; cc-en: 2 systems
 
@@ -226,12 +233,24 @@ def test_correlate_sections_equal_the_hand_computation() -> None:
         assert c[f"{m}_pooled"] == pytest.approx(want["global", m], abs=1e-12)
         assert c["system"][m] == pytest.approx(want["system", m], abs=1e-12)
         assert c["item"][m] == pytest.approx(want["item", m], abs=1e-12)
+    assert c["source"] is None  # no seg_ids given: every segment its own source
     assert (c["item"]["n_docs"], c["item"]["n_docs_too_small"]) == (11, 2)
     assert (c["system"]["n_lps"], c["system"]["n_lps_too_small"]) == (3, 1)
     assert (c["n_lps"], c["n_lps_too_small"], c["n"]) == (3, 1, 58)
     assert [(f["level"], f["method"]) for f in c["figures"]] == [
-        (lv, m) for lv in LEVELS for m in METHODS if lv in METHOD_LEVELS[m]
+        (lv, m) for lv in LEVELS for m in METHODS if lv in METHOD_LEVELS[m] and lv != "source"
     ]
+    with_sources = correlate(
+        [r["score"] for r in rows],
+        [r["human"] for r in rows],
+        [r["lp"] for r in rows],
+        [r["system"] for r in rows],
+        docs=[r["doc"] for r in rows],
+        seg_ids=[r["src"] for r in rows],
+    )
+    for m in ("pearson", "kendall", "spearman"):
+        assert with_sources["source"][m] == pytest.approx(want["source", m], abs=1e-12)
+    assert (with_sources["source"]["n_sources"], with_sources["source"]["n_sources_too_small"]) == (11, 2)
     assert "item level: fewer than 3 segments in aa-en/d3, cc-en/c0; human scores constant in bb-en/d4" in c["note"]
     # a lower-is-better metric is negated first, at every level
     neg = correlate(
@@ -403,12 +422,13 @@ def test_old_level_names_are_aliases() -> None:
         seg, levels=["global", "segment"], methods=["pearson"]
     )
     assert too_small_groups(seg, "lp_mean") == too_small_groups(seg, "segment")
-    with pytest.raises(ValueError, match=r"unknown correlation level 'lp'.*global, segment, item, system"):
+    assert canonical_level("summary") == "item" and canonical_level("item_grouped") == "source"
+    with pytest.raises(ValueError, match=r"unknown correlation level 'lp'.*global, segment, item, source, system"):
         quality(seg, "pearson", "lp")
     for name in ("pooled", "lp_mean", *LEVELS):
         QualityOptions("kendall_c", name).check()
-    with pytest.raises(UserError, match="unknown correlation level 'summary'"):
-        QualityOptions("pearson", "summary").check()
+    with pytest.raises(UserError, match="unknown correlation level 'document'"):
+        QualityOptions("pearson", "document").check()
     with pytest.raises(UserError, match="unknown correlation method 'tau'"):
         QualityOptions("tau", "global").check()
 

@@ -34,9 +34,7 @@ from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.folder import cell_dir
 from nlgbench.runs.rundata import RunData
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from nlgbench.statistics.correlation import canonical_method
-from nlgbench.statistics.levels import canonical_level
-from nlgbench.statistics.summary import correlate
+from nlgbench.statistics.summary import signed_segments
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -410,6 +408,7 @@ def compare(
     resample: str = "auto",
     test: str = "bootstrap",
     human: str | None = None,
+    convention: str = "nlgbench",
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, Any]:
@@ -425,7 +424,9 @@ def compare(
         (0.96, 0.068, 7.01)
     """
     folder = _path("path", path, "a run folder's path")
-    options = QualityOptions(method=method, level=level, threshold=threshold, resample=resample, test=test)
+    options = QualityOptions(
+        method=method, level=level, threshold=threshold, resample=resample, test=test, convention=convention
+    )
     return json_safe(
         compare_encoders(RunData.open(folder, human), candidate, baseline, metric, options, resamples, seed)
     )
@@ -442,10 +443,12 @@ def correlation(
     seg_ids: Sequence[Any] | None = None,
     docs: Sequence[str] | None = None,
     threshold: float = 0.0,
+    convention: str = "nlgbench",
 ) -> float:
     """One figure of `method` at `level` for scores you have (higher is better): the groups are
     `lps` (default one), `systems` (system level), `seg_ids` (translations of one source share a
-    seg_id within an lp: darr_kendall, acc_eq) and `docs` (item level). NaN where undefined.
+    seg_id within an lp: darr_kendall, acc_eq, the source level) and `docs` (item level); NaN where
+    undefined. `convention="mt-metrics-eval"`: WMT's code's conventions (docs/concepts/correlation.md).
 
     Examples:
         >>> round(nlgbench.correlation([0.9, 0.2, 0.5, 0.4], [80, 10, 40, 50]), 4)  # pooled Pearson
@@ -453,21 +456,12 @@ def correlation(
         >>> nlgbench.correlation([0.9, 0.2, 0.5, 0.4], [80, 10, 40, 50], method="acc_eq", seg_ids=[1, 2, 1, 2])
         1.0
     """
-    options = QualityOptions(method=method, level=level, threshold=threshold)
+    options = QualityOptions(method=method, level=level, threshold=threshold, convention=convention)
     options.check()
     n = len(metric_scores)
-    try:
-        section = correlate(
-            list(metric_scores),
-            list(human_scores),
-            list(lps) if lps is not None else ["-"] * n,
-            list(systems) if systems is not None else None,
-            list(docs) if docs is not None else None,
-            seg_ids=list(seg_ids) if seg_ids is not None else None,
-            threshold=threshold,
-        )
+    lps, seg_ids = list(lps) if lps is not None else ["-"] * n, list(seg_ids) if seg_ids is not None else None
+    try:  # the figure report and compare compute (`QualityOptions.value`), on the signed segments
+        seg = signed_segments(metric_scores, human_scores, lps, systems, docs, 1, seg_ids)
     except ValueError as e:
         raise UserError(str(e)) from None
-    figures = {(f["level"], f["method"]): f["value"] for f in section["figures"]}
-    key = (canonical_level(level), canonical_method(method))
-    return float(figures.get(key, float("nan")))
+    return float(options.value(seg))

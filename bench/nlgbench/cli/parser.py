@@ -320,8 +320,10 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
         "--level",
         default="global",
         help=f"{', '.join(LEVELS)} (default global: pooled over all segments, the efficiency study's; "
-        "segment: per lp, then the mean; item: per document (doc_id), then the mean; system: per lp "
-        "over system means, then the mean; old names pooled and lp_mean still work)",
+        "segment: per lp, then the mean; item: per document (doc_id), then the mean, SummEval's summary level "
+        "(alias summary); source: per source (lp, seg_id) over its systems' translations, then the mean, WMT's "
+        "item-grouped correlation (alias item_grouped); system: per lp over system means, then the mean; old "
+        "names pooled and lp_mean still work)",
     )
     p.add_argument(
         "--threshold",
@@ -333,9 +335,18 @@ def _add_quality_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--resample",
         default="auto",
-        help="what the bootstrap resamples: auto (the level's unit: segments stratified by lp, sources for "
-        "darr_kendall/acc_eq, documents at item level, systems at system level) or both (systems and inputs, "
-        "Deutsch et al. 2021 boot-both, at system level)",
+        help="what the bootstrap resamples: auto (the level's unit, stratified by lp: at global and segment level "
+        "whole sources (all translations of one seg_id) where a source has several translations, else segments; "
+        "documents at item level, sources at source level, systems at system level), segments, sources, or both "
+        "(systems and inputs, Deutsch et al. 2021 boot-both)",
+    )
+    p.add_argument(
+        "--convention",
+        default="nlgbench",
+        help="nlgbench (default) or mt-metrics-eval: the WMT Metrics task code's conventions where they differ "
+        "(darr_kendall and kendall_like_all_pairs count pairs differing by >= the threshold, tau-like at item and "
+        "source level weighted by pairs, pairwise_accuracy pooled over lps, soft_pairwise_accuracy sampled with "
+        "its seed); docs/concepts/correlation.md has the table",
     )
     p.add_argument(
         "--human",

@@ -54,6 +54,7 @@ def _quality_options(args: argparse.Namespace) -> QualityOptions:
         threshold=args.threshold,
         resample=args.resample,
         test=getattr(args, "test", "bootstrap"),
+        convention=args.convention,
     )
     options.check()
     return options

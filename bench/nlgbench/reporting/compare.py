@@ -41,7 +41,7 @@ from nlgbench.statistics.levels import (
 )
 from nlgbench.statistics.resampling import UNIT_LABELS, unit_count
 from nlgbench.statistics.significance import (
-    WILLIAMS_NOT_AT_ITEM,
+    WILLIAMS_NOT_AT,
     paired_from_replicates,
     paired_permutation,
     williams_by_group,
@@ -297,6 +297,8 @@ def compare_cells(
         "p_value": perm.p_value if perm is not None else boot.p_value,
         "p_bootstrap": boot.p_value,
         "p_permutation": perm.p_value if perm is not None else math.nan,
+        "p_permutation_one_sided": perm.p_one_sided if perm is not None else math.nan,
+        "permuted": f"{len(cs)} segment scores swapped" if perm is not None else "",
         "pearson_pooled_candidate": correlation("pearson", cs.score, cs.human),
         "pearson_pooled_baseline": correlation("pearson", bs.score, bs.human),
         **williams_section(cs, bs, options),
@@ -315,11 +317,17 @@ def williams_section(cs: Segments, bs: Segments, options: QualityOptions) -> dic
     has one group (global, or one language pair), NaN otherwise; `williams_test` names it or says
     why there is none (item level; a method other than Pearson's r)."""
     level = canonical_level(options.level)
-    none = {"williams_t": math.nan, "p_williams": math.nan, "williams_n": 0, "williams_by_group": []}
+    none = {
+        "williams_t": math.nan,
+        "p_williams": math.nan,
+        "p_williams_one_sided": math.nan,
+        "williams_n": 0,
+        "williams_by_group": [],
+    }
     if canonical_method(options.method) != "pearson":
         return {**none, "williams_test": f"n/a: Williams' test compares Pearson correlations, not {options.method}"}
-    if level == "item":
-        return {**none, "williams_test": f"n/a: {WILLIAMS_NOT_AT_ITEM}"}
+    if level in WILLIAMS_NOT_AT:
+        return {**none, "williams_test": f"n/a: {WILLIAMS_NOT_AT[level]}"}
     groups = williams_by_group(cs, bs, level)
     if not groups:
         return {**none, "williams_test": f"n/a: no {level} level here ({level_reason(cs, level)})"}
@@ -333,6 +341,7 @@ def williams_section(cs: Segments, bs: Segments, options: QualityOptions) -> dic
         "williams_test": f"Williams (Pearson r over {over[level]})",
         "williams_t": one["t"] if one else math.nan,
         "p_williams": one["p"] if one else math.nan,
+        "p_williams_one_sided": one["p_one_sided"] if one else math.nan,
         "williams_n": one["n"] if one else 0,
         "williams_by_group": groups,
     }
@@ -388,6 +397,14 @@ def units_text(r: dict[str, Any]) -> str:
 
 def _test_word(test: str) -> str:
     return "permutation" if "permutation" in test else "bootstrap"
+
+
+def test_text(r: dict[str, Any]) -> str:
+    """What a row's p-value tested, counted: 'bootstrap: 5 systems', or for the permutation test,
+    which swaps each segment's two scores whatever the level, 'permutation: 3250 segment scores swapped'."""
+    if r.get("permuted"):
+        return f"permutation: {r['permuted']}"
+    return f"{_test_word(r['test'])}: {units_text(r)}"
 
 
 def _williams_cell(r: dict[str, Any]) -> str:
@@ -453,8 +470,7 @@ def render(result: dict[str, Any]) -> str:
                 fmt.number(r["quality_candidate"], missing=na),
                 fmt.percent_ci(r["retained"], retained_lo, retained_hi, missing=na),
                 delta,
-                f"{fmt.p_value(r['p_value'], result['bootstrap_resamples'], missing=na)} "
-                f"[{_test_word(r['test'])}: {units_text(r)}]",
+                f"{fmt.p_value(r['p_value'], result['bootstrap_resamples'], missing=na)} [{test_text(r)}]",
                 _williams_cell(r),
                 fmt.times_range(r["speedup"], speed_lo, speed_hi),
                 fmt.times(r["model_memory_ratio"])

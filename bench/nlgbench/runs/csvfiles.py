@@ -108,6 +108,7 @@ EXTRA_COLUMNS = [
     "signature",  # the scorer's reproducibility signature (nlgbench.core.signature), blank in older results
     "peak_uss_mib",  # the sampled peak of the worker's unique set (memory.peak_uss_mb), blank in older results
     "warnings",  # the cell's data warnings (result.json `warnings`), "; "-joined
+    "bootstrap_unit",  # what the pearson_global interval resampled; blank in older results
 ]
 # The older column names, kept for one release with the same values (old name -> new name),
 # between EXTRA_COLUMNS and the note: `pearson`/`kendall`/`spearman` were the segment level (the mean
@@ -292,6 +293,7 @@ def correlation_columns(c: dict[str, Any]) -> dict[str, Any]:
         "n_lps": c.get("n_lps", ""),
         "pearson_global_ci_low": _num(ci[0]),
         "pearson_global_ci_high": _num(ci[1]),
+        "bootstrap_unit": (c.get("bootstrap") or {}).get("resampled", ""),
         NOTE_COLUMN: c.get("note") or "",
         "human_dim": c.get("human_dim", ""),
         "n_missing_human": c.get("n_missing_human", ""),

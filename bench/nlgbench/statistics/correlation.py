@@ -26,7 +26,7 @@ SOURCE_METHODS = ("darr_kendall", "acc_eq")  # pairs of translations of one sour
 SYSTEM_METHODS = ("pairwise_accuracy", "soft_pairwise_accuracy")  # pairs of systems: system level
 METHODS = PLAIN_METHODS + SOURCE_METHODS + SYSTEM_METHODS
 METHOD_ALIASES = {"kendall_like": "kendall_like_all_pairs"}  # its older name, still accepted
-ALL_LEVELS = ("global", "segment", "item", "system")
+ALL_LEVELS = ("global", "segment", "item", "source", "system")
 METHOD_LEVELS: dict[str, tuple[str, ...]] = {
     **{m: ALL_LEVELS for m in PLAIN_METHODS},
     **{m: ("global", "segment") for m in SOURCE_METHODS},
@@ -70,12 +70,12 @@ def kendall_c(x: np.ndarray, h: np.ndarray) -> float:
     return float(stats.kendalltau(x, h, variant="c")[0])
 
 
-def kendall_like(x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
-    """Kendall's tau-like of WMT18 (Ma et al. 2018, eq. 1) over ALL pairs of segments whose human
-    scores differ by more than `threshold` (human ties never count): (Concordant - Discordant) /
-    (Concordant + Discordant), a metric tie counting as Discordant. This is not WMT's DARR figure,
-    which pairs only translations of the same source (`pairwise.darr_kendall`); it is the method
-    `kendall_like_all_pairs`. Pairs are compared PAIR_BLOCK at a time."""
+def kendall_like_counts(
+    x: np.ndarray, h: np.ndarray, threshold: float = 0.0, inclusive: bool = False
+) -> tuple[int, int]:
+    """(Concordant, Discordant) of Kendall's tau-like over all pairs whose human scores differ by
+    more than `threshold` (`inclusive`: by at least `threshold`, mt-metrics-eval's KendallLike, which
+    at threshold 0 counts every pair, a human tie as Discordant); a metric tie is Discordant."""
     if not threshold >= 0:
         raise ValueError(f"kendall_like threshold must be >= 0, got {threshold}")
     n, concordant, discordant = len(x), 0, 0
@@ -84,10 +84,21 @@ def kendall_like(x: np.ndarray, h: np.ndarray, threshold: float = 0.0) -> float:
         i = np.arange(start, min(n, start + rows))[:, None]  # first item of each pair, j > i the second
         j = np.arange(start + 1, n)[None, :]
         dx, dh = x[j] - x[i], h[j] - h[i]
-        counted = (j > i) & (np.abs(dh) > threshold)
-        agree = np.sign(dx) == np.sign(dh)  # dh != 0 here, so a metric tie (dx = 0) disagrees
+        counted = (j > i) & ((np.abs(dh) >= threshold) if inclusive else (np.abs(dh) > threshold))
+        agree = (np.sign(dx) == np.sign(dh)) & (dh != 0)  # a metric tie (dx = 0) or a human tie disagrees
         concordant += int(np.count_nonzero(counted & agree))
         discordant += int(np.count_nonzero(counted & ~agree))
+    return concordant, discordant
+
+
+def kendall_like(x: np.ndarray, h: np.ndarray, threshold: float = 0.0, inclusive: bool = False) -> float:
+    """Kendall's tau-like of WMT18 (Ma et al. 2018, eq. 1) over ALL pairs of segments whose human
+    scores differ by more than `threshold` (human ties never count; `inclusive`: by at least
+    `threshold`, see kendall_like_counts): (Concordant - Discordant) / (Concordant + Discordant),
+    a metric tie counting as Discordant. This is not WMT's DARR figure, which pairs only
+    translations of the same source (`pairwise.darr_kendall`); it is the method
+    `kendall_like_all_pairs`. Pairs are compared PAIR_BLOCK at a time."""
+    concordant, discordant = kendall_like_counts(x, h, threshold, inclusive)
     return (concordant - discordant) / (concordant + discordant) if concordant + discordant else NAN
 
 
@@ -121,16 +132,17 @@ def canonical_method(name: str) -> str:
     raise ValueError(f"unknown correlation method {name!r} (valid: {', '.join(METHODS)})")
 
 
-def correlation_function(method: str, threshold: float = 0.0) -> Correlation:
+def correlation_function(method: str, threshold: float = 0.0, inclusive: bool = False) -> Correlation:
     """The correlation `method` as a function of (x, h): NaN for fewer than MIN_POINTS points or
-    a constant side. `threshold` is kendall_like_all_pairs's (>= 0). Only the methods of
-    (x, h) alone: PLAIN_METHODS and pairwise_accuracy (over system means)."""
+    a constant side. `threshold` is kendall_like_all_pairs's (>= 0; `inclusive`: pairs differing
+    by at least it). Only the methods of (x, h) alone: PLAIN_METHODS and pairwise_accuracy (over
+    system means)."""
     functions: dict[str, Correlation] = {
         "pearson": pearson,
         "spearman": spearman,
         "kendall": kendall,
         "kendall_c": kendall_c,
-        "kendall_like_all_pairs": functools.partial(kendall_like, threshold=threshold),
+        "kendall_like_all_pairs": functools.partial(kendall_like, threshold=threshold, inclusive=inclusive),
         "pairwise_accuracy": pairwise_accuracy,
     }
     method = canonical_method(method)

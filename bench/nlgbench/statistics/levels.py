@@ -2,16 +2,20 @@
 
   global   pooled over all segments (grouping none; alias `pooled`, the efficiency study's)
   segment  per language pair `lp`, then the mean over pairs (WMT style; alias `lp_mean`)
-  item     summary level: per document `doc_id` within its lp, over the segments of that
-           document (its systems' outputs), then the mean over documents
+  item     per document `doc_id` within its lp, over the segments of that document (its systems'
+           outputs), then the mean over documents: SummEval's "summary level" (alias `summary`)
+  source   per source (lp, seg_id), over the translations of that source (one per system), then
+           the mean over sources: WMT's item-grouped correlation (mt-metrics-eval's
+           avg_by='item'; alias `item_grouped`), for MT data without document ids
   system   per lp, over the mean metric and human score of each system, then the mean over lps
 
 A group (an lp's or a document's segments, or an lp's systems at system level) with fewer than
 MIN_POINTS points, or with a constant side, gets NaN; means over groups leave NaN out, and results
 count the groups left out for being too small. `quality_note` says in words why a correlation is
 undefined ("human scores constant in de-en"). A whole level is unavailable (`level_reason`) without
-document ids (item) or system names (system), and at system level when every system has one segment
-per language pair: its means would be the segments, the segment level again.
+document ids (item), without a source with several translations (source) or without system names
+(system), and at system level when every system has one segment per language pair: its means would
+be the segments, the segment level again.
 
 Means (system means, means over groups) are `mean`, math.fsum / n: the sum is correctly rounded, so
 it does not depend on the order of the values, and two systems with the same scores in another
@@ -40,9 +44,10 @@ from nlgbench.statistics.correlation import (
 )
 from nlgbench.statistics.pairwise import calibrated_acc_eq, darr_kendall, soft_pairwise_accuracy, source_pairs
 
-LEVELS = ("global", "segment", "item", "system")
+LEVELS = ("global", "segment", "item", "source", "system")
 LEVEL_ALIASES = {"pooled": "global", "lp_mean": "segment"}  # older names, still accepted
-GROUPING = {"global": "none", "segment": "lp", "item": "doc_id", "system": "lp"}  # what each level groups by
+LEVEL_SYNONYMS = {"summary": "item", "item_grouped": "source"}  # what SummEval and WMT's code call them
+GROUPING = {"global": "none", "segment": "lp", "item": "doc_id", "source": "lp, seg_id", "system": "lp"}
 NAMES_SHOWN = 10  # a note names at most this many groups, then says how many more
 
 
@@ -120,12 +125,13 @@ def system_means(seg: Segments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def canonical_level(name: str) -> str:
-    """The level's name in LEVELS, `pooled` and `lp_mean` read as `global` and `segment`."""
+    """The level's name in LEVELS: `pooled` and `lp_mean` read as `global` and `segment`, `summary` as `item`
+    and `item_grouped` as `source`."""
     if name in LEVELS:
         return name
-    if name in LEVEL_ALIASES:
-        return LEVEL_ALIASES[name]
-    aliases = ", ".join(f"{old} = {new}" for old, new in LEVEL_ALIASES.items())
+    if name in LEVEL_ALIASES or name in LEVEL_SYNONYMS:
+        return {**LEVEL_ALIASES, **LEVEL_SYNONYMS}[name]
+    aliases = ", ".join(f"{old} = {new}" for old, new in {**LEVEL_ALIASES, **LEVEL_SYNONYMS}.items())
     raise ValueError(f"unknown correlation level {name!r} (valid: {', '.join(LEVELS)}; aliases: {aliases})")
 
 
@@ -147,12 +153,20 @@ def level_reason(seg: Segments, level: str) -> str | None:
     level = canonical_level(level)
     if level == "item" and not has_docs(seg):
         return "no document ids (doc_id)"
+    if level == "source" and not several_per_source(seg):
+        return "every source has one translation (no systems to correlate per source)"
     if level == "system":
         if not has_systems(seg):
             return "no system names"
         if all(len(idx) == 1 for idx in _system_index(seg).values()):
             return "every system has one segment per language pair, so the system level would equal the segment level"
     return None
+
+
+def several_per_source(seg: Segments) -> bool:
+    """Whether any source (lp, seg_id) has more than one translation (the `source` level needs them)."""
+    keys = list(zip(seg.lp.tolist(), seg.seg_id.tolist(), strict=True))
+    return len(set(keys)) < len(keys)
 
 
 def available_levels(seg: Segments) -> tuple[str, ...]:
@@ -196,6 +210,15 @@ def level_points(seg: Segments, level: str) -> list[Points]:
         return [
             Points(f"{lp}/{doc}" if several_lps else doc, seg.score[idx], seg.human[idx], seg.take(np.asarray(idx)))
             for (lp, doc), idx in groups.items()
+        ]
+    if level == "source":
+        groups = _index(list(zip(seg.lp.tolist(), seg.seg_id.tolist(), strict=True)))
+        several_lps = len({lp for lp, _ in groups}) > 1
+        return [
+            Points(
+                f"{lp}/{sid}" if several_lps else str(sid), seg.score[idx], seg.human[idx], seg.take(np.asarray(idx))
+            )
+            for (lp, sid), idx in groups.items()
         ]
     x, h, lps = system_means(seg)
     by_lp = _index(lps.tolist())
@@ -309,7 +332,7 @@ def quality_note(seg: Segments, method: str = "pearson", level: str = "global", 
     if reason is not None:
         return reason
     statistic = group_statistic(method, threshold)
-    unit = "systems" if level == "system" else "segments"
+    unit = {"system": "systems", "source": "translations"}.get(level, "segments")
     groups_by_reason: dict[str, list[str]] = {}
     for p in level_points(seg, level):
         if not math.isfinite(statistic(p)):
@@ -332,8 +355,8 @@ def too_small_groups(seg: Segments, level: str) -> list[str]:
 def left_out_note(level: str, names: Sequence[str]) -> str:
     """The line report and compare print for the groups `too_small_groups` names."""
     level = canonical_level(level)
-    groups = "document(s)" if level == "item" else "language pair(s)"
-    unit = "systems" if level == "system" else "segments"
+    groups = {"item": "document(s)", "source": "source(s)"}.get(level, "language pair(s)")
+    unit = {"system": "systems", "source": "translations"}.get(level, "segments")
     return (
         f"{len(names)} {groups} with fewer than {MIN_POINTS} {unit} have no correlation and are left out "
         f"of the {level} level: {_names(list(names))}"

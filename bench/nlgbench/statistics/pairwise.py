@@ -50,23 +50,42 @@ def source_pairs(source: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(firsts), np.concatenate(seconds)
 
 
-def darr_kendall(x: np.ndarray, h: np.ndarray, source: np.ndarray, threshold: float = 25.0) -> float:
+def pairwise_agreement(x: np.ndarray, h: np.ndarray) -> tuple[int, int]:
+    """(system pairs ordered alike, system pairs): pairwise_accuracy's counts, which WMT pools over
+    language pairs."""
+    i, j = np.triu_indices(len(x), 1)
+    return int(np.count_nonzero(np.sign(x[i] - x[j]) == np.sign(h[i] - h[j]))), int(i.size)
+
+
+def darr_kendall(
+    x: np.ndarray, h: np.ndarray, source: np.ndarray, threshold: float = 25.0, inclusive: bool = False
+) -> float:
     """WMT's DARR Kendall tau-like (Ma et al. 2018, eq. 1): over pairs of translations of the same
     source whose human scores differ by more than `threshold` (WMT17-20: 25 raw DA points),
-    (Concordant - Discordant) / (Concordant + Discordant), a metric tie counting as Discordant."""
+    (Concordant - Discordant) / (Concordant + Discordant), a metric tie counting as Discordant.
+    `inclusive`: pairs differing by at least `threshold`, as mt-metrics-eval's KendallLike counts
+    them to reproduce WMT's tables (at threshold 0 every pair counts, a human tie as Discordant)."""
     i, j = source_pairs(source)
     dh, dx = h[i] - h[j], x[i] - x[j]
-    counted = np.abs(dh) > threshold
-    concordant = int(np.count_nonzero(counted & (np.sign(dx) == np.sign(dh))))
+    counted = (np.abs(dh) >= threshold) if inclusive else (np.abs(dh) > threshold)
+    concordant = int(np.count_nonzero(counted & (np.sign(dx) == np.sign(dh)) & (dh != 0)))
     discordant = int(np.count_nonzero(counted)) - concordant
     return (concordant - discordant) / (concordant + discordant) if concordant + discordant else NAN
 
 
 def _pair_weights(source: np.ndarray, i: np.ndarray) -> np.ndarray:
-    """Each pair's weight when pairwise accuracy is computed per source and averaged over sources:
-    1 / (pairs of its source x sources with a pair)."""
+    """Each pair's weight when pairwise accuracy is computed per source and averaged over sources,
+    as exact integers: lcm(pairs per source) / (pairs of its source), proportional to
+    1 / (pairs of its source x sources with a pair). Python ints (object array): sums of them are
+    exact, so two epsilons with the same accuracy compare equal (float sums can differ in the last bit)."""
     _, inverse, counts = np.unique(source[i], return_inverse=True, return_counts=True)
-    return 1.0 / (counts[inverse] * len(counts))
+    common = math.lcm(*(int(c) for c in set(counts.tolist())))
+    return np.array([common // int(c) for c in counts.tolist()], dtype=object)[inverse]
+
+
+def _exact_cumsum(weights: np.ndarray) -> list[int]:
+    """0 followed by the running sums of integer weights, exactly."""
+    return [0, *itertools.accumulate(int(w) for w in weights.tolist())]
 
 
 def _mean_over_sources(source: np.ndarray, i: np.ndarray, agree: np.ndarray) -> float:
@@ -102,16 +121,19 @@ def calibrated_acc_eq(x: np.ndarray, h: np.ndarray, source: np.ndarray) -> tuple
     tie = dh == 0
     concordant = ~tie & (np.sign(x[i] - x[j]) == np.sign(dh)) & (dx > 0)
     candidates = np.unique(np.concatenate([[0.0], dx]))
-    # tied pairs agree once epsilon >= |dx|; concordant pairs agree while epsilon < |dx|
+    # tied pairs agree once epsilon >= |dx|; concordant pairs agree while epsilon < |dx|; counts
+    # are exact integers, so the first (smallest) epsilon of the maximum is the one chosen
     tie_dx, tie_w = dx[tie], w[tie]
-    order = np.argsort(tie_dx)
-    tie_gain = np.concatenate([[0.0], np.cumsum(tie_w[order])])[np.searchsorted(tie_dx[order], candidates, "right")]
+    order = np.argsort(tie_dx, kind="stable")
+    tie_sums = _exact_cumsum(tie_w[order])
+    tie_gain = [tie_sums[k] for k in np.searchsorted(tie_dx[order], candidates, "right").tolist()]
     conc_dx, conc_w = dx[concordant], w[concordant]
-    order = np.argsort(conc_dx)
-    conc_lost = np.concatenate([[0.0], np.cumsum(conc_w[order])])[np.searchsorted(conc_dx[order], candidates, "right")]
-    accuracy = tie_gain + (float(np.sum(conc_w)) - conc_lost)
-    best = int(np.argmax(accuracy))
-    # the step function's value at the chosen epsilon, recomputed directly (no cumulative rounding)
+    order = np.argsort(conc_dx, kind="stable")
+    conc_sums = _exact_cumsum(conc_w[order])
+    conc_lost = [conc_sums[k] for k in np.searchsorted(conc_dx[order], candidates, "right").tolist()]
+    accuracy = [gain + conc_sums[-1] - lost for gain, lost in zip(tie_gain, conc_lost, strict=True)]
+    best = accuracy.index(max(accuracy))
+    # the step function's value at the chosen epsilon, computed directly
     return acc_eq(x, h, source, float(candidates[best])), float(candidates[best])
 
 
@@ -122,6 +144,27 @@ def sign_patterns(n_segments: int, n_permutations: int = PERMUTATIONS, seed: int
         return np.array(list(itertools.product((1.0, -1.0), repeat=n_segments)), dtype=float).reshape(-1, n_segments)
     rng = np.random.default_rng(seed)
     return rng.integers(0, 2, size=(n_permutations, n_segments)).astype(float) * 2.0 - 1.0
+
+
+REFERENCE_SEED = 4  # mt-metrics-eval's soft pairwise accuracy (pce.compute_pairwise_p_values)
+
+
+def reference_p_values(
+    scores: np.ndarray, n_permutations: int = PERMUTATIONS, seed: int = REFERENCE_SEED
+) -> np.ndarray:
+    """pairwise_p_values as mt-metrics-eval computes them, to reproduce its soft pairwise accuracy:
+    always `n_permutations` sampled patterns (uniform float32 draws of default_rng(seed), rounded
+    to 0 or 1, mapped to -1 or +1), float32 scores and sums, and null >= observed compared without
+    a tolerance (float32 rounding can miscount a null equal to the observed difference)."""
+    rng = np.random.default_rng(seed)
+    patterns = np.rint(rng.random(size=(n_permutations, scores.shape[1]), dtype=np.float32)) * 2.0 - 1.0
+    scores32 = scores.astype(np.float32)
+    partial, totals = patterns.astype(np.float32) @ scores32.T, scores32.sum(axis=1)
+    n = len(scores)
+    p = np.full((n, n), NAN)
+    for i, j in zip(*np.triu_indices(n, 1), strict=True):
+        p[i, j] = float(np.count_nonzero(partial[:, i] - partial[:, j] >= totals[i] - totals[j])) / n_permutations
+    return p
 
 
 def pairwise_p_values(scores: np.ndarray, patterns: np.ndarray) -> np.ndarray:
@@ -140,12 +183,15 @@ def pairwise_p_values(scores: np.ndarray, patterns: np.ndarray) -> np.ndarray:
     return p
 
 
-def system_matrix(values: np.ndarray, system: np.ndarray, source: np.ndarray) -> tuple[list[str], np.ndarray] | None:
+def system_matrix(
+    values: np.ndarray, system: np.ndarray, source: np.ndarray, data_order: bool = False
+) -> tuple[list[str], np.ndarray] | None:
     """Systems x sources matrix of segment values, systems and sources sorted by name (so that
-    p(i > j) is for the pair's first system by name, whatever the data order); None unless every
-    system has exactly one segment for each of the same sources (a paired test needs them)."""
-    systems = sorted(set(system.tolist()), key=str)
-    sources = sorted(set(source.tolist()), key=str)
+    p(i > j) is for the pair's first system by name, whatever the data order; `data_order`: in
+    order of first appearance, as mt-metrics-eval's matrices are); None unless every system has
+    exactly one segment for each of the same sources (a paired test needs them)."""
+    order = (lambda v: list(dict.fromkeys(v))) if data_order else (lambda v: sorted(set(v), key=str))
+    systems, sources = order(system.tolist()), order(source.tolist())
     column = {s: k for k, s in enumerate(sources)}
     matrix = np.full((len(systems), len(sources)), np.nan)
     row = {s: k for k, s in enumerate(systems)}
@@ -163,15 +209,22 @@ def soft_pairwise_accuracy(
     source: np.ndarray,
     n_permutations: int = PERMUTATIONS,
     seed: int = PERMUTATION_SEED,
+    reference: bool = False,
 ) -> float:
     """Soft pairwise accuracy (Thompson et al. 2024; WMT24): 1 - mean over system pairs of
     |p_human(i > j) - p_metric(i > j)|, each p from the paired permutation test over the segments
     (`pairwise_p_values`, the same swap patterns for both). Segment-level inputs: every system
-    must have scored the same sources; NaN otherwise or with fewer than 2 systems."""
-    metric, human = system_matrix(x, system, source), system_matrix(h, system, source)
+    must have scored the same sources; NaN otherwise or with fewer than 2 systems. `reference`:
+    mt-metrics-eval's sampling (`reference_p_values`: always sampled, its seed, data order)
+    instead of the exact enumeration up to ENUMERATE_UP_TO segments and the exact tie count."""
+    metric = system_matrix(x, system, source, data_order=reference)
+    human = system_matrix(h, system, source, data_order=reference)
     if metric is None or human is None or len(metric[0]) < 2:
         return NAN
-    patterns = sign_patterns(metric[1].shape[1], n_permutations, seed)
-    p_metric, p_human = pairwise_p_values(metric[1], patterns), pairwise_p_values(human[1], patterns)
+    if reference:
+        p_metric, p_human = reference_p_values(metric[1], n_permutations), reference_p_values(human[1], n_permutations)
+    else:
+        patterns = sign_patterns(metric[1].shape[1], n_permutations, seed)
+        p_metric, p_human = pairwise_p_values(metric[1], patterns), pairwise_p_values(human[1], patterns)
     upper = np.triu_indices(len(metric[0]), 1)
     return float(1.0 - np.mean(np.abs(p_human - p_metric)[upper]))

@@ -1,11 +1,21 @@
 """What a bootstrap or permutation test resamples at each level, after Deutsch, Dror & Roth (2021,
 "A Statistical Analysis of Summarization Evaluation Metrics using Resampling Methods"):
 
-  global, segment   segments, stratified by language pair (each lp keeps its size); for the
-                    source-pair methods (darr_kendall, acc_eq) whole sources, stratified likewise
+  global, segment   whole sources (every translation of a source, key (lp, seg_id)), stratified by
+                    language pair, wherever a source has several translations: translations of one
+                    source are correlated, so drawing them one by one makes intervals and p-values
+                    too optimistic (Deutsch et al. 2021; WMT's mt-metrics-eval draws items too);
+                    single segments, stratified likewise, where every source has one translation
+                    (WMT15/16 DA), which is the same draw. The source-pair methods (darr_kendall,
+                    acc_eq) always draw sources.
   item              documents (all of a document's segments), stratified by language pair
-  system            systems (boot-systems), or with `resample="both"` systems and inputs
-                    (boot-both: documents where the data name them, else sources)
+  source            sources (all translations of a source), stratified by language pair
+  system            systems (boot-systems)
+
+`resample` chooses another unit where it is defined (RESAMPLE_CHOICES; `resample_reason` says
+where not): `segments` (global, segment and source levels), `sources` (global, segment and
+source levels), `both` (systems and inputs, boot-both: documents where the data name them,
+else sources; every level but item; sources alone where the data name no systems).
 
 A unit drawn twice is relabelled (`#k`), so that its copies stay separate systems, documents or
 sources and are not merged by the level's grouping. Draws depend only on the segments' keys and
@@ -20,9 +30,9 @@ from typing import Any
 import numpy as np
 
 from nlgbench.statistics.correlation import SOURCE_METHODS, canonical_method
-from nlgbench.statistics.levels import Segments, canonical_level, has_docs
+from nlgbench.statistics.levels import Segments, canonical_level, has_docs, has_systems, several_per_source
 
-RESAMPLE_CHOICES = ("auto", "both")  # auto: the level's unit; both: systems and inputs at system level
+RESAMPLE_CHOICES = ("auto", "segments", "sources", "both")  # auto: the level's unit (module docstring)
 UNIT_LABELS = {
     "segments": "segments, stratified by language pair",
     "sources": "sources (all translations of a source), stratified by language pair",
@@ -33,19 +43,45 @@ UNIT_LABELS = {
 }
 
 
-def resampling_unit(seg: Segments, level: str, method: str, resample: str = "auto") -> str:
-    """The unit resampled for `method` at `level` (a key of UNIT_LABELS); `resample="both"` draws
-    systems and inputs at the system level (elsewhere it is the level's own unit)."""
+def resample_reason(level: str, method: str, resample: str) -> str | None:
+    """Why `resample` is not offered for `method` at `level`; None where it is."""
     if resample not in RESAMPLE_CHOICES:
-        raise ValueError(f"unknown resampling {resample!r} (valid: {', '.join(RESAMPLE_CHOICES)})")
+        return f"unknown resampling {resample!r} (valid: {', '.join(RESAMPLE_CHOICES)})"
     level = canonical_level(level)
+    if resample == "auto":
+        return None
+    if level == "item":
+        return "the item level resamples documents (--resample auto)"
+    if resample == "both":
+        return None
+    if level == "system":
+        return f"the system level resamples systems (auto) or systems and inputs (both), not {resample}"
+    if resample == "segments" and (canonical_method(method) in SOURCE_METHODS or level == "source"):
+        return "pairs of translations of one source need whole sources drawn (--resample sources or auto)"
+    return None
+
+
+def resampling_unit(seg: Segments, level: str, method: str, resample: str = "auto") -> str:
+    """The unit resampled for `method` at `level` (a key of UNIT_LABELS; see the module docstring):
+    with `resample="auto"` the level's unit, else the one asked for (`resample_reason` refuses
+    those a level does not offer: ValueError)."""
+    reason = resample_reason(level, method, resample)
+    if reason is not None:
+        raise ValueError(reason)
+    level = canonical_level(level)
+    if resample == "both":  # data without system names: only the inputs can be drawn
+        if not has_systems(seg):
+            return "sources"
+        return "systems+documents" if has_docs(seg) else "systems+sources"
+    if resample in ("segments", "sources"):
+        return resample
     if level == "item":
         return "documents"
     if level == "system":
-        if resample == "both":
-            return "systems+documents" if has_docs(seg) else "systems+sources"
         return "systems"
-    return "sources" if canonical_method(method) in SOURCE_METHODS else "segments"
+    if level == "source" or canonical_method(method) in SOURCE_METHODS or several_per_source(seg):
+        return "sources"
+    return "segments"
 
 
 def _relabel(values: np.ndarray, idx: np.ndarray, copy: np.ndarray) -> np.ndarray:

@@ -132,12 +132,15 @@ PERMUTATION_SEED = 0
 
 @dataclass(frozen=True)
 class PairedPermutation:
-    """Candidate minus baseline quality and the two-sided p-value of the paired permutation test."""
+    """Candidate minus baseline quality, the two-sided p-value of the paired permutation test and
+    the one-sided one mt-metrics-eval reports (PermutationSigDiff: #{delta* >= delta} / permutations,
+    the p of "the candidate correlates better", without its early stopping)."""
 
     delta: float
     p_value: float
     n_permutations: int
     seed: int
+    p_one_sided: float = NAN
 
 
 def standardized(score: np.ndarray) -> np.ndarray:
@@ -163,27 +166,34 @@ def paired_permutation(
     delta = statistic(candidate) - statistic(baseline)
     c, b = standardized(candidate.score), standardized(baseline.score)
     rng = np.random.default_rng(seed)
-    exceed = 0
+    exceed = above = 0
     for _ in range(n_permutations):
         swap = rng.random(len(c)) < 0.5
         d = statistic(replace(candidate, score=np.where(swap, b, c))) - statistic(
             replace(candidate, score=np.where(swap, c, b))
         )
         exceed += bool(math.isfinite(d) and abs(d) >= abs(delta) - ZERO_DELTA)
-    p = (1 + exceed) / (1 + n_permutations) if math.isfinite(delta) else NAN
-    return PairedPermutation(float(delta), p, n_permutations, seed)
+        above += bool(math.isfinite(d) and d >= delta - ZERO_DELTA)
+    finite = math.isfinite(delta)
+    p = (1 + exceed) / (1 + n_permutations) if finite else NAN
+    return PairedPermutation(float(delta), p, n_permutations, seed, above / n_permutations if finite else NAN)
 
 
 WILLIAMS_NOT_AT_ITEM = "Williams' test does not apply to a mean of per-document correlations (item level)"
+WILLIAMS_NOT_AT_SOURCE = (
+    "Williams' test does not apply to a mean of per-source correlations (source level: each over a few systems)"
+)
+WILLIAMS_NOT_AT = {"item": WILLIAMS_NOT_AT_ITEM, "source": WILLIAMS_NOT_AT_SOURCE}  # levels without it, and why
 
 
 def williams_by_group(candidate: Segments, baseline: Segments, level: str) -> list[dict[str, Any]]:
     """Williams' test at the level compared, one per group of that level: over the pooled segments
     (global), per language pair over its segments (segment) or over its systems' mean scores
     (system; n = systems). Each: `group`, `n`, the two Pearson correlations with the humans, theirs
-    with each other, `t` and `p`. None at the item level (`WILLIAMS_NOT_AT_ITEM`): []."""
+    with each other, `t`, `p` (two-sided) and `p_one_sided` (p / 2, mt-metrics-eval's WilliamsTest
+    default, whose tables report it). None at the item and source levels (`WILLIAMS_NOT_AT`): []."""
     level = canonical_level(level)
-    if level == "item":
+    if level in WILLIAMS_NOT_AT:
         return []
     pearson = correlation_function("pearson")
     rows = []
@@ -191,6 +201,15 @@ def williams_by_group(candidate: Segments, baseline: Segments, level: str) -> li
         r_c, r_b, r_cb = pearson(c.x, c.h), pearson(b.x, c.h), pearson(c.x, b.x)
         t, p = williams_test(r_c, r_b, r_cb, len(c.x))
         rows.append(
-            {"group": c.name, "n": len(c.x), "r_candidate": r_c, "r_baseline": r_b, "r_between": r_cb, "t": t, "p": p}
+            {
+                "group": c.name,
+                "n": len(c.x),
+                "r_candidate": r_c,
+                "r_baseline": r_b,
+                "r_between": r_cb,
+                "t": t,
+                "p": p,
+                "p_one_sided": p / 2,
+            }
         )
     return rows

@@ -20,7 +20,7 @@ from nlgbench.statistics.levels import (
     level_groups,
     quality_note,
 )
-from nlgbench.statistics.resampling import resample_distribution
+from nlgbench.statistics.resampling import UNIT_LABELS, resample_distribution, resampling_unit
 
 
 def _check_finite(name: str, values: np.ndarray) -> None:
@@ -52,17 +52,20 @@ def correlate(
     every system has one segment per lp); `item` (None without document ids); `figures`, every
     level x METHODS as figure_table's rows (`seg_ids`, each segment's source id within its lp, pair
     the translations of one source for darr_kendall and acc_eq; None: every segment its own
-    source; `threshold` that of darr_kendall and kendall_like_all_pairs); with `bootstrap` > 0
-    resamples (segments, stratified by lp) the 95% intervals of the pooled Pearson and Kendall.
+    source; `threshold` that of darr_kendall and kendall_like_all_pairs); `source` (None unless a
+    source has several translations); with `bootstrap` > 0 resamples the 95% intervals of the
+    pooled Pearson and Kendall, resampling the global level's unit (whole sources where a source
+    has several translations, else segments; stratified by lp) and naming it (`resampled`).
 
     Lower-is-better metrics are negated first so positive always means agreement; plain floats
     (NaN where a correlation is undefined). `n_lps` counts all language pairs, `n_lps_too_small`
     those with fewer than MIN_POINTS segments (NaN, left out of the mean like constant ones).
     `note` says why correlations or levels are undefined (`correlation_note`), None when all are."""
     n = len(scores)
-    _check_sizes(n, human, lps, systems, docs, bootstrap, seg_ids)
+    if bootstrap < 0:
+        raise ValueError(f"bootstrap must be >= 0 resamples, got {bootstrap}")
     sign = 1 if higher_is_better else -1
-    seg = _signed_segments(scores, human, lps, systems, docs, sign, seg_ids)
+    seg = signed_segments(scores, human, lps, systems, docs, sign, seg_ids)
     figures = figure_table(seg, threshold=threshold)
     value = {(f["level"], f["method"]): f for f in figures}
     segment = value["segment", "pearson"]
@@ -76,6 +79,7 @@ def correlate(
         "per_lp": _per_group(seg, "segment", "n"),
         "system": _system_section(seg, value),
         "item": _item_section(value),
+        "source": _source_section(value),
         "bootstrap": _pooled_intervals(seg, bootstrap, seed),
         "sign": sign,
         "note": correlation_note(seg) or None,
@@ -89,10 +93,9 @@ def _check_sizes(
     lps: Sequence[str],
     systems: Sequence[str | None] | None,
     docs: Sequence[str | None] | None,
-    bootstrap: int,
     seg_ids: Sequence[object] | None = None,
 ) -> None:
-    """Raise ValueError where the columns differ in length from the n scores, or `bootstrap` < 0."""
+    """Raise ValueError where the columns differ in length from the n scores."""
     if len(human) != n or len(lps) != n:
         raise ValueError(f"length mismatch: {n} scores, {len(human)} human judgments, {len(lps)} language pairs")
     if systems is not None and len(systems) != n:
@@ -101,11 +104,9 @@ def _check_sizes(
         raise ValueError(f"length mismatch: {n} scores but {len(seg_ids)} segment ids")
     if docs is not None and len(docs) != n:
         raise ValueError(f"length mismatch: {n} scores but {len(docs)} document ids")
-    if bootstrap < 0:
-        raise ValueError(f"bootstrap must be >= 0 resamples, got {bootstrap}")
 
 
-def _signed_segments(
+def signed_segments(
     scores: Sequence[float],
     human: Sequence[float],
     lps: Sequence[str],
@@ -114,8 +115,10 @@ def _signed_segments(
     sign: int,
     seg_ids: Sequence[object] | None = None,
 ) -> Segments:
-    """The cell's `Segments`, metric scores times `sign` (higher is better); non-finite scores refused."""
+    """The cell's `Segments`, metric scores times `sign` (higher is better); columns of another
+    length than the scores, and non-finite scores, refused (ValueError)."""
     n = len(scores)
+    _check_sizes(n, human, lps, systems, docs, seg_ids)
     raw = np.asarray(scores, dtype=float).reshape(-1)
     h = np.asarray(human, dtype=float).reshape(-1)
     _check_finite("metric score", raw)
@@ -174,18 +177,30 @@ def _item_section(value: Figures) -> dict[str, Any] | None:
     }
 
 
+def _source_section(value: Figures) -> dict[str, Any] | None:
+    """The source level's figures and source counts; None unless a source has several translations."""
+    if ("source", "pearson") not in value:
+        return None
+    return {
+        **_section(value, "source"),
+        "n_sources": value["source", "pearson"]["n_groups"],
+        "n_sources_too_small": value["source", "pearson"]["n_groups_too_small"],
+    }
+
+
 def _pooled_intervals(seg: Segments, bootstrap: int, seed: int) -> dict[str, Any] | None:
-    """95% bootstrap intervals of the pooled Pearson and Kendall (`bootstrap` resamples); None for 0."""
+    """95% bootstrap intervals of the pooled Pearson and Kendall (`bootstrap` resamples of the
+    global level's unit, `resampled` in words); None for 0."""
     n = len(seg)
     if bootstrap <= 0 or n == 0:
         return None
     r, tau = correlation_function("pearson"), correlation_function("kendall")
-    dist = resample_distribution(
-        seg, "segments", lambda s: (r(s.score, s.human), tau(s.score, s.human)), bootstrap, seed
-    )
+    unit = resampling_unit(seg, "global", "pearson")
+    dist = resample_distribution(seg, unit, lambda s: (r(s.score, s.human), tau(s.score, s.human)), bootstrap, seed)
     return {
         "n_resamples": bootstrap,
         "seed": seed,
+        "resampled": UNIT_LABELS[unit],
         "pearson_pooled_ci": list(percentile_interval(dist[:, 0])),
         "kendall_pooled_ci": list(percentile_interval(dist[:, 1])),
     }

@@ -29,6 +29,7 @@ LEVEL_WORDS = {
     "global": "pooled over all segments",
     "segment": "per language pair over its segments, then the mean",
     "item": "per document over its segments, then the mean",
+    "source": "per source over its translations (one per system), then the mean",
     "system": "per language pair over the systems' mean scores, then the mean",
 }
 

@@ -1,0 +1,268 @@
+"""Conformance with the WMT Metrics task's code (Google's mt-metrics-eval) and Deutsch et al.'s
+resampling: each small example is counted by hand in its comment, with the figure the reference
+function gives; nlgbench's default where it differs, and `convention="mt-metrics-eval"` where it
+reproduces the reference. Also the default resampling unit (whole sources where a source has
+several translations), the source level, and what a permutation test names as permuted."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import nlgbench
+from nlgbench.reporting.compare import render
+from nlgbench.reporting.quality import QualityOptions
+from nlgbench.statistics.levels import Segments, level_points, quality, quality_note
+from nlgbench.statistics.pairwise import calibrated_acc_eq, soft_pairwise_accuracy
+from nlgbench.statistics.reference import convention_quality
+from nlgbench.statistics.resampling import draw, resample_distribution, resampling_unit
+from nlgbench.statistics.significance import williams_by_group
+from nlgbench.statistics.summary import correlate
+
+pytestmark = pytest.mark.unit
+
+REF = "mt-metrics-eval"
+
+
+def segments(
+    x: list[float], h: list[float], src: list[str], lp: list[str] | None = None, system: list[str] | None = None
+) -> Segments:
+    n = len(x)
+    return Segments(
+        np.asarray(x, dtype=float),
+        np.asarray(h, dtype=float),
+        np.array(lp or ["aa-en"] * n, dtype=object),
+        np.array(system or [""] * n, dtype=object),
+        np.array(src, dtype=object),
+    )
+
+
+# ----------------------------------------------------------------------------- darr_kendall: > vs >=
+
+
+def test_darr_kendall_counts_pairs_at_the_threshold_only_under_the_reference_convention() -> None:
+    # Source s1, two translations: h = 50 and 25, the metric agrees. |dh| = 25 (s2 has one
+    # translation, no pair). nlgbench: |dh| > 25 counts no pair: n/a.
+    # mt_metrics_eval.stats.KendallLike(thresh=25) counts |dh| >= 25: 1 concordant, 0 discordant: 1.0.
+    seg = segments([0.2, 0.1, 0.5], [50, 25, 40], ["s1", "s1", "s2"])
+    assert math.isnan(quality(seg, "darr_kendall", "segment", 25))
+    assert "differs by more than 25" in quality_note(seg, "darr_kendall", "segment", 25)
+    assert convention_quality(seg, "darr_kendall", "segment", 25, REF) == 1.0
+    # Threshold 0 with a human tie: h = 10, 10, 5, x = 0.3, 0.2, 0.1 (one source).
+    # nlgbench: pairs with |dh| > 0: (1,3) and (2,3), both concordant: 2 / 2 = 1.0.
+    # KendallLike(thresh=0): all 3 pairs count, the tie (diff == 0) as discordant: (2 - 1) / 3.
+    seg = segments([0.3, 0.2, 0.1], [10, 10, 5], ["s1"] * 3)
+    assert quality(seg, "darr_kendall", "segment", 0) == 1.0
+    assert convention_quality(seg, "darr_kendall", "segment", 0, REF) == pytest.approx(1 / 3, abs=1e-15)
+    # kendall_like_all_pairs follows the same rule (the reference has one KendallLike)
+    assert quality(seg, "kendall_like_all_pairs", "global", 0) == 1.0
+    assert convention_quality(seg, "kendall_like_all_pairs", "global", 0, REF) == pytest.approx(1 / 3, abs=1e-15)
+
+
+# ----------------------------------------------------------------------------- pairwise accuracy over lps
+
+
+def test_pairwise_accuracy_pooled_over_language_pairs_is_wmts() -> None:
+    # lp A: 3 systems ranked alike by metric and humans: 3 of 3 pairs agree.
+    # lp B: 5 systems, humans 1..5, metric 5, 4, 1, 2, 3: the agreeing pairs are (S3,S4), (S3,S5),
+    # (S4,S5): 3 of 10. nlgbench (mean over lps): (3/3 + 3/10) / 2 = 0.65. WMT pools every system
+    # pair of every lp (mt_metrics_eval tasks' pairwise accuracy over lps, its Agreement summed):
+    # (3 + 3) / (3 + 10) = 6/13 = 0.4615.
+    rows = [("A", f"S{k}", float(k), float(k)) for k in (1, 2, 3)]
+    rows += [("B", f"S{k}", float(k), m) for k, m in zip((1, 2, 3, 4, 5), (5.0, 4.0, 1.0, 2.0, 3.0), strict=True)]
+    rows = [r for r in rows for _ in range(2)]  # two segments per system, equal scores: means are the values
+    seg = Segments(
+        np.array([r[3] for r in rows]),
+        np.array([r[2] for r in rows]),
+        np.array([r[0] for r in rows], dtype=object),
+        np.array([r[1] for r in rows], dtype=object),
+        np.array([str(i % 2) for i in range(len(rows))], dtype=object),
+    )
+    assert quality(seg, "pairwise_accuracy", "system") == pytest.approx(0.65, abs=1e-15)
+    assert convention_quality(seg, "pairwise_accuracy", "system", 0, REF) == pytest.approx(6 / 13, abs=1e-15)
+    assert QualityOptions("pairwise_accuracy", "system", convention=REF).value(seg) == pytest.approx(6 / 13)
+    assert QualityOptions("pairwise_accuracy", "system", convention=REF).label == (
+        "pairwise-accuracy (system, by lp, mt-metrics-eval convention)"
+    )
+
+
+# ----------------------------------------------------------------------------- tau-like at item level
+
+
+def test_kendall_like_at_item_level_weighted_by_pairs_under_the_reference_convention() -> None:
+    # Threshold 1. Document 1: h = 0, 2, 4 and x = 1, 2, 3: 3 counted pairs, all concordant (tau 1).
+    # Document 2: h = 0, 0.5, 2 and x = 3, 2, 1: (1,2) differs by 0.5 < 1, not counted; (1,3) and (2,3)
+    # discordant (tau -1). nlgbench (mean of documents): (1 + -1) / 2 = 0.0. The reference
+    # (AverageCorrelation(KendallLike, 'item', macro=False): weighted by counted pairs):
+    # (3 - 2) / (3 + 2) = 0.2.
+    seg = Segments(
+        np.array([1.0, 2, 3, 3, 2, 1]),
+        np.array([0.0, 2, 4, 0, 0.5, 2]),
+        np.array(["aa-en"] * 6, dtype=object),
+        np.array(["A", "B", "C"] * 2, dtype=object),
+        np.arange(6),
+        np.array(["d1"] * 3 + ["d2"] * 3, dtype=object),
+    )
+    assert quality(seg, "kendall_like_all_pairs", "item", 1) == 0.0
+    assert convention_quality(seg, "kendall_like_all_pairs", "item", 1, REF) == pytest.approx(0.2, abs=1e-15)
+
+
+# ----------------------------------------------------------------------------- acc_eq's epsilon
+
+
+def test_acc_eq_calibration_picks_the_smallest_epsilon_of_the_exact_maximum() -> None:
+    # Two sources. Source 1: x = 3, 3, 1, h = 2, 2, 1: a tied pair (|dx| 0) and two concordant pairs
+    # (|dx| 2). Source 2: x = 0, 1, 0, h = 1, 1, 0: a human tie with |dx| 1, a pair the metric ties
+    # (dx 0, dh 1) and a concordant pair with |dx| 1.
+    # epsilon 0: source 1 3/3, source 2 1/3 -> 2/3. epsilon 1: source 1 3/3, source 2 1/3 (the human
+    # tie now agrees, the concordant pair of |dx| 1 becomes a metric tie) -> 2/3. epsilon 2: 1/3.
+    # Both 0 and 1 maximise it; the smallest is 0 (mt_metrics_eval.tau_optimization gives epsilon 0.0;
+    # float cumulative sums made the old arg-max pick 1.0).
+    x = np.array([3.0, 3, 1, 0, 1, 0])
+    h = np.array([2.0, 2, 1, 1, 1, 0])
+    src = np.array(["a", "a", "a", "b", "b", "b"])
+    value, epsilon = calibrated_acc_eq(x, h, src)
+    assert (value, epsilon) == (pytest.approx(2 / 3, abs=1e-15), 0.0)
+
+
+# ----------------------------------------------------------------------------- soft pairwise accuracy
+
+
+def reference_spa(metric: np.ndarray, human: np.ndarray, n_permutations: int = 1000, seed: int = 4) -> float:
+    """mt_metrics_eval.pce (compute_pairwise_p_values, compute_one_minus_pce) written out as a loop:
+    patterns from default_rng(4), float32 uniform draws rounded to 0/1, mapped to -1/+1, one pattern
+    matrix for both sides; p(i > j) = share of patterns whose signed sum difference >= the observed."""
+    rng = np.random.default_rng(seed)
+    signs = np.rint(rng.random(size=(n_permutations, metric.shape[1]), dtype=np.float32)) * 2 - 1
+    diffs = []
+    for i in range(len(metric)):
+        for j in range(i + 1, len(metric)):
+            ps = []
+            for scores in (human, metric):
+                a, b = scores[i].astype(np.float32), scores[j].astype(np.float32)
+                observed = a.sum() - b.sum()
+                null = signs.astype(np.float32) @ a - signs.astype(np.float32) @ b
+                ps.append(np.count_nonzero(null >= observed) / n_permutations)
+            diffs.append(abs(ps[0] - ps[1]))
+    return 1 - sum(diffs) / len(diffs)
+
+
+def test_soft_pairwise_accuracy_reproduces_the_references_sampling_as_an_option() -> None:
+    # 4 systems x 6 sources, integer scores (exact in float32). nlgbench enumerates all 2^6 sign
+    # patterns (exact); reference=True samples 1000 patterns with seed 4 as mt-metrics-eval does.
+    rng = np.random.default_rng(3)
+    human = rng.integers(0, 10, size=(4, 6)).astype(float)
+    metric = human + rng.integers(-3, 4, size=(4, 6))
+    systems = np.repeat(np.array(["S1", "S2", "S3", "S4"], dtype=object), 6)
+    sources = np.tile(np.array([f"u{k}" for k in range(6)], dtype=object), 4)
+    got = soft_pairwise_accuracy(metric.reshape(-1), human.reshape(-1), systems, sources, reference=True)
+    assert got == pytest.approx(reference_spa(metric, human), abs=1e-12)
+    exact = soft_pairwise_accuracy(metric.reshape(-1), human.reshape(-1), systems, sources)
+    assert exact != got  # the exact enumeration is a different (better) figure
+
+
+# ----------------------------------------------------------------------------- default resampling
+
+
+def repeated_sources(seed: int = 0, n_sources: int = 40) -> Segments:
+    """5 systems translating the same sources, human and metric scores sharing a strong source effect."""
+    rng = np.random.default_rng(seed)
+    source_effect = rng.normal(scale=2.0, size=n_sources)
+    rows = [(s, k) for s in range(5) for k in range(n_sources)]
+    h = np.array([source_effect[k] + 0.3 * s + rng.normal() for s, k in rows])
+    x = np.array([source_effect[k] + rng.normal(scale=1.5) for _, k in rows])
+    return Segments(
+        x,
+        h,
+        np.array(["zh-en"] * len(rows), dtype=object),
+        np.array([f"S{s}" for s, _ in rows], dtype=object),
+        np.array([str(k) for _, k in rows], dtype=object),
+    )
+
+
+def test_global_and_segment_levels_resample_whole_sources_where_a_source_has_several_translations() -> None:
+    seg = repeated_sources()
+    for level in ("global", "segment"):
+        assert resampling_unit(seg, level, "pearson") == "sources"
+        assert resampling_unit(seg, level, "pearson", "segments") == "segments"
+        assert resampling_unit(seg, level, "pearson", "both") == "systems+sources"
+    assert resampling_unit(seg, "source", "pearson") == "sources"
+    # every draw keeps a source's 5 translations together (copies relabelled apart)
+    out = draw(seg, "sources", np.random.default_rng(1))
+    assert set(Counter(out.seg_id.tolist()).values()) == {5} and len(out) == len(seg)
+    # one translation per source (WMT15/16 DA): segments, the draw of before
+    single = segments(seg.score[:40].tolist(), seg.human[:40].tolist(), [str(k) for k in range(40)])
+    assert resampling_unit(single, "global", "pearson") == "segments"
+    assert resampling_unit(single, "global", "pearson", "both") == "sources"  # no system names: inputs only
+
+
+def test_the_pooled_interval_in_result_json_resamples_sources_and_says_so() -> None:
+    seg = repeated_sources()
+    c = correlate(seg.score, seg.human, seg.lp, seg.system, seg_ids=seg.seg_id, bootstrap=300, seed=0)
+    assert c["bootstrap"]["resampled"] == "sources (all translations of a source), stratified by language pair"
+    pearson = lambda s: stats.pearsonr(s.score, s.human)[0]  # noqa: E731
+    by_source = np.percentile(resample_distribution(seg, "sources", pearson, 300, 0), (2.5, 97.5))
+    by_segment = np.percentile(resample_distribution(seg, "segments", pearson, 300, 0), (2.5, 97.5))
+    assert c["bootstrap"]["pearson_pooled_ci"] == pytest.approx(list(by_source), abs=1e-12)
+    # translations of one source share its effect: drawing them one by one understates the spread
+    assert by_source[1] - by_source[0] > 1.3 * (by_segment[1] - by_segment[0])
+    single = correlate(seg.score[:40], seg.human[:40], seg.lp[:40], bootstrap=300, seed=0)
+    assert single["bootstrap"]["resampled"] == "segments, stratified by language pair"
+
+
+def test_resample_choices_a_level_does_not_offer_are_refused() -> None:
+    from nlgbench.foundations.errors import UserError
+
+    with pytest.raises(UserError, match="--resample segments at --level segment: pairs of translations"):
+        QualityOptions("acc_eq", "segment", resample="segments").check()
+    with pytest.raises(UserError, match="--resample sources at --level system"):
+        QualityOptions("pearson", "system", resample="sources").check()
+    with pytest.raises(UserError, match="--resample sources at --level item"):
+        QualityOptions("pearson", "item", resample="sources").check()
+    with pytest.raises(UserError, match="unknown convention 'wmt'"):
+        QualityOptions(convention="wmt").check()
+    with pytest.raises(UserError, match="--resample both draws systems and inputs: these cells name no systems"):
+        nlgbench.compare("reports/example", "all-MiniLM-L6-v2", "all-mpnet-base-v2", resample="both", resamples=100)
+
+
+# ----------------------------------------------------------------------------- the source level
+
+
+def test_the_source_level_correlates_each_source_over_its_systems() -> None:
+    # Source u1: 3 systems, h = 1, 2, 3 and x = 0.1, 0.3, 0.2: Pearson by hand
+    # r = sum(dx dh) / sqrt(sum dx^2 sum dh^2) = (0.1 * 1 + 0 + 0) / sqrt(0.02 * 2) = 0.5.
+    # Source u2: 3 systems, h = 3, 1, 2 and x = 0.3, 0.1, 0.2: r = 1. Source u3: 2 systems (too small).
+    # Source level (mt_metrics_eval Correlation.Pearson(average_by='item')): (0.5 + 1) / 2 = 0.75.
+    x = [0.1, 0.3, 0.2, 0.3, 0.1, 0.2, 0.5, 0.4]
+    h = [1.0, 2, 3, 3, 1, 2, 1, 2]
+    src = ["u1"] * 3 + ["u2"] * 3 + ["u3"] * 2
+    seg = segments(x, h, src, system=["A", "B", "C"] * 2 + ["A", "B"])
+    assert [p.name for p in level_points(seg, "source")] == ["u1", "u2", "u3"]
+    assert quality(seg, "pearson", "source") == pytest.approx(0.75, abs=1e-12)
+    assert quality(seg, "pearson", "item_grouped") == quality(seg, "pearson", "source")
+    assert williams_by_group(seg, seg, "source") == []  # a mean of per-source correlations
+    figures = {f["method"]: f for f in correlate(x, h, ["aa-en"] * 8, seg_ids=src)["figures"] if f["level"] == "source"}
+    assert (figures["pearson"]["n_groups"], figures["pearson"]["n_groups_too_small"]) == (3, 1)
+    assert "darr_kendall" not in figures  # source-pair methods stay at the global and segment levels
+    # one translation per source: no source level
+    single = correlate([0.1, 0.2, 0.3], [1.0, 3, 2], ["aa-en"] * 3, seg_ids=["u1", "u2", "u3"])
+    assert single["source"] is None and all(f["level"] != "source" for f in single["figures"])
+    assert nlgbench.correlation(x, h, level="source", seg_ids=src) == pytest.approx(0.75, abs=1e-12)
+
+
+# ----------------------------------------------------------------------------- the permutation label
+
+
+def test_the_permutation_test_names_the_segment_scores_it_swapped() -> None:
+    result = nlgbench.compare(
+        "reports/example", "all-MiniLM-L6-v2", "all-mpnet-base-v2", level="segment", test="permutation", resamples=100
+    )
+    (row,) = result["rows"]
+    assert row["permuted"] == "600 segment scores swapped"  # 6 lps x 100 segments, each swapped or not
+    assert "[permutation: 600 segment scores swapped]" in render(result)
+    assert 0 < row["p_permutation_one_sided"] <= 1 and row["p_williams_one_sided"] is None  # several lps
+    assert all(g["p_one_sided"] == pytest.approx(g["p"] / 2) for g in row["williams_by_group"])
