@@ -134,8 +134,7 @@ class Timing:
     energy_j: list[float] | None = None
     energy_counter: str | None = None
     energy_note: str | None = None
-    # passes per timed repeat where the cell asked for a minimum repeat time (`min_repeat_seconds`);
-    # the repeat's seconds above are then per pass
+    # passes per timed repeat where a repeat has a minimum time (the seconds above are then per pass)
     repeat_passes: list[int] | None = None
 
     # Fields added after the first results were written: left out of the JSON when None, so
@@ -201,8 +200,7 @@ class Timing:
 @dataclass(frozen=True)
 class Memory:
     """MiB: RSS before loading anything, its peak and growth; CUDA peaks since the reset (None on CPU);
-    the peak of the unique set size (USS: pages no other process maps; None in older results, and then
-    left out of result.json, so older files round-trip byte for byte)."""
+    the peak unique set size (USS; None in older results, and then left out of result.json)."""
 
     baseline_rss_mb: float
     peak_rss_mb: float
@@ -284,8 +282,7 @@ class CellResult:
 
     @property
     def dataset_file(self) -> tuple[str, str]:
-        """(path, sha256) of the user data file the cell read (an hf dataset: `hf:ID` and its content's
-        sha256); ('', '') for a catalogue dataset."""
+        """(path, sha256) of the user data file read (hf: `hf:ID`, its content's); ('', '') for the catalogue's."""
         path = self.config.dataset.input_key
         if not path:
             return "", ""
@@ -296,8 +293,7 @@ class CellResult:
     def not_finished(
         cls, cell_id: str, label: str, config: CellConfig, error: str, *, oom: bool, startup_s: float | None = None
     ) -> CellResult:
-        """The result of a cell that failed (or ran out of memory): one error line and, where its worker
-        got that far, its start-up seconds; nothing else measured."""
+        """A failed (or out-of-memory) cell's result: one error line and, where known, its start-up seconds."""
         return cls(
             cell_id=cell_id,
             label=label,
