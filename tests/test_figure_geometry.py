@@ -37,7 +37,7 @@ from nlgbench.cli import main  # noqa: E402
 from nlgbench.reporting.figures import drawing as figures  # noqa: E402
 from nlgbench.reporting.figures import placement  # noqa: E402
 from nlgbench.reporting.figures.drawing import DrawnFigure, build_figures, write_figures  # noqa: E402
-from nlgbench.reporting.figures.style import COLUMN_WIDTHS, FRONT_COLOR, FigureOptions  # noqa: E402
+from nlgbench.reporting.figures.style import COLUMN_WIDTHS, FRONT_COLOR, SPREAD_LABEL, FigureOptions  # noqa: E402
 from nlgbench.reporting.quality import QualityOptions  # noqa: E402
 from nlgbench.reporting.relative_table import QualityIntervals, choose_baselines, pareto_front, with_quality  # noqa: E402
 from nlgbench.runs.rundata import RunData  # noqa: E402
@@ -209,8 +209,7 @@ def test_every_figure_is_print_ready(runs: dict[str, Run], column: str) -> None:
             assert len(axes) <= 3 * len(rows) and (column == "double" or len(axes) == len(rows)), where
             assert all(ax.has_data() for ax in axes), where  # no empty slot
             assert all(len(ax.get_xlabel()) <= 30 and ax.get_xlabel().endswith(", log)") for ax in axes), where
-            title = fig._suptitle.get_text()
-            assert not re.search(r"bootstrap|resampl|seed|bars", title), where
+            assert fig._suptitle is None, where  # the caption says what is plotted
             ylabels = [ax.get_ylabel() for ax in axes if ax.get_ylabel()]
             if len(drawn.group.datasets) > 1:
                 assert ylabels and all(
@@ -258,7 +257,7 @@ def test_time_spread_bars_are_the_fastest_and_slowest_repeat(runs: dict[str, Run
     """Runtime figures: each point's horizontal bar runs from its cell's fastest repeat to its
     slowest (result.json timing), its vertical bar is its quality interval."""
     run = runs["example"]
-    drawn = run.runtime(COLUMN_WIDTHS["single"])
+    drawn = run.runtime(COLUMN_WIDTHS["double"])  # the repeats lie within 9%: seen at this width only
     ax = drawn.figure.axes[0]
     horizontal = sorted(
         (round(float(s[0][0]), 9), round(float(s[1][0]), 9))
@@ -273,8 +272,11 @@ def test_time_spread_bars_are_the_fastest_and_slowest_repeat(runs: dict[str, Run
         for r in (run.run.results[c] for c in cells["cell_id"])
         if r.timing is not None
     )
-    assert horizontal == want and len(want) == 3
-    assert "min-max of timed repeats" in [t.get_text() for t in drawn.figure.legends[0].get_texts()]
+    # drawn where seen at 6.9 in: MiniLM's (repeats 9% apart); its cut's (7%) hides in its Pareto ring,
+    # mpnet's (2%) in its baseline ring
+    assert len(want) == 3 and set(horizontal) <= set(want) and len(horizontal) == 1
+    assert all(hi / lo < 1.08 for lo, hi in set(want) - set(horizontal))
+    assert SPREAD_LABEL in [t.get_text() for t in drawn.figure.legends[0].get_texts()]
     plt.close(drawn.figure)
 
 
@@ -378,7 +380,8 @@ def test_files_captions_and_figures_tex(runs: dict[str, Run], tmp_path: Path) ->
         assert png_size(png)[0] == round(3.3 * 300) and pdf_width_points(pdf) == pytest.approx(3.3 * 72, abs=0.01)
         assert svg.read_text(encoding="utf-8").startswith("<?xml")
         assert f"\\includegraphics[width=\\linewidth]{{{pdf.name}}}" in tex and f"\\label{{fig:{f.name}}}" in tex
-        c = f.caption
+        assert len(f.caption.split()) <= 50 and "nlgbench." not in f.caption
+        c = f.method  # the full text: index.html, and a comment in figures.tex
         assert c.startswith(f"{f.title.split(' vs ')[0]} against quality on cpu, {f.group.title}: ")
         assert "pearson (global), the pearson correlation of the metric's scores with the human dimension" in c
         assert "at the global level (pooled over all segments)" in c

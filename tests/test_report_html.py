@@ -335,3 +335,80 @@ def test_page_in_headless_chromium(example: Path, tmp_path: Path) -> None:
         browser.save_screenshot(str(tmp_path / "index.png"))
     finally:
         browser.quit()
+
+
+@pytest.mark.system
+def test_point_tooltips_and_sortable_tables_in_chromium(example: Path, tmp_path: Path) -> None:
+    """Each plotted point has a tooltip, in the SVG file (`<title>` in its group) and over the PNG on the
+    page, naming its encoder, its time per segment (the median of its cell's repeats), its quality (the
+    Pearson r of its scores, recomputed with scipy) and interval, and its cell id; the hovered spot is the
+    tooltip's own circle (nothing covers it). A click on a table's header sorts its rows by that column,
+    a second click the other way."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    from nlgbench.runs.rundata import RunData
+
+    run = RunData.open(example)
+    expected = {}
+    for cell_id in run.cells["cell_id"]:
+        seg, timing = run.segments(cell_id), run.results[cell_id].timing
+        assert timing is not None
+        expected[cell_id] = (
+            f"{float(np.median(timing.ms_per_segment)):.3g} ms",
+            f"{stats.pearsonr(seg.score, seg.human)[0]:.3f}",
+        )
+    svg = (example / "report" / "runtime_cpu_wmt16_100.svg").read_text(encoding="utf-8")
+    titled = re.findall(r'<g id="cell-([0-9a-f]{12})"><title>([^<]*)</title>', svg)
+    assert sorted(c for c, _ in titled) == sorted(expected)
+    for cell_id, text in titled:
+        ms, quality = expected[cell_id]
+        assert f"time per segment: {ms}" in html.unescape(text) and f"quality {quality} [95% " in text
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    assert chromium and driver_path, "Debian's chromium and chromium-driver are needed (scripts/setup.sh installs them)"
+    os.environ.setdefault("SE_OFFLINE", "true")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    options.add_argument("--window-size=1400,1000")
+    options.add_argument(f"--user-data-dir={tmp_path / 'profile'}")
+    browser = webdriver.Chrome(options=options, service=Service(driver_path))
+    try:
+        browser.get((example / "report" / "index.html").as_uri())
+        spots = browser.execute_script(
+            "return Array.from(document.querySelectorAll('svg.points circle')).map(c => { c.scrollIntoView();"
+            " const b = c.getBoundingClientRect(); const hit = document.elementFromPoint(b.x + b.width / 2,"
+            " b.y + b.height / 2); return [c.querySelector('title').textContent, hit === c]; });"
+        )
+        assert len(spots) == 9  # 3 encoders in each of the 3 figures
+        assert all(hit for _, hit in spots), spots
+        runtime = [text for text, _ in spots if "time per segment" in text]
+        assert len(runtime) == 3
+        for text in runtime:
+            cell_id = text.rsplit("cell ", 1)[1]
+            ms, quality = expected[cell_id]
+            assert f"time per segment: {ms}" in text and f"quality {quality} [95% " in text
+        assert {text.splitlines()[0] for text in runtime} == {
+            "all-mpnet-base-v2 (bertscore)",
+            "all-MiniLM-L6-v2 (bertscore)",
+            "all-MiniLM-L6-v2 L3 (bertscore)",
+        }
+        table = browser.find_elements(By.TAG_NAME, "table")[0]  # the trade-off table
+        header = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+        column = header.index("ms/seg")
+
+        def values() -> list[float]:
+            cells = table.find_elements(By.CSS_SELECTOR, f"tbody tr td:nth-child({column + 1})")
+            return [float(td.text) for td in cells]
+
+        before = values()
+        th = table.find_elements(By.CSS_SELECTOR, "thead th")[column]
+        browser.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", th)
+        assert values() == sorted(before) and th.get_attribute("aria-sort") == "ascending"
+        browser.execute_script("arguments[0].click();", th)
+        assert values() == sorted(before, reverse=True) and th.get_attribute("aria-sort") == "descending"
+    finally:
+        browser.quit()

@@ -6,6 +6,7 @@ report/compare from what a fresh clone has (no results.sqlite, no cells/)."""
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import shutil
@@ -120,7 +121,7 @@ def label_boxes_outside(fig) -> list[str]:  # type: ignore[no-untyped-def]
 def assert_inside_figure(fig) -> None:  # type: ignore[no-untyped-def]
     """The title and the legend lie within the figure (nothing cut off in the saved file)."""
     renderer = fig.canvas.get_renderer()
-    for artist in (fig._suptitle, *fig.legends):
+    for artist in [a for a in (fig._suptitle, *fig.legends) if a is not None]:
         b = artist.get_window_extent(renderer)
         assert b.x0 >= -0.5 and b.y0 >= -0.5 and b.x1 <= fig.bbox.width + 0.5 and b.y1 <= fig.bbox.height + 0.5, (
             artist.get_text() if hasattr(artist, "get_text") else "legend"
@@ -149,11 +150,9 @@ def test_figures_per_dataset_and_a_mean_only_within_one_kind_of_human_score(run_
     # the per-encoder table and the quantity matrix keep one quality per kind of human score
     assert "<th>quality (DA)</th><th>quality (MQM)</th>" in page.replace("\n", "")
     # two encoders per metric: no quantity correlation is defined (issue 29: no bare r from too few
-    # encoders), and the note says why and names the per-kind quality columns it would use
-    pairs = pd.read_csv(out / "quantities.csv")  # one row per pair of quantities
-    assert pairs.empty
-    note = (out / "quantities.md").read_text(encoding="utf-8")
-    assert "no metric has 3 or more encoders" in note and "per kind of human score" in note
+    # encoders): no quantities file, and the page says why, naming the per-kind quality columns it would use
+    assert not (out / "quantities.csv").exists()
+    assert "no metric has 3 or more encoders" in page and "per kind of human score" in page
 
 
 def test_png_pdf_and_svg_are_written(run_dir: Path) -> None:
@@ -176,9 +175,7 @@ def test_no_label_leaves_its_axes_and_every_figure_has_a_legend(figures: list[tu
     for name, fig in figures:
         assert fig.legends, name  # type: ignore[attr-defined]
         labels = [t.get_text() for t in fig.legends[0].get_texts()]  # type: ignore[attr-defined]
-        assert {"lexical baseline (no encoder)", "Pareto front", "95% bootstrap interval", "baseline encoder"} <= set(
-            labels
-        )
+        assert {"Pareto front", "95% interval", "baseline"} <= set(labels)
         assert sum(len(ax.texts) for ax in fig.axes) >= 3, name  # type: ignore[attr-defined]  # points are labelled
         assert label_boxes_outside(fig) == [], name
         assert_inside_figure(fig)
@@ -308,7 +305,8 @@ def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
         # the pooled Pearson interval the worker stored (same resamples, same seed) is the same interval
         row = next(r for r in read_csv(run_dir / "results.csv") if r["cell_id"] == cell_id)
         assert float(row["pearson_global_ci_low"]) == pytest.approx(want[0], abs=1e-12)
-    # and the bars drawn in the figure are these numbers
+    # and the bars drawn in the figure are these numbers (a lexical baseline is a line: no bar)
+    points = points[points["encoder"] != "none"]
     fig = tradeoff_figure(
         points, [("ms_per_segment", "ms")], "pearson", encoder_styles(list(points["encoder"])), {}, "t"
     )
@@ -326,24 +324,21 @@ def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
     plt.close(fig)
 
 
-def test_one_colour_and_marker_per_encoder_in_every_figure(figures: list[tuple[str, object]]) -> None:
+def test_one_colour_and_marker_per_encoder_in_every_figure(run_dir: Path, figures: list[tuple[str, object]]) -> None:
+    """Each encoder keeps its colour and marker in every figure (the points are named by their labels,
+    not in the legend): the point of each cell, found by its cell ids in the SVG id, has one style."""
+    run = RunData.open(run_dir)
+    encoder_of = dict(zip(run.cells["cell_id"], run.cells["encoder"], strict=True))
     seen: dict[str, tuple[str, str]] = {}
     for name, fig in figures:
-        legend = {
-            h.get_label(): (matplotlib.colors.to_hex(h.get_color()), h.get_marker())
-            for h in fig.legends[0].legend_handles
-        }  # type: ignore[attr-defined]
-        for label, style in legend.items():
-            assert seen.setdefault(label, style) == style, (name, label)
-        drawn = {
-            (matplotlib.colors.to_hex(line.get_color()), line.get_marker())
-            for ax in fig.axes  # type: ignore[attr-defined]
-            for line in ax.lines
-            if line.get_marker() not in (None, "None", "", "_")
-        }
-        assert drawn <= set(legend.values()), name  # every plotted point is in the legend
-    encoders = [label for label in seen if label.endswith("tiny") or "num_layers" in label]
-    assert len(encoders) == 2 and seen[encoders[0]] != seen[encoders[1]]
+        for ax in fig.axes:  # type: ignore[attr-defined]
+            for line in ax.lines:
+                gid = line.get_gid() or ""
+                if gid.startswith("cell-") and line.get_marker() not in (None, "None", ""):
+                    encoder = encoder_of[gid.split("-")[1]]
+                    style = (matplotlib.colors.to_hex(line.get_color()), line.get_marker())
+                    assert seen.setdefault(encoder, style) == style, (name, encoder)
+    assert len(seen) == 2 and len(set(seen.values())) == 2
 
 
 def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(
@@ -354,7 +349,7 @@ def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(
     assert set(xlabels) == {"model memory (MiB, log)"}
     xlabels = [ax.get_xlabel() for ax in dict(figures)["peak_memory_cpu_wmt16_5"].axes]  # type: ignore[attr-defined]
     assert set(xlabels) == {"peak RSS (MiB, log)"}
-    tex = (run_dir / "report" / "figures.tex").read_text(encoding="utf-8")  # what they are: the caption
+    tex = (run_dir / "report" / "figures.tex").read_text(encoding="utf-8")  # what they are: the method comment
     assert "model memory (the growth of the process's resident set size over its post-import baseline, MiB)" in tex
     run = RunData.open(run_dir)
     df = with_quality(run, PEARSON)
@@ -390,7 +385,8 @@ def test_tradeoff_table_is_compares_numbers(run_dir: Path, capsys: pytest.Captur
     cand = min((c for c in cells if c["metric"] == "bertscore"), key=lambda c: int(c["params"]))
     assert main(["compare", str(run_dir), "--candidate", cand["encoder"], "--baseline", base["encoder"], "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert len(result["rows"]) == 3 and set(table["metric"]) == {"bertscore"}  # sentbleu has no encoder to trade
+    assert len(result["rows"]) == 3 and set(table[table["baseline"] != "none"]["metric"]) == {"bertscore"}
+    assert set(table[table["baseline"] == "none"]["metric"]) == {"sentbleu"}  # no encoder to trade: a baseline
     for r in result["rows"]:
         (row,) = table[(table["encoder"] == cand["encoder"]) & (table["dataset"] == r["dataset"])].to_dict("records")
         assert row["quality"] == r["quality_candidate"] and row["retained"] == r["retained"]
@@ -484,8 +480,9 @@ def test_compare_and_report_take_the_metric_name(run_dir: Path, tmp_path: Path) 
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
     write_report(copy, metric="sentbleu", n_resamples=20)
-    rel = pd.read_csv(copy / "report" / "relative.csv")
-    assert set(rel["metric"]) == {"sentbleu"}
+    trade = pd.read_csv(copy / "report" / "tradeoff.csv")
+    assert set(trade["metric"]) == {"sentbleu"}  # a lexical baseline: in the trade-off table only
+    assert pd.read_csv(copy / "report" / "relative.csv").empty
 
 
 def test_compare_across_metrics_pairs_each_dataset_cell_of_the_two_metrics(
@@ -595,8 +592,9 @@ def test_report_and_compare_from_what_git_keeps(
         printed.append(capsys.readouterr().out)
     assert printed[0] == printed[1] and "| bertscore | wmt16[:5] |" in printed[0]
     assert main(["report", str(fresh)]) == 0
-    for name in ("tradeoff.csv", "relative.csv", "quantities.csv", "cells.jsonl", "metric_scores.csv"):
+    for name in ("tradeoff.csv", "relative.csv", "cells.jsonl", "metric_scores.csv"):
         assert (fresh / "report" / name).read_bytes() == (run_dir / "report" / name).read_bytes(), name
+    assert not (fresh / "report" / "quantities.csv").exists()  # 2 encoders: no table to write
     assert "Read from report/" in (fresh / "report" / "index.html").read_text(encoding="utf-8")
 
 
@@ -646,3 +644,60 @@ def test_documented_commands_on_the_committed_example(
         assert math.isfinite(row["p_bootstrap"])
     regenerated = pd.read_csv(example / "report" / "tradeoff.csv")
     pd.testing.assert_frame_equal(regenerated, committed, check_exact=False, rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------- tables and captions for a paper
+
+
+def test_no_empty_quantities_table_is_written_and_the_page_says_why(run_dir: Path) -> None:
+    """Two encoders (the tiny BERT and its 1-layer cut): no metric has the 3 encoders a correlation
+    across encoders needs, so quantities.* are not written and index.html says why."""
+    out = run_dir / "report"
+    assert not [p.name for p in out.glob("quantities.*")]
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "No table written (quantities.*): No matrix: no metric has 3 or more encoders" in page
+    assert "\\IfFileExists{quantities.tex}" in (out / "preview.tex").read_text(encoding="utf-8")
+
+
+def test_lexical_baselines_are_not_compared_with_themselves_but_listed_in_the_tradeoff_table(run_dir: Path) -> None:
+    """sentBLEU has no encoder: no row of relative.* (it would read 100.0%, 1.00x against itself); in
+    tradeoff.* one row per dataset marked as a lexical baseline, with its quality (Pearson of its
+    segment scores, recomputed here with scipy) and its median ms/segment (result.json's repeats)."""
+    out = run_dir / "report"
+    assert {r["metric"] for r in read_csv(out / "relative.csv")} == {"bertscore"}
+    assert "sentbleu" not in (out / "relative.md").read_text(encoding="utf-8")
+    run = RunData.open(run_dir)
+    lexical = [r for r in read_csv(out / "tradeoff.csv") if r["metric"] == "sentbleu"]
+    assert len(lexical) == 3 and {(r["encoder"], r["baseline"]) for r in lexical} == {("none", "none")}
+    cells = run.cells[run.cells["metric"] == "sentbleu"]
+    for row in lexical:
+        (cell_id,) = cells[cells["dataset"] == row["dataset"]]["cell_id"]
+        seg = run.segments(cell_id)
+        assert float(row["quality"]) == pytest.approx(stats.pearsonr(seg.score, seg.human)[0], abs=1e-9)
+        timing = run.results[cell_id].timing
+        assert timing is not None
+        assert float(row["ms_per_segment"]) == pytest.approx(float(np.median(timing.ms_per_segment)), rel=1e-9)
+        assert row["retained"] == "" and row["speedup"] == ""  # nothing to retain or speed up against
+    md = (out / "tradeoff.md").read_text(encoding="utf-8")
+    assert md.count("| sentbleu |") == 3 and md.count("| none (lexical) |") == 3 and "lexical baseline |" in md
+    tex = (out / "tradeoff.tex").read_text(encoding="utf-8")
+    assert tex.count("sentbleu; lexical baseline (no encoder)") == 3
+
+
+def test_captions_are_short_and_the_method_stays_in_a_comment(run_dir: Path) -> None:
+    """Each caption of figures.tex is at most 50 words of a paper (no module path, no internal name of
+    the human dimension); the full method text is a LaTeX comment above its float, and in index.html."""
+    tex = (run_dir / "report" / "figures.tex").read_text(encoding="utf-8")
+    captions = [
+        line.strip()[len("\\caption{") : -1] for line in tex.splitlines() if line.strip().startswith("\\caption{")
+    ]
+    assert len(captions) == 12  # 3 kinds x (3 datasets + the mean over the two DA ones)
+    for caption in captions:
+        assert len(caption.split()) <= 50, caption
+        assert "nlgbench." not in caption and "one human score" not in caption and "human dimension" not in caption
+        assert "95\\% bootstrap intervals over segments, stratified by language pair" in caption
+    assert tex.count("% How fig:") == 12
+    comments = " ".join(line[2:] for line in tex.splitlines() if line.startswith("% "))
+    assert "the pearson correlation of the metric's scores with the human dimension" in comments
+    page = html.unescape((run_dir / "report" / "index.html").read_text(encoding="utf-8"))
+    assert page.count("<summary>how it was made</summary>") == 12

@@ -263,6 +263,11 @@ def _add_report(sub: Commands) -> None:
         default="png,pdf,svg",
         help="figure files to write, comma-separated: png, pdf, svg (default all three; figures.tex takes the PDF)",
     )
+    rep.add_argument(
+        "--titles",
+        action="store_true",
+        help="draw each figure's title inside it (for slides; a paper's caption says it: none by default)",
+    )
     rep.set_defaults(handler="report")
 
 
@@ -307,6 +312,14 @@ def _add_selection_args(p: argparse.ArgumentParser) -> None:
         "(e.g. 'moverscore (wmd)')",
     )
     p.add_argument("--aligner", help="only cells run with this aligner (wmd, rwmd, wcd)")
+    p.add_argument(
+        "--label",
+        action="append",
+        metavar="FULL=SHORT",
+        help="show an encoder or a metric under another name in figures, tables and the page (repeatable; "
+        "over the spec's labels: map), e.g. 'all-MiniLM-L6-v2[num_layers=3]=MiniLM-L6 (3 layers)'; "
+        "CSV files keep the full label",
+    )
 
 
 def _add_quality_args(p: argparse.ArgumentParser) -> None:

@@ -6,12 +6,14 @@ import argparse
 import json
 from pathlib import Path
 
+from nlgbench.core.labels import Names, label_option
 from nlgbench.core.result import json_safe
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import check_bootstrap, compare, render
 from nlgbench.reporting.figures.style import COLUMN_WIDTHS, DEFAULT_FIGURES, FigureOptions
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.report import write_report
+from nlgbench.runs.provenance import read_provenance
 from nlgbench.runs.rundata import RunData
 
 
@@ -24,6 +26,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         metric=args.metric,
         aligner=args.aligner,
         figure_options=_figure_options(args),
+        labels=_labels(args),
     )
     print(f"report: {index}")
     return 0
@@ -31,8 +34,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     check_bootstrap(args.resamples, args.seed)  # before the run folder is read
+    labels = _labels(args)
+    run = RunData.open(_run_folder(args.dir), args.human)
     result = compare(
-        RunData.open(_run_folder(args.dir), args.human),
+        run,
         args.candidate,
         args.baseline,
         args.metric,
@@ -43,7 +48,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         candidate_metric=args.candidate_metric,
         baseline_metric=args.baseline_metric,
     )
-    print(json.dumps(json_safe(result), indent=2) if args.json else render(result))  # undefined values as null
+    names = Names({**read_provenance(run).labels, **labels})
+    # undefined values as null; the JSON keeps the full labels
+    print(json.dumps(json_safe(result), indent=2) if args.json else render(result, names))
     return 0
 
 
@@ -61,12 +68,17 @@ def _quality_options(args: argparse.Namespace) -> QualityOptions:
 
 
 def _figure_options(args: argparse.Namespace) -> FigureOptions:
-    """--column or --figure-width, and --format, checked before the run folder is read."""
+    """--column or --figure-width, --format and --titles, checked before the run folder is read."""
     width = COLUMN_WIDTHS[args.column] if args.column else args.figure_width
     formats = tuple(f.strip().lower() for f in str(args.format).split(",") if f.strip())
-    options = FigureOptions(DEFAULT_FIGURES.width if width is None else width, formats)
+    options = FigureOptions(DEFAULT_FIGURES.width if width is None else width, formats, args.titles)
     options.check()
     return options
+
+
+def _labels(args: argparse.Namespace) -> dict[str, str]:
+    """Every `--label FULL=SHORT`, checked before the run folder is read."""
+    return dict(label_option(text) for text in args.label or [])
 
 
 def _run_folder(raw: str) -> Path:

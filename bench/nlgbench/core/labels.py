@@ -5,11 +5,13 @@ One owner, so that the sweep's progress lines, results.csv, reports, compare and
 cell the same way. Encoder labels are `EncoderRef.label` (nlgbench.encoders.registry: a local model
 folder by its name, never by a path of the machine); `check_encoder_labels` keeps one label per model
 in a sweep. Functions take plain values; the metric registry says which options are defaults.
+`Names` is what a reader sees of a label: the author's name for it, or its short form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +111,82 @@ def check_encoder_labels(encoders: Sequence[EncoderRef], where: str) -> None:
                 f"{where}: encoders {other.name!r} and {enc.name!r} would both be labelled {enc.label!r} in "
                 f"results and reports; give one a label: {{name: {enc.name}, label: OTHER-NAME}}"
             )
+
+
+# ----------------------------------------------------------------------------- the names a reader sees
+
+SHORT_VARIANTS: dict[str, Callable[[str], str]] = {  # a variant option as a figure or table shows it
+    "num_layers": lambda v: f"L{v}",
+    "quantize": str,
+    "backend": lambda v: {"onnxruntime": "ORT", "openvino": "OV"}.get(v, v),
+    "dtype": str,
+    "early_exit": lambda v: f"exit {v}",
+}
+
+
+def short_label(label: str) -> str:
+    """An encoder label with its variant said the short way a figure has room for:
+    `all-MiniLM-L6-v2[num_layers=3]` -> `all-MiniLM-L6-v2 L3`, `m[backend=onnxruntime,quantize=int8]`
+    -> `m ORT int8`; a Hub id without its organisation; any other label as it is."""
+    base, bracket, rest = label.partition("[")
+    if not bracket or not rest.endswith("]"):
+        return label.split("/")[-1] if "[" not in label else label
+    words = []
+    for option in rest[:-1].split(","):
+        key, equals, value = option.partition("=")
+        if not equals or key not in SHORT_VARIANTS:
+            return label
+        words.append(SHORT_VARIANTS[key](value))
+    return " ".join([base.split("/")[-1], *words])
+
+
+@dataclass(frozen=True)
+class Names:
+    """The names figures, tables (not the CSVs), compare and index.html show for encoders and metrics:
+    the author's (`given`: the spec's `labels:` map, `--label FULL=SHORT`), else `short_label`. Cell
+    ids, results.csv and the report's CSV files keep the full labels."""
+
+    given: Mapping[str, str] = field(default_factory=dict)
+
+    def __call__(self, label: str) -> str:
+        return self.given.get(label) or short_label(label)
+
+    def check(self, labels: Sequence[str], where: str) -> None:
+        """Two different labels of a run shown under one name are refused with one line."""
+        seen: dict[str, str] = {}
+        for label in dict.fromkeys(labels):
+            other = seen.setdefault(self(label), label)
+            if other != label:
+                raise UserError(f"{where}: {other!r} and {label!r} would both be shown as {self(label)!r}")
+
+
+def label_map(raw: Any, where: str) -> dict[str, str]:
+    """A spec's `labels:` map: a full label (`all-MiniLM-L6-v2[num_layers=3]`, a metric's name) to the
+    name figures and tables show; strings only, none a spreadsheet formula."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in raw.items()
+    ):
+        raise UserError(
+            f"{where} must map labels to names, e.g. {{'all-MiniLM-L6-v2[num_layers=3]': 'MiniLM-L6 (3 layers)'}}"
+        )
+    for name in raw.values():
+        refuse_formula(name, "the name", where)
+    return {k: v.strip() for k, v in raw.items()}
+
+
+def label_option(text: str) -> tuple[str, str]:
+    """`--label FULL=SHORT`, split at the first `=` outside brackets (a variant's `[num_layers=3]`)."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "=" and depth == 0 and text[:i].strip() and text[i + 1 :].strip():
+            refuse_formula(text[i + 1 :].strip(), "the name", "--label")
+            return text[:i].strip(), text[i + 1 :].strip()
+    raise UserError(
+        f"--label takes FULL=SHORT, e.g. 'all-MiniLM-L6-v2[num_layers=3]=MiniLM-L6 (3 layers)'; got {text!r}"
+    )
+
+
+DEFAULT_NAMES = Names()  # no name given: each label's short form

@@ -1,8 +1,5 @@
-"""Sweep specs: YAML -> validated dataclasses -> cells with deterministic ids.
-
-Every check here raises `UserError` naming the bad key or value, so a wrong spec stops
-before any model is loaded.
-"""
+"""Sweep specs: YAML -> validated dataclasses -> cells with deterministic ids. Every check here raises
+`UserError` naming the bad key or value, so a wrong spec stops before any model is loaded."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ import yaml
 
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.executor_options import ExecutorOptions, parse_executor
-from nlgbench.core.labels import check_encoder_labels
+from nlgbench.core.labels import check_encoder_labels, label_map
 from nlgbench.data.catalogue import add_catalogue_file, dataset_names, sha256_file, unknown_dataset
 from nlgbench.data.hubdata import hub_fingerprint
 from nlgbench.data.hubsource import HUB_KEYS, HubSource, check_library
@@ -56,6 +53,7 @@ TOP_KEYS = {
     "catalogue_file",
     "human",
     "executor",
+    "labels",
 }
 METRIC_KEYS = {"metric", "options", "encoders", "aligners"}
 DATASET_KEYS = {"name", "path", "max_segments", "human", "sample", "columns", *HUB_KEYS}
@@ -89,6 +87,7 @@ class SweepSpec:
     batch_tokens: list[int | None] = field(default_factory=lambda: [None])
     description: str = ""
     executor: ExecutorOptions | None = None  # how cells are run (nlgbench.execution.slurm); not part of any cell
+    labels: dict[str, str] = field(default_factory=dict)  # names figures and tables show (`labels:`); not in ids
 
     def model_names(self) -> list[str]:
         """Every model the sweep loads: encoders, and models named by metric options (e.g. XMoverScore's `lm`)."""
@@ -464,6 +463,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     executor = errors.attempt(
         lambda: None if raw.get("executor") is None else parse_executor(raw["executor"], f"{source}.executor")
     )
+    labels = errors.attempt(lambda: label_map(raw.get("labels"), f"{source}.labels"))
     errors.raise_any()
     assert name is not None and devices and batch_sizes and batch_tokens and repeats is not None and warmup is not None
     checked = [m for m in metrics if m is not None]
@@ -480,6 +480,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
         batch_tokens=batch_tokens,
         description=str(raw.get("description", "")),
         executor=executor,
+        labels=labels or {},
     )
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nlgbench.core.cell import IMPORTED
+from nlgbench.core.labels import DEFAULT_NAMES, Names
 from nlgbench.data.items import HUMAN
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError, unknown_name
@@ -430,8 +431,9 @@ def williams_lines(result: dict[str, Any]) -> list[str]:
     return [*lines, ""] if lines else []
 
 
-def render(result: dict[str, Any]) -> str:
-    """The readable table `compare` prints, with a line saying how to read it."""
+def render(result: dict[str, Any], names: Names = DEFAULT_NAMES) -> str:
+    """The readable table `compare` prints, with a line saying how to read it; encoders and metrics
+    under the names the author gave (`names`; the JSON keeps the full labels)."""
     header = [
         "metric",
         "dataset",
@@ -457,7 +459,7 @@ def render(result: dict[str, Any]) -> str:
         )
         rows.append(
             [
-                r["metric"],
+                names(r["metric"]),
                 r["dataset"],
                 r["device"],
                 str(r["n"]),
@@ -474,7 +476,8 @@ def render(result: dict[str, Any]) -> str:
         )
     dims = "" if result["human_dims"] == [HUMAN] else f" with human dimension {', '.join(result['human_dims'])}"
     lines = [
-        f"candidate {result['candidate']} vs baseline {result['baseline']}; quality = {result['quality']}{dims}; "
+        f"candidate {names(result['candidate'])} vs baseline {names(result['baseline'])}; "
+        f"quality = {result['quality']}{dims}; "
         f"test: {result['test']}; resampled: {result['resampling']}; {result['bootstrap_resamples']} resamples, "
         f"seed {result['seed']}",
         "",

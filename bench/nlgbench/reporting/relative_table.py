@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nlgbench.core.labels import DEFAULT_NAMES, Names
 from nlgbench.data.items import HUMAN
+from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import unknown_name
 from nlgbench.reporting.encoder_lookup import find_encoder_label
@@ -163,19 +165,21 @@ def relative_table(df: pd.DataFrame, baselines: dict[str, str], options: Quality
     """Table 3: per metric x encoder x device and dataset, quality, quality retained (quality /
     baseline quality) and speed-up (`nlgbench.statistics.speedup.speedup`: median baseline time / median time);
     a mean row per kind of human score (`mean (DA)`) where the encoder has two or more datasets of it.
-    Every row names its quality: `human_dim` (the cells' human dimension, where `df` has it) and,
-    with `options`, `level` and `method`."""
+    A metric without an encoder (a lexical baseline: its own baseline) has no row: it would only be
+    compared with itself (the trade-off table lists it as a baseline). Every row names its quality:
+    `human_dim` (the cells' human dimension, where `df` has it) and, with `options`, `level` and `method`."""
     import pandas as pd
 
     rows: list[dict[str, Any]] = []
     df = df.assign(score_type=score_types(df))
     for (metric, device), group in df.groupby(["metric", "device"], sort=False):
-        if metric not in baselines:
+        chosen = baselines.get(str(metric), NO_ENCODER)
+        if chosen == NO_ENCODER:
             continue
-        base = group[group["encoder"] == baselines[metric]].set_index("dataset")
+        base = group[group["encoder"] == chosen].set_index("dataset")
         base = base[~base.index.duplicated()]  # two baseline cells of one label: the first, as compare takes
         for encoder, enc_rows in group.groupby("encoder", sort=False):
-            per = [_relative_row(r, base, baselines[metric]) for _, r in enc_rows.iterrows()]
+            per = [_relative_row(r, base, chosen) for _, r in enc_rows.iterrows()]
             for kind in dict.fromkeys(p["score_type"] for p in per):
                 same = [p for p in per if p["score_type"] == kind]
                 rows += same
@@ -187,7 +191,7 @@ def relative_table(df: pd.DataFrame, baselines: dict[str, str], options: Quality
                         "encoder": encoder,
                         "device": device,
                         "dataset": mean_label(kind),
-                        "baseline": baselines[metric],
+                        "baseline": chosen,
                         "score_type": kind,
                         "human_dim": "; ".join(dict.fromkeys(p["human_dim"] for p in same)),
                         **{
@@ -198,10 +202,25 @@ def relative_table(df: pd.DataFrame, baselines: dict[str, str], options: Quality
                         },
                     }
                 )
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=None if rows else RELATIVE_COLUMNS)
     if options is not None:
         table = table.assign(**quality_columns_of(options))
     return table
+
+
+RELATIVE_COLUMNS = [  # Table 3's columns (`_relative_row`), before the quality's `level` and `method`
+    "metric",
+    "encoder",
+    "device",
+    "dataset",
+    "baseline",
+    "quality",
+    "retained",
+    "ms_per_segment",
+    "speedup",
+    "score_type",
+    "human_dim",
+]
 
 
 def _relative_row(r: pd.Series, base: pd.DataFrame, baseline: str) -> dict[str, Any]:
@@ -224,14 +243,14 @@ def _relative_row(r: pd.Series, base: pd.DataFrame, baseline: str) -> dict[str, 
     }
 
 
-def relative_rows(table: pd.DataFrame) -> TextTable:
-    """Table 3 as text: 'n/a' for an undefined quality (and so its retained share), '-' for
-    what is unknown (no baseline cell, no timing)."""
+def relative_rows(table: pd.DataFrame, names: Names = DEFAULT_NAMES) -> TextTable:
+    """Table 3 as text, encoders and metrics under their `names`: 'n/a' for an undefined quality (and
+    so its retained share), '-' for what is unknown (no baseline cell, no timing)."""
     header = ["metric", "encoder", "device", "dataset", "quality", "retained", "ms/seg", "speed-up"]
     rows = [
         [
-            r["metric"],
-            r["encoder"],
+            names(r["metric"]),
+            names(r["encoder"]),
             r["device"],
             r["dataset"],
             fmt.number(r["quality"], missing=fmt.UNDEFINED),
@@ -314,8 +333,9 @@ def per_encoder(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def per_encoder_rows(df: pd.DataFrame) -> TextTable:
-    """`per_encoder` as text: times in ms, energy in J, memory and disk in MiB, parameters in millions."""
+def per_encoder_rows(df: pd.DataFrame, names: Names = DEFAULT_NAMES) -> TextTable:
+    """`per_encoder` as text, encoders and metrics under their `names`: times in ms, energy in J, memory
+    and disk in MiB, parameters in millions."""
     enc = per_encoder(df)
     qcolumns = quality_columns(df)
     header = [
@@ -333,8 +353,8 @@ def per_encoder_rows(df: pd.DataFrame) -> TextTable:
     ]
     rows = [
         [
-            r["metric"],
-            r["encoder"],
+            names(r["metric"]),
+            names(r["encoder"]),
             fmt.number(r["cpu_ms"], 1),
             fmt.number(r["gpu_ms"], 1),
             fmt.number(r["cpu_j"], 4),  # a text (NO_COUNTER) as it is

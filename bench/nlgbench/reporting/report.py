@@ -35,11 +35,12 @@ with the reason and is left out of the plots.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nlgbench.core.labels import DEFAULT_NAMES, Names
 from nlgbench.core.signature import recorded_signature
 from nlgbench.foundations.files import write_atomic
 from nlgbench.reporting.compare import select_metrics
@@ -66,7 +67,7 @@ from nlgbench.reporting.relative_table import (
 from nlgbench.reporting.runinfo import run_info
 from nlgbench.reporting.tex_files import preview_document, quantities_latex, relative_latex, tradeoff_latex
 from nlgbench.reporting.tradeoff_table import tradeoff_note, tradeoff_rows, tradeoff_table
-from nlgbench.reporting.webpage import STYLE, figures_html, run_html, without_empty_columns
+from nlgbench.reporting.webpage import SORT_SCRIPT, STYLE, figures_html, run_html, without_empty_columns
 from nlgbench.runs.folder import check_links, own_folder, report_dir
 from nlgbench.runs.provenance import read_provenance, write_provenance
 from nlgbench.runs.rundata import RunData, write_published
@@ -95,10 +96,12 @@ def write_report(
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
     figure_options: FigureOptions = DEFAULT_FIGURES,
+    labels: Mapping[str, str] | None = None,
 ) -> Path:
     """Write DIR/report/ and return the path of its index.html; `human` names the human dimension
     (data with several), default each cell's first; `metric` and `aligner` select metrics as
-    `nlgbench.reporting.compare.select_metrics`; `figure_options` the figures' width and formats."""
+    `nlgbench.reporting.compare.select_metrics`; `figure_options` the figures' width and formats;
+    `labels` the names to show for encoders and metrics (`--label`), over the specs' `labels:` maps."""
     figure_options.check()
     run = RunData.open(folder, human)
     picked = select_metrics(run.cells, metric, aligner)
@@ -108,17 +111,19 @@ def write_report(
     check_links(folder)
     out = own_folder(report_dir(folder))
     baselines = choose_baselines(df, baseline)
+    names = Names({**read_provenance(run).labels, **(labels or {})})
+    names.check([*df["encoder"], *df["metric"]], "--label")
     intervals = QualityIntervals(run, options, n_resamples, seed)
-    figures = write_figures(df[~df["imported"]], out, options, baselines, intervals, figure_options)
-    trade = write_tradeoff(out, run, df, baselines, options, n_resamples, seed)
-    relative = write_relative(out, df, baselines, options, resampling_words(run, options, df))
+    figures = write_figures(df[~df["imported"]], out, options, baselines, intervals, figure_options, names)
+    trade = write_tradeoff(out, run, df, baselines, options, n_resamples, seed, names)
+    relative = write_relative(out, df, baselines, options, resampling_words(run, options, df), names)
     quantities = write_quantities(out, df, f"{options.label}, against {human_words(df)}")
     write_atomic(out / "preview.tex", preview_document())
     write_published(run, out)
     write_provenance(run, out)
     index = out / "index.html"
     page = index_html(
-        folder, run, df, options, baselines, figures, trade, relative, quantities, n_resamples=n_resamples, seed=seed
+        folder, run, df, options, baselines, figures, trade, relative, quantities, n_resamples, seed, names
     )
     write_atomic(index, page)
     return index
@@ -132,39 +137,52 @@ def write_tradeoff(
     options: QualityOptions,
     n_resamples: int,
     seed: int,
+    names: Names = DEFAULT_NAMES,
 ) -> Table:
-    """tradeoff.{csv,md,tex}: the trade-off table (`nlgbench.reporting.tradeoff_table.tradeoff_table`)."""
+    """tradeoff.{csv,md,tex}: the trade-off table (`nlgbench.reporting.tradeoff_table.tradeoff_table`);
+    the CSV with full labels, the others with `names`."""
     trade = tradeoff_table(run, df, baselines, options, n_resamples, seed)
     write_atomic(out / "tradeoff.csv", trade.to_csv(index=False))
-    header, rows = tradeoff_rows(trade, n_resamples)
+    header, rows = tradeoff_rows(trade, n_resamples, names)
     note = tradeoff_note(trade, options, n_resamples, seed)
     write_atomic(out / "tradeoff.md", markdown(header, rows) + f"\n{markdown_text(note)}\n")
-    write_atomic(out / "tradeoff.tex", tradeoff_latex(trade, note, n_resamples))
+    write_atomic(out / "tradeoff.tex", tradeoff_latex(trade, note, n_resamples, names))
     return Table(header, rows, note)
 
 
 def write_relative(
-    out: Path, df: pd.DataFrame, baselines: dict[str, str], options: QualityOptions, resampled: str
+    out: Path,
+    df: pd.DataFrame,
+    baselines: dict[str, str],
+    options: QualityOptions,
+    resampled: str,
+    names: Names = DEFAULT_NAMES,
 ) -> Table:
     """relative.{csv,md,tex}: Table 3, quality retained and speed-up against the baseline; its note
-    names the quality and where its test is (`resampled`: `resampling_words`)."""
+    names the quality and where its test is (`resampled`: `resampling_words`); the CSV with full
+    labels, the others with `names`."""
     rel = relative_table(df, baselines, options)
     write_atomic(out / "relative.csv", rel.to_csv(index=False))
-    header, rows = relative_rows(rel)
+    header, rows = relative_rows(rel, names)
     note = relative_note(options.label, human_words(df), test_words(options), resampled)
     write_atomic(out / "relative.md", markdown(header, rows) + f"\n{markdown_text(note)}\n")
-    write_atomic(out / "relative.tex", relative_latex(rel, note))
+    write_atomic(out / "relative.tex", relative_latex(rel, note, names))
     return Table(header, rows, note)
 
 
 def write_quantities(out: Path, df: pd.DataFrame, quality: str) -> Table:
     """quantities.{csv,md,tex}: Table 4, the correlation of the measured quantities, each r with its n
-    and 95% interval (`nlgbench.reporting.quantities_table`); `quality` names what its quality column(s) hold."""
+    and 95% interval (`nlgbench.reporting.quantities_table`); `quality` names what its quality column(s)
+    hold. A table with no row is not written (an earlier report's files removed): its note says why."""
     matrix = quantity_correlations(df)
-    write_atomic(out / "quantities.csv", quantity_csv(matrix).to_csv(index=False))
     (out / "quantities_n.csv").unlink(missing_ok=True)  # older reports' n summed over metrics: now in the CSV
     note = quantity_note(matrix, quality)
     header, rows = quantity_rows(matrix)
+    if not rows:
+        for ext in ("csv", "md", "tex"):
+            (out / f"quantities.{ext}").unlink(missing_ok=True)
+        return Table([], [], note)
+    write_atomic(out / "quantities.csv", quantity_csv(matrix).to_csv(index=False))
     write_atomic(out / "quantities.md", markdown(header, rows) + f"\n{markdown_text(note)}\n")
     write_atomic(out / "quantities.tex", quantities_latex(matrix, note))
     return Table(header, rows, note)
@@ -177,6 +195,7 @@ def summary_html(
     baselines: dict[str, str],
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
+    names: Names = DEFAULT_NAMES,
 ) -> str:
     """index.html's first paragraph: the cells, the quality, the human scores, what the intervals and
     the test resample, the baselines, where the cells were read from (the machine: `run_html`)."""
@@ -187,7 +206,7 @@ def summary_html(
         f"95% percentile bootstrap intervals (figures, trade-off table) resampling "
         f"{html.escape(resampling_words(run, options, df))} ({n_resamples} resamples, seed {seed}); "
         f"p against the baseline (trade-off table): {html.escape(test_words(options))}; "
-        f"baselines: {html.escape(', '.join(f'{m}: {e}' for m, e in baselines.items()))}. "
+        f"baselines: {html.escape(', '.join(f'{names(m)}: {names(e)}' for m, e in baselines.items()))}. "
         f"Read from {html.escape(run.source.name if run.source else 'results.sqlite')}.</p>"
     )
 
@@ -248,11 +267,12 @@ def index_html(
     quantities: Table,
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
+    names: Names = DEFAULT_NAMES,
 ) -> str:
     """The offline index.html: the run (title from the sweep spec's name, dates, versions, machine,
     batch sizes: `nlgbench.reporting.runinfo`), notes, every figure and every table, with links to
     their files."""
-    encoders = Table(*without_empty_columns(per_encoder_rows(with_energy(run, df))))
+    encoders = Table(*without_empty_columns(per_encoder_rows(with_energy(run, df), names)))
     cell_ids = list(dict.fromkeys(df["cell_id"]))
     source = run.source.name if run.source else "results.sqlite"
     info = run_info(folder, [run.results[c] for c in cell_ids], read_provenance(run), source)
@@ -262,7 +282,7 @@ def index_html(
         STYLE + "</head><body>",
         f"<h1>nlgbench report: {html.escape(info.title)}</h1>",
         run_html(info),
-        summary_html(run, df, options, baselines, n_resamples, seed),
+        summary_html(run, df, options, baselines, n_resamples, seed, names),
         *[
             f"<p>{html.escape(note)}</p>"
             for note in left_out_notes(df, options.level)
@@ -295,10 +315,17 @@ def index_html(
         f"<p>quality = {html.escape(options.label)}, against {html.escape(human_words(df))}.</p>",
         html_table(encoders.header, encoders.rows, "Measured quantities"),
         "<h2>Correlation of the measured quantities</h2>",
-        f"<p>{html.escape(quantities.note)} Files: <a href='quantities.md'>Markdown</a>, "
-        "<a href='quantities.tex'>LaTeX</a>, <a href='quantities.csv'>CSV</a>.</p>",
-        html_table(quantities.header, quantities.rows, "Correlation matrix of measured quantities", 1),
+        *(
+            [
+                f"<p>{html.escape(quantities.note)} Files: <a href='quantities.md'>Markdown</a>, "
+                "<a href='quantities.tex'>LaTeX</a>, <a href='quantities.csv'>CSV</a>.</p>",
+                html_table(quantities.header, quantities.rows, "Correlation matrix of measured quantities", 1),
+            ]
+            if quantities.rows
+            else [f"<p>No table written (quantities.*): {html.escape(quantities.note)}</p>"]
+        ),
         *signatures_html(run, df["cell_id"]),
+        SORT_SCRIPT,
         "</body></html>",
     ]
     return "\n".join(parts)

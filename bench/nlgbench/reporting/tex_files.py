@@ -11,10 +11,13 @@ import math
 import re
 from typing import TYPE_CHECKING
 
+from nlgbench.core.labels import DEFAULT_NAMES, Names
+from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations import fmt
 from nlgbench.reporting.markup import LATEX_PACKAGES, LatexFloat, LatexGroup, latex, latex_text, unique_name
 from nlgbench.reporting.quantities_table import QuantityMatrix, quantity_csv
 from nlgbench.reporting.relative_table import mean_label, score_types
+from nlgbench.reporting.tradeoff_table import LEXICAL, base_word
 from nlgbench.statistics.correlation import MIN_FISHER_POINTS
 
 if TYPE_CHECKING:
@@ -23,8 +26,11 @@ if TYPE_CHECKING:
 MAX_ROWS = 40  # rows of one float (a \small table of more does not fit a page): more go to the next float
 CUT = re.compile(r"(?P<name>.+)\[:(?P<n>\d+)\]")  # nlgbench.core.labels.dataset_label's `wmt16[:100]`
 SAMPLE = re.compile(r"(?P<name>.+)\[~(?P<n>\d+),seed=(?P<seed>-?\d+)\]")  # and its `wmt17[~100,seed=0]`
-PREVIEW_TABLES = ("tradeoff", "relative", "quantities")
-PREVIEW_OPTIONAL = ("figures",)  # .tex files of the report folder that preview.tex inputs only where present
+PREVIEW_TABLES = ("tradeoff", "relative")
+PREVIEW_OPTIONAL = (
+    "quantities",
+    "figures",
+)  # .tex files of the report folder that preview.tex inputs only where present
 
 
 def dataset_words(label: str, means: dict[str, list[str]] | None = None) -> str:
@@ -121,23 +127,38 @@ def other_dimension(table: pd.DataFrame, part: pd.DataFrame) -> str:
 # ----------------------------------------------------------------------------- the trade-off table
 
 
-def tradeoff_latex(table: pd.DataFrame, note: str, n_resamples: int) -> str:
+def tradeoff_latex(table: pd.DataFrame, note: str, n_resamples: int, names: Names = DEFAULT_NAMES) -> str:
     """tradeoff.tex from `nlgbench.reporting.tradeoff_table.tradeoff_table`: per dataset and device a float,
     rows grouped by metric, the baseline first; quality, quality retained (%) with its 95% interval,
-    speed-up with its range, p against the baseline; n in the caption where every row has the same."""
+    speed-up with its range, p against the baseline; n in the caption where every row has the same;
+    encoders and metrics under their `names`."""
     floats: list[LatexFloat] = []
     labels: set[str] = set()
     for (dataset, device), part in table.groupby(["dataset", "device"], sort=False):
         same_n = part["n"].nunique() == 1
         groups = [
             LatexGroup(
-                f"{latex_text(str(metric))}; baseline {latex_text(str(rows['baseline'].iloc[0]))}",
-                [tradeoff_cells(r, n_resamples, with_n=not same_n) for _, r in rows.iterrows()],
+                f"{latex_text(names(str(metric)))}; "
+                + (
+                    "lexical baseline (no encoder)"
+                    if rows["baseline"].iloc[0] == NO_ENCODER
+                    else f"baseline {latex_text(names(str(rows['baseline'].iloc[0])))}"
+                ),
+                [tradeoff_cells(r, n_resamples, not same_n, names) for _, r in rows.iterrows()],
             )
             for metric, rows in part.groupby("metric", sort=False)
         ]
-        header = ["encoder", "quality", "retained (\\%)", "95\\% CI", "speed-up ($\\times$)", "range", "$p$"]
-        numeric = [False, True, True, False, True, False, True]
+        header = [
+            "encoder",
+            "quality",
+            "ms",
+            "retained (\\%)",
+            "95\\% CI",
+            "speed-up ($\\times$)",
+            "range",
+            "$p$",
+        ]
+        numeric = [False, True, True, True, False, True, False, True]
         if not same_n:
             header.insert(1, "$n$")
             numeric.insert(1, True)
@@ -153,14 +174,15 @@ def tradeoff_latex(table: pd.DataFrame, note: str, n_resamples: int) -> str:
     return latex(floats, what, [note])
 
 
-def tradeoff_cells(r: pd.Series, n_resamples: int, with_n: bool) -> list[str]:
-    """One trade-off row's LaTeX cells: retained in percent, 'baseline' for the baseline's own p."""
-    is_base = r["encoder"] == r["baseline"]
-    p = "baseline" if is_base else latex_text(fmt.p_value(r["p_value"], n_resamples, missing=fmt.UNDEFINED))
+def tradeoff_cells(r: pd.Series, n_resamples: int, with_n: bool, names: Names = DEFAULT_NAMES) -> list[str]:
+    """One trade-off row's LaTeX cells: retained in percent, 'baseline' for the baseline's own p (and
+    'lexical baseline' for a metric without an encoder, whose time and quality alone are known)."""
+    p = base_word(r) or latex_text(fmt.p_value(r["p_value"], n_resamples, missing=fmt.UNDEFINED))
     return [
-        latex_text(str(r["encoder"])),
+        latex_text(LEXICAL if r["encoder"] == NO_ENCODER else names(str(r["encoder"]))),
         *([str(r["n"])] if with_n else []),
         number(r["quality"], 3, fmt.UNDEFINED),
+        number(r.get("ms_per_segment", math.nan), 1),
         number(100 * r["retained"], 1, fmt.UNDEFINED),
         interval(100 * r["retained_ci_low"], 100 * r["retained_ci_high"], 1),
         number(r["speedup"], 2),
@@ -172,7 +194,7 @@ def tradeoff_cells(r: pd.Series, n_resamples: int, with_n: bool) -> list[str]:
 # ----------------------------------------------------------------------------- Table 3: relative
 
 
-def relative_latex(table: pd.DataFrame, note: str) -> str:
+def relative_latex(table: pd.DataFrame, note: str, names: Names = DEFAULT_NAMES) -> str:
     """relative.tex from `nlgbench.reporting.relative_table.relative_table`: per dataset (and per mean over
     the datasets of one kind of human score) and device a float, rows grouped by metric, the
     baseline first; quality, quality retained (%), ms per segment, speed-up."""
@@ -195,8 +217,8 @@ def relative_latex(table: pd.DataFrame, note: str) -> str:
             ordered = rows.iloc[sorted(range(len(rows)), key=lambda i: rows["encoder"].iloc[i] != base)]
             groups.append(
                 LatexGroup(
-                    f"{latex_text(str(metric))}; baseline {latex_text(base)}",
-                    [relative_cells(r) for _, r in ordered.iterrows()],
+                    f"{latex_text(names(str(metric)))}; baseline {latex_text(names(base))}",
+                    [relative_cells(r, names) for _, r in ordered.iterrows()],
                 )
             )
         caption = (
@@ -210,12 +232,12 @@ def relative_latex(table: pd.DataFrame, note: str) -> str:
     return latex(floats, what, [note])
 
 
-def relative_cells(r: pd.Series) -> list[str]:
+def relative_cells(r: pd.Series, names: Names = DEFAULT_NAMES) -> list[str]:
     """One row of Table 3 as LaTeX cells: 'n/a' for an undefined quality (and its retained share),
     '-' for what is unknown (no baseline cell, no timing)."""
     undefined = not math.isfinite(r["quality"])
     return [
-        latex_text(str(r["encoder"])),
+        latex_text(names(str(r["encoder"]))),
         number(r["quality"], 3, fmt.UNDEFINED),
         number(100 * r["retained"], 1, fmt.UNDEFINED if undefined else fmt.UNKNOWN),
         number(r["ms_per_segment"], 1),
@@ -269,8 +291,8 @@ def quantity_cells(r: pd.Series, with_metrics: bool) -> list[str]:
 
 
 def preview_document() -> str:
-    """preview.tex: a document setting every table of the report folder (and its figures.tex where
-    present) at a paper's text width (6.3 in): `pdflatex preview.tex` in DIR/report."""
+    """preview.tex: a document setting every table of the report folder (quantities.tex and figures.tex
+    where present) at a paper's text width (6.3 in): `pdflatex preview.tex` in DIR/report."""
     inputs = [f"\\input{{{name}}}" for name in PREVIEW_TABLES]
     optional = [f"\\IfFileExists{{{name}.tex}}{{\\input{{{name}}}}}{{}}" for name in PREVIEW_OPTIONAL]
     return "\n".join(

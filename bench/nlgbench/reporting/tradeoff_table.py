@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from nlgbench.core.labels import DEFAULT_NAMES, Names
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError
@@ -21,6 +22,7 @@ from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 if TYPE_CHECKING:
     import pandas as pd
 
+LEXICAL = "none (lexical)"  # a lexical baseline's encoder column in the text tables
 TRADEOFF_COLUMNS = [
     "metric",
     "dataset",
@@ -29,6 +31,7 @@ TRADEOFF_COLUMNS = [
     "baseline",
     "n",
     "quality",
+    "ms_per_segment",
     "retained",
     "retained_ci_low",
     "retained_ci_high",
@@ -57,18 +60,19 @@ def tradeoff_table(
     baseline encoder's row, then each other encoder's quality, quality retained with its paired
     bootstrap interval, speed-up with its range and the p-value of the chosen test (`options.test`;
     `p_bootstrap` is the bootstrap's whichever test is chosen) against the baseline:
-    `nlgbench.reporting.compare.compare`'s numbers, with its resamples and seed. Every row names
-    the test, the unit resampled, the cells' human dimension, the level and the method."""
+    `nlgbench.reporting.compare.compare`'s numbers, with its resamples and seed; each metric without
+    an encoder (a lexical baseline: `baseline` NO_ENCODER) as rows of its own, time and quality only,
+    for comparing an encoder with it. Every row names the test, the unit resampled, the cells' human
+    dimension, the level and the method."""
     import pandas as pd
 
     named = quality_columns_of(options)
     dims = {
         (m, d): "; ".join(dict.fromkeys(g["human_dim"])) for (m, d), g in df.groupby(["metric", "dataset"], sort=False)
     }
+    times = {(r["metric"], r["encoder"], r["dataset"], r["device"]): r["ms_per_segment"] for _, r in df.iterrows()}
     rows = []
     for metric, base in baselines.items():
-        if base == NO_ENCODER:
-            continue  # lexical metrics: no encoder to trade
         cells = df[df["metric"] == metric]
         rows += [
             {
@@ -80,6 +84,8 @@ def tradeoff_table(
             }
             for _, b in cells[cells["encoder"] == base].iterrows()
         ]
+        if base == NO_ENCODER:
+            continue  # a lexical baseline: no encoder to trade, its own rows only
         for encoder in dict.fromkeys(cells["encoder"]):
             if encoder == base:
                 continue
@@ -97,6 +103,7 @@ def tradeoff_table(
                         "baseline": base,
                         "n": r["n"],
                         "quality": r["quality_candidate"],
+                        "ms_per_segment": times.get((metric, encoder, r["dataset"], r["device"]), math.nan),
                         "retained": r["retained"],
                         "retained_ci_low": r["retained_ci"][0],
                         "retained_ci_high": r["retained_ci"][1],
@@ -115,8 +122,10 @@ def tradeoff_table(
 
 
 def _baseline_row(run: RunData, metric: str, b: pd.Series) -> dict[str, Any]:
-    """The baseline encoder's own row of the trade-off table: all of its quality retained, no speed-up."""
+    """The baseline encoder's own row of the trade-off table: all of its quality retained, no speed-up;
+    a lexical baseline's (no encoder): its time and quality alone."""
     repeats = b["ms_per_segment_repeats"]
+    lexical = b["encoder"] == NO_ENCODER
     return {
         "metric": metric,
         "dataset": b["dataset"],
@@ -125,10 +134,11 @@ def _baseline_row(run: RunData, metric: str, b: pd.Series) -> dict[str, Any]:
         "baseline": b["encoder"],
         "n": len(run.segments(b["cell_id"])),
         "quality": b["quality"],
-        "retained": 1.0 if math.isfinite(b["quality"]) and b["quality"] else math.nan,
+        "ms_per_segment": b["ms_per_segment"],
+        "retained": 1.0 if not lexical and math.isfinite(b["quality"]) and b["quality"] else math.nan,
         "retained_ci_low": math.nan,
         "retained_ci_high": math.nan,
-        "speedup": 1.0 if len(repeats) else math.nan,
+        "speedup": 1.0 if len(repeats) and not lexical else math.nan,
         "speedup_low": math.nan,
         "speedup_high": math.nan,
         "p_bootstrap": math.nan,
@@ -156,9 +166,9 @@ def _in_report_order(table: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
     return table.iloc[sorted(range(len(table)), key=lambda i: key.iloc[i])].reset_index(drop=True)
 
 
-def tradeoff_rows(table: pd.DataFrame, n_resamples: int) -> TextTable:
-    """The trade-off table as text; p is the chosen test's (`p_value`); the baseline's own row says
-    'baseline' for its p-value."""
+def tradeoff_rows(table: pd.DataFrame, n_resamples: int, names: Names = DEFAULT_NAMES) -> TextTable:
+    """The trade-off table as text, encoders and metrics under their `names`; p is the chosen test's
+    (`p_value`); the baseline's own row says 'baseline' for its p-value."""
     header = [
         "metric",
         "dataset",
@@ -166,27 +176,39 @@ def tradeoff_rows(table: pd.DataFrame, n_resamples: int) -> TextTable:
         "encoder",
         "n",
         "quality",
+        "ms/seg",
         "retained [95% CI]",
         "speed-up [range]",
         "p vs baseline",
     ]
     rows = []
     for _, r in table.iterrows():
-        is_base = r["encoder"] == r["baseline"]
+        lexical = r["encoder"] == NO_ENCODER
         rows.append(
             [
-                r["metric"],
+                names(r["metric"]),
                 r["dataset"],
                 r["device"],
-                r["encoder"],
+                LEXICAL if lexical else names(r["encoder"]),
                 str(r["n"]),
                 fmt.number(r["quality"], missing=fmt.UNDEFINED),
-                fmt.percent_ci(r["retained"], r["retained_ci_low"], r["retained_ci_high"], missing=fmt.UNDEFINED),
-                fmt.times_range(r["speedup"], r["speedup_low"], r["speedup_high"]),
-                "baseline" if is_base else fmt.p_value(r["p_value"], n_resamples, missing=fmt.UNDEFINED),
+                fmt.number(r["ms_per_segment"], 1),
+                fmt.UNDEFINED
+                if lexical
+                else fmt.percent_ci(r["retained"], r["retained_ci_low"], r["retained_ci_high"], missing=fmt.UNDEFINED),
+                fmt.UNDEFINED if lexical else fmt.times_range(r["speedup"], r["speedup_low"], r["speedup_high"]),
+                base_word(r) or fmt.p_value(r["p_value"], n_resamples, missing=fmt.UNDEFINED),
             ]
         )
     return header, rows
+
+
+def base_word(r: pd.Series) -> str:
+    """A baseline row's p column: 'baseline' (the metric's baseline encoder), 'lexical baseline' (a
+    metric without an encoder), '' for a compared encoder."""
+    if r["encoder"] == NO_ENCODER:
+        return "lexical baseline"
+    return "baseline" if r["encoder"] == r["baseline"] else ""
 
 
 def tradeoff_note(table: pd.DataFrame, options: QualityOptions, n_resamples: int, seed: int) -> str:
@@ -211,5 +233,6 @@ def tradeoff_note(table: pd.DataFrame, options: QualityOptions, n_resamples: int
         f"quality = {options.label}, against {human_words(table)}; retained = quality / baseline quality, with "
         f"its 95% paired-bootstrap percentile interval; {test}; bootstrap resampling {resampled} ({n_resamples} "
         f"resamples, seed {seed}; as `nlgbench compare`); speed-up = median baseline ms/segment / median "
-        "ms/segment, range over every pair of repeats (nlgbench.statistics.speedup.speedup)"
+        "ms/segment, range over every pair of repeats (nlgbench.statistics.speedup.speedup); ms/seg (ms in "
+        "LaTeX) = median time per segment; lexical baselines (no encoder): their time and quality only"
     )

@@ -37,8 +37,27 @@ STYLE = (
     "dl.run dt{font-weight:bold}dl.run dd{margin:0}"
     ".figures{display:flex;flex-wrap:wrap;gap:1.5em 2em;align-items:flex-start}"
     "figure{margin:0;max-width:100%}figure img{display:block;max-width:100%;height:auto;border:1px solid #ddd}"
-    "figcaption{font-size:0.9em;margin-top:0.4em}</style>"
+    "figcaption{font-size:0.9em;margin-top:0.4em}a.plot{position:relative;display:block}"
+    "svg.points{position:absolute;left:0;top:0;width:100%;height:100%;pointer-events:none}"
+    "svg.points circle{fill:transparent;pointer-events:all;cursor:help}th{cursor:pointer}"
+    "th[aria-sort=ascending]::after{content:' \\25B2'}th[aria-sort=descending]::after{content:' \\25BC'}</style>"
 )
+# A click on a column's header sorts its table by it (numbers by value, first; again: the other way).
+SORT_SCRIPT = """<script>
+document.querySelectorAll('table').forEach(t => t.querySelectorAll('thead th').forEach((th, k) => {
+  th.title = 'sort by this column';
+  th.addEventListener('click', () => {
+    const body = t.tBodies[0], rows = Array.from(body.rows), up = th.getAttribute('aria-sort') !== 'ascending';
+    t.querySelectorAll('thead th').forEach(h => h.removeAttribute('aria-sort'));
+    th.setAttribute('aria-sort', up ? 'ascending' : 'descending');
+    const key = r => { const s = r.cells[k] ? r.cells[k].textContent.trim() : '';
+      const v = parseFloat(s.replace(/^< /, '')); return isNaN(v) ? s : v; };
+    rows.sort((a, b) => { const x = key(a), y = key(b), nx = typeof x === 'number', ny = typeof y === 'number';
+      const c = nx && ny ? x - y : nx ? -1 : ny ? 1 : x.localeCompare(y); return up ? c : -c; });
+    rows.forEach(r => body.appendChild(r));
+  });
+}));
+</script>"""
 
 
 def png_inches(data: bytes) -> tuple[float, float, int] | None:
@@ -117,18 +136,35 @@ def figure_html(f: FigureFile) -> str:
     shown = first_of(f.paths, SHOWN_FORMATS)
     full = first_of(f.paths, FULL_SIZE_FORMATS)
     links = ", ".join(f"<a href='{html.escape(p.name)}'>{p.suffix[1:].upper()}</a>" for p in f.paths if p != shown)
-    caption = f"<figcaption>{html.escape(caption_text(f))} ({links})</figcaption>" if links else ""
+    method = str(getattr(f, "method", "") or "")
+    details = f"<details><summary>how it was made</summary>{html.escape(method)}</details>" if method else ""
+    caption = f"<figcaption>{html.escape(caption_text(f))} ({links}){details}</figcaption>" if links else ""
     if shown is None:
         return f"<figure>{caption or html.escape(caption_text(f))}</figure>"
     size = shown_width(shown)
     width = size[0] if size else MAX_WIDTH_PX
     box = f" width='{size[0]}' height='{size[1]}'" if size else ""
-    image = f"<img src='{html.escape(shown.name)}' alt='{html.escape(f.title)}'{box}>"
+    image = f"<img src='{html.escape(shown.name)}' alt='{html.escape(f.title)}'{box}>" + points_overlay(f, shown)
     target = full or shown
     return (
-        f"<figure style='width:{width}px'><a href='{html.escape(target.name)}' title='full size "
+        f"<figure style='width:{width}px'><a href='{html.escape(target.name)}' class='plot' title='full size "
         f"({target.suffix[1:].upper()})'>{image}</a>{caption}</figure>"
     )
+
+
+def points_overlay(f: FigureFile, shown: Path) -> str:
+    """Over a PNG, a transparent circle per plotted point whose `<title>` is its tooltip (encoder,
+    x value, quality and interval, cell id: `FigureFile.hotspots`), scaled with the image; '' for
+    none."""
+    spots = getattr(f, "hotspots", ())
+    width, height = getattr(f, "pixels", (0.0, 0.0))
+    if shown.suffix != ".png" or not spots or not width:
+        return ""
+    r = max(6.0, width / 80)  # pixels of the PNG: a marker and its rings
+    marks = "".join(
+        f"<circle cx='{x:g}' cy='{y:g}' r='{r:.0f}'><title>{html.escape(text)}</title></circle>" for x, y, text in spots
+    )
+    return f"<svg class='points' viewBox='0 0 {width:g} {height:g}' preserveAspectRatio='none'>{marks}</svg>"
 
 
 def figures_html(figures: Sequence[FigureFile]) -> list[str]:

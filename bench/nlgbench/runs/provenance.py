@@ -20,7 +20,7 @@ from nlgbench.runs.folder import STORE_FILE, report_dir
 from nlgbench.runs.rundata import PublishedSource, RunData, StoreSource, find_results
 from nlgbench.runs.store import Store
 
-PUBLISHED_RUN = "run.json"  # in DIR/report/: {"spec_names": [...], "recorded_at": {cell_id: ISO 8601 UTC}}
+PUBLISHED_RUN = "run.json"  # in DIR/report/: {"spec_names": [...], "recorded_at": {cell_id: ISO 8601 UTC}, "labels"}
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -32,6 +32,7 @@ class Provenance:
     spec_names: list[str] = field(default_factory=list)
     recorded_at: dict[str, datetime] = field(default_factory=dict)
     source: str = ""
+    labels: dict[str, str] = field(default_factory=dict)  # the specs' `labels:` maps (nlgbench.core.labels.Names)
 
 
 def read_provenance(run: RunData) -> Provenance:
@@ -40,20 +41,21 @@ def read_provenance(run: RunData) -> Provenance:
     if run.source is None or isinstance(run.source, StoreSource):
         with Store(run.folder) as store:
             stamps = {c: datetime.fromtimestamp(t, tz=timezone.utc) for c, t in store.recorded_at().items()}
-            return Provenance(store.sweep_names(), stamps, STORE_FILE)
+            return Provenance(store.sweep_names(), stamps, STORE_FILE, store.spec_labels())
     path = report_dir(run.folder) / PUBLISHED_RUN
     if not (isinstance(run.source, PublishedSource) and path.is_file()):
         return Provenance()
     try:
         raw = json.loads(utf8_text(path, read_bytes(path)))
         names = [str(n) for n in raw["spec_names"]]
+        labels = {str(k): str(v) for k, v in dict(raw.get("labels", {})).items()}
         stamps = {
             str(c): datetime.strptime(t, TIME_FORMAT).replace(tzinfo=timezone.utc)
             for c, t in raw["recorded_at"].items()
         }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UserError(f"{path}: not nlgbench's run record ({exc})") from None
-    return Provenance(names, stamps, f"report/{PUBLISHED_RUN}")
+    return Provenance(names, stamps, f"report/{PUBLISHED_RUN}", labels)
 
 
 def write_provenance(run: RunData, out: Path) -> Path:
@@ -70,6 +72,7 @@ def write_provenance(run: RunData, out: Path) -> Path:
     record = {
         "spec_names": found.spec_names,
         "recorded_at": {c: found.recorded_at[c].strftime(TIME_FORMAT) for c in finished if c in found.recorded_at},
+        **({"labels": found.labels} if found.labels else {}),
     }
     write_atomic(path, json.dumps(record, indent=1) + "\n")
     return path

@@ -348,6 +348,17 @@ class Store:
         return list(dict.fromkeys(sweeps))
 
     @translated
+    def spec_labels(self) -> dict[str, str]:
+        """The specs' `labels:` maps (what figures and tables call an encoder or a metric), later runs'
+        names over earlier ones'."""
+        rows = self.db.execute("SELECT spec_json FROM runs ORDER BY started_at, run_id").fetchall()
+        labels: dict[str, str] = {}
+        for (spec,) in rows:
+            given = json.loads(spec or "{}").get("spec", {}).get("labels") or {}
+            labels.update({str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {})
+        return labels
+
+    @translated
     def recorded_at(self) -> dict[str, float]:
         """When each cell was recorded (its last `record`, seconds since the epoch), by cell id."""
         return {cid: float(at) for cid, at in self.db.execute("SELECT cell_id, updated_at FROM cells") if at}

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nlgbench.core.labels import DEFAULT_NAMES, Names
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.reporting.markup import latex_text
 from nlgbench.reporting.quality import QualityOptions
@@ -143,7 +144,37 @@ def figure_points(
     return pd.DataFrame(rows, columns=[*fixed, *columns, *names])
 
 
+def point_gid(cell_ids: Sequence[str]) -> str:
+    """The id of a plotted point (or a lexical baseline's line) in the SVG: `cell-` and its cells' ids."""
+    return "cell-" + "-".join(cell_ids)
+
+
+def point_tooltips(points: pd.DataFrame, kind: FigureKind, names: Names = DEFAULT_NAMES) -> dict[str, str]:
+    """Each plotted point's tooltip (index.html, and a `<title>` in the SVG), by `point_gid`: encoder
+    and metric, the x value with its unit, the quality with its 95% interval, the cell id(s)."""
+    what, _, unit = kind.label.partition(" (")
+    unit = unit.split(",")[0].rstrip(")")
+    out = {}
+    for _, p in points.iterrows():
+        who = f"{names(p['metric'])} (lexical baseline)" if p["encoder"] == NO_ENCODER else names(p["encoder"])
+        where = "" if p["encoder"] == NO_ENCODER else f" ({names(p['metric'])})"
+        out[point_gid(p["cell_ids"])] = (
+            f"{who}{where}\n{what}: {p[kind.column]:.3g} {unit}\nquality {p['quality']:.3f} "
+            f"[95% {p['ci_low']:.3f}, {p['ci_high']:.3f}]\ncell {', '.join(p['cell_ids'])}"
+        )
+    return out
+
+
 # ----------------------------------------------------------------------------- captions
+
+
+def bars_note(cells: pd.DataFrame, options: QualityOptions, intervals: QualityIntervals) -> str:
+    """What a figure's bars are: the 95% percentile bootstrap interval, the unit it resamples for
+    these cells (`relative_table.resampling_words`), the resamples and the seed."""
+    return (
+        f"bars: 95% bootstrap interval of the quality, resampling {resampling_words(intervals.run, options, cells)}; "
+        f"{intervals.n_resamples} resamples, seed {intervals.seed}"
+    )
 
 
 def _words(values: Sequence[object]) -> str:
@@ -182,14 +213,64 @@ def figure_caption(
     group: DatasetGroup,
     device: str,
     cells: pd.DataFrame,
+    baselines: dict[str, str],
+    options: QualityOptions,
+    intervals: QualityIntervals,
+    spread_shown: bool,
+    names: Names = DEFAULT_NAMES,
+) -> str:
+    """One figure's caption as a paper prints it (at most about 50 words): what is plotted, the data and
+    the machine, the quality, the interval and its resampling unit, the timed repeats' spread (in words
+    where the figure cannot draw it: `spread_shown`), the baseline, the lexical baselines; the full text
+    is `method_text`."""
+    method = canonical_method(options.method).replace("_", "-").capitalize()
+    kinds = _words(list(score_types(cells)))
+    human = f"human {kinds} scores" if kinds != "unknown" else human_words(cells)
+    cpu = _words(list(cells["cpu_model"])) if "cpu_model" in cells else "unknown CPU"
+    gpu = _words(list(cells["gpu"])) if device != "cpu" and "gpu" in cells else ""
+    data = f"{group.name} of {len(group.datasets)} datasets" if len(group.datasets) > 1 else group.name
+    text = [
+        f"{kind.label.capitalize()} against quality; {data} on {device} ({gpu or cpu}).",
+        f"Quality: {method} correlation with {human} ({canonical_level(options.level)}); bars: 95% bootstrap "
+        f"intervals over {resampling_words(intervals.run, options, cells)}.",
+    ]
+    if kind.column in SPREADS:
+        text.append(_spread_words(cells, spread_shown))
+    chosen = [b for b in dict.fromkeys(baselines.get(m, NO_ENCODER) for m in cells["metric"]) if b != NO_ENCODER]
+    if chosen:
+        text.append(f"Baseline: {', '.join(names(c) for c in chosen)}.")
+    if (cells["encoder"] == NO_ENCODER).any():
+        text.append("Dotted: lexical baselines.")
+    return " ".join(text)
+
+
+def _spread_words(cells: pd.DataFrame, shown: bool) -> str:
+    """The timed repeats' spread in words: what the horizontal bars are where some are drawn (`shown`),
+    else (too small to see at the figure's size) the largest slowest-to-fastest ratio over the cells."""
+    repeats = [list(r) for r in cells["ms_per_segment_repeats"] if len(r) > 1 and min(r) > 0]
+    if not repeats:
+        return "One timed repeat per cell."
+    counts = _words([len(r) for r in repeats])
+    if shown:
+        return f"Horizontal bars: range of {counts} timed repeats, where visible."
+    worst = max(max(r) / min(r) - 1 for r in repeats)
+    return f"{counts} timed repeats within {100 * worst:.1f}% of each other (not drawn)."
+
+
+def method_text(
+    kind: FigureKind,
+    group: DatasetGroup,
+    device: str,
+    cells: pd.DataFrame,
     metrics: Sequence[str],
     baselines: dict[str, str],
     options: QualityOptions,
     intervals: QualityIntervals,
 ) -> str:
-    """One figure's caption: what is plotted, the human dimension, the quality's level and method,
-    the interval and its resampling unit, the data subset, the machine. `cells`: the cells behind
-    the figure (device and datasets of the group)."""
+    """How one figure was made, in full: what is plotted, the human dimension, the quality's level and
+    method, the interval and its resampling unit, the repeats, the marks, the data subset, the machine
+    (index.html, and figures.tex as a LaTeX comment; the caption is `figure_caption`). `cells`: the
+    cells behind the figure (device and datasets of the group)."""
     level = canonical_level(options.level)
     method = canonical_method(options.method)
     repeats = [len(r) for r in cells["ms_per_segment_repeats"]] if "ms_per_segment_repeats" in cells else []
@@ -214,7 +295,7 @@ def figure_caption(
         text.append(
             "Points: the median over the timed repeats"
             + (f" ({_words(repeats)} per cell)" if repeats else "")
-            + "; horizontal bars: the fastest to the slowest repeat"
+            + "; horizontal bars, where wide enough to be seen: the fastest to the slowest repeat"
             + (" (means over the datasets)." if mean else ".")
         )
     chosen = ", ".join(f"{baselines[m]} for {m}" for m in metrics if m in baselines)
@@ -223,16 +304,17 @@ def figure_caption(
         "Dashed line and orange rings: the Pareto front (no other encoder of the panel has both a lower or equal "
         "x and a higher or equal quality)"
         + (f"; black ring: the baseline encoder ({chosen})" if chosen else "")
-        + (f"; grey diamonds: lexical baselines without an encoder ({', '.join(lexical)})" if lexical else "")
+        + (f"; grey dotted lines: lexical baselines without an encoder ({', '.join(lexical)})" if lexical else "")
         + "."
     )
     text.append(f"Data: {subset_words(intervals, cells)}. Machine: {machine_words(cells, device)}.")
     return " ".join(text)
 
 
-def figures_tex(entries: Sequence[tuple[Path, str, str]], width: float) -> str:
+def figures_tex(entries: Sequence[tuple[Path, str, str, str]], width: float) -> str:
     """figures.tex: one `figure` float per figure (`entries`: the PDF (or PNG) file, its caption,
-    its name), `\\includegraphics[width=\\linewidth]`, `\\caption`, `\\label{fig:<name>}`; figures
+    its name, and how it was made (`method_text`), kept above the float as a LaTeX comment),
+    `\\includegraphics[width=\\linewidth]`, `\\caption`, `\\label{fig:<name>}`; figures
     wider than a single column as `figure*` (both columns of a two-column paper; a plain figure in
     a one-column one). Needs graphicx."""
     env = "figure*" if width > 3.6 else "figure"
@@ -242,10 +324,11 @@ def figures_tex(entries: Sequence[tuple[Path, str, str]], width: float) -> str:
         f"% drawn {width:g} in wide with text of 7-9 pt at that width: to print them at 100%, give",
         "% `nlgbench report --figure-width` your paper's \\linewidth (\\textwidth for figure*) in inches.",
     ]
-    for path, caption, name in entries:
+    for path, caption, name, method in entries:
         file = f"{{{path.stem}}}{path.suffix}" if "." in path.stem else path.name  # graphicx and dotted names
         lines += [
             "",
+            *(f"% {line}" for line in re.split(r"(?<=\.) (?=[A-Z])", f"How fig:{name} was made: {method}")),
             f"\\begin{{{env}}}[tbp]",
             "  \\centering",
             f"  \\includegraphics[width=\\linewidth]{{{file}}}",

@@ -13,10 +13,11 @@ written into figures.tex."""
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,19 +25,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from nlgbench.core.labels import DEFAULT_NAMES, Names
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.files import write_atomic
 from nlgbench.reporting.figures.content import (
     DatasetGroup,
     FigureKind,
+    bars_note,
     dataset_groups,
     figure_caption,
     figure_kinds,
     figure_points,
     figures_tex,
+    method_text,
+    point_gid,
+    point_tooltips,
     slug,
 )
-from nlgbench.reporting.figures.placement import PointLabel, place_labels
+from nlgbench.reporting.figures.placement import PointLabel, drop_unseen, hotspots, place_labels
 from nlgbench.reporting.figures.style import (
     ANCHOR_COLOR,
     BASELINE_COLOR,
@@ -47,23 +53,26 @@ from nlgbench.reporting.figures.style import (
     FRONT_RING,
     MARKER_SIZE,
     MAX_ROWS,
+    MIN_SPREAD,
     STYLE_FILE,
     FigureOptions,
     Style,
     encoder_styles,
+    legend_handles,
     row_sizes,
     set_log_x,
     y_limits,
 )
 from nlgbench.reporting.markup import unique_name
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.reporting.relative_table import QualityIntervals, pareto_front, resampling_words
+from nlgbench.reporting.relative_table import QualityIntervals, pareto_front
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-INTERVAL_LABEL, SPREAD_LABEL = "95% bootstrap interval", "min-max of timed repeats"
+SPREAD_GID = "spread"  # the gid of the time-spread bars
+LEGEND_ROWS = 2  # at most: the legend holds only what the point labels cannot say
 MAKE_ROOM = 3  # times the y range may grow to give a label a free place
 
 
@@ -94,7 +103,7 @@ def _draw_points(ax: Axes, pts: pd.DataFrame, x: str, styles: dict[str, Style]) 
         err = None
         if math.isfinite(p["ci_low"]) and math.isfinite(p["ci_high"]):
             err = [[max(0.0, p["quality"] - p["ci_low"])], [max(0.0, p["ci_high"] - p["quality"])]]
-        ax.errorbar(
+        point = ax.errorbar(
             [p[x]],
             [p["quality"]],
             yerr=err,
@@ -108,24 +117,26 @@ def _draw_points(ax: Axes, pts: pd.DataFrame, x: str, styles: dict[str, Style]) 
             elinewidth=0.8,
             zorder=3,
         )
+        point.lines[0].set_gid(point_gid(p["cell_ids"]))  # its tooltip (`save_figure`, `hotspots`)
         lo, hi = p.get(f"{x}_low", math.nan), p.get(f"{x}_high", math.nan)
         if math.isfinite(lo) and math.isfinite(hi) and hi > lo:
             xerr = [[max(0.0, p[x] - lo)], [max(0.0, hi - p[x])]]
-            ax.errorbar(
+            bar = ax.errorbar(
                 [p[x]], [p["quality"]], xerr=xerr, fmt="none", ecolor=style.color, elinewidth=0.8, capsize=0, zorder=3
             )
+            for coll in bar.lines[2]:
+                coll.set_gid(SPREAD_GID)
 
 
 def _panel(
     ax: Axes,
     pts: pd.DataFrame,
-    anchors: pd.DataFrame,
     x: str,
     styles: dict[str, Style],
     baseline: str | None,
+    names: Names,
 ) -> list[PointLabel]:
-    """One metric's points, front and baseline ring; returns the labels to place."""
-    _draw_points(ax, anchors, x, styles)
+    """One metric's points, front and baseline ring; returns the labels to place (encoders' `names`)."""
     _draw_points(ax, pts, x, styles)
     base = pts[pts["encoder"] == baseline]
     if len(base):
@@ -142,57 +153,22 @@ def _panel(
     _draw_pareto(ax, pts[x].to_numpy(float), pts["quality"].to_numpy(float))
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.1)
-    return [PointLabel(p[x], p["quality"], _short(p["encoder"]), "black") for _, p in pts.iterrows()] + [
-        PointLabel(a[x], a["quality"], str(a["metric"]), ANCHOR_COLOR) for _, a in anchors.iterrows()
-    ]
+    return [PointLabel(p[x], p["quality"], names(p["encoder"]), "black") for _, p in pts.iterrows()]
+
+
+def _reference_lines(ax: Axes, anchors: pd.DataFrame, names: Names) -> list[PointLabel]:
+    """Metrics without an encoder (lexical baselines) as reference lines across the panel at their
+    quality, each labelled with its name at the right end: a reference for the panel's metric, not
+    one of its points. Call once the x range is set."""
+    right = ax.get_xlim()[1]
+    for q, cells in zip(anchors["quality"], anchors["cell_ids"], strict=True):
+        ax.axhline(float(q), color=ANCHOR_COLOR, linestyle=":", linewidth=0.9, zorder=1, gid=point_gid(cells))
+    return [PointLabel(right, a["quality"], names(str(a["metric"])), ANCHOR_COLOR) for _, a in anchors.iterrows()]
 
 
 def _x_values(frame: pd.DataFrame, x: str) -> list[float]:
     """The x values a panel's axis must show: the points and their spread."""
     return [float(v) for c in (x, f"{x}_low", f"{x}_high") if c in frame for v in frame[c]]
-
-
-def _legend_handles(
-    encoders: Sequence[str], styles: dict[str, Style], anchors: bool, baseline: bool, spread: bool
-) -> list[Any]:
-    from matplotlib.lines import Line2D
-
-    def point(label: str, **kw: Any) -> Line2D:
-        return Line2D([], [], linestyle="none", label=label, **{"markersize": MARKER_SIZE, **kw})
-
-    handles = [point(e, marker=styles[e].marker, color=styles[e].color, markeredgecolor="white") for e in encoders]
-    if anchors:
-        handles.append(point("lexical baseline (no encoder)", marker="D", color=ANCHOR_COLOR))
-    if baseline:
-        handles.append(
-            point(
-                "baseline encoder",
-                marker="o",
-                markersize=BASELINE_RING * 0.8,
-                markerfacecolor="none",
-                markeredgecolor=BASELINE_COLOR,
-                markeredgewidth=0.8,
-            )
-        )
-    handles.append(
-        Line2D(
-            [],
-            [],
-            linestyle="--",
-            linewidth=0.9,
-            color=FRONT_COLOR,
-            marker="o",
-            markersize=FRONT_RING,
-            markerfacecolor="none",
-            markeredgecolor=FRONT_COLOR,
-            markeredgewidth=0.9,
-            label="Pareto front",
-        )
-    )
-    handles.append(point(INTERVAL_LABEL, marker="|", markersize=10, color="black", markeredgewidth=0.8))
-    if spread:
-        handles.append(point(SPREAD_LABEL, marker="_", markersize=10, color="black", markeredgewidth=0.8))
-    return handles
 
 
 # ----------------------------------------------------------------------------- one figure
@@ -206,15 +182,19 @@ def tradeoff_figure(
     baselines: dict[str, str],
     title: str,
     options: FigureOptions = DEFAULT_FIGURES,
+    names: Names = DEFAULT_NAMES,
 ) -> Figure | None:
     """One figure of panels per metric and x column (`columns`: (column, axis label); the panel
     title is the metric, with the column's label where there are several), quality on y (one range
-    for all panels) with its interval, x on a log scale with its spread, the Pareto front, the
-    baseline ringed, the legend below; metrics without an encoder (lexical baselines) are grey
-    diamonds in every panel (their own panels when there is nothing else). `options.width` wide,
-    rows of `options.per_row` panels, a shorter last row centred (no empty slot). Point labels are
-    placed last and cover nothing. None when there is nothing to plot. An open pyplot figure: the
-    caller closes it (`plt.close`); one that fails half-way is closed here."""
+    for all panels) with its interval, x on a log scale with its spread where it can be seen at this
+    size (`placement.drop_unseen`), the Pareto front, the baseline ringed, each point labelled, the
+    legend below in at most LEGEND_ROWS rows (what labels cannot say: `legend_handles`), the title
+    only with `options.titles`; metrics without an encoder (lexical baselines) are labelled reference
+    lines in every panel (their own panels when there is nothing else); encoders and metrics under
+    their `names` (nlgbench.core.labels.Names). `options.width` wide, rows of
+    `options.per_row` panels, a shorter last row centred (no empty slot). Point labels are placed
+    last and cover nothing. None when there is nothing to plot. An open pyplot figure: the caller
+    closes it (`plt.close`); one that fails half-way is closed here."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -238,7 +218,7 @@ def tradeoff_figure(
     panel_w = options.width / per_row
     panel_h = min(max(0.7 * panel_w, 1.9), 2.4)  # inches: a single-column figure of 3 rows stays under 9 in
     with plt.style.context(STYLE_FILE):
-        fig = plt.figure(figsize=(options.width, panel_h * len(rows) + 0.3), layout="constrained")
+        fig = plt.figure(figsize=(options.width, panel_h * len(rows) + 0.1), layout="constrained")
         try:
             grid = fig.add_gridspec(len(rows), 2 * per_row)
             axes: list[Axes] = []
@@ -251,21 +231,19 @@ def tradeoff_figure(
             ylim = y_limits(ys)
             for k, (ax, (metric, (x, xlabel))) in enumerate(zip(axes, cells, strict=True)):
                 pts = data[data["metric"] == metric]
-                items = _panel(ax, pts, anchors, x, styles, baselines.get(metric))
-                labels.append((ax, items))
-                set_log_x(ax, _x_values(pts, x) + _x_values(anchors, x))
+                items = _panel(ax, pts, x, styles, baselines.get(metric), names)
+                set_log_x(ax, _x_values(pts, x))
+                labels.append((ax, items + _reference_lines(ax, anchors, names)))
                 ax.set_ylim(*ylim)
-                ax.set_title(f"{metric}: {xlabel.split(' (')[0]}" if len(columns) > 1 else str(metric))
+                ax.set_title(f"{names(metric)}: {xlabel.split(' (')[0]}" if len(columns) > 1 else names(metric))
                 ax.set_xlabel(xlabel)
                 if k in firsts:
                     ax.set_ylabel(quality_label)
                 else:
                     ax.tick_params(axis="y", labelleft=False)
-            encoders = [e for e in styles if e in set(data["encoder"])]
             has_base = any((data["encoder"] == baselines.get(m)).any() for m in metrics)
-            spread = any(f"{c}_low" in points and points[f"{c}_low"].notna().any() for c, _ in columns)
-            handles = _legend_handles(encoders, styles, bool(len(anchors)), has_base, spread)
-            _fit_title_and_legend(fig, title, handles)
+            spread = drop_unseen(fig, SPREAD_GID, MARKER_SIZE, MIN_SPREAD)
+            _fit_title_and_legend(fig, title if options.titles else "", legend_handles(has_base, spread))
             _place(fig, labels, ylim)
         except BaseException:
             plt.close(fig)  # drawing failed half-way: the figure is nobody's to close
@@ -295,37 +273,39 @@ def _place(fig: Figure, labels: list[tuple[Axes, list[PointLabel]]], ylim: tuple
 
 
 def _fit_title_and_legend(fig: Figure, title: str, handles: list[Any]) -> None:
-    """The title wrapped to the figure's width and the legend below the panels in as many columns
-    (at most 4) as fit; the figure made taller by the legend's and the title's extra lines (the
-    panels keep their height); laid out (not rendered), so the layout is final."""
+    """The legend below the panels in as many columns as fit the figure's width, at most LEGEND_ROWS
+    rows (fewer columns would only add rows), and the title (none where '') wrapped to the width; the
+    figure made taller by the legend and the title (the panels keep their height); laid out (not
+    rendered), so the layout is final."""
     width = fig.bbox.width - 4
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     legend = None
-    for columns in range(min(4, len(handles)), 0, -1):
+    fewest = math.ceil(len(handles) / LEGEND_ROWS)
+    for columns in range(len(handles), fewest - 1, -1):
         legend = fig.legend(handles=handles, loc="outside lower center", ncols=columns)
-        if legend.get_window_extent(renderer).width <= width or columns == 1:
+        if legend.get_window_extent(renderer).width <= width or columns == fewest:
             break
         legend.remove()
     assert legend is not None
     extra = legend.get_window_extent(renderer).height / fig.dpi + 0.05
-    for chars in range(110, 20, -5):
-        text = fig.suptitle("\n".join(textwrap.fill(line, chars) for line in title.splitlines()))
-        if text.get_window_extent(renderer).width <= width:
-            break
-    extra += text.get_text().count("\n") * float(text.get_fontsize()) * 1.2 / 72
+    if title:
+        for chars in range(110, 20, -5):
+            text = fig.suptitle("\n".join(textwrap.fill(line, chars) for line in title.splitlines()))
+            if text.get_window_extent(renderer).width <= width:
+                break
+        extra += (text.get_text().count("\n") + 1) * float(text.get_fontsize()) * 1.2 / 72
     fig.set_figheight(fig.get_figheight() + extra)
     fig.draw_without_rendering()
 
 
-def _short(name: str) -> str:
-    return name.split("/")[-1]
-
-
-def save_figure(fig: Figure, stem: Path, formats: Sequence[str] = FIGURE_FORMATS) -> list[Path]:
+def save_figure(
+    fig: Figure, stem: Path, formats: Sequence[str] = FIGURE_FORMATS, tooltips: Mapping[str, str] | None = None
+) -> list[Path]:
     """The figure in each format (PNG at the figure's dpi, PDF and SVG with text kept as text:
     the style file), without creation dates, so a regenerated report differs only where its content
-    does; at the figure's size (no tight bounding box: the width is the one asked for). The caller
-    closes the figure."""
+    does; at the figure's size (no tight bounding box: the width is the one asked for); in the SVG
+    each point's `tooltips` entry as a `<title>` (a browser shows it on hovering). The caller closes
+    the figure."""
     import matplotlib.pyplot as plt
 
     metadata = {
@@ -339,7 +319,13 @@ def save_figure(fig: Figure, stem: Path, formats: Sequence[str] = FIGURE_FORMATS
             path = stem.with_name(f"{stem.name}.{ext}")
             image = io.BytesIO()
             fig.savefig(image, format=ext, dpi=fig.dpi, metadata=metadata[ext])
-            write_atomic(path, image.getvalue())
+            data = image.getvalue()
+            if ext == "svg" and tooltips:
+                text = data.decode("utf-8")
+                for gid, tip in tooltips.items():
+                    text = text.replace(f'<g id="{gid}">', f'<g id="{gid}"><title>{html.escape(tip)}</title>', 1)
+                data = text.encode("utf-8")
+            write_atomic(path, data)
             paths.append(path)
     return paths
 
@@ -356,12 +342,15 @@ class FigureFile:
     note: str = ""  # what the bars are (`bars_note`)
     caption: str = ""  # the figure's caption (`figure_caption`), also in figures.tex
     name: str = ""  # the files' stem, figures.tex's label fig:<name>
+    method: str = ""  # how it was made, in full (`method_text`): index.html, and a comment in figures.tex
+    hotspots: tuple[tuple[float, float, str], ...] = ()  # each point's centre in the PNG (pixels) and tooltip
+    pixels: tuple[float, float] = (0.0, 0.0)  # the PNG's width and height
 
 
 @dataclass(frozen=True)
 class DrawnFigure:
     """One figure of the report, not yet saved: its file stem, title, device, datasets, kind, the
-    metrics of its panels and the figure."""
+    metrics of its panels and the figure; whether it draws the timed repeats' spread (`spread_shown`)."""
 
     name: str
     title: str
@@ -370,15 +359,11 @@ class DrawnFigure:
     kind: FigureKind
     metrics: list[str]
     figure: Figure
+    tooltips: dict[str, str]  # by point_gid
 
-
-def bars_note(cells: pd.DataFrame, options: QualityOptions, intervals: QualityIntervals) -> str:
-    """What a figure's bars are: the 95% percentile bootstrap interval, the unit it resamples for
-    these cells (`relative_table.resampling_words`), the resamples and the seed."""
-    return (
-        f"bars: 95% bootstrap interval of the quality, resampling {resampling_words(intervals.run, options, cells)}; "
-        f"{intervals.n_resamples} resamples, seed {intervals.seed}"
-    )
+    @property
+    def spread_shown(self) -> bool:
+        return any(c.get_gid() == SPREAD_GID for ax in self.figure.axes for c in ax.collections)
 
 
 def _group_cells(df: pd.DataFrame, device: str, group: DatasetGroup) -> pd.DataFrame:
@@ -402,13 +387,14 @@ def build_figures(
     baselines: dict[str, str],
     intervals: QualityIntervals,
     figure_options: FigureOptions = DEFAULT_FIGURES,
+    names: Names = DEFAULT_NAMES,
 ) -> Iterator[DrawnFigure]:
     """Runtime, model-memory and peak-memory figures per device and dataset group (see
     `dataset_groups`), each at most MAX_ROWS rows of panels (more metrics: several figures, named
     `_part1`, `_part2` ...); encoder styles shared by all of them. Each figure is open: the
     consumer closes it (`write_figures` does, once written)."""
     styles = encoder_styles(list(df["encoder"]))
-    names: set[str] = set()
+    taken: set[str] = set()
     cap = figure_options.per_row * MAX_ROWS
     for device in dict.fromkeys(df["device"]):
         cells = df[df["device"] == device]
@@ -425,19 +411,22 @@ def build_figures(
                 parts = _parts(metrics, cap) if metrics else []
                 for k, part in enumerate(parts):
                     title = f"{kind.title} vs quality, {device}, {group.title}"
+                    shown = points[points["metric"].isin(part) | (anchor & with_encoder)]
                     fig = tradeoff_figure(
-                        points[points["metric"].isin(part) | (anchor & with_encoder)],
+                        shown,
                         [(kind.column, kind.label)],
                         group.quality_label(options.label),
                         styles,
                         baselines,
                         title + (f" ({k + 1}/{len(parts)})" if len(parts) > 1 else ""),
                         figure_options,
+                        names,
                     )
                     if fig is None:
                         continue
                     name = f"{kind.name}_{device}_{slug(group.name)}" + (f"_part{k + 1}" if len(parts) > 1 else "")
-                    yield DrawnFigure(unique_name(name, names), title, device, group, kind, part, fig)
+                    tips = point_tooltips(shown, kind, names)
+                    yield DrawnFigure(unique_name(name, taken), title, device, group, kind, part, fig, tips)
 
 
 def write_figures(
@@ -447,6 +436,7 @@ def write_figures(
     baselines: dict[str, str],
     intervals: QualityIntervals,
     figure_options: FigureOptions = DEFAULT_FIGURES,
+    names: Names = DEFAULT_NAMES,
 ) -> list[FigureFile]:
     """`build_figures`, each saved in the formats asked for into `out` with its caption, and
     figures.tex (one float per figure, where PDF or PNG is written); figure files of an earlier
@@ -458,23 +448,37 @@ def write_figures(
         if old.suffix[1:] in FIGURE_FORMATS and old.name.split("_")[0] in ("runtime", "memory", "peak"):
             old.unlink()
     files = []
-    for drawn in build_figures(df, options, baselines, intervals, figure_options):
+    for drawn in build_figures(df, options, baselines, intervals, figure_options, names):
         try:
             cells = _group_cells(df, drawn.device, drawn.group)
             caption = figure_caption(
+                drawn.kind, drawn.group, drawn.device, cells, baselines, options, intervals, drawn.spread_shown, names
+            )
+            method = method_text(
                 drawn.kind, drawn.group, drawn.device, cells, drawn.metrics, baselines, options, intervals
             )
-            paths = save_figure(drawn.figure, out / drawn.name, figure_options.formats)
+            paths = save_figure(drawn.figure, out / drawn.name, figure_options.formats, drawn.tooltips)
+            spots = hotspots(drawn.figure, drawn.tooltips)
+            pixels = (float(drawn.figure.bbox.width), float(drawn.figure.bbox.height))
         finally:  # each figure closed once written, or when writing it failed: none stays open
             plt.close(drawn.figure)
         files.append(
             FigureFile(
-                drawn.title, drawn.device, drawn.group, paths, bars_note(cells, options, intervals), caption, drawn.name
+                drawn.title,
+                drawn.device,
+                drawn.group,
+                paths,
+                bars_note(cells, options, intervals),
+                caption,
+                drawn.name,
+                method,
+                spots,
+                pixels,
             )
         )
     tex = out / "figures.tex"
     printable = [
-        (min(shown, key=lambda p: p.suffix != ".pdf"), f.caption, f.name)  # the PDF, else the PNG
+        (min(shown, key=lambda p: p.suffix != ".pdf"), f.caption, f.name, f.method)  # the PDF, else the PNG
         for f in files
         if (shown := [p for p in f.paths if p.suffix in (".pdf", ".png")])
     ]

@@ -3,12 +3,14 @@ bar, a line (the Pareto front, another label's leader line) or another label (ma
 on first use). What must stay free is read from the axes' own artists after drawing, in display
 pixels, so whatever a figure draws is avoided: markers as boxes of their size, error bars and
 lines as segments of their width. A label goes beside its point where a place is free, else
-farther out with a thin leader line; where nothing is free, at the place covering least."""
+farther out with a thin leader line; where nothing is free, at the place covering least. Also what
+can be seen where at the final size: bars too short to see (`drop_unseen`), each point's pixel for its
+tooltip (`hotspots`)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +18,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
     from matplotlib.text import Annotation
 
 LABEL_SIZE = 7  # points: labels beside the plotted points (the style's smallest text)
@@ -322,3 +325,58 @@ def _fitting_text(ax: Axes, text: str, renderer: Any, width: float) -> tuple[str
         if extent.width <= width or len(text) <= 4:
             return text, (extent.width, extent.height)
         text = text[: len(text) - 4 if not text.endswith("...") else len(text) - 7] + "..."
+
+
+# ----------------------------------------------------------------------------- what is seen where
+
+
+def drop_unseen(fig: Figure, gid: str, marker: float, beyond: float) -> bool:
+    """Removes the horizontal bars of the given gid (the timed repeats' spread) that reach less than
+    `beyond` points out of what is drawn on their point (its marker, `marker` points wide, and any ring
+    around it) at the figure's final size; whether any is left to be seen."""
+    from matplotlib.collections import LineCollection, PathCollection
+
+    px = fig.dpi / 72
+    fig.draw_without_rendering()
+    seen = False
+    for ax in fig.axes:
+        rings = []  # (x, y, radius) in pixels: markers, then the rings drawn around them
+        for line in ax.lines:
+            if line.get_marker() not in (None, "None", "", " ", "none"):
+                xy = line.get_transform().transform(np.column_stack(line.get_data()).astype(float))
+                rings += [(x, y, marker / 2 * px) for x, y in xy]
+        for coll in ax.collections:
+            if isinstance(coll, PathCollection):
+                offsets = coll.get_offset_transform().transform(np.asarray(coll.get_offsets(), float))
+                sizes, widths = coll.get_sizes(), np.atleast_1d(coll.get_linewidth())
+                rings += [
+                    (x, y, (math.sqrt(float(sizes[k % len(sizes)])) + float(widths[k % len(widths)])) / 2 * px)
+                    for k, (x, y) in enumerate(offsets)
+                ]
+        for coll in [c for c in ax.collections if isinstance(c, LineCollection) and c.get_gid() == gid]:
+            reach = []
+            for seg in coll.get_segments():
+                (x0, y), (x1, _) = coll.get_transform().transform(np.asarray(seg, float))
+                lo, hi = min(x0, x1), max(x0, x1)
+                centre = [cx for cx, cy, _ in rings if abs(cy - y) < 0.5 and lo - 0.5 <= cx <= hi + 0.5]
+                cx = centre[0] if centre else (lo + hi) / 2
+                drawn = max([0.0] + [r for rx, ry, r in rings if abs(rx - cx) < 0.5 and abs(ry - y) < 0.5])
+                reach.append(max(hi - cx, cx - lo) - drawn)
+            if all(r < beyond * px for r in reach):
+                coll.remove()
+            else:
+                seen = True
+    return seen
+
+
+def hotspots(fig: Figure, tooltips: Mapping[str, str]) -> tuple[tuple[float, float, str], ...]:
+    """Each plotted point with a tooltip (`point_tooltips`): its centre in the PNG's pixels (origin at
+    the top left) and its text, for index.html."""
+    height = fig.bbox.height
+    out = []
+    for ax in fig.axes:
+        for line in ax.lines:
+            if line.get_gid() in tooltips and line.get_marker() not in (None, "None", "", " ", "none"):
+                x, y = line.get_transform().transform(np.column_stack(line.get_data()).astype(float))[0]
+                out.append((round(float(x), 1), round(float(height - y), 1), tooltips[str(line.get_gid())]))
+    return tuple(out)

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.errors import UserError
@@ -26,17 +26,22 @@ MAX_PER_ROW, MAX_ROWS = 3, 3
 PALETTE = ("tab:blue", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 MARKERS = ("o", "s", "^", "v", "P", "X", "h", "<", ">")
 ANCHOR_COLOR, FRONT_COLOR, BASELINE_COLOR = "tab:gray", "tab:orange", "black"
+INTERVAL_LABEL, SPREAD_LABEL = "95% interval", "fastest-slowest repeat"  # the legend's entries
+BASELINE_LABEL, FRONT_LABEL = "baseline", "Pareto front"
 MARKER_SIZE = 5.0  # points
+MIN_SPREAD = 3.0  # points a horizontal bar must reach out of its marker and rings, on one side, to be seen
 FRONT_RING, BASELINE_RING = MARKER_SIZE + 4, MARKER_SIZE + 9  # ring diameters (points), drawn behind the marker
 
 
 @dataclass(frozen=True)
 class FigureOptions:
     """How figures are drawn: `width` in inches (COLUMN_WIDTHS: `--column single|double`), the file
-    formats written."""
+    formats written, and whether a title is drawn inside the figure (`--titles`: for slides; a paper's
+    caption says it instead)."""
 
     width: float = COLUMN_WIDTHS["double"]
     formats: tuple[str, ...] = FIGURE_FORMATS
+    titles: bool = False
 
     def check(self) -> None:
         lo, hi = WIDTH_RANGE
@@ -156,3 +161,44 @@ def row_sizes(n_panels: int, per_row: int) -> list[int]:
     rows = math.ceil(n_panels / per_row)
     base, extra = divmod(n_panels, rows)
     return [base + 1] * extra + [base] * (rows - extra)
+
+
+def legend_handles(baseline: bool, spread: bool) -> list[Any]:
+    """What the point labels cannot say: the baseline's ring, the Pareto front, the bars; each
+    encoder and each lexical baseline is named by its label in the panel, not here."""
+    from matplotlib.lines import Line2D
+
+    def point(label: str, **kw: Any) -> Line2D:
+        return Line2D([], [], linestyle="none", label=label, **{"markersize": MARKER_SIZE, **kw})
+
+    handles = []
+    if baseline:
+        handles.append(
+            point(
+                BASELINE_LABEL,
+                marker="o",
+                markersize=BASELINE_RING * 0.8,
+                markerfacecolor="none",
+                markeredgecolor=BASELINE_COLOR,
+                markeredgewidth=0.8,
+            )
+        )
+    handles.append(
+        Line2D(
+            [],
+            [],
+            linestyle="--",
+            linewidth=0.9,
+            color=FRONT_COLOR,
+            marker="o",
+            markersize=FRONT_RING,
+            markerfacecolor="none",
+            markeredgecolor=FRONT_COLOR,
+            markeredgewidth=0.9,
+            label=FRONT_LABEL,
+        )
+    )
+    handles.append(point(INTERVAL_LABEL, marker="|", markersize=10, color="black", markeredgewidth=0.8))
+    if spread:
+        handles.append(point(SPREAD_LABEL, marker="_", markersize=10, color="black", markeredgewidth=0.8))
+    return handles

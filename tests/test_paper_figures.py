@@ -1,0 +1,137 @@
+"""Figures as a paper prints them, read from the figure's own artists: no title inside by default, a
+legend of at most two rows holding only what point labels cannot say (and its share of a
+single-column figure), lexical baselines as labelled reference lines in every panel, and the timed
+repeats' bars only where they can be seen at the figure's size."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import matplotlib
+import pandas as pd
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from nlgbench.reporting.figures.drawing import tradeoff_figure  # noqa: E402
+from nlgbench.reporting.figures.style import COLUMN_WIDTHS, SPREAD_LABEL, FigureOptions, encoder_styles  # noqa: E402
+
+pytestmark = pytest.mark.component
+
+SINGLE = FigureOptions(COLUMN_WIDTHS["single"])
+X = [("ms_per_segment", "time per segment (ms, log)")]
+ENCODERS = ["all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2[num_layers=3]"]
+CHRF_QUALITY, SENTBLEU_QUALITY = 0.529, 0.498
+
+
+def points(spread: float, metrics: tuple[str, ...] = ("bertscore",)) -> pd.DataFrame:
+    """Three encoders per metric (55, 7.8 and 4.1 ms/segment, the example run's) and two lexical
+    baselines; each time's repeats from time / spread to time * spread."""
+    rows = []
+    for metric in metrics:
+        for encoder, ms, q in zip(ENCODERS, (55.0, 7.8, 4.1), (0.623, 0.598, 0.608), strict=True):
+            rows.append((metric, encoder, q, ms))
+    rows += [("chrf", "none", CHRF_QUALITY, 0.84), ("sentbleu", "none", SENTBLEU_QUALITY, 0.42)]
+    return pd.DataFrame(
+        [
+            {
+                "metric": m,
+                "encoder": e,
+                "quality": q,
+                "ci_low": q - 0.04,
+                "ci_high": q + 0.04,
+                "cell_ids": (f"{m}-{e}",),
+                "ms_per_segment": ms,
+                "ms_per_segment_low": ms / spread,
+                "ms_per_segment_high": ms * spread,
+            }
+            for m, e, q, ms in rows
+        ]
+    )
+
+
+@pytest.fixture
+def drawn() -> Iterator[list[Figure]]:
+    figures: list[Figure] = []
+    yield figures
+    for fig in figures:
+        plt.close(fig)
+
+
+def figure(frame: pd.DataFrame, drawn: list[Figure], options: FigureOptions = SINGLE) -> Figure:
+    fig = tradeoff_figure(
+        frame,
+        X,
+        "pearson (global)",
+        encoder_styles(ENCODERS),
+        {"bertscore": ENCODERS[0]},
+        "Runtime vs quality",
+        options,
+    )
+    assert fig is not None
+    drawn.append(fig)
+    return fig
+
+
+def legend_texts(fig: Figure) -> list[str]:
+    (legend,) = fig.legends
+    return [t.get_text() for t in legend.get_texts()]
+
+
+def test_no_title_inside_a_figure_unless_asked_for(drawn: list[Figure]) -> None:
+    plain = figure(points(1.01), drawn)
+    assert plain._suptitle is None  # the caption says it
+    titled = figure(points(1.01), drawn, FigureOptions(COLUMN_WIDTHS["single"], titles=True))
+    assert titled._suptitle is not None and titled._suptitle.get_text() == "Runtime vs quality"
+
+
+def test_legend_holds_what_labels_cannot_say_in_two_rows_and_a_small_share(drawn: list[Figure]) -> None:
+    fig = figure(points(1.5), drawn)
+    texts = legend_texts(fig)
+    # the encoders and the lexical baselines are named by their labels in the panel, not in the legend
+    assert not set(texts) & {*ENCODERS, "chrf", "sentbleu"} and not any("lexical" in t for t in texts)
+    assert texts == ["baseline", "Pareto front", "95% interval", SPREAD_LABEL]
+    (legend,) = fig.legends
+    assert math.ceil(len(texts) / legend._ncols) <= 2  # rows
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    box = legend.get_window_extent(renderer)
+    share = box.width * box.height / (fig.bbox.width * fig.bbox.height)
+    assert share <= 0.12, f"the legend takes {share:.1%} of a single-column figure"
+    labels = {t.get_text().replace("\n", "") for ax in fig.axes for t in ax.texts}
+    assert {"all-mpnet-base-v2", "all-MiniLM-L6-v2", "chrf", "sentbleu"} <= labels
+
+
+def test_lexical_baselines_are_reference_lines_in_every_panel(drawn: list[Figure]) -> None:
+    fig = figure(points(1.01, ("bertscore", "moverscore")), drawn)
+    assert [ax.get_title() for ax in fig.axes] == ["bertscore", "moverscore"]
+    for ax in fig.axes:
+        across = [
+            line.get_ydata()[0]
+            for line in ax.lines
+            if list(line.get_xdata()) == [0, 1] and line.get_ydata()[0] == line.get_ydata()[1]
+        ]  # lines from the axes' left edge to its right (axhline)
+        assert sorted(across) == [SENTBLEU_QUALITY, CHRF_QUALITY]
+        marked = [
+            (x, y)
+            for line in ax.lines
+            if line.get_marker() not in (None, "None", "", "none")
+            for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
+        ]
+        assert (0.84, CHRF_QUALITY) not in marked and (0.42, SENTBLEU_QUALITY) not in marked  # not a point of the panel
+        assert ax.get_xlim()[0] > 1.0  # the x range is the encoders' (4.1 to 55 ms), not stretched to 0.42 ms
+        assert {"chrf", "sentbleu"} <= {t.get_text() for t in ax.texts}
+
+
+def test_time_spread_bars_only_where_they_can_be_seen(drawn: list[Figure]) -> None:
+    """Repeats within 1% (x / 1.01 to x * 1.01: 0.0086 decades) on an axis of about 1.4 decades and
+    200 pt: a bar of about 1.2 pt, inside the 5 pt marker: dropped with its legend entry. Repeats 1.5x
+    apart span 0.35 decades, about 50 pt: drawn, with the entry."""
+    tight = figure(points(1.01), drawn)
+    assert SPREAD_LABEL not in legend_texts(tight)
+    assert not [c for ax in tight.axes for c in ax.collections if c.get_gid() == "spread"]
+    wide = figure(points(1.5), drawn)
+    assert SPREAD_LABEL in legend_texts(wide)
+    assert len([c for ax in wide.axes for c in ax.collections if c.get_gid() == "spread"]) == 3
