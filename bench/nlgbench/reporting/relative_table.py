@@ -71,8 +71,9 @@ def human_words(df: pd.DataFrame) -> str:
     dims = list(dict.fromkeys(df["human_dim"])) if "human_dim" in df and len(df) else []
     if not dims:
         return "human dimension unknown"
-    named = [f"{d} (the dataset's one human score)" if d == HUMAN else d for d in dims]
-    return f"human dimension {named[0]}" if len(named) == 1 else f"human dimensions {', '.join(named)}"
+    if dims == [HUMAN]:  # the dataset's one human score needs no dimension's name
+        return "the dataset's human scores"
+    return f"human dimension {dims[0]}" if len(dims) == 1 else f"human dimensions {', '.join(dims)}"
 
 
 def resampling_words(run: RunData, options: QualityOptions, df: pd.DataFrame) -> str:
@@ -103,8 +104,8 @@ def relative_note(quality: str, human: str, test: str, resampled: str) -> str:
     (`resampled`: the unit) and its test (`test`: `test_words`) are."""
     return (
         f"quality = {quality}, against {human}; retained = quality / the baseline encoder's quality on the same "
-        "dataset; speed-up = median baseline ms/segment / median ms/segment "
-        "(nlgbench.statistics.speedup.speedup); mean rows: the mean over the datasets of one kind of human score. "
+        "dataset; speed-up = median baseline ms/segment / median ms/segment; "
+        "mean rows: the mean over the datasets of one kind of human score. "
         f"No interval or test here: the trade-off table has them (95% paired-bootstrap intervals resampling "
         f"{resampled}; p: {test})."
     )

@@ -233,6 +233,6 @@ def tradeoff_note(table: pd.DataFrame, options: QualityOptions, n_resamples: int
         f"quality = {options.label}, against {human_words(table)}; retained = quality / baseline quality, with "
         f"its 95% paired-bootstrap percentile interval; {test}; bootstrap resampling {resampled} ({n_resamples} "
         f"resamples, seed {seed}; as `nlgbench compare`); speed-up = median baseline ms/segment / median "
-        "ms/segment, range over every pair of repeats (nlgbench.statistics.speedup.speedup); ms/seg (ms in "
+        "ms/segment, range over every pair of repeats; ms/seg (ms in "
         "LaTeX) = median time per segment; lexical baselines (no encoder): their time and quality only"
     )
