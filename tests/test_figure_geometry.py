@@ -272,11 +272,12 @@ def test_time_spread_bars_are_the_fastest_and_slowest_repeat(runs: dict[str, Run
         for r in (run.run.results[c] for c in cells["cell_id"])
         if r.timing is not None
     )
-    # drawn where seen at 6.9 in: MiniLM's (repeats 9% apart); its cut's (7%) hides in its Pareto ring,
-    # mpnet's (2%) in its baseline ring
-    assert len(want) == 3 and set(horizontal) <= set(want) and len(horizontal) == 1
+    # a bar is drawn only where it reaches beyond its marker and ring at 6.9 in: repeats within 8% of
+    # each other hide there; the legend names the bar only when one is drawn
+    assert len(want) == 3 and set(horizontal) <= set(want)
     assert all(hi / lo < 1.08 for lo, hi in set(want) - set(horizontal))
-    assert SPREAD_LABEL in [t.get_text() for t in drawn.figure.legends[0].get_texts()]
+    legend = [t.get_text() for t in drawn.figure.legends[0].get_texts()]
+    assert (SPREAD_LABEL in legend) == bool(horizontal)
     plt.close(drawn.figure)
 
 
@@ -383,9 +384,10 @@ def test_files_captions_and_figures_tex(runs: dict[str, Run], tmp_path: Path) ->
         assert len(f.caption.split()) <= 50 and "nlgbench." not in f.caption
         c = f.method  # the full text: index.html, and a comment in figures.tex
         assert c.startswith(f"{f.title.split(' vs ')[0]} against quality on cpu, {f.group.title}: ")
-        assert "pearson (global), the pearson correlation of the metric's scores with the human dimension" in c
+        assert "pearson (global), the pearson correlation of the metric's scores with the dataset's human scores" in c
         assert "at the global level (pooled over all segments)" in c
-        assert "95% percentile bootstrap interval of the quality, resampling segments, stratified by language" in c
+        # wmt15/16 DA: one translation per source; wmt21 MQM: several, so whole sources are drawn
+        assert re.search(r"95% percentile bootstrap interval of the quality, resampling (segments|sources)\b", c)
         assert f"{RESAMPLES} resamples, seed 0" in c and "Machine: CPU AMD EPYC, 2 torch threads; batch size 64" in c
         assert all(f"{d}: the first " in c for d in f.group.datasets)
         assert ("the fastest to the slowest repeat" in c) == f.name.startswith("runtime")

@@ -6,6 +6,7 @@ points (the trade-off table: tradeoff_table.py)."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,20 @@ def human_words(df: pd.DataFrame) -> str:
     return f"human dimension {dims[0]}" if len(dims) == 1 else f"human dimensions {', '.join(dims)}"
 
 
+CUT = re.compile(r"(?P<name>.+)\[:(?P<n>\d+)\]")  # nlgbench.core.labels.dataset_label's `wmt16[:100]`
+SAMPLE = re.compile(r"(?P<name>.+)\[~(?P<n>\d+),seed=(?P<seed>-?\d+)\]")  # and its `wmt17[~100,seed=0]`
+
+
+def dataset_plain(label: str) -> str:
+    """A dataset label in words without slice notation: `wmt16[:100]` -> 'wmt16 (first 100 per pair)',
+    `wmt17[~50,seed=0]` -> 'wmt17 (50 per pair, seed 0)'."""
+    if m := CUT.fullmatch(label):
+        return f"{m['name']} (first {m['n']} per pair)"
+    if m := SAMPLE.fullmatch(label):
+        return f"{m['name']} ({m['n']} per pair, seed {m['seed']})"
+    return label
+
+
 def resampling_words(run: RunData, options: QualityOptions, df: pd.DataFrame) -> str:
     """What the bootstrap (and compare's paired tests) resample for these cells' quality
     (`QualityOptions.unit_label`; it depends on the data, e.g. documents or sources under
@@ -84,7 +99,7 @@ def resampling_words(run: RunData, options: QualityOptions, df: pd.DataFrame) ->
     distinct = list(dict.fromkeys(units.values()))
     if len(distinct) <= 1:
         return distinct[0] if distinct else "nothing (no cells)"
-    return "; ".join(f"{d}: {u}" for d, u in units.items())
+    return "; ".join(f"{dataset_plain(d)}: {u}" for d, u in units.items())
 
 
 def quality_columns_of(options: QualityOptions) -> dict[str, str]:

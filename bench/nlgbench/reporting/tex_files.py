@@ -16,7 +16,7 @@ from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations import fmt
 from nlgbench.reporting.markup import LATEX_PACKAGES, LatexFloat, LatexGroup, latex, latex_text, unique_name
 from nlgbench.reporting.quantities_table import QuantityMatrix, quantity_csv
-from nlgbench.reporting.relative_table import mean_label, score_types
+from nlgbench.reporting.relative_table import CUT, SAMPLE, mean_label, score_types
 from nlgbench.reporting.tradeoff_table import LEXICAL, base_word
 from nlgbench.statistics.correlation import MIN_FISHER_POINTS
 
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MAX_ROWS = 40  # rows of one float (a \small table of more does not fit a page): more go to the next float
-CUT = re.compile(r"(?P<name>.+)\[:(?P<n>\d+)\]")  # nlgbench.core.labels.dataset_label's `wmt16[:100]`
-SAMPLE = re.compile(r"(?P<name>.+)\[~(?P<n>\d+),seed=(?P<seed>-?\d+)\]")  # and its `wmt17[~100,seed=0]`
 PREVIEW_TABLES = ("tradeoff", "relative")
 PREVIEW_OPTIONAL = (
     "quantities",

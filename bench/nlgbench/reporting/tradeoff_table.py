@@ -15,7 +15,7 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import compare
 from nlgbench.reporting.markup import TextTable
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.reporting.relative_table import human_words, quality_columns_of
+from nlgbench.reporting.relative_table import dataset_plain, human_words, quality_columns_of
 from nlgbench.runs.rundata import RunData
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
@@ -219,7 +219,7 @@ def tradeoff_note(table: pd.DataFrame, options: QualityOptions, n_resamples: int
     units = list(dict.fromkeys(table["resampling"]))
     if len(units) > 1:
         by_dataset = dict(zip(table["dataset"], table["resampling"], strict=True))
-        resampled = "; ".join(f"{d}: {u}" for d, u in by_dataset.items())
+        resampled = "; ".join(f"{dataset_plain(d)}: {u}" for d, u in by_dataset.items())
     else:
         resampled = units[0]
     if options.test == "permutation":

@@ -278,7 +278,7 @@ def method_text(
     text = [
         f"{kind.title} against quality on {device}, {group.title}: {kind.words} (x, log scale) and quality (y) "
         f"per encoder, one panel per metric ({', '.join(metrics)}).",
-        f"Quality: {options.label}, the {method} correlation of the metric's scores with the {human_words(cells)}, "
+        f"Quality: {options.label}, the {method} correlation of the metric's scores with {human_words(cells)}, "
         f"at the {level} level ({LEVEL_WORDS.get(level, level)}).",
     ]
     if mean:
