@@ -318,7 +318,7 @@ def williams_section(cs: Segments, bs: Segments, options: QualityOptions) -> dic
     has one group (global, or one language pair), NaN otherwise; `williams_test` names it or says
     why there is none (item level; a method other than Pearson's r)."""
     level = canonical_level(options.level)
-    none = {"williams_t": math.nan, "p_williams": math.nan, "p_williams_one_sided": math.nan}
+    none: dict[str, Any] = {"williams_t": math.nan, "p_williams": math.nan, "p_williams_one_sided": math.nan}
     none |= {"williams_n": 0, "williams_by_group": []}
     if canonical_method(options.method) != "pearson":
         return {**none, "williams_test": f"n/a: Williams' test compares Pearson correlations, not {options.method}"}

@@ -230,7 +230,7 @@ def figure_caption(
     gpu = _words(list(cells["gpu"])) if device != "cpu" and "gpu" in cells else ""
     data = f"{group.name} of {len(group.datasets)} datasets" if len(group.datasets) > 1 else group.name
     text = [
-        f"{kind.label.capitalize()} against quality; {data} on {device} ({gpu or cpu}).",
+        f"{kind.label[:1].upper() + kind.label[1:]} against quality; {data} on {device} ({gpu or cpu}).",
         f"Quality: {method} correlation with {human} ({canonical_level(options.level)}); bars: 95% bootstrap "
         f"intervals over {resampling_words(intervals.run, options, cells)}.",
     ]
