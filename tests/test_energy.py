@@ -288,9 +288,18 @@ def test_cell_records_this_machines_counter_in_result_json_and_results_csv(tiny_
 
 
 def test_cells_recorded_before_energy_show_no_energy(tmp_path: Path) -> None:
-    """The committed example's cells have no energy fields: no energy column, no fact, not 'n/a'."""
+    """Cells written before energy was measured (the committed example's, their energy fields taken
+    out) have no energy column, no fact, not 'n/a'."""
     copy = tmp_path / "example"
     shutil.copytree(REPORTS / "example", copy)
+    cells = copy / "report" / "cells.jsonl"
+    records = [json.loads(line) for line in cells.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for record in records:
+        for key in ("energy_j", "energy_counter", "energy_note"):
+            record["timing"].pop(key, None)
+    written = cells.read_text(encoding="utf-8").splitlines()
+    assert any("energy_counter" in json.loads(line)["timing"] for line in written)  # today's cells have it
+    cells.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     assert main(["report", str(copy)]) == 0
     page = (copy / "report" / "index.html").read_text(encoding="utf-8")
     assert "J/seg" not in page and NO_COUNTER not in page and "<dt>energy</dt>" not in page
