@@ -113,11 +113,26 @@ def test_example_page_names_versions_machine_threads_and_batch_sizes(example: Pa
     assert facts["batch size"] == "cpu: " + ", ".join(map(str, sizes))
     (repeats,) = {c["config"]["repeats"] for c in cells}
     assert facts["timing"].startswith(f"{repeats} timed repeats")
-    # the committed folder records neither the spec's name nor when its cells ran: the page says so
-    assert title(page) == f"nlgbench report: {example.name}"
+    # the committed folder was published with its run's facts (report/run.json): spec name and dates
+    published = json.loads((example / "report" / PUBLISHED_RUN).read_text(encoding="utf-8"))
+    assert published["spec_names"] == ["quickstart"] and title(page) == "nlgbench report: quickstart"
+    assert facts["spec"].startswith("quickstart")
+    assert facts["run dates"].startswith("2026-")
+
+
+def test_a_folder_without_its_runs_facts_says_so(example: Path, tmp_path: Path) -> None:
+    """A published folder without report/run.json records neither the spec's name nor when its cells
+    ran: the page says so and invents nothing."""
+    copy = tmp_path / "example"
+    shutil.copytree(example, copy)
+    (copy / "report" / PUBLISHED_RUN).unlink()
+    assert main(["report", str(copy)]) == 0
+    page = (copy / "report" / "index.html").read_text(encoding="utf-8")
+    facts = run_facts(page)
+    assert title(page) == f"nlgbench report: {copy.name}"
     assert facts["spec"].startswith("not recorded") and "run folder's name" in facts["spec"]
     assert facts["run dates"].startswith("not recorded")
-    assert not (example / "report" / PUBLISHED_RUN).exists()  # nothing invented
+    assert not (copy / "report" / PUBLISHED_RUN).exists()  # nothing invented
 
 
 def test_facts_come_from_the_cells_not_from_this_machine() -> None:
