@@ -801,13 +801,13 @@ def file_size_limit(limit: int):
 
 
 def test_report_and_compare_over_the_file_size_limit_are_one_line(tmp_path: Path) -> None:
-    """`ulimit -f 100` during report (a figure's PNG is larger): one line naming the file and the limit,
+    """`ulimit -f 100` during report (a figure 20 in wide is larger): one line naming the file and the limit,
     exit 2, and no half-written or temporary file left; compare's table into a file under the limit too."""
     limit = 100 * 1024
     run = committed_copy("example", tmp_path)
     pair = ["--candidate", "all-MiniLM-L6-v2", "--baseline", "all-mpnet-base-v2", "--resamples", "100"]
     assert nlgbench("compare", str(run), *pair).returncode == 0  # the dataset fetched into the cache, unlimited
-    command = [sys.executable, "-m", "nlgbench.cli", "report", str(run)]
+    command = [sys.executable, "-m", "nlgbench.cli", "report", str(run), "--figure-width", "20"]  # PNGs over the limit
     proc = subprocess.run(command, capture_output=True, text=True, timeout=600, preexec_fn=file_size_limit(limit))
     line = assert_one_line(proc, str(run / "report"), "file too large", "ulimit -f")
     assert line.endswith("then run the same command again"), line

@@ -107,8 +107,8 @@ EXTRA_COLUMNS = [
     "energy_counter",  # which counter (rapl, nvml), or "n/a (no counter)"; blank in older results
     "signature",  # the scorer's reproducibility signature (nlgbench.core.signature), blank in older results
     "peak_uss_mib",  # the sampled peak of the worker's unique set (memory.peak_uss_mb), blank in older results
-    "warnings",  # the cell's data warnings (result.json `warnings`), "; "-joined
     "bootstrap_unit",  # what the pearson_global interval resampled; blank in older results
+    "warnings",  # the cell's data warnings (result.json `warnings`), "; "-joined
 ]
 # The older column names, kept for one release with the same values (old name -> new name),
 # between EXTRA_COLUMNS and the note: `pearson`/`kendall`/`spearman` were the segment level (the mean
