@@ -17,7 +17,7 @@ from nlgbench.reporting.compare import compare, test_text
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.rundata import RunData
 
-CASES = [  # (method, level, resample, test, convention)
+CASES = [  # (method, level, resample, test, convention); test "permutation-pairs": --perm-test pairs
     ("pearson", "global", "auto", "bootstrap", "nlgbench"),
     ("pearson", "global", "segments", "bootstrap", "nlgbench"),
     ("pearson", "global", "both", "bootstrap", "nlgbench"),
@@ -28,6 +28,7 @@ CASES = [  # (method, level, resample, test, convention)
     ("darr_kendall", "segment", "auto", "bootstrap", "mt-metrics-eval"),
     ("acc_eq", "segment", "auto", "bootstrap", "nlgbench"),
     ("acc_eq", "segment", "auto", "permutation", "nlgbench"),
+    ("acc_eq", "segment", "auto", "permutation-pairs", "nlgbench"),
     ("pearson", "system", "auto", "bootstrap", "nlgbench"),
     ("pearson", "system", "auto", "permutation", "nlgbench"),
     ("kendall", "system", "auto", "bootstrap", "nlgbench"),
@@ -38,9 +39,10 @@ CASES = [  # (method, level, resample, test, convention)
 ]
 
 
-def case_label(method: str, resample: str, convention: str) -> str:
+def case_label(method: str, resample: str, convention: str, test: str = "bootstrap") -> str:
     """The method column: the method, and the options that differ from the defaults."""
     options = [f"`--resample {resample}`"] if resample != "auto" else []
+    options += ["`--perm-test pairs`"] if test == "permutation-pairs" else []
     options += [f"`--convention {convention}`"] if convention != "nlgbench" else []
     return ", ".join([method, *options])
 
@@ -50,6 +52,7 @@ def main() -> None:
     parser.add_argument("run", type=Path)
     parser.add_argument("--candidate", required=True)
     parser.add_argument("--baseline", required=True)
+    parser.add_argument("--only", help="only the rows whose 'method column/level' contains this text")
     args = parser.parse_args()
     run = RunData.open(args.run)
     print(
@@ -58,11 +61,22 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     for method, level, resample, test, convention in CASES:
-        options = QualityOptions(method=method, level=level, resample=resample, test=test, convention=convention)
+        perm_test = "pairs" if test == "permutation-pairs" else "scores"
+        options = QualityOptions(
+            method=method,
+            level=level,
+            resample=resample,
+            test=test.removesuffix("-pairs"),
+            convention=convention,
+            perm_test=perm_test,
+        )
+        label = case_label(method, resample, convention, test)
+        if args.only and args.only not in f"{label}/{level}":
+            continue
         try:
             result = compare(run, args.candidate, args.baseline, options=options)
         except UserError as e:
-            print(f"<!-- {case_label(method, resample, convention)}/{level}: {e} -->")
+            print(f"<!-- {label}/{level}: {e} -->")
             continue
         for r in result["rows"]:
             na = fmt.UNDEFINED
@@ -85,12 +99,12 @@ def main() -> None:
                     f"[{r['williams_n']}]"
                 )
             print(
-                f"| {r['dataset']} | {level} | {case_label(method, resample, convention)} | "
+                f"| {r['dataset']} | {level} | {label} | "
                 f"{fmt.number(r['quality_baseline'], missing=na)} | {fmt.number(r['quality_candidate'], missing=na)} | "
                 f"{delta} | {p} | {williams} |"
             )
         for w in result["warnings"]:
-            print(f"<!-- {case_label(method, resample, convention)}/{level}: {w} -->")
+            print(f"<!-- {label}/{level}: {w} -->")
 
 
 if __name__ == "__main__":

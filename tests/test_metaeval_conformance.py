@@ -14,10 +14,11 @@ import pytest
 from scipy import stats
 
 import nlgbench
+from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import render
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.statistics.levels import Segments, level_points, quality, quality_note
-from nlgbench.statistics.pairwise import calibrated_acc_eq, soft_pairwise_accuracy
+from nlgbench.statistics.pairwise import calibrated_acc_eq, soft_pairwise_accuracy, source_pairs
 from nlgbench.statistics.reference import convention_quality
 from nlgbench.statistics.resampling import draw, resample_distribution, resampling_unit
 from nlgbench.statistics.significance import williams_by_group
@@ -266,3 +267,50 @@ def test_the_permutation_test_names_the_segment_scores_it_swapped() -> None:
     assert "[permutation: 600 segment scores swapped]" in render(result)
     assert 0 < row["p_permutation_one_sided"] <= 1 and row["p_williams_one_sided"] is None  # several lps
     assert all(g["p_one_sided"] == pytest.approx(g["p"] / 2) for g in row["williams_by_group"])
+
+
+# ----------------------------------------------------------------------------- acc_eq's permutation of pairs
+
+
+def test_acc_eq_permutation_of_pairs_keeps_each_metrics_epsilon_fixed() -> None:
+    # WMT23/24's test (mt_metrics_eval.stats.PairwisePermutationSigDiff, tasks.Task(perm_test='pairs')):
+    # epsilons calibrated once on the real scores, then each pair's two verdicts swapped with p 1/2.
+    # One lp, sources s1-s3, systems A, B, C; pairs (A,B), (A,C), (B,C) of each source.
+    #   s1 h 3,2,1  cand .9,.5,.1 (3 concordant)        base .1,.5,.9 (3 discordant at any epsilon < .4)
+    #   s2 h 1,1,2  cand .3,.3,.8 (tie at 0; 2 conc.)   base .5,.4,.9 (A,B tie for eps >= .1; 2 conc.)
+    #   s3 h 2,1,1  cand .6,.2,.25 (2 conc.; B,C a tie for eps >= .05)   base .7,.3,.3 (2 conc.; B,C tie)
+    # candidate: eps 0 gives (3/3 + 3/3 + 2/3) / 3 = 8/9, eps .05 gives 1: epsilon .05, acc_eq 1.
+    # baseline: eps 0 gives (0 + 2/3 + 1) / 3 = 5/9, eps .1 gives 2/3: epsilon .1, acc_eq 2/3.
+    # delta 1/3. The verdicts differ only on s1's 3 pairs (candidate right, baseline wrong), each
+    # weighing 1/9: delta* = (+-1 +-1 +-1) / 9 is >= 1/3 exactly when none of them is swapped
+    # (probability 1/8) and |delta*| >= 1/3 when all three are swapped alike (1/4).
+    h = [3.0, 2, 1, 1, 1, 2, 2, 1, 1]
+    src = ["s1"] * 3 + ["s2"] * 3 + ["s3"] * 3
+    system = ["A", "B", "C"] * 3
+    cand = segments([0.9, 0.5, 0.1, 0.3, 0.3, 0.8, 0.6, 0.2, 0.25], h, src, system=system)
+    base = segments([0.1, 0.5, 0.9, 0.5, 0.4, 0.9, 0.7, 0.3, 0.3], h, src, system=system)
+    assert calibrated_acc_eq(cand.score, cand.human, np.array(src)) == (1.0, pytest.approx(0.05, abs=1e-15))
+    assert calibrated_acc_eq(base.score, base.human, np.array(src)) == (
+        pytest.approx(2 / 3, abs=1e-15),
+        pytest.approx(0.1, abs=1e-15),
+    )
+    options = QualityOptions(method="acc_eq", level="segment", test="permutation", perm_test="pairs")
+    options.check()
+    perm = options.permutation(cand, base, 1000, 0)
+    assert perm.delta == pytest.approx(1 / 3, abs=1e-15) and perm.n_swapped == 9
+    # the draws: rng.random((1000, 9)) < 0.5 is a swap, pairs in source_pairs order (s1's first)
+    i, j = source_pairs(np.array(src))
+    s1 = [k for k in range(9) if src[i[k]] == "s1"]
+    swapped = np.random.default_rng(0).random((1000, 9))[:, s1] < 0.5
+    none_swapped = int(np.count_nonzero(~swapped.any(axis=1)))
+    alike = none_swapped + int(np.count_nonzero(swapped.all(axis=1)))
+    assert perm.p_one_sided == none_swapped / 1000 and abs(perm.p_one_sided - 1 / 8) < 0.03
+    assert perm.p_value == (1 + alike) / 1001 and abs(perm.p_value - 1 / 4) < 0.04
+    assert options.permuted(perm) == "9 pairs of translations swapped, epsilons fixed"
+    assert options.test_label == "paired permutation of translation pairs (WMT23/24, epsilons fixed)"
+    scores = QualityOptions(method="acc_eq", level="segment", test="permutation")
+    assert scores.permuted(scores.permutation(cand, base, 10, 0)) == (
+        "9 segment scores swapped, epsilons re-calibrated per draw"
+    )
+    with pytest.raises(UserError, match="needs --correlation acc_eq and --test permutation"):
+        QualityOptions(method="pearson", test="permutation", perm_test="pairs").check()

@@ -411,11 +411,13 @@ def compare(
     convention: str = "nlgbench",
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
+    perm_test: str = "scores",
 ) -> dict[str, Any]:
     """`nlgbench compare PATH --candidate C --baseline B --json` as a dict: per metric x dataset x
     device the two encoders' quality (`method` at `level`, docs/concepts/correlation.md), the
     difference with its interval, the `test` at the level's resampling unit and Williams' test per
-    group of the level, each row naming its test, resampling unit and n.
+    group of the level, each row naming its test, resampling unit and n. `perm_test="pairs"` (with
+    method acc_eq and test permutation): WMT23/24's permutation test, epsilons fixed.
 
     Examples:
         >>> result = nlgbench.compare("reports/example", "all-MiniLM-L6-v2", "all-mpnet-base-v2")
@@ -425,7 +427,13 @@ def compare(
     """
     folder = _path("path", path, "a run folder's path")
     options = QualityOptions(
-        method=method, level=level, threshold=threshold, resample=resample, test=test, convention=convention
+        method=method,
+        level=level,
+        threshold=threshold,
+        resample=resample,
+        test=test,
+        convention=convention,
+        perm_test=perm_test,
     )
     return json_safe(
         compare_encoders(RunData.open(folder, human), candidate, baseline, metric, options, resamples, seed)

@@ -299,6 +299,14 @@ def _add_compare(sub: Commands) -> None:
         help="significance test of the difference: bootstrap (paired, the level's unit resampled) or permutation "
         "(Deutsch et al. 2021 perm-both: each segment's two scores swapped at random)",
     )
+    cmp_.add_argument(
+        "--perm-test",
+        default="scores",
+        help="what --test permutation swaps (mt-metrics-eval's perm_test): scores (default; acc_eq re-calibrates "
+        "each metric's tie epsilon on every draw) or pairs (acc_eq only, WMT23/24's test: each metric's epsilon "
+        "calibrated once on the real scores and kept fixed, the two metrics' verdicts on each pair of translations "
+        "of one source swapped at random)",
+    )
     cmp_.add_argument("--json", action="store_true", help="print JSON instead of the table")
     _add_quality_args(cmp_)
     cmp_.set_defaults(handler="compare")

@@ -62,6 +62,7 @@ def _quality_options(args: argparse.Namespace) -> QualityOptions:
         resample=args.resample,
         test=getattr(args, "test", "bootstrap"),
         convention=args.convention,
+        perm_test=getattr(args, "perm_test", "scores"),
     )
     options.check()
     return options

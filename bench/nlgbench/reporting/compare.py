@@ -41,12 +41,7 @@ from nlgbench.statistics.levels import (
     too_small_groups,
 )
 from nlgbench.statistics.resampling import UNIT_LABELS, unit_count
-from nlgbench.statistics.significance import (
-    WILLIAMS_NOT_AT,
-    paired_from_replicates,
-    paired_permutation,
-    williams_by_group,
-)
+from nlgbench.statistics.significance import WILLIAMS_NOT_AT, paired_from_replicates, williams_by_group
 from nlgbench.statistics.speedup import speedup
 
 if TYPE_CHECKING:
@@ -271,7 +266,7 @@ def compare_cells(
         n_resamples,
         seed,
     )
-    perm = paired_permutation(cs, bs, options.value, n_resamples, seed) if options.test == "permutation" else None
+    perm = options.permutation(cs, bs, n_resamples, seed) if options.test == "permutation" else None
     speed = speedup(list(b["ms_per_segment_repeats"]), list(c["ms_per_segment_repeats"]))
     (model_col, _), (peak_col, _) = memory_columns(c["device"])
 
@@ -299,7 +294,7 @@ def compare_cells(
         "p_bootstrap": boot.p_value,
         "p_permutation": perm.p_value if perm is not None else math.nan,
         "p_permutation_one_sided": perm.p_one_sided if perm is not None else math.nan,
-        "permuted": f"{len(cs)} segment scores swapped" if perm is not None else "",
+        "permuted": options.permuted(perm) if perm is not None else "",
         "pearson_pooled_candidate": correlation("pearson", cs.score, cs.human),
         "pearson_pooled_baseline": correlation("pearson", bs.score, bs.human),
         **williams_section(cs, bs, options),

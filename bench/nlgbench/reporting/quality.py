@@ -23,9 +23,12 @@ from nlgbench.statistics.levels import (
 )
 from nlgbench.statistics.reference import CONVENTIONS, convention_quality
 from nlgbench.statistics.resampling import RESAMPLE_CHOICES, UNIT_LABELS, resample_reason, resampling_unit
+from nlgbench.statistics.significance import PairedPermutation, pair_permutation, paired_permutation
 
 TESTS = ("bootstrap", "permutation")  # compare's significance test of the difference
 TEST_LABELS = {"bootstrap": "paired bootstrap", "permutation": "paired permutation (perm-both)"}
+PERM_TESTS = ("scores", "pairs")  # what the permutation test swaps (mt-metrics-eval's perm_test)
+PAIRS_LABEL = "paired permutation of translation pairs (WMT23/24, epsilons fixed)"
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,8 @@ class QualityOptions:
     """Which correlation measures quality: method x level (see nlgbench.statistics.levels; the level's old
     names `pooled` and `lp_mean` are accepted, and `kendall_like` for kendall_like_all_pairs), and how
     its difference is tested: what is resampled (`resample`: the level's unit, or segments, sources, or
-    `both` systems and inputs; nlgbench.statistics.resampling) and the test (`bootstrap` or `permutation`);
+    `both` systems and inputs; nlgbench.statistics.resampling) and the test (`bootstrap` or `permutation`,
+    which swaps segment scores or, `perm_test="pairs"` for acc_eq, pairs' verdicts with fixed epsilons);
     `convention`: nlgbench's, or mt-metrics-eval's where they differ (nlgbench.statistics.reference)."""
 
     method: str = "pearson"
@@ -42,6 +46,7 @@ class QualityOptions:
     resample: str = "auto"
     test: str = "bootstrap"
     convention: str = "nlgbench"
+    perm_test: str = "scores"
 
     def check(self) -> None:
         if self.method not in METHODS and self.method not in METHOD_ALIASES:
@@ -67,6 +72,13 @@ class QualityOptions:
             raise unknown_name("significance test", self.test, TESTS)
         if self.convention not in CONVENTIONS:
             raise unknown_name("convention", self.convention, CONVENTIONS)
+        if self.perm_test not in PERM_TESTS:
+            raise unknown_name("permutation test", self.perm_test, PERM_TESTS)
+        if self.perm_test == "pairs" and (self.test != "permutation" or canonical_method(self.method) != "acc_eq"):
+            raise UserError(
+                "--perm-test pairs is WMT23/24's permutation test of acc_eq (epsilons fixed, pairs of translations "
+                "swapped): it needs --correlation acc_eq and --test permutation"
+            )
 
     def check_segments(self, segments: Sequence[Segments]) -> None:
         """The system level (and `--resample both`) needs system names, the item level document ids
@@ -97,6 +109,21 @@ class QualityOptions:
         """This quality of one cell's segments."""
         return convention_quality(seg, self.method, self.level, self.threshold, self.convention)
 
+    def permutation(self, cs: Segments, bs: Segments, n_permutations: int, seed: int) -> PairedPermutation:
+        """The permutation test of candidate `cs` against baseline `bs`: segment scores swapped
+        (perm-both; acc_eq re-calibrates its epsilons on each draw), or with perm_test 'pairs' the
+        two metrics' verdicts on pairs of translations, epsilons fixed (WMT23/24)."""
+        if self.perm_test == "pairs":
+            return pair_permutation(cs, bs, self.level, n_permutations, seed)
+        return paired_permutation(cs, bs, self.value, n_permutations, seed)
+
+    def permuted(self, perm: PairedPermutation) -> str:
+        """What a permutation test swapped, counted, in words (the p column's label)."""
+        if self.perm_test == "pairs":
+            return f"{perm.n_swapped} pairs of translations swapped, epsilons fixed"
+        recalibrated = ", epsilons re-calibrated per draw" if canonical_method(self.method) == "acc_eq" else ""
+        return f"{perm.n_swapped} segment scores swapped{recalibrated}"
+
     def unit(self, seg: Segments) -> str:
         """What the bootstrap and permutation tests resample for this quality (a UNIT_LABELS key)."""
         return resampling_unit(seg, self.level, self.method, self.resample)
@@ -108,7 +135,7 @@ class QualityOptions:
     @property
     def test_label(self) -> str:
         """The significance test in words, e.g. 'paired bootstrap'."""
-        return TEST_LABELS[self.test]
+        return PAIRS_LABEL if self.test == "permutation" and self.perm_test == "pairs" else TEST_LABELS[self.test]
 
     @property
     def label(self) -> str:

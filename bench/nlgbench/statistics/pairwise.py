@@ -103,10 +103,21 @@ def acc_eq(x: np.ndarray, h: np.ndarray, source: np.ndarray, epsilon: float = 0.
     i, j = source_pairs(source)
     if i.size == 0:
         return NAN
+    return _mean_over_sources(source, i, pair_agreement(x, h, i, j, epsilon))
+
+
+def pair_agreement(x: np.ndarray, h: np.ndarray, i: np.ndarray, j: np.ndarray, epsilon: float) -> np.ndarray:
+    """acc_eq's verdict on each pair (i, j): True where the metric `x` (a tie when |x_i - x_j| <=
+    epsilon) and the humans `h` agree, both tying or both ordering the pair the same way."""
     dx, dh = x[i] - x[j], h[i] - h[j]
     metric_tie = np.abs(dx) <= epsilon
-    agree = np.where(dh == 0, metric_tie, ~metric_tie & (np.sign(dx) == np.sign(dh)))
-    return _mean_over_sources(source, i, agree)
+    return np.where(dh == 0, metric_tie, ~metric_tie & (np.sign(dx) == np.sign(dh)))
+
+
+def source_weights(source: np.ndarray, i: np.ndarray) -> np.ndarray:
+    """Each pair's weight in acc_eq's mean over sources: 1 / (pairs of its source x sources with a pair)."""
+    _, inverse, counts = np.unique(source[i], return_inverse=True, return_counts=True)
+    return 1.0 / (counts[inverse] * len(counts))
 
 
 def calibrated_acc_eq(x: np.ndarray, h: np.ndarray, source: np.ndarray) -> tuple[float, float]:

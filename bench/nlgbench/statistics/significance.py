@@ -17,7 +17,8 @@ from nlgbench.statistics.bootstrap import (
     percentile_interval,
 )
 from nlgbench.statistics.correlation import NAN, correlation_function
-from nlgbench.statistics.levels import Segments, canonical_level, level_points
+from nlgbench.statistics.levels import Segments, canonical_level, level_points, source_keys
+from nlgbench.statistics.pairwise import calibrated_acc_eq, pair_agreement, source_pairs, source_weights
 
 ZERO_DELTA = 1e-12  # a bootstrap difference this close to 0 is 0 (rounding), on both sides of the test
 
@@ -141,6 +142,7 @@ class PairedPermutation:
     n_permutations: int
     seed: int
     p_one_sided: float = NAN
+    n_swapped: int = 0  # what each permutation swaps: segments, or pairs of translations (perm_test 'pairs')
 
 
 def standardized(score: np.ndarray) -> np.ndarray:
@@ -176,7 +178,47 @@ def paired_permutation(
         above += bool(math.isfinite(d) and d >= delta - ZERO_DELTA)
     finite = math.isfinite(delta)
     p = (1 + exceed) / (1 + n_permutations) if finite else NAN
-    return PairedPermutation(float(delta), p, n_permutations, seed, above / n_permutations if finite else NAN)
+    return PairedPermutation(float(delta), p, n_permutations, seed, above / n_permutations if finite else NAN, len(c))
+
+
+def pair_permutation(
+    candidate: Segments,
+    baseline: Segments,
+    level: str,
+    n_permutations: int = PERMUTATIONS,
+    seed: int = PERMUTATION_SEED,
+) -> PairedPermutation:
+    """WMT23/24's permutation test of acc_eq (mt-metrics-eval's PairwisePermutationSigDiff,
+    perm_test='pairs'): each metric's tie epsilon is calibrated once per group of `level` on the
+    real scores and kept fixed; each permutation swaps, with probability 1/2 per pair of
+    translations of one source, the two metrics' verdicts on that pair (tie or order), and acc_eq
+    is recomputed from the hybrid verdicts. Each pair's weight w in the level's figure (mean over
+    sources, then over groups) is fixed, so delta* = sum of +-w (agree_c - agree_b). p-values as
+    `paired_permutation`; draws: rng.random((n_permutations, pairs)) < 0.5, pairs in the groups'
+    order, each group's in `source_pairs` order."""
+    if len(candidate) != len(baseline):
+        raise ValueError(f"paired permutation test needs the same segments: {len(candidate)} vs {len(baseline)}")
+    groups = []
+    for c, b in zip(level_points(candidate, level), level_points(baseline, level), strict=True):
+        source = source_keys(c.segments)
+        i, j = source_pairs(source)
+        if i.size == 0:
+            continue  # no pair: the group has no acc_eq for either metric
+        h = c.segments.human
+        agree_c = pair_agreement(c.segments.score, h, i, j, calibrated_acc_eq(c.segments.score, h, source)[1])
+        agree_b = pair_agreement(b.segments.score, h, i, j, calibrated_acc_eq(b.segments.score, h, source)[1])
+        groups.append(source_weights(source, i) * (agree_c.astype(float) - agree_b.astype(float)))
+    if not groups:
+        return PairedPermutation(NAN, NAN, n_permutations, seed, NAN, 0)
+    contribution = np.concatenate(groups) / len(groups)  # each pair's weighted difference in the level's mean
+    delta = float(contribution.sum())
+    swapped = np.random.default_rng(seed).random((n_permutations, contribution.size)) < 0.5
+    deltas = np.where(swapped, -contribution, contribution).sum(axis=1)
+    exceed = int(np.count_nonzero(np.abs(deltas) >= abs(delta) - ZERO_DELTA))
+    above = int(np.count_nonzero(deltas >= delta - ZERO_DELTA))
+    return PairedPermutation(
+        delta, (1 + exceed) / (1 + n_permutations), n_permutations, seed, above / n_permutations, contribution.size
+    )
 
 
 WILLIAMS_NOT_AT_ITEM = "Williams' test does not apply to a mean of per-document correlations (item level)"
