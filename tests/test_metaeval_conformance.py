@@ -6,8 +6,10 @@ several translations), the source level, and what a permutation test names as pe
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,9 +17,10 @@ from scipy import stats
 
 import nlgbench
 from nlgbench.foundations.errors import UserError
-from nlgbench.reporting.compare import render
+from nlgbench.reporting.compare import compare, render
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.statistics.levels import Segments, level_points, quality, quality_note
+from nlgbench.runs.rundata import RunData
+from nlgbench.statistics.levels import Segments, left_out_count, level_points, quality, quality_note
 from nlgbench.statistics.pairwise import calibrated_acc_eq, soft_pairwise_accuracy, source_pairs
 from nlgbench.statistics.reference import convention_quality
 from nlgbench.statistics.resampling import draw, resample_distribution, resampling_unit
@@ -314,3 +317,45 @@ def test_acc_eq_permutation_of_pairs_keeps_each_metrics_epsilon_fixed() -> None:
     )
     with pytest.raises(UserError, match="needs --correlation acc_eq and --test permutation"):
         QualityOptions(method="pearson", test="permutation", perm_test="pairs").check()
+
+
+# ----------------------------------------------------------------------------- groups left out, counted
+
+
+def test_compare_counts_the_groups_left_out_of_the_level(tmp_path: Path) -> None:
+    # Source level, systems A, B, C (B only for u3):
+    #   u1 h 1,2,3   cand .1,.3,.2   base .2,.1,.3   both have a correlation
+    #   u2 h 2,2,2   (human constant: no figure for either)
+    #   u3 h 1,2     (2 translations, fewer than 3: no figure for either)
+    #   u4 h 1,3,2   cand .5,.5,.5 (constant: no figure)   base .1,.3,.2
+    # candidate: u2, u3, u4 left out (3 of 4); baseline: u2, u3 (2 of 4).
+    from nlgbench.runs.importscores import import_scores
+
+    keys = [("u1", s) for s in "ABC"] + [("u2", s) for s in "ABC"] + [("u3", s) for s in "AB"]
+    keys += [("u4", s) for s in "ABC"]
+    human = [1, 2, 3, 2, 2, 2, 1, 2, 1, 3, 2]
+    cand = [0.1, 0.3, 0.2, 0.4, 0.5, 0.6, 0.1, 0.2, 0.5, 0.5, 0.5]
+    base = [0.2, 0.1, 0.3, 0.6, 0.5, 0.4, 0.2, 0.1, 0.1, 0.3, 0.2]
+    rows = [
+        {"lp": "aa-en", "seg_id": u, "system": s, "reference": f"r {u}", "hypothesis": f"h {u} {s}", "human": h}
+        for (u, s), h in zip(keys, human, strict=True)
+    ]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for encoder, scores in (("cand", cand), ("base", base)):
+        csv = tmp_path / f"{encoder}.csv"
+        lines = [f"aa-en,{u},{s},{x!r}" for (u, s), x in zip(keys, scores, strict=True)]
+        csv.write_text("lp,seg_id,system,score\n" + "\n".join(lines) + "\n", encoding="utf-8")
+        import_scores(csv, str(data), "mine", encoder, tmp_path / "run")
+    assert nlgbench.compare(tmp_path / "run", "cand", "base", level="source", resamples=10)["rows"][0]["n_groups"] == 4
+    run = RunData.open(tmp_path / "run")
+    result = compare(run, "cand", "base", options=QualityOptions(level="source"), n_resamples=10)
+    (row,) = result["rows"]
+    assert (row["n_groups"], row["n_groups_left_out_candidate"], row["n_groups_left_out_baseline"]) == (4, 3, 2)
+    line = "candidate 3, baseline 2 of 4 sources left out (no figure: fewer than 3 points, a constant side or no pairs)"
+    assert row["groups_left_out"] == line
+    assert f"left out, mine / data: {line}" in render(result).splitlines()
+    assert left_out_count("source", (2, 4), (2, 4)).startswith("2 of 4 sources left out")
+    assert left_out_count("segment", (0, 6), (0, 6)) == ""
+    everything = compare(run, "cand", "base", n_resamples=10)  # global level: one group
+    assert everything["rows"][0]["groups_left_out"] == "" and "left out," not in render(everything)

@@ -304,6 +304,7 @@ def compare_cells(
         "memory_ratio": ratio(peak_col) if timed else math.nan,
         "model_memory_ratio": ratio(model_col) if timed else math.nan,
         "lps_left_out": too_small_groups(cs, options.level),
+        **options.left_out(cs, bs),
     }
 
 
@@ -490,5 +491,7 @@ def render(result: dict[str, Any], names: Names = DEFAULT_NAMES) -> str:
         "n/a: cannot be computed (see the warnings); -: not measured (imported scores have no timing); "
         "device a / b: candidate's / baseline's.",
     ]
+    left_out = (f"left out, {names(r['metric'])} / {r['dataset']}: {r['groups_left_out']}" for r in result["rows"])
+    lines += [line for line in dict.fromkeys(left_out) if not line.endswith(": ")]
     lines += [f"warning: {w}" for w in result["warnings"]]
     return "\n".join(lines)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.statistics.correlation import METHOD_ALIASES, METHODS, canonical_method
@@ -16,8 +17,10 @@ from nlgbench.statistics.levels import (
     LEVELS,
     Segments,
     canonical_level,
+    groups_left_out,
     has_docs,
     has_systems,
+    left_out_count,
     method_reason,
     several_per_source,
 )
@@ -123,6 +126,16 @@ class QualityOptions:
             return f"{perm.n_swapped} pairs of translations swapped, epsilons fixed"
         recalibrated = ", epsilons re-calibrated per draw" if canonical_method(self.method) == "acc_eq" else ""
         return f"{perm.n_swapped} segment scores swapped{recalibrated}"
+
+    def left_out(self, cs: Segments, bs: Segments) -> dict[str, Any]:
+        """compare's count of the level's groups without a figure (nlgbench's rule), per side, and its line."""
+        c, b = (groups_left_out(seg, self.method, self.level, self.threshold) for seg in (cs, bs))
+        return {
+            "n_groups": c[1],
+            "n_groups_left_out_candidate": c[0],
+            "n_groups_left_out_baseline": b[0],
+            "groups_left_out": left_out_count(self.level, c, b),
+        }
 
     def unit(self, seg: Segments) -> str:
         """What the bootstrap and permutation tests resample for this quality (a UNIT_LABELS key)."""

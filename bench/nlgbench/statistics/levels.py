@@ -352,6 +352,30 @@ def too_small_groups(seg: Segments, level: str) -> list[str]:
     return [p.name for p in level_points(seg, level) if len(p.x) < MIN_POINTS]
 
 
+def groups_left_out(seg: Segments, method: str, level: str, threshold: float = 0.0) -> tuple[int, int]:
+    """(groups without a figure, groups) of a grouped level: fewer than MIN_POINTS points, a constant
+    side, or no pairs a pairwise method needs; (0, 0) at the global level, for an unavailable level
+    or a method without figures there."""
+    level = canonical_level(level)
+    if level == "global" or level_reason(seg, level) is not None or method_reason(method, level) is not None:
+        return 0, 0
+    groups = level_groups(seg, level, group_statistic(method, threshold))
+    return sum(not math.isfinite(g.value) for g in groups), len(groups)
+
+
+def left_out_count(level: str, candidate: tuple[int, int], baseline: tuple[int, int]) -> str:
+    """compare's line for `groups_left_out` of both sides, e.g. '12 of 650 sources left out (...)',
+    each side's count where they differ; '' when no group is left out."""
+    if candidate[0] == baseline[0] == 0:
+        return ""
+    groups = {"item": "documents", "source": "sources"}.get(canonical_level(level), "language pairs")
+    count = f"{candidate[0]}" if candidate[0] == baseline[0] else f"candidate {candidate[0]}, baseline {baseline[0]}"
+    return (
+        f"{count} of {candidate[1]} {groups} left out (no figure: fewer than {MIN_POINTS} points, "
+        "a constant side or no pairs)"
+    )
+
+
 def left_out_note(level: str, names: Sequence[str]) -> str:
     """The line report and compare print for the groups `too_small_groups` names."""
     level = canonical_level(level)
