@@ -42,6 +42,7 @@ from nlgbench.statistics.correlation import (
     correlation_function,
     undefined_reason,
 )
+from nlgbench.statistics.grouped import GROUPED_METHODS, group_ids, grouped_correlations
 from nlgbench.statistics.pairwise import calibrated_acc_eq, darr_kendall, soft_pairwise_accuracy, source_pairs
 
 LEVELS = ("global", "segment", "item", "source", "system")
@@ -312,10 +313,24 @@ def quality(seg: Segments, method: str = "pearson", level: str = "global", thres
     """Correlation with humans at a level (see the module docstring): the finite mean over the
     level's groups, the one group's value at the global level; NaN for an unavailable level or a
     method without figures at that level (`method_reason`)."""
-    level = canonical_level(level)
+    level, method = canonical_level(level), canonical_method(method)
     if method_reason(method, level) is not None:
         return NAN
+    keys = _group_keys(seg, level) if method in GROUPED_METHODS else None
+    if keys is not None:  # many small groups: all at once (nlgbench.statistics.grouped), the same figures
+        ids, n_groups = group_ids(keys)
+        return finite_mean(grouped_correlations(method, seg.score, seg.human, ids, n_groups).tolist())
     return finite_mean([g.value for g in level_groups(seg, level, group_statistic(method, threshold))])
+
+
+def _group_keys(seg: Segments, level: str) -> list[Any] | None:
+    """Each segment's group at the source and item levels, as level_points groups them (None: in
+    no group); None at the other levels."""
+    if level == "source":
+        return list(zip(seg.lp.tolist(), seg.seg_id.tolist(), strict=True))
+    if level == "item" and seg.doc is not None:
+        return [(lp, d) if d != "" else None for lp, d in zip(seg.lp.tolist(), seg.doc.tolist(), strict=True)]
+    return None
 
 
 def _names(names: Sequence[str]) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from nlgbench.statistics.correlation import SOURCE_METHODS, canonical_method
+from nlgbench.statistics.grouped import group_ids
 from nlgbench.statistics.levels import Segments, canonical_level, has_docs, has_systems, several_per_source
 
 RESAMPLE_CHOICES = ("auto", "segments", "sources", "both")  # auto: the level's unit (module docstring)
@@ -93,12 +94,19 @@ def _relabel(values: np.ndarray, idx: np.ndarray, copy: np.ndarray) -> np.ndarra
     )
 
 
-def _units(keys: list[Any], positions: np.ndarray) -> list[np.ndarray]:
-    """The positions grouped by key, keys in order of first appearance."""
-    groups: dict[Any, list[int]] = {}
-    for key, pos in zip(keys, positions.tolist(), strict=True):
-        groups.setdefault(key, []).append(pos)
-    return [np.asarray(g) for g in groups.values()]
+def _draw_units(keys: list[Any], positions: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One draw with replacement of the units (`positions` grouped by key, keys in order of first
+    appearance): the drawn units' positions one after the other, each unit's in data order, and
+    each position's copy number (the k-th unit drawn: k)."""
+    ids, n_units = group_ids(keys)
+    order = np.argsort(ids, kind="stable")  # each unit's positions together, in data order
+    counts = np.bincount(ids, minlength=n_units)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    chosen = rng.integers(0, n_units, size=n_units)
+    lengths = counts[chosen]
+    begin = np.concatenate([[0], np.cumsum(lengths)[:-1]])  # where each drawn unit starts in the draw
+    within = np.arange(int(lengths.sum())) - np.repeat(begin, lengths)
+    return positions[order[np.repeat(starts[chosen], lengths) + within]], np.repeat(np.arange(n_units), lengths)
 
 
 def _inputs(seg: Segments) -> np.ndarray:
@@ -123,10 +131,9 @@ def draw(seg: Segments, unit: str, rng: np.random.Generator) -> Segments:
             continue
         field = {"sources": seg.seg_id, "documents": seg.doc, "systems": seg.system}[unit]
         assert field is not None  # the item level needs documents (level_reason)
-        units = _units(field[positions].tolist(), positions)
-        chosen = rng.integers(0, len(units), size=len(units))
-        parts.append(np.concatenate([units[u] for u in chosen]))
-        copies.append(np.concatenate([np.full(len(units[u]), k) for k, u in enumerate(chosen)]))
+        idx, copy = _draw_units(field[positions].tolist(), positions, rng)
+        parts.append(idx)
+        copies.append(copy)
     idx = np.concatenate(parts) if parts else np.zeros(0, dtype=int)
     out = seg.take(idx)
     if unit == "segments":
