@@ -16,6 +16,7 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import compare, test_text
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.rundata import RunData
+from nlgbench.statistics.summary import correlate
 
 CASES = [  # (method, level, resample, test, convention); test "permutation-pairs": --perm-test pairs
     ("pearson", "global", "auto", "bootstrap", "nlgbench"),
@@ -34,6 +35,7 @@ CASES = [  # (method, level, resample, test, convention); test "permutation-pair
     ("kendall", "system", "auto", "bootstrap", "nlgbench"),
     ("pairwise_accuracy", "system", "auto", "bootstrap", "nlgbench"),
     ("pairwise_accuracy", "system", "both", "bootstrap", "nlgbench"),
+    ("pairwise_accuracy", "system", "auto", "bootstrap", "mt-metrics-eval"),
     ("soft_pairwise_accuracy", "system", "auto", "bootstrap", "nlgbench"),
     ("soft_pairwise_accuracy", "system", "auto", "bootstrap", "mt-metrics-eval"),
 ]
@@ -53,6 +55,9 @@ def main() -> None:
     parser.add_argument("--candidate", required=True)
     parser.add_argument("--baseline", required=True)
     parser.add_argument("--only", help="only the rows whose 'method column/level' contains this text")
+    parser.add_argument(
+        "--pooled", action="store_true", help="then each cell's pooled Pearson with its interval (result.json's)"
+    )
     args = parser.parse_args()
     run = RunData.open(args.run)
     print(
@@ -105,6 +110,33 @@ def main() -> None:
             )
         for w in result["warnings"]:
             print(f"<!-- {label}/{level}: {w} -->")
+
+    if args.pooled:
+        pooled_table(run)
+
+
+def pooled_table(run: RunData) -> None:
+    """Each cell's pooled Pearson and its 95% interval as today's code writes them into result.json
+    and results.csv (1000 resamples, seed 0, the global level's unit), from the cell's scores."""
+    print("\n| dataset | encoder | pooled Pearson [95% CI] | resampled |\n|---|---|---|---|")
+    for _, cell in run.cells.iterrows():
+        seg = run.segments(cell["cell_id"])
+        docs = None if seg.doc is None else seg.doc.tolist()
+        figures = correlate(
+            seg.score.tolist(),
+            seg.human.tolist(),
+            seg.lp.tolist(),
+            seg.system.tolist(),
+            docs,
+            seg_ids=seg.seg_id.tolist(),
+            bootstrap=1000,
+            seed=0,
+        )
+        lo, hi = figures["bootstrap"]["pearson_pooled_ci"]
+        print(
+            f"| {cell['dataset']} | {cell['encoder']} | {fmt.number(figures['pearson_pooled'])} "
+            f"[{fmt.number(lo)}, {fmt.number(hi)}] | {figures['bootstrap']['resampled']} |"
+        )
 
 
 if __name__ == "__main__":
