@@ -261,8 +261,8 @@ def compare_cells(
     boot = paired_from_replicates(
         q_c,
         q_b,
-        run.replicates(c["cell_id"], options, options.value, n_resamples, seed, unit),
-        run.replicates(b["cell_id"], options, options.value, n_resamples, seed, unit),
+        run.replicates(c["cell_id"], options.statistic_key, options.value, n_resamples, seed, unit),
+        run.replicates(b["cell_id"], options.statistic_key, options.value, n_resamples, seed, unit),
         n_resamples,
         seed,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nlgbench.foundations.errors import UserError, unknown_name
@@ -144,6 +144,11 @@ class QualityOptions:
     def unit_label(self, seg: Segments) -> str:
         """The resampling unit in words, e.g. 'segments, stratified by language pair'."""
         return UNIT_LABELS[self.unit(seg)]
+
+    @property
+    def statistic_key(self) -> QualityOptions:
+        """These options without the test: what a cell's bootstrap replicates depend on (their memo key)."""
+        return replace(self, test="bootstrap", perm_test="scores")
 
     @property
     def test_label(self) -> str:
