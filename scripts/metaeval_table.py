@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("run", type=Path)
     parser.add_argument("--candidate", required=True)
     parser.add_argument("--baseline", required=True)
-    parser.add_argument("--only", help="only the rows whose 'method column/level' contains this text")
+    parser.add_argument("--only", help="only the rows whose 'method column/level' starts with this text")
     parser.add_argument(
         "--pooled", action="store_true", help="then each cell's pooled Pearson with its interval (result.json's)"
     )
@@ -76,7 +76,7 @@ def main() -> None:
             perm_test=perm_test,
         )
         label = case_label(method, resample, convention, test)
-        if args.only and args.only not in f"{label}/{level}":
+        if args.only and not f"{label}/{level}".startswith(args.only):
             continue
         try:
             result = compare(run, args.candidate, args.baseline, options=options)
