@@ -112,7 +112,7 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
             with timer.phase("match"):
                 hyp = torch.tensor([flat.texts[it.hypothesis] for it in chunk], dtype=torch.long)
                 ref = torch.tensor([flat.texts[it.reference] for it in chunk], dtype=torch.long)
-                order = torch.argsort(flat.length[hyp] + flat.length[ref], descending=True, stable=True)
+                order = torch.argsort(torch.maximum(flat.length[hyp], flat.length[ref]), descending=True, stable=True)
                 for rows in order.split(self.batch_size):
                     h_index, h_mask = flat.batch_index(hyp[rows])
                     r_index, r_mask = flat.batch_index(ref[rows])
@@ -123,8 +123,7 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
                         weights[r_index] * r_mask,
                         hyp_empty=empty[hyp[rows]],
                         ref_empty=empty[ref[rows]],
-                        hyp_mask=h_mask,
-                        ref_mask=r_mask,
+                        padding_repeats=True,
                     )
                     parts.append((rows + offset, p, r, f))
         with timer.phase("match"):

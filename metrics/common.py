@@ -73,6 +73,7 @@ def greedy_match(
     ref_empty: torch.Tensor | None = None,
     hyp_mask: torch.Tensor | None = None,
     ref_mask: torch.Tensor | None = None,
+    padding_repeats: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Batched BERTScore P, R, F from unit-norm embeddings [B, L, D] and weights [B, L] (0 on padding).
 
@@ -85,15 +86,17 @@ def greedy_match(
     undefined (NaN: an empty side, or P + R = 0).
 
     `hyp_mask` / `ref_mask` [B, L]: the real tokens, where the caller knows them (else found as
-    the rows that are not all zeros).
+    the rows that are not all zeros). `padding_repeats`: every padding position holds a copy of a
+    real token of its own text (`FlatEmbedding.batch_index`), so it cannot change a maximum and
+    nothing is masked (the weights, 0 on padding, keep it out of the sums).
     """
     sim = torch.bmm(hyp, ref.transpose(1, 2))
-    hyp_real = hyp_mask if hyp_mask is not None else _real(hyp)
-    ref_real = ref_mask if ref_mask is not None else _real(ref)
-    valid = hyp_real.unsqueeze(2) & ref_real.unsqueeze(1)
-    sim = sim.masked_fill(~valid, -2.0)
-    precision = (sim.max(dim=2).values * hyp_w).sum(1) / hyp_w.sum(1)
-    recall = (sim.max(dim=1).values * ref_w).sum(1) / ref_w.sum(1)
+    if not padding_repeats:
+        hyp_real = hyp_mask if hyp_mask is not None else _real(hyp)
+        ref_real = ref_mask if ref_mask is not None else _real(ref)
+        sim = sim.masked_fill(~(hyp_real.unsqueeze(2) & ref_real.unsqueeze(1)), -2.0)
+    precision = (sim.amax(dim=2) * hyp_w).sum(1) / hyp_w.sum(1)
+    recall = (sim.amax(dim=1) * ref_w).sum(1) / ref_w.sum(1)
     f1 = 2 * precision * recall / (precision + recall)
     for empty in (hyp_empty, ref_empty):
         if empty is not None:

@@ -61,7 +61,7 @@ def chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:
 
 def corpus_idf(encoder: Encoder, texts: Sequence[str]) -> tuple[dict[int, float], float]:
     """`idf_table` over the encoder's token ids of `texts` (one corpus side: references or hypotheses)."""
-    return idf_table([t.ids for t in encoder.tokenize(list(texts))])
+    return idf_table([t.ids for t in encoder.tokenize(list(texts), ids_only=True)])
 
 
 @dataclass
@@ -99,7 +99,12 @@ class PreparedBatch:
 
 
 def prepared_batches(
-    encoder: Encoder, texts: Sequence[str], batch_size: int, tokens: int | None = None, slice_texts: int | None = None
+    encoder: Encoder,
+    texts: Sequence[str],
+    batch_size: int,
+    tokens: int | None = None,
+    slice_texts: int | None = None,
+    ids_only: bool = False,
 ) -> Iterator[PreparedBatch]:
     """`texts` tokenised and padded into model batches, longest first: sorted by token count and
     cut by `group_sorted` (at most `batch_size` texts, or the `tokens` budget).
@@ -110,7 +115,7 @@ def prepared_batches(
     tokenising), N at a time; what is pending is sorted by token count and cut, and the last,
     possibly part-full batch of a slice waits for the next slice's texts. Batches are then a little
     less tight than under the global sort. Either way
-    the batches depend on the texts only."""
+    the batches depend on the texts only. `ids_only`: `Encoder.tokenize`'s (the metric reads ids alone)."""
     if slice_texts is None:
         order = list(range(len(texts)))
         step = max(len(texts), 1)
@@ -120,7 +125,7 @@ def prepared_batches(
     pending: list[tuple[int, Tokenized]] = []
     for start in range(0, len(order), step):
         index = order[start : start + step]
-        pending += zip(index, encoder.tokenize([texts[i] for i in index]), strict=True)
+        pending += zip(index, encoder.tokenize([texts[i] for i in index], ids_only=ids_only), strict=True)
         pending.sort(key=lambda pair: len(pair[1].ids), reverse=True)  # stable: ties keep their order
         groups = list(group_sorted([len(tok.ids) for _, tok in pending], batch_size, tokens))
         last = start + step >= len(order)
@@ -257,6 +262,7 @@ def encode_unique(
     timer: PhaseTimer,
     take: Callable[[PreparedBatch, torch.Tensor], None],
     take_phase: str = "encode",
+    ids_only: bool = False,
 ) -> None:
     """Encode distinct texts in prepared batches (`prepared_batches`, `Prefetcher`) and hand each
     batch with its float32 states to `take`: [B, T, D] for one layer, [B, k, T, D] for k layers.
@@ -271,7 +277,7 @@ def encode_unique(
     threaded = prefetch_in_thread(encoder.device)
     budget = encoder.context.batch_tokens
     slice_texts = slice_size(batch_size, budget) if threaded else None
-    batches = prepared_batches(encoder, unique, batch_size, budget, slice_texts)
+    batches = prepared_batches(encoder, unique, batch_size, budget, slice_texts, ids_only)
     done, taking = 0, 0.0
     with timer.phase("encode"), Prefetcher(batches, threaded=threaded, before_wait=timer.sync) as stream:
         for batch in stream:
@@ -398,7 +404,7 @@ def embed_flat(
         lengths.append(mask.sum(1))
         order.extend(batch.index)
 
-    encode_unique(encoder, unique, [layer], batch_size, timer, take, take_phase="match")
+    encode_unique(encoder, unique, [layer], batch_size, timer, take, take_phase="match", ids_only=True)
     flat_length = torch.cat(lengths) if lengths else torch.zeros(0, dtype=torch.long)
     flat_start = torch.cumsum(flat_length, 0) - flat_length
     position = torch.tensor(order, dtype=torch.long)

@@ -1,6 +1,8 @@
 """The per-segment work outside the model: BERTScore's packed, vectorised path (one gather per match
 batch, one weight lookup per chunk, lazily read token flags, padding without per-row lists) gives
-the scores of the per-text path it replaced, on a tiny random BERT."""
+the scores of the per-text path it replaced, on a tiny random BERT; the ids-only tokenisation (the
+backend's `encode_batch_fast`) gives the ids of transformers' own call, cut at the same length, on
+the tiny BERT and on MiniLM-L6 over all of WMT16."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ import torch
 
 from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
+from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef
-from nlgbench.encoders.runtime import Encoder, pad_ids
+from nlgbench.encoders.runtime import Encoder, load_encoder, pad_ids
 from nlgbench.metrics import bertscore, embedding
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.bertscore import BertScoreScorer
@@ -137,3 +140,52 @@ def test_bertscore_with_inputs_prepared_in_a_thread_equals_inline(
     assert phases[True] == {"tokenize", "encode", "match", "tokenize_overlapped"}
     # sliced batches group texts differently: float32 round-off of other batch shapes only
     assert np.abs(scores[True] - scores[False]).max() <= 1e-6 and scores[False].min() >= 0.0
+
+
+def tokenizer_call_ids(encoder: Encoder, texts: list[str]) -> list[list[int]]:
+    """transformers' own call, as bert_score makes it (stripped texts, special tokens, cut at the model's length)."""
+    call = encoder.tokenizer(
+        [t.strip() for t in texts], add_special_tokens=True, truncation=True, max_length=encoder.max_length
+    )
+    return [list(ids) for ids in call["input_ids"]]
+
+
+def test_ids_only_tokenisation_gives_the_tokenizer_calls_ids(tiny_dir: Path, items: list[Item]) -> None:
+    encoder = load_encoder(EncoderRef(str(tiny_dir)), "cpu")
+    long = "word " * 600  # longer than the tiny model's 512 positions: cut, and recorded as cut
+    texts = [t for it in items for t in (it.reference, it.hypothesis)] + ["  UPPER case and ünïcödé  ", long]
+    fast = encoder.tokenize(texts, ids_only=True)
+    assert [t.ids for t in fast] == tokenizer_call_ids(encoder, texts) == [t.ids for t in encoder.tokenize(texts)]
+    assert len(fast[-1].ids) == encoder.max_length == 512 and encoder.context.truncated == {long.strip()}
+    with pytest.raises(RuntimeError, match="ids only"):
+        _ = fast[0].special  # no word ids were tracked: a flag read from them would be wrong, not just slow
+
+
+@pytest.mark.system
+@pytest.mark.skipif(local_snapshot("sentence-transformers/all-MiniLM-L6-v2") is None, reason="MiniLM-L6 not cached")
+def test_ids_only_tokenisation_equals_the_tokenizer_call_on_minilm_and_all_of_wmt16() -> None:
+    encoder = load_encoder(EncoderRef("all-MiniLM-L6-v2"), "cpu")
+    texts = list(dict.fromkeys(t for it in load_dataset("wmt16").items for t in (it.reference, it.hypothesis)))
+    long = " ".join(texts[:40])  # about 1,100 tokens: cut at MiniLM's 512
+    texts.append(long)
+    fast = [t.ids for t in encoder.tokenize(texts, ids_only=True)]
+    assert len(fast) == 5876 and fast == tokenizer_call_ids(encoder, texts)
+    assert len(fast[-1]) == encoder.max_length == 512 and long in encoder.context.truncated
+
+
+def test_greedy_match_without_masks_where_padding_repeats_a_real_token() -> None:
+    """Padding that copies a real token of its own text (as `FlatEmbedding.batch_index` pads) cannot change
+    a maximum, so nothing needs masking: the same P, R, F as zero padding masked out."""
+    gen = torch.Generator().manual_seed(0)
+    lengths = [(3, 5), (5, 2), (1, 4)]  # (hypothesis, reference) tokens of 3 pairs, padded to 5 each
+    unit = [[torch.nn.functional.normalize(torch.randn(n, 8, generator=gen), dim=-1) for n in pair] for pair in lengths]
+    zero_padded = [pad_tensors([pair[k] for pair in unit] + [torch.zeros(5, 8)])[:3] for k in (0, 1)]
+    repeated = [
+        torch.stack([torch.cat([x, x[-1:].expand(5 - len(x), 8)]) for x in (p[k] for p in unit)]) for k in (0, 1)
+    ]
+    masks = [torch.arange(5) < torch.tensor([pair[k] for pair in lengths]).unsqueeze(1) for k in (0, 1)]
+    weights = [torch.rand(3, 5, generator=gen) * m for m in masks]
+    masked = greedy_match(zero_padded[0], weights[0], zero_padded[1], weights[1], hyp_mask=masks[0], ref_mask=masks[1])
+    unmasked = greedy_match(repeated[0], weights[0], repeated[1], weights[1], padding_repeats=True)
+    for a, b in zip(masked, unmasked, strict=True):
+        assert torch.equal(a, b)

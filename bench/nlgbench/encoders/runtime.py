@@ -16,6 +16,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from nlgbench.encoders import backends
@@ -36,27 +37,38 @@ from nlgbench.foundations.errors import UserError
 
 class Tokenized:
     """Token ids of one text, and what metrics need to filter them, read from the fast tokenizer's
-    encoding only when a metric asks (BERTScore reads the ids alone: no per-token Python work)."""
+    encoding only when a metric asks (BERTScore reads the ids alone: no per-token Python work).
 
-    def __init__(self, encoding: Any, text: str = "") -> None:
+    `tracked=False`: the encoding was made without offsets and word ids (`Encoder.tokenize(...,
+    ids_only=True)`), so the flags and offsets cannot be read: asking for them is a bug, raised."""
+
+    def __init__(self, encoding: Any, text: str = "", tracked: bool = True) -> None:
         self.encoding = encoding  # the tokenizer's `tokenizers.Encoding`
         self.text = text  # the (stripped) text the offsets point into
         self.ids: list[int] = encoding.ids
+        self.tracked = tracked
+
+    def _word_ids(self) -> list[int | None]:
+        if not self.tracked:
+            raise RuntimeError("tokenised for its ids only (ids_only=True): no word ids or offsets")
+        word_ids: list[int | None] = self.encoding.word_ids
+        return word_ids
 
     @cached_property
     def special(self) -> list[bool]:
         """True for special tokens ([CLS], <s>, </s>, ...: no word of the text)."""
-        return [wid is None for wid in self.encoding.word_ids]
+        return [wid is None for wid in self._word_ids()]
 
     @cached_property
     def word_start(self) -> list[bool]:
         """True where a token begins a new word (a subword continuation: False; special tokens: False)."""
-        word_ids = self.encoding.word_ids
+        word_ids = self._word_ids()
         return [wid is not None and (j == 0 or wid != word_ids[j - 1]) for j, wid in enumerate(word_ids)]
 
     @cached_property
     def offsets(self) -> list[tuple[int, int]]:
         """(start, end) of each token in `text` ((0, 0) for special tokens)."""
+        self._word_ids()
         return [tuple(o) for o in self.encoding.offsets]
 
     def surface(self, j: int) -> str:
@@ -151,14 +163,17 @@ class Encoder:
         tokens than this is empty (bert_score's test, `mask.sum() == 2`)."""
         return int(self.tokenizer.num_special_tokens_to_add(pair=False))
 
-    def tokenize(self, texts: Sequence[str]) -> list[Tokenized]:
+    def tokenize(self, texts: Sequence[str], *, ids_only: bool = False) -> list[Tokenized]:
         """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length
         (texts that were cut are recorded in the cell's context: `CellContext.truncated`).
 
         One batch call of the fast tokenizer's backend (`tokenizers.Tokenizer.encode_batch`), set
         as transformers' own call sets it (no padding; truncation longest first, on the tokenizer's
         side, at `max_length`), without the per-text dictionaries transformers builds around it.
-        Per-token flags and offsets are read from each encoding when a metric asks (`Tokenized`)."""
+        Per-token flags and offsets are read from each encoding when a metric asks (`Tokenized`).
+        `ids_only`: for a metric that reads the ids alone (BERTScore), the backend's
+        `encode_batch_fast` where it has one, which tracks no offsets or word ids (the same ids,
+        about an eighth less time per text)."""
         stripped = [t.strip() for t in texts]
         backend = self.tokenizer.backend_tokenizer
         truncation = {
@@ -171,9 +186,11 @@ class Encoder:
             backend.enable_truncation(**truncation)
         if backend.padding is not None:
             backend.no_padding()
-        encodings = backend.encode_batch(stripped, add_special_tokens=True)
+        fast = ids_only and hasattr(backend, "encode_batch_fast")
+        encode = backend.encode_batch_fast if fast else backend.encode_batch
+        encodings = encode(stripped, add_special_tokens=True)
         self.context.truncated.update(text for text, e in zip(stripped, encodings, strict=True) if e.overflowing)
-        return [Tokenized(e, text) for text, e in zip(stripped, encodings, strict=True)]
+        return [Tokenized(e, text, tracked=not fast) for text, e in zip(stripped, encodings, strict=True)]
 
     def pad(self, batch: Sequence[Sequence[int]]) -> tuple[Any, Any]:
         """Token id lists right-padded into ids [B, T] and attention mask [B, T] on the CPU; in
@@ -227,13 +244,13 @@ class Encoder:
 
 def pad_ids(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Token id lists right-padded with `pad_id`: ids [B, T] and attention mask [B, T] (the rows
-    joined into one tensor and scattered under the mask: no Python list per row; this runs once
-    per model batch)."""
-    lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)
-    mask = torch.arange(int(lengths.max())).unsqueeze(0) < lengths.unsqueeze(1)
-    ids = torch.full(mask.shape, pad_id, dtype=torch.long)
-    ids[mask] = torch.tensor(list(chain.from_iterable(rows)), dtype=torch.long)
-    return ids, mask.long()
+    joined into one array and scattered under the mask, in numpy: no Python list per row, and no
+    torch tensor built from a Python list, which costs several times more; this runs once per model batch)."""
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    mask = np.arange(lengths.max()) < lengths[:, None]
+    ids = np.full(mask.shape, pad_id, dtype=np.int64)
+    ids[mask] = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
+    return torch.from_numpy(ids), torch.from_numpy(mask.astype(np.int64))
 
 
 def _layer_stack(model: Any) -> tuple[str, Any] | None:
