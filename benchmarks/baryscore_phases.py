@@ -2,9 +2,11 @@
 
 Same model, data, batch size and threads for both; both scorers are loaded once, then timed
 alternately (order swapped every round) in this one process, so drift of the machine hits both
-alike. Prints per-phase milliseconds per segment (median over rounds), the ratio BaryScore /
-BERTScore per round with its median and spread, and, with --pot, the barycentre phase against
-the published code's calls (POT's `free_support_barycenter` per text) on the same states.
+alike. Prints per-phase milliseconds per segment (median over rounds) of wall time and of
+process CPU time (robust to a busy machine), the time outside the encoder (tokenize, barycentre,
+transport, other) and its share of each metric's total, the ratio BaryScore / BERTScore per round
+with its median and spread (wall and CPU), and, with --pot, the barycentre phase against the
+published code's calls (POT's `free_support_barycenter` per text) on the same states.
 Target: BaryScore total <= 2x BERTScore on CPU.
 
     python benchmarks/baryscore_phases.py [--model ID] [--dataset wmt16] [--max-segments N]
@@ -21,6 +23,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from cpu_phases import CpuPhaseTimer, phase_line, with_rest
 
 
 def spread(values: list[float]) -> str:
@@ -55,13 +59,19 @@ def measure(
 
     phases: dict[str, list[float]] = {}
     totals: dict[str, list[float]] = {"baryscore": [], "bertscore": []}
+    cpu_totals: dict[str, list[float]] = {"baryscore": [], "bertscore": []}
+    rounds_wall: dict[str, list[dict[str, float]]] = {"baryscore": [], "bertscore": []}
+    rounds_cpu: dict[str, list[dict[str, float]]] = {"baryscore": [], "bertscore": []}
     load = [os.getloadavg()[0]]
     for r in range(rounds):
         for name in ["baryscore", "bertscore"] if r % 2 == 0 else ["bertscore", "baryscore"]:
-            timer = PhaseTimer()
-            start = time.perf_counter()
+            timer = CpuPhaseTimer()
+            start, start_cpu = time.perf_counter(), time.process_time()
             (bary if name == "baryscore" else bert).score(items, timer)
             totals[name].append(time.perf_counter() - start)
+            cpu_totals[name].append(time.process_time() - start_cpu)
+            rounds_wall[name].append(with_rest(timer.seconds, totals[name][-1]))
+            rounds_cpu[name].append(with_rest(timer.cpu_seconds, cpu_totals[name][-1]))
             if name == "baryscore":
                 for phase, seconds in timer.seconds.items():
                     phases.setdefault(phase, []).append(seconds)
@@ -71,7 +81,16 @@ def measure(
             f"ratio {totals['baryscore'][-1] / totals['bertscore'][-1]:.2f}",
             flush=True,
         )
-    out: dict[str, Any] = {"n": len(items), "layers": bary.layers, "totals": totals, "phases": phases, "load": load}
+    out: dict[str, Any] = {
+        "n": len(items),
+        "layers": bary.layers,
+        "totals": totals,
+        "cpu_totals": cpu_totals,
+        "phases": phases,
+        "rounds_wall": rounds_wall,
+        "rounds_cpu": rounds_cpu,
+        "load": load,
+    }
     if pot:
         out["pot"] = pot_barycentres(bary, items, batch_size, rounds)
     return out
@@ -132,6 +151,17 @@ def report(result: dict[str, Any]) -> float:
     )
     print(f"BERTScore (same model, last layer, no idf): {bert_ms:.2f} ms/segment")
     print(f"BaryScore / BERTScore per round: median {spread(ratios)} (target <= 2)")
+    for name in ("baryscore", "bertscore"):
+        print(phase_line(f"{name} wall", result["rounds_wall"][name], n))
+    for name in ("baryscore", "bertscore"):
+        print(phase_line(f"{name} process CPU (encode includes tokenize)", result["rounds_cpu"][name], n))
+    cpu = result["cpu_totals"]
+    cpu_ratios = [a / b for a, b in zip(cpu["baryscore"], cpu["bertscore"], strict=True)]
+    print(
+        f"process CPU ms/segment: BaryScore {statistics.median(cpu['baryscore']) / n * 1000:.2f}, "
+        f"BERTScore {statistics.median(cpu['bertscore']) / n * 1000:.2f}; "
+        f"ratio per round: median {spread(cpu_ratios)}"
+    )
     if "pot" in result:
         pot = [a / b for a, b in zip(result["pot"]["nlgbench"], result["pot"]["pot"], strict=True)]
         print(f"barycentres nlgbench / POT per text: median {spread(pot)}")
