@@ -24,6 +24,7 @@ from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.result import CellResult, json_safe
 from nlgbench.core.scores import write_scores
 from nlgbench.encoders.registry import EncoderRef
+from nlgbench.measurement import allocator
 from nlgbench.measurement.protocol import AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS, measure_scoring, warmup_items
 from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker
 from nlgbench.metrics.base import PhaseTimer, Scores
@@ -161,6 +162,17 @@ def test_memory_tracker_sees_growth_on_cpu() -> None:
         with MemoryTracker("cpu") as failed:
             raise RuntimeError("the cell failed")
     assert failed.peak_rss_mb == 0.0  # nothing read from a failed block
+
+
+def test_the_memory_window_ends_at_close_under_the_measuring_policy() -> None:
+    """What runs after `close()` (the warm-up and timed repeats) is not in the cell's memory figures."""
+    with MemoryTracker("cpu") as memory:
+        memory.close()
+        peak = memory.peak_rss_mb
+        block = bytearray(2 * int(peak) * 2**20)  # past any peak so far: the high-water mark moves
+        block[::4096] = b"x" * len(block[::4096])
+    assert memory.peak_rss_mb == peak > 0
+    assert memory.allocator_policy == (allocator.MEASURING if allocator.on_glibc() else None)
 
 
 class FakeScorer:

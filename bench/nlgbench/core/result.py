@@ -140,18 +140,8 @@ class Timing:
     # Fields added after the first results were written: left out of the JSON when None, so
     # older result.json files round-trip byte for byte.
     OPTIONAL = (
-        "ms_per_segment_cv",
-        "warmup_passes_s",
-        "warmup_stable",
-        "repeat_cpu_s",
-        "repeat_cuda_s",
-        "gpu_sm_clock_mhz",
-        "startup_s",
-        "export_s",
-        "energy_j",
-        "energy_counter",
-        "energy_note",
-        "repeat_passes",
+        *("ms_per_segment_cv", "warmup_passes_s", "warmup_stable", "repeat_cpu_s", "repeat_cuda_s"),
+        *("gpu_sm_clock_mhz", "startup_s", "export_s", "energy_j", "energy_counter", "energy_note", "repeat_passes"),
     )
 
     @classmethod
@@ -199,8 +189,8 @@ class Timing:
 
 @dataclass(frozen=True)
 class Memory:
-    """MiB: RSS before loading anything, its peak and growth; CUDA peaks since the reset (None on CPU);
-    the peak unique set size (USS; None in older results, and then left out of result.json)."""
+    """MiB, over load, prepare and the memory pass (`pass_s`, run under `allocator_policy`): RSS before
+    loading, its peak and growth; CUDA peaks (None on CPU); peak USS. Optional fields: None in older results."""
 
     baseline_rss_mb: float
     peak_rss_mb: float
@@ -208,11 +198,13 @@ class Memory:
     cuda_peak_allocated_mb: float | None
     cuda_peak_reserved_mb: float | None
     peak_uss_mb: float | None = None
+    pass_s: float | None = None
+    allocator_policy: str | None = None
 
-    OPTIONAL = ("peak_uss_mb",)
+    OPTIONAL = ("peak_uss_mb", "pass_s", "allocator_policy")
 
     @classmethod
-    def of_tracker(cls, tracker: MemoryTracker) -> Memory:
+    def of_tracker(cls, tracker: MemoryTracker, pass_s: float | None = None) -> Memory:
         return cls(
             baseline_rss_mb=tracker.baseline_rss_mb,
             peak_rss_mb=tracker.peak_rss_mb,
@@ -220,6 +212,8 @@ class Memory:
             cuda_peak_allocated_mb=tracker.cuda_peak_allocated_mb,
             cuda_peak_reserved_mb=tracker.cuda_peak_reserved_mb,
             peak_uss_mb=tracker.peak_uss_mb,
+            pass_s=pass_s,
+            allocator_policy=tracker.allocator_policy,
         )
 
     def to_dict(self) -> dict[str, Any]:

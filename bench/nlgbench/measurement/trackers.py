@@ -14,6 +14,8 @@ from typing import Any
 
 import psutil
 
+from nlgbench.measurement import allocator
+
 
 def rss_mb() -> float:
     """Current resident set size of this process in MiB."""
@@ -153,11 +155,12 @@ class CudaEventTracker:
 
 
 class MemoryTracker:
-    """Memory of this process over a `with` block, in MiB: RSS at entry (the baseline, taken after
-    imports and before loading anything), the kernel's RSS high-water mark at exit, the peak USS
-    (`UssSampler`: pages no other process maps, so not those a fork server shares with its child), and
-    on CUDA `max_memory_allocated` / `max_memory_reserved` since the reset at entry (None on CPU).
-    Peaks are read only when the block completes."""
+    """Memory of this process from entry to `close()` (or the end of the `with` block), in MiB: RSS at
+    entry (the baseline, taken after imports and before loading anything), the kernel's RSS high-water
+    mark at close, the peak USS (`UssSampler`: pages no other process maps, so not those a fork server
+    shares with its child), and on CUDA `max_memory_allocated` / `max_memory_reserved` since the reset
+    at entry (None on CPU). The allocator's measuring policy (`allocator.hold_for_measuring`) holds
+    from entry to close, the timing policy after it. Peaks are read only when the window completes."""
 
     def __init__(self, device: str) -> None:
         self.device = device
@@ -166,21 +169,34 @@ class MemoryTracker:
         self.peak_uss_mb: float | None = None
         self.cuda_peak_allocated_mb: float | None = None
         self.cuda_peak_reserved_mb: float | None = None
+        self.allocator_policy: str | None = None
         self._uss = UssSampler()
+        self._closed = False
 
     def __enter__(self) -> MemoryTracker:
+        self.allocator_policy = allocator.hold_for_measuring()
         self.baseline_rss_mb = rss_mb()
         cuda_reset(self.device)
         self._uss.__enter__()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self._uss.__exit__(kind, exc, tb)  # the sampler stops either way
-        if kind is not None:
-            return  # the block failed: nothing to report, and the device may be unusable
+    def close(self) -> None:
+        """End the window: read the peaks, then let the allocator reuse large blocks for timing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._uss.__exit__(None, None, None)
         self.cuda_peak_allocated_mb, self.cuda_peak_reserved_mb = cuda_peaks_mb(self.device)
         self.peak_rss_mb = peak_rss_mb()
         self.peak_uss_mb = self._uss.peak_mb
+        allocator.hold_for_timing()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if kind is not None:  # the block failed: nothing to report, and the device may be unusable
+            self._uss.__exit__(kind, exc, tb)  # the sampler stops either way
+            self._closed = True
+            return
+        self.close()
 
 
 def oom_kills() -> int | None:
