@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -115,6 +116,17 @@ def min_max_exp_error(delta: float, spread: float) -> float:
 
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def load_script(relative: str, name: str) -> Any:
+    """A script of the repository (benchmarks/, scripts/: not a package) imported as module `name`,
+    registered in sys.modules (a dataclass in it resolves its annotations there)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / relative)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def committed_copy(name: str, root: Path) -> Path:

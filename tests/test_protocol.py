@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import write_jsonl
+from helpers import load_script, write_jsonl
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.result import CellResult, Timing
 from nlgbench.encoders.registry import EncoderRef
@@ -575,14 +575,7 @@ def test_spec_batch_tokens_is_crossed_into_cells_and_keeps_other_ids() -> None:
 
 
 def load_gpu_benchmark() -> Any:
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu.py"
-    spec = importlib.util.spec_from_file_location("gpu_benchmark", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/gpu.py", "gpu_benchmark")
 
 
 @pytest.mark.integration

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import load_script
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.rundata import RunData
 
@@ -16,12 +16,7 @@ pytestmark = pytest.mark.unit
 
 def load_results_table() -> Any:
     """scripts/results_table.py as a module (scripts are not a package)."""
-    path = Path(__file__).resolve().parents[1] / "scripts" / "results_table.py"
-    spec = importlib.util.spec_from_file_location("results_table", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/results_table.py", "results_table")
 
 
 SCRIPT = load_results_table()

@@ -3,24 +3,17 @@ the time outside the encoder and its share, and CPU seconds recorded beside wall
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+
+from helpers import load_script
 
 pytestmark = pytest.mark.unit
 
 
 def load_cpu_phases() -> Any:
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "cpu_phases.py"
-    spec = importlib.util.spec_from_file_location("cpu_phases", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass resolves annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/cpu_phases.py", "cpu_phases")
 
 
 def test_the_time_outside_the_encoder_and_its_share() -> None:
