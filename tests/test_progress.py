@@ -171,25 +171,26 @@ def test_eta_scales_by_parameters_not_by_the_mean_of_finished_cells(tmp_path: Pa
     items = {c.dataset.label: c.dataset.max_segments for c in cells}
     model = CostModel.of(cells, items)
     ids = [c.cell_id for c in cells]
-    assert model.units[ids[0]] == p_big * 100 * 3 and model.units[ids[1]] == p_small * 100 * 3  # 3 repeats
-    assert model.units[ids[3]] == LEXICAL_PARAMS * 100 * 3
+    passes = 3 + 1  # 3 repeats and the memory pass
+    assert model.units[ids[0]] == p_big * 100 * passes and model.units[ids[1]] == p_small * 100 * passes
+    assert model.units[ids[3]] == LEXICAL_PARAMS * 100 * passes
     # nothing finished: the default guess, a fixed start-up plus DEFAULT_RATE per unit
-    assert model.guessed and model.eta(ids[1:2]) == pytest.approx(DEFAULT_FIXED_S + DEFAULT_RATE * p_small * 300)
+    assert model.guessed and model.eta(ids[1:2]) == pytest.approx(DEFAULT_FIXED_S + DEFAULT_RATE * p_small * 400)
     model.finished(ids[0], 80.0)
     # one cell whose time is not split (no timing): DEFAULT_FIXED_S is its fixed part, the rest its rate
-    rate = (80.0 - DEFAULT_FIXED_S) / (p_big * 300)
-    assert model.eta(ids[1:3]) == pytest.approx(2 * DEFAULT_FIXED_S + rate * p_small * (300 + 150), rel=1e-12)
+    rate = (80.0 - DEFAULT_FIXED_S) / (p_big * 400)
+    assert model.eta(ids[1:3]) == pytest.approx(2 * DEFAULT_FIXED_S + rate * p_small * (400 + 200), rel=1e-12)
     assert model.eta(ids[1:3]) < 80.0 * 2  # the average-of-finished-cells ETA
     model.finished(ids[1], 10.0)  # two BERTScore cells of different sizes: seconds = fixed + rate x units, fitted
-    slope = (80.0 - 10.0) / (p_big * 300 - p_small * 300)
-    fixed = min(max(45.0 - slope * (p_big * 300 + p_small * 300) / 2, 0.0), 10.0)
-    rate = (90.0 - 2 * fixed) / (p_big * 300 + p_small * 300)
+    slope = (80.0 - 10.0) / (p_big * 400 - p_small * 400)
+    fixed = min(max(45.0 - slope * (p_big * 400 + p_small * 400) / 2, 0.0), 10.0)
+    rate = (90.0 - 2 * fixed) / (p_big * 400 + p_small * 400)
     assert model.fit("bertscore") == pytest.approx((fixed, rate), rel=1e-9)
-    assert model.eta([ids[2]]) == pytest.approx(fixed + rate * p_small * 150, rel=1e-9)
+    assert model.eta([ids[2]]) == pytest.approx(fixed + rate * p_small * 200, rel=1e-9)
     model.finished(ids[2], 5.0)
     model.finished(ids[3], 1.0)
     assert model.rate("sentbleu") == pytest.approx(
-        (1.0 - 0.5) / (LEXICAL_PARAMS * 300), rel=1e-12
+        (1.0 - 0.5) / (LEXICAL_PARAMS * 400), rel=1e-12
     )  # fixed: half of 1 s
 
 
@@ -223,7 +224,8 @@ def test_time_split_reads_a_result(tmp_path: Path, tiny: Path) -> None:
     for folder in sorted((tmp_path / "run" / "cells").iterdir()):
         result = CellResult.read(folder)
         assert result.timing is not None and result.timing.startup_s is not None
-        assert time_split(result) == (sum(result.timing.repeat_s), result.timing.startup_s)
+        assert result.memory is not None and result.memory.pass_s is not None and result.memory.pass_s > 0
+        assert time_split(result) == (sum(result.timing.repeat_s) + result.memory.pass_s, result.timing.startup_s)
         failed = CellResult.not_finished(result.cell_id, result.label, result.config, "worker killed", oom=False)
         assert time_split(failed) == (None, None)
 

@@ -1,8 +1,8 @@
-"""The sweep's ETA from a cost model: a cell costs a fixed part (everything but its timed repeats:
-worker start-up, data and model load, prepare, warm-up, correlation, writing) plus rate x units,
-units = (encoder parameters) x items x repeats; the rate and the fixed cost are learnt from the
-cells finished so far (before any, DEFAULT_RATE and DEFAULT_FIXED_S give a first guess, shown as
-such). A finished cell's result splits its time: its timed repeats' seconds against units give the
+"""The sweep's ETA from a cost model: a cell costs a fixed part (everything but its passes over all
+items: worker start-up, data and model load, prepare, warm-up, correlation, writing) plus rate x units,
+units = (encoder parameters) x items x passes (repeats + the memory pass); the rate and the fixed cost
+are learnt from the cells finished so far (before any, DEFAULT_RATE and DEFAULT_FIXED_S give a first
+guess, shown as such). A finished cell's result splits its time: its passes' seconds against units give the
 rate, the rest of its time is its fixed part, predicted for a pending cell as the start-up of the
 cell that finished last (the first cell of a sweep waits for the fork server's imports, the next
 ones start at once) plus the median over finished cells of the rest.
@@ -96,8 +96,8 @@ class CostModel:
 
     @classmethod
     def of(cls, cells: Sequence[CellConfig], items: dict[str, int]) -> CostModel:
-        """Units of each cell: parameters x items (`items` by dataset label) x repeats (the warm-up
-        is part of the fixed cost)."""
+        """Units of each cell: parameters x items (`items` by dataset label) x passes over all items,
+        its repeats and its memory pass (the warm-up is part of the fixed cost)."""
         params: dict[EncoderRef, int | None] = {}
         for cell in cells:
             if cell.encoder not in params:
@@ -108,7 +108,7 @@ class CostModel:
         for cell in cells:
             p = params[cell.encoder]
             size = LEXICAL_PARAMS if p == 0 else (p if p is not None else fallback)
-            units[cell.cell_id] = float(size) * items.get(cell.dataset.label, 1) * cell.repeats
+            units[cell.cell_id] = float(size) * items.get(cell.dataset.label, 1) * (cell.repeats + 1)
             metric[cell.cell_id] = cell.metric
         return cls(units, metric)
 
@@ -174,8 +174,9 @@ class CostModel:
 
 
 def time_split(result: CellResult) -> tuple[float | None, float | None]:
-    """Seconds a finished cell spent in its timed repeats and in its start-up (None where its result
-    does not say: a failed cell, a result written before `startup_s`)."""
+    """Seconds a finished cell spent in its passes over all items (timed repeats and memory pass) and
+    in its start-up (None where its result does not say: a failed cell, a result written before `startup_s`)."""
     if result.timing is None:
         return None, None
-    return sum(result.timing.repeat_s), result.timing.startup_s
+    memory_pass = result.memory.pass_s if result.memory is not None and result.memory.pass_s is not None else 0.0
+    return sum(result.timing.repeat_s) + memory_pass, result.timing.startup_s
