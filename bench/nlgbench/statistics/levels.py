@@ -166,7 +166,7 @@ def level_reason(seg: Segments, level: str) -> str | None:
 
 def several_per_source(seg: Segments) -> bool:
     """Whether any source (lp, seg_id) has more than one translation (the `source` level needs them)."""
-    keys = list(zip(seg.lp.tolist(), seg.seg_id.tolist(), strict=True))
+    keys = _source_keys(seg)
     return len(set(keys)) < len(keys)
 
 
@@ -204,8 +204,8 @@ def level_points(seg: Segments, level: str) -> list[Points]:
             for lp, idx in _index(seg.lp.tolist()).items()
         ]
     if level == "item":
-        assert seg.doc is not None  # level_reason checked
-        keys = [(lp, d) if d != "" else None for lp, d in zip(seg.lp.tolist(), seg.doc.tolist(), strict=True)]
+        keys = _group_keys(seg, level)
+        assert keys is not None  # level_reason checked that there are doc ids
         groups = {k: idx for k, idx in _index(keys).items() if k is not None}
         several_lps = len({lp for lp, _ in groups}) > 1
         return [
@@ -213,7 +213,7 @@ def level_points(seg: Segments, level: str) -> list[Points]:
             for (lp, doc), idx in groups.items()
         ]
     if level == "source":
-        groups = _index(list(zip(seg.lp.tolist(), seg.seg_id.tolist(), strict=True)))
+        groups = _index(_source_keys(seg))
         several_lps = len({lp for lp, _ in groups}) > 1
         return [
             Points(
@@ -323,11 +323,16 @@ def quality(seg: Segments, method: str = "pearson", level: str = "global", thres
     return finite_mean([g.value for g in level_groups(seg, level, group_statistic(method, threshold))])
 
 
+def _source_keys(seg: Segments) -> list[tuple[str, Any]]:
+    """Each segment's source: (lp, seg_id)."""
+    return list(zip(seg.lp.tolist(), seg.seg_id.tolist(), strict=True))
+
+
 def _group_keys(seg: Segments, level: str) -> list[Any] | None:
     """Each segment's group at the source and item levels, as level_points groups them (None: in
     no group); None at the other levels."""
     if level == "source":
-        return list(zip(seg.lp.tolist(), seg.seg_id.tolist(), strict=True))
+        return _source_keys(seg)
     if level == "item" and seg.doc is not None:
         return [(lp, d) if d != "" else None for lp, d in zip(seg.lp.tolist(), seg.doc.tolist(), strict=True)]
     return None
