@@ -48,10 +48,14 @@ class Tokenized:
         self.ids: list[int] = encoding.ids
         self.tracked = tracked
 
-    def _word_ids(self) -> list[int | None]:
+    def _tracked_encoding(self) -> Any:
+        """The encoding, where it tracked word ids and offsets (else a bug of the metric: raised)."""
         if not self.tracked:
             raise RuntimeError("tokenised for its ids only (ids_only=True): no word ids or offsets")
-        word_ids: list[int | None] = self.encoding.word_ids
+        return self.encoding
+
+    def _word_ids(self) -> list[int | None]:
+        word_ids: list[int | None] = self._tracked_encoding().word_ids
         return word_ids
 
     @cached_property
@@ -68,8 +72,7 @@ class Tokenized:
     @cached_property
     def offsets(self) -> list[tuple[int, int]]:
         """(start, end) of each token in `text` ((0, 0) for special tokens)."""
-        self._word_ids()
-        return [tuple(o) for o in self.encoding.offsets]
+        return [tuple(o) for o in self._tracked_encoding().offsets]
 
     def surface(self, j: int) -> str:
         """The characters of the text that token j covers ("" for special tokens)."""
