@@ -168,17 +168,30 @@ def paired_permutation(
     delta = statistic(candidate) - statistic(baseline)
     c, b = standardized(candidate.score), standardized(baseline.score)
     rng = np.random.default_rng(seed)
-    exceed = above = 0
+    deltas = []
     for _ in range(n_permutations):
         swap = rng.random(len(c)) < 0.5
-        d = statistic(replace(candidate, score=np.where(swap, b, c))) - statistic(
-            replace(candidate, score=np.where(swap, c, b))
+        deltas.append(
+            statistic(replace(candidate, score=np.where(swap, b, c)))
+            - statistic(replace(candidate, score=np.where(swap, c, b)))
         )
-        exceed += bool(math.isfinite(d) and abs(d) >= abs(delta) - ZERO_DELTA)
-        above += bool(math.isfinite(d) and d >= delta - ZERO_DELTA)
-    finite = math.isfinite(delta)
-    p = (1 + exceed) / (1 + n_permutations) if finite else NAN
-    return PairedPermutation(float(delta), p, n_permutations, seed, above / n_permutations if finite else NAN, len(c))
+    return permutation_result(delta, np.asarray(deltas, dtype=float), seed, len(c))
+
+
+def permutation_result(delta: float, deltas: np.ndarray, seed: int, n_swapped: int) -> PairedPermutation:
+    """A permutation test's p-values from the observed `delta` and the permuted ones: two-sided
+    (1 + #{|delta*| >= |delta|}) / (1 + k), one-sided #{delta* >= delta} / k, within ZERO_DELTA (a
+    delta* not finite counts as neither; both NaN when delta is not finite)."""
+    n_permutations = len(deltas)
+    if not math.isfinite(delta):
+        return PairedPermutation(float(delta), NAN, n_permutations, seed, NAN, n_swapped)
+    finite = np.isfinite(deltas)
+    with np.errstate(invalid="ignore"):
+        exceed = int(np.count_nonzero(finite & (np.abs(deltas) >= abs(delta) - ZERO_DELTA)))
+        above = int(np.count_nonzero(finite & (deltas >= delta - ZERO_DELTA)))
+    return PairedPermutation(
+        float(delta), (1 + exceed) / (1 + n_permutations), n_permutations, seed, above / n_permutations, n_swapped
+    )
 
 
 def pair_permutation(
@@ -214,11 +227,7 @@ def pair_permutation(
     delta = float(contribution.sum())
     swapped = np.random.default_rng(seed).random((n_permutations, contribution.size)) < 0.5
     deltas = np.where(swapped, -contribution, contribution).sum(axis=1)
-    exceed = int(np.count_nonzero(np.abs(deltas) >= abs(delta) - ZERO_DELTA))
-    above = int(np.count_nonzero(deltas >= delta - ZERO_DELTA))
-    return PairedPermutation(
-        delta, (1 + exceed) / (1 + n_permutations), n_permutations, seed, above / n_permutations, contribution.size
-    )
+    return permutation_result(delta, deltas, seed, contribution.size)
 
 
 WILLIAMS_NOT_AT_ITEM = "Williams' test does not apply to a mean of per-document correlations (item level)"
