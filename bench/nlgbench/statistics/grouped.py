@@ -25,6 +25,11 @@ def group_ids(keys: Sequence[Any]) -> tuple[np.ndarray, int]:
     return np.asarray(ids, dtype=np.intp), len(index)
 
 
+def group_starts(counts: np.ndarray) -> np.ndarray:
+    """Where each group begins when groups of `counts` points lie one after the other."""
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
+
+
 def grouped_correlations(method: str, x: np.ndarray, h: np.ndarray, ids: np.ndarray, n_groups: int) -> np.ndarray:
     """`method` (GROUPED_METHODS) of (x, h) within each group `ids` (0 .. n_groups - 1; -1: none),
     one value per group, NaN where the group has fewer than MIN_POINTS points or a constant side."""
@@ -32,7 +37,7 @@ def grouped_correlations(method: str, x: np.ndarray, h: np.ndarray, ids: np.ndar
     order = np.argsort(ids[keep], kind="stable")  # points of a group together, in data order
     g, x, h = ids[keep][order], x[keep][order], h[keep][order]
     n = np.bincount(g, minlength=n_groups)
-    starts = np.concatenate([[0], np.cumsum(n)[:-1]])
+    starts = group_starts(n)
     present = n > 0
     constant = np.zeros(n_groups, dtype=bool)
     if g.size:
@@ -67,7 +72,7 @@ def kendall_by_group(x: np.ndarray, h: np.ndarray, g: np.ndarray, n: np.ndarray,
     """Kendall's tau-b per group from exact pair counts, as SciPy's kendalltau: (C - D) / sqrt(n0 -
     Tx) / sqrt(n0 - Th), n0 = pairs, Tx and Th the pairs tied in x and in h, clipped to [-1, 1]."""
     first, second = [], []
-    starts = np.concatenate([[0], np.cumsum(n)[:-1]])
+    starts = group_starts(n)
     for size in range(2, int(n.max(initial=0)) + 1):
         groups = np.flatnonzero(n == size)  # every pair (a, b), a < b, of the groups of this size
         a, b = np.triu_indices(size, 1)

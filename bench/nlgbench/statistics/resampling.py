@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from nlgbench.statistics.correlation import SOURCE_METHODS, canonical_method
-from nlgbench.statistics.grouped import group_ids
+from nlgbench.statistics.grouped import group_ids, group_starts
 from nlgbench.statistics.levels import Segments, canonical_level, has_docs, has_systems, several_per_source
 
 RESAMPLE_CHOICES = ("auto", "segments", "sources", "both")  # auto: the level's unit (module docstring)
@@ -101,10 +101,10 @@ def _draw_units(keys: list[Any], positions: np.ndarray, rng: np.random.Generator
     ids, n_units = group_ids(keys)
     order = np.argsort(ids, kind="stable")  # each unit's positions together, in data order
     counts = np.bincount(ids, minlength=n_units)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    starts = group_starts(counts)
     chosen = rng.integers(0, n_units, size=n_units)
     lengths = counts[chosen]
-    begin = np.concatenate([[0], np.cumsum(lengths)[:-1]])  # where each drawn unit starts in the draw
+    begin = group_starts(lengths)  # where each drawn unit starts in the draw
     within = np.arange(int(lengths.sum())) - np.repeat(begin, lengths)
     return positions[order[np.repeat(starts[chosen], lengths) + within]], np.repeat(np.arange(n_units), lengths)
 
