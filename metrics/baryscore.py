@@ -41,10 +41,13 @@ from nlgbench.metrics.alignment import (
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.metrics.embedding import Embedded, SidedIdf, embed_pairs
+from nlgbench.metrics.warm_transport import basis_of_plan, warm_plans
 
 # Pairs whose barycentres are computed together, and texts per barycentre batch (sorted by length).
 GROUP_PAIRS = 256
 BATCH_TEXTS = 4
+# Pivots a warm start may take per node of its problem before POT solves it afresh.
+MAX_PIVOTS_PER_NODE = 4
 
 
 def measure_weights(tok: Tokenized, idf: dict[int, float] | None, unseen: float) -> tuple[list[int], np.ndarray]:
@@ -102,8 +105,9 @@ def free_support_barycentres(
     count, n, km = len(layers), max(supports.sizes), supports.points.shape[1]
     final = torch.zeros(count, n, km, dtype=torch.float64, device=supports.points.device)  # each text's last plans
     state = _first_iterate(supports, km <= supports.points.shape[2] if use_gram is None else use_gram)
+    bases = _Bases.empty(supports)
     for _ in range(max_iter):
-        new = _exact_plans(supports, state)
+        new = _exact_plans(supports, state, bases)
         shift = _move_support(state, new)
         final[state.active] = state.plans = new
         going = shift > stop_thr
@@ -205,19 +209,69 @@ def _first_iterate(supports: _Supports, use_gram: bool) -> _Iterate:
     )
 
 
-def _exact_plans(supports: _Supports, state: _Iterate) -> torch.Tensor:
-    """The k optimal plans T_i of every active text under its current costs (POT's network simplex,
-    on the CPU), side by side: [B_active, n, k m] on the layers' device."""
-    k, m = supports.k, supports.m
+def _exact_plans(supports: _Supports, state: _Iterate, bases: _Bases) -> torch.Tensor:
+    """The k optimal plans T_i of every active text under its current costs, side by side:
+    [B_active, n, k m] on the layers' device. Each starts from the text's last basis for layer i
+    (`warm_plans`: kept only where it is the unique optimum, which POT would return too); the first
+    iteration's plans, near ties and the rest are POT's network simplex, whose plan seeds the next
+    start (`bases`, updated here)."""
+    m = supports.m
     cost_np = state.cost.to("cpu").numpy()
     new_np = np.zeros(cost_np.shape)
-    for row, t in enumerate(state.active.tolist()):
-        n_t = supports.sizes[t]
+    texts = state.active.cpu().numpy()
+    found = warm_plans(
+        cost_np,
+        texts,
+        bases.sizes,
+        bases.heights,
+        bases.a,
+        bases.b,
+        bases.rows,
+        bases.cols,
+        bases.have,
+        MAX_PIVOTS_PER_NODE,
+        new_np,
+    )
+    for row, i in zip(*np.nonzero(~found), strict=True):
+        t = int(texts[row])
+        n_t, h_t = supports.sizes[t], supports.heights[t]
         a, b = supports.marginals[t]
-        for i in range(k):
-            cols = slice(i * m, i * m + supports.heights[t])
-            new_np[row, :n_t, cols] = network_simplex(a, b, cost_np[row, :n_t, cols])[0]
+        plan = network_simplex(a, b, cost_np[row, :n_t, i * m : i * m + h_t])[0]
+        new_np[row, :n_t, i * m : i * m + h_t] = plan
+        edges = n_t + h_t - 1
+        bases.have[t, i] = basis_of_plan(plan, bases.rows[t, i, :edges], bases.cols[t, i, :edges])
     return torch.from_numpy(new_np).to(supports.points.device)
+
+
+@dataclass
+class _Bases:
+    """Each text's last optimal basis per layer (`warm_plans` starts there), with its problem's
+    sizes and marginals as flat arrays (zero-padded)."""
+
+    sizes: np.ndarray  # [B] n_t
+    heights: np.ndarray  # [B] m_t
+    a: np.ndarray  # [B, n]
+    b: np.ndarray  # [B, m]
+    rows: np.ndarray  # [B, k, n + m - 1] basic cells' rows
+    cols: np.ndarray  # [B, k, n + m - 1] basic cells' columns
+    have: np.ndarray  # [B, k] whether a basis is there yet
+
+    @classmethod
+    def empty(cls, supports: _Supports) -> _Bases:
+        count, n = len(supports.sizes), max(supports.sizes)
+        a, b = np.zeros((count, n)), np.zeros((count, supports.m))
+        for t, (a_t, b_t) in enumerate(supports.marginals):
+            a[t, : len(a_t)], b[t, : len(b_t)] = a_t, b_t
+        edges = (count, supports.k, n + supports.m - 1)
+        return cls(
+            sizes=np.array(supports.sizes, np.int64),
+            heights=np.array(supports.heights, np.int64),
+            a=a,
+            b=b,
+            rows=np.zeros(edges, np.int64),
+            cols=np.zeros(edges, np.int64),
+            have=np.zeros((count, supports.k), np.bool_),
+        )
 
 
 def _move_support(state: _Iterate, new: torch.Tensor) -> torch.Tensor:
