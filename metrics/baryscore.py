@@ -31,23 +31,19 @@ from nlgbench.encoders.runtime import Tokenized, load_encoder
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import (
-    network_simplex,
     pad_clouds,
     parallel,
-    solver_marginals,
     squared_euclidean_cost_batch,
     wmd_batch,
 )
+from nlgbench.metrics.barycentre import free_support_barycentres
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.metrics.embedding import Embedded, SidedIdf, embed_pairs
-from nlgbench.metrics.warm_transport import basis_of_plan, warm_plans
 
 # Pairs whose barycentres are computed together, and texts per barycentre batch (sorted by length).
 GROUP_PAIRS = 256
 BATCH_TEXTS = 4
-# Pivots a warm start may take per node of its problem before POT solves it afresh.
-MAX_PIVOTS_PER_NODE = 4
 
 
 def measure_weights(tok: Tokenized, idf: dict[int, float] | None, unseen: float) -> tuple[list[int], np.ndarray]:
@@ -65,237 +61,6 @@ def unit_states(hidden: torch.Tensor, keep: Sequence[int]) -> torch.Tensor:
     """The states [k, T, D] of the tokens `keep`, unit-normalised, float64: [k, len(keep), D]."""
     layers = hidden.index_select(1, torch.tensor(keep, device=hidden.device)).double()
     return layers / layers.norm(dim=-1, keepdim=True).clamp_min(1e-30)
-
-
-def free_support_barycentres(
-    layers: Sequence[torch.Tensor],
-    weights: Sequence[np.ndarray],
-    max_iter: int = 1000,
-    stop_thr: float = 1e-7,
-    use_gram: bool | None = None,
-) -> list[torch.Tensor]:
-    """Free-support Wasserstein barycentres of B texts at once: layers[t] [k, n_t, D], weights[t] [n_t] -> [n_t, D].
-
-    Text t gives k measures (layer i: the points L_i = layers[t][i] with masses weights[t]); its
-    barycentre has n_t support points X of uniform mass 1/n_t, started at X = 0, as the published
-    code calls POT's `free_support_barycenter`. This runs POT's fixed-point iteration (Cuturi &
-    Doucet 2014, Alg. 2 with theta = 1 and fixed weights) for all texts together:
-
-        T_i = optimal plan between (X, 1/n_t) and (L_i, weights), cost C_rj = |X_r - L_ij|^2
-        X  <- (n_t / k) sum_i T_i L_i    (each support point moves to the mean of what it is sent)
-
-    until sum_r |X_new - X|^2 <= stop_thr or after max_iter iterations, per text, as POT. The k B
-    plans of an iteration are exact (POT's network simplex, on the CPU); the rest is batched torch
-    on the layers' device (texts zero-padded to the longest). (POT's own function takes torch
-    tensors too, but solves one text at a time and copies every cost matrix to the CPU.)
-
-    X is always (n_t / k) P L, with P = [T_1 .. T_k] the plans side by side and L the k layers
-    stacked (k m points), so with the Gram matrix G = L L^T the costs need no D-dimensional product:
-    C = |X|^2 + |L|^2 - 2 (n_t / k) P G. When the k m points are at most D (`use_gram` None), this
-    one [n, k m] x [k m, k m] product per iteration replaces POT's two [n, k m] x [k m or D, D]
-    ones; otherwise X is formed as in POT (True / False force either way).
-
-    Same plans as POT, hence the same barycentres up to float64 rounding (tests: <= 1e-12). On the
-    first iteration (X = 0) every plan is optimal (C_rj = |L_ij|^2 does not depend on r): the solver
-    returns its starting plan, as it does inside POT.
-    """
-    if not layers:
-        return []
-    supports = _stack_supports(layers, weights)
-    count, n, km = len(layers), max(supports.sizes), supports.points.shape[1]
-    final = torch.zeros(count, n, km, dtype=torch.float64, device=supports.points.device)  # each text's last plans
-    state = _first_iterate(supports, km <= supports.points.shape[2] if use_gram is None else use_gram)
-    bases = _Bases.empty(supports)
-    for _ in range(max_iter):
-        new = _exact_plans(supports, state, bases)
-        shift = _move_support(state, new)
-        final[state.active] = state.plans = new
-        going = shift > stop_thr
-        if not bool(going.any()):
-            break
-        if not bool(going.all()):
-            state.keep(going)
-    bary = supports.scale * torch.bmm(final, supports.points)
-    return [bary[t, :n_t] for t, n_t in enumerate(supports.sizes)]
-
-
-@dataclass
-class _Supports:
-    """The B texts' layer measures stacked for `free_support_barycentres` (tokens with mass only)."""
-
-    k: int  # layers: measures per text
-    m: int  # rows per layer in `points`: the most tokens with mass of any text
-    sizes: list[int]  # n_t: one support point per token
-    heights: list[int]  # m_t: tokens with mass
-    marginals: list[tuple[np.ndarray, np.ndarray]]  # (barycentre masses, token masses with mass) per text
-    points: torch.Tensor  # L: [B, k m, D], layer i of text t in rows i m .. i m + m_t, zero-padded
-    scale: torch.Tensor  # [B, n, 1]: POT's update coefficient (1 / k) / (1 / n_t), 0 on padding
-
-
-def _stack_supports(layers: Sequence[torch.Tensor], weights: Sequence[np.ndarray]) -> _Supports:
-    """The texts' measures as the iteration runs on them: the solver's marginals, and the layers'
-    points with mass stacked and zero-padded into one batch on the layers' device."""
-    count = len(layers)
-    k, _, dim = layers[0].shape
-    device = layers[0].device
-    sizes = [int(layer.shape[1]) for layer in layers]  # n_t: one support point per token
-    marginals = [solver_marginals(np.full(n_t, 1.0 / n_t), w) for n_t, w in zip(sizes, weights, strict=True)]
-    held = [np.flatnonzero(b) for _, b in marginals]  # tokens with mass: the solver leaves the others out
-    marginals = [(a, b[h]) for (a, b), h in zip(marginals, held, strict=True)]
-    padded = torch.nn.utils.rnn.pad_sequence(
-        [
-            layer[:, torch.from_numpy(h).to(device)].transpose(0, 1).double()
-            for layer, h in zip(layers, held, strict=True)
-        ],
-        batch_first=True,
-    )
-    n, m = max(sizes), padded.shape[1]
-    points = padded.transpose(1, 2).reshape(count, k * m, dim)
-    scale = torch.zeros(count, n, 1, dtype=torch.float64)
-    for t, (a, _) in enumerate(marginals):
-        scale[t, : sizes[t], 0] = torch.from_numpy(1.0 / k * 1.0 / a)
-    return _Supports(
-        k=k,
-        m=m,
-        sizes=sizes,
-        heights=[len(h) for h in held],
-        marginals=marginals,
-        points=points,
-        scale=scale.to(device),
-    )
-
-
-@dataclass
-class _Iterate:
-    """The fixed-point iteration's state of the texts still moving (`active`): their plans P, |X_r|^2,
-    X itself (without the Gram matrix only), the costs of the next plans, and their constants
-    (update coefficients, points L, |L_ij|^2, the Gram matrix G = L L^T where used)."""
-
-    active: torch.Tensor
-    coef: torch.Tensor
-    pts: torch.Tensor
-    pts_sq: torch.Tensor
-    gram: torch.Tensor | None
-    plans: torch.Tensor
-    x_sq: torch.Tensor
-    x: torch.Tensor
-    cost: torch.Tensor
-
-    def keep(self, going: torch.Tensor) -> None:
-        """Drop the texts whose barycentre has settled (`going` False)."""
-        self.active, self.coef, self.pts, self.pts_sq, self.plans, self.x_sq, self.x, self.cost = (
-            v[going] for v in (self.active, self.coef, self.pts, self.pts_sq, self.plans, self.x_sq, self.x, self.cost)
-        )
-        self.gram = self.gram[going] if self.gram is not None else None
-
-
-def _first_iterate(supports: _Supports, use_gram: bool) -> _Iterate:
-    """Every text active, X = 0: the first costs are C_rj = |L_ij|^2."""
-    points = supports.points
-    count, km, dim = points.shape
-    n = max(supports.sizes)
-    device = points.device
-    pts_sq = points.pow(2).sum(-1)  # |L_ij|^2
-    return _Iterate(
-        active=torch.arange(count, device=device),
-        coef=supports.scale,
-        pts=points,
-        pts_sq=pts_sq,
-        gram=torch.bmm(points, points.transpose(1, 2)) if use_gram else None,
-        plans=torch.zeros(count, n, km, dtype=torch.float64, device=device),
-        x_sq=torch.zeros(count, n, dtype=torch.float64, device=device),
-        x=torch.zeros(count, n, 0 if use_gram else dim, dtype=torch.float64, device=device),
-        cost=pts_sq[:, None, :].expand(count, n, km),  # X = 0
-    )
-
-
-def _exact_plans(supports: _Supports, state: _Iterate, bases: _Bases) -> torch.Tensor:
-    """The k optimal plans T_i of every active text under its current costs, side by side:
-    [B_active, n, k m] on the layers' device. Each starts from the text's last basis for layer i
-    (`warm_plans`: kept only where it is the unique optimum, which POT would return too); the first
-    iteration's plans, near ties and the rest are POT's network simplex, whose plan seeds the next
-    start (`bases`, updated here)."""
-    m = supports.m
-    cost_np = state.cost.to("cpu").numpy()
-    new_np = np.zeros(cost_np.shape)
-    texts = state.active.cpu().numpy()
-    found = warm_plans(
-        cost_np,
-        texts,
-        bases.sizes,
-        bases.heights,
-        bases.a,
-        bases.b,
-        bases.rows,
-        bases.cols,
-        bases.have,
-        MAX_PIVOTS_PER_NODE,
-        new_np,
-    )
-    for row, i in zip(*np.nonzero(~found), strict=True):
-        t = int(texts[row])
-        n_t, h_t = supports.sizes[t], supports.heights[t]
-        a, b = supports.marginals[t]
-        plan = network_simplex(a, b, cost_np[row, :n_t, i * m : i * m + h_t])[0]
-        new_np[row, :n_t, i * m : i * m + h_t] = plan
-        edges = n_t + h_t - 1
-        bases.have[t, i] = basis_of_plan(plan, bases.rows[t, i, :edges], bases.cols[t, i, :edges])
-    return torch.from_numpy(new_np).to(supports.points.device)
-
-
-@dataclass
-class _Bases:
-    """Each text's last optimal basis per layer (`warm_plans` starts there), with its problem's
-    sizes and marginals as flat arrays (zero-padded)."""
-
-    sizes: np.ndarray  # [B] n_t
-    heights: np.ndarray  # [B] m_t
-    a: np.ndarray  # [B, n]
-    b: np.ndarray  # [B, m]
-    rows: np.ndarray  # [B, k, n + m - 1] basic cells' rows
-    cols: np.ndarray  # [B, k, n + m - 1] basic cells' columns
-    have: np.ndarray  # [B, k] whether a basis is there yet
-
-    @classmethod
-    def empty(cls, supports: _Supports) -> _Bases:
-        count, n = len(supports.sizes), max(supports.sizes)
-        a, b = np.zeros((count, n)), np.zeros((count, supports.m))
-        for t, (a_t, b_t) in enumerate(supports.marginals):
-            a[t, : len(a_t)], b[t, : len(b_t)] = a_t, b_t
-        edges = (count, supports.k, n + supports.m - 1)
-        return cls(
-            sizes=np.array(supports.sizes, np.int64),
-            heights=np.array(supports.heights, np.int64),
-            a=a,
-            b=b,
-            rows=np.zeros(edges, np.int64),
-            cols=np.zeros(edges, np.int64),
-            have=np.zeros((count, supports.k), np.bool_),
-        )
-
-
-def _move_support(state: _Iterate, new: torch.Tensor) -> torch.Tensor:
-    """X <- (n_t / k) P_new L for the active texts: their next costs |X|^2 + |L|^2 - 2 X L^T (through the
-    Gram matrix where there is one, else through X) and squared |X|^2; returns each text's shift
-    sum_r |X_new - X|^2. `state.plans` are still the previous ones here."""
-    coef, plans = state.coef, state.plans
-    if state.gram is not None:
-        moved = torch.bmm(new, state.gram)  # X_new L^T / c
-        new_sq = coef[..., 0] ** 2 * (moved * new).sum(-1)  # |X_new_r|^2
-        cross = coef[..., 0] ** 2 * (moved * plans).sum(-1)  # X_new_r . X_r
-        shift = (new_sq - 2 * cross + state.x_sq).sum(-1)
-        cost = -2 * (coef * moved)
-        state.x_sq = new_sq
-    else:
-        new_x = coef * torch.bmm(new, state.pts)
-        shift = (new_x - state.x).pow(2).sum(dim=(1, 2))
-        cost = -2 * torch.bmm(new_x, state.pts.transpose(1, 2))
-        state.x, state.x_sq = new_x, new_x.pow(2).sum(-1)
-    cost += state.x_sq[:, :, None]
-    cost += state.pts_sq[:, None, :]
-    cost.clamp_min_(0)
-    state.cost = cost
-    return shift
 
 
 def wasserstein_batch(

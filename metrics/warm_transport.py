@@ -7,9 +7,9 @@ the transportation simplex (u-v method, Dantzig's entering rule) on a spanning-t
 n + m - 1 cells, compiled by numba.
 
 Parity with POT: a plan is returned only when it is optimal with every non-basic reduced cost at
-least `MARGIN`, i.e. the unique optimum, which any exact solver (POT's included) must return; the
-flows are recomputed from the tree and the marginals. Otherwise (a near tie, a degenerate tree,
-the pivot cap) the problem goes to POT's network simplex, and its plan seeds the next start.
+least `MARGIN`, i.e. the unique optimum, which any exact solver (POT's included) must return; its
+flows are recomputed from the tree and the marginals. Otherwise (a near tie, a basis that is not
+a spanning tree, the pivot cap) the caller asks POT, whose plan seeds the next start.
 """
 
 from __future__ import annotations
@@ -17,45 +17,52 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# A plan is kept only if every non-basic reduced cost is at least this (costs are squared distances
-# of unit vectors, at most 4; the potentials' rounding along a tree path stays near 1e-14).
+# A plan is kept only if every non-basic reduced cost is at least this: costs are squared distances
+# of unit vectors (at most 4), and the potentials' rounding along a tree path stays near 1e-14.
 MARGIN = 1e-10
-# A basic cell's reduced cost is zero up to rounding; one below -TOLERANCE enters the basis.
+# A basic cell's reduced cost is zero up to rounding; a cell below -TOLERANCE enters the basis.
 TOLERANCE = 1e-12
 
 
 @njit(cache=True, nogil=True)
-def _adjacency(nodes: int, er: np.ndarray, ec: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The tree's edges by node (CSR): rows are nodes 0..n-1, columns n..n+m-1."""
-    start = np.zeros(nodes + 1, np.int64)
+def _adjacency(n: int, er: np.ndarray, ec: np.ndarray, start: np.ndarray, edges: np.ndarray) -> None:
+    """The tree's edges by node, written into start [n + m + 1] and edges [2 (n + m - 1)] (CSR):
+    rows are nodes 0..n-1, columns n..n+m-1."""
+    start[:] = 0
     for e in range(er.size):
         start[er[e] + 1] += 1
         start[ec[e] + n + 1] += 1
-    for x in range(nodes):
+    for x in range(start.size - 1):
         start[x + 1] += start[x]
-    fill = start[:-1].copy()
-    edges = np.empty(2 * er.size, np.int64)
-    for e in range(er.size):
-        edges[fill[er[e]]] = e
-        fill[er[e]] += 1
-        edges[fill[ec[e] + n]] = e
-        fill[ec[e] + n] += 1
-    return start, edges
+    for e in range(er.size):  # fill each node's slice, moving its start forward; shifted back below
+        edges[start[er[e]]] = e
+        start[er[e]] += 1
+        edges[start[ec[e] + n]] = e
+        start[ec[e] + n] += 1
+    for x in range(start.size - 1, 0, -1):
+        start[x] = start[x - 1]
+    start[0] = 0
 
 
 @njit(cache=True, nogil=True)
 def _root_tree(
-    n: int, m: int, er: np.ndarray, ec: np.ndarray, cost: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    n: int,
+    er: np.ndarray,
+    ec: np.ndarray,
+    cost: np.ndarray,
+    pot: np.ndarray,
+    parent: np.ndarray,
+    depth: np.ndarray,
+    queue: np.ndarray,
+    start: np.ndarray,
+    edges: np.ndarray,
+) -> int:
     """Potentials (u_i = pot[i], v_j = pot[n + j], u_0 = 0, u_i + v_j = C_ij on the tree), each node's
-    parent edge and depth from row 0, and how many nodes the edges reach (n + m for a spanning tree)."""
-    nodes = n + m
-    start, edges = _adjacency(nodes, er, ec, n)
-    pot = np.zeros(nodes)
-    parent = np.full(nodes, -1, np.int64)
-    depth = np.full(nodes, -1, np.int64)
-    queue = np.empty(nodes, np.int64)
-    queue[0], depth[0], head, tail = 0, 0, 0, 1
+    parent edge and depth from row 0, written into the buffers by a breadth-first walk; returns how
+    many nodes the edges reach (all n + m for a spanning tree)."""
+    _adjacency(n, er, ec, start, edges)
+    depth[:] = -1
+    queue[0], depth[0], pot[0], head, tail = 0, 0, 0.0, 0, 1
     while head < tail:
         x = queue[head]
         head += 1
@@ -68,24 +75,24 @@ def _root_tree(
             pot[y] = cost[er[e], ec[e]] - pot[x]
             queue[tail] = y
             tail += 1
-    return pot, parent, depth, queue, tail
+    return tail
 
 
 @njit(cache=True, nogil=True)
 def _tree_flows(a: np.ndarray, b: np.ndarray, er: np.ndarray, ec: np.ndarray) -> np.ndarray:
-    """The flows of the basic solution of this tree: leaves peeled one by one, each edge carrying what
-    its leaf still has to send or receive (negative rounding residue clipped to 0)."""
+    """The flows of the tree's basic solution: leaves peeled one by one, each edge carrying what its
+    leaf still has to send or receive (a negative rounding residue clipped to 0)."""
     n, m = a.size, b.size
-    nodes = n + m
-    start, edges = _adjacency(nodes, er, ec, n)
-    left = np.empty(nodes)
+    start, edges = np.empty(n + m + 1, np.int64), np.empty(2 * er.size, np.int64)
+    _adjacency(n, er, ec, start, edges)
+    left = np.empty(n + m)
     left[:n], left[n:] = a, b
     degree = start[1:] - start[:-1]
     used = np.zeros(er.size, np.bool_)
     flow = np.zeros(er.size)
-    stack = np.empty(nodes, np.int64)
+    stack = np.empty(n + m, np.int64)
     top = 0
-    for x in range(nodes):
+    for x in range(n + m):
         if degree[x] == 1:
             stack[top] = x
             top += 1
@@ -112,67 +119,75 @@ def _tree_flows(a: np.ndarray, b: np.ndarray, er: np.ndarray, ec: np.ndarray) ->
 
 
 @njit(cache=True, nogil=True)
+def _other_end(x: int, e: int, er: np.ndarray, ec: np.ndarray, n: int) -> int:
+    """The node at the other end of tree edge e from node x."""
+    return ec[e] + n if x < n else er[e]
+
+
+@njit(cache=True, nogil=True)
 def warm_plan(a: np.ndarray, b: np.ndarray, cost: np.ndarray, er: np.ndarray, ec: np.ndarray, max_pivots: int) -> bool:
     """Pivot the basis (er, ec: the n + m - 1 basic cells, changed in place) to the optimum of `cost`.
-    True when it ends optimal with every non-basic reduced cost >= MARGIN (unique optimum); False
-    on a near tie, a basis that is not a spanning tree, or `max_pivots` pivots (ask POT then)."""
+    True when it ends optimal with every non-basic reduced cost >= MARGIN (the unique optimum);
+    False on a near tie, a basis that is not a spanning tree, or `max_pivots` pivots (ask POT then)."""
     n, m = a.size, b.size
+    nodes = n + m
     flow = _tree_flows(a, b, er, ec)
     basic = np.zeros((n, m), np.bool_)
     for e in range(er.size):
         basic[er[e], ec[e]] = True
-    path = np.empty(n + m, np.int64)
-    block = max(int(np.sqrt(n * m)), 16)  # block search (as LEMON's network simplex): a few blocks per pivot
-    i, j = 0, 0
+    pot, parent, depth = np.empty(nodes), np.empty(nodes, np.int64), np.empty(nodes, np.int64)
+    queue, start, edges = np.empty(nodes, np.int64), np.empty(nodes + 1, np.int64), np.empty(2 * er.size, np.int64)
+    path = np.empty(nodes, np.int64)
+    cand_i, cand_j, count = np.empty(n, np.int64), np.empty(n, np.int64), 0
     for _ in range(max_pivots + 1):
-        pot, parent, depth, _, reached = _root_tree(n, m, er, ec, cost)
-        if reached != n + m:
+        if _root_tree(n, er, ec, cost, pot, parent, depth, queue, start, edges) != nodes:
             return False
-        best, bi, bj, seen, scanned = -TOLERANCE, -1, -1, 0, 0
-        while scanned < n * m:
+        # Multiple pricing: a full scan keeps each row's most negative cell as a candidate, and the next
+        # pivots price only the candidates until none is negative; Dantzig's rule among them.
+        best, bi, bj = -TOLERANCE, -1, -1
+        for c in range(count):
+            i, j = cand_i[c], cand_j[c]
             r = cost[i, j] - pot[i] - pot[n + j]
-            if r < best:
+            if r < best and not basic[i, j]:
                 best, bi, bj = r, i, j
-            j += 1
-            if j == m:
-                i, j = (i + 1) % n, 0
-            scanned += 1
-            seen += 1
-            if seen == block:
-                if bi >= 0:
-                    break
-                seen = 0
-        if bi < 0:  # optimal: is it the unique optimum?
-            second = np.inf
+        if bi < 0:
+            count, second = 0, np.inf  # the least non-basic reduced cost, read where no cell is negative
             for i in range(n):
+                ui, row_best, row_j = pot[i], -TOLERANCE, -1
                 for j in range(m):
-                    if not basic[i, j]:
-                        second = min(second, cost[i, j] - pot[i] - pot[n + j])
-            return second >= MARGIN
-        # The cycle: entering cell (bi, bj), then the tree path from column bj to row bi; signs alternate
-        # -, +, -, ... from the column's side. Both ends climb to their common ancestor.
-        x, y = n + bj, bi
-        up, down = 0, n + m
+                    r = cost[i, j] - ui - pot[n + j]
+                    if r < row_best:
+                        row_best, row_j = r, j
+                    elif r < second and not basic[i, j]:
+                        second = r
+                if row_j >= 0:
+                    cand_i[count], cand_j[count], count = i, row_j, count + 1
+                    if row_best < best:
+                        best, bi, bj = row_best, i, row_j
+            if bi < 0:
+                return second >= MARGIN
+        # The cycle: the entering cell (bi, bj), then the tree path from column bj to row bi, whose cells
+        # lose and gain theta in turn. Both ends climb to their common ancestor: the column's side is
+        # stored from the front, the row's side from the back, then moved to follow it.
+        x, y, up, down = n + bj, bi, 0, nodes
         while depth[x] > depth[y]:
-            path[up] = parent[x]
-            up += 1
-            x = ec[parent[x]] + n if er[parent[x]] == x else er[parent[x]]
+            e = parent[x]
+            path[up], up, x = e, up + 1, _other_end(x, e, er, ec, n)
         while depth[y] > depth[x]:
-            down -= 1
-            path[down] = parent[y]
-            y = ec[parent[y]] + n if er[parent[y]] == y else er[parent[y]]
+            e = parent[y]
+            down, y = down - 1, _other_end(y, e, er, ec, n)
+            path[down] = e
         while x != y:
-            path[up] = parent[x]
-            up += 1
-            x = ec[parent[x]] + n if er[parent[x]] == x else er[parent[x]]
-            down -= 1
-            path[down] = parent[y]
-            y = ec[parent[y]] + n if er[parent[y]] == y else er[parent[y]]
-        length = up + (n + m - down)
-        for k in range(n + m - down):  # the row side's edges, from the ancestor down to row bi
+            e = parent[x]
+            path[up], up, x = e, up + 1, _other_end(x, e, er, ec, n)
+            e = parent[y]
+            down, y = down - 1, _other_end(y, e, er, ec, n)
+            path[down] = e
+        length = up + nodes - down
+        for k in range(nodes - down):
             path[up + k] = path[down + k]
         theta, leave = np.inf, -1
-        for k in range(0, length, 2):
+        for k in range(0, length, 2):  # the losing cells: the one that empties first leaves
             if flow[path[k]] < theta:
                 theta, leave = flow[path[k]], path[k]
         theta = max(theta, 0.0)
@@ -182,46 +197,6 @@ def warm_plan(a: np.ndarray, b: np.ndarray, cost: np.ndarray, er: np.ndarray, ec
         er[leave], ec[leave], flow[leave] = bi, bj, theta
         basic[bi, bj] = True
     return False
-
-
-@njit(cache=True, nogil=True)
-def plan_of_tree(a: np.ndarray, b: np.ndarray, er: np.ndarray, ec: np.ndarray) -> np.ndarray:
-    """The dense plan [n, m] of a basis: its tree's flows (`_tree_flows`) at the basic cells."""
-    plan = np.zeros((a.size, b.size))
-    flow = _tree_flows(a, b, er, ec)
-    for e in range(er.size):
-        plan[er[e], ec[e]] = flow[e]
-    return plan
-
-
-@njit(cache=True, nogil=True)
-def basis_of_plan(plan: np.ndarray, er: np.ndarray, ec: np.ndarray) -> bool:
-    """A spanning-tree basis (written into er, ec: n + m - 1 cells) holding a vertex plan's positive
-    cells, completed with empty cells that join its components. False if the positive cells hold a
-    cycle (not a vertex)."""
-    n, m = plan.shape
-    root = np.arange(n + m)
-    count = 0
-    for pass_ in range(2):
-        for i in range(n):
-            for j in range(m):
-                if (plan[i, j] > 0) != (pass_ == 0):
-                    continue
-                x, y = i, n + j
-                while root[x] != x:
-                    x = root[x]
-                while root[y] != y:
-                    y = root[y]
-                if x == y:
-                    if pass_ == 0:
-                        return False
-                    continue
-                root[x] = y
-                er[count], ec[count] = i, j
-                count += 1
-                if count == n + m - 1:
-                    return True
-    return count == n + m - 1
 
 
 @njit(cache=True, nogil=True)
@@ -262,3 +237,33 @@ def warm_plans(
                     plans[r, rows[e], i * m + cols[e]] = flow[e]
                 found[r, i] = True
     return found
+
+
+@njit(cache=True, nogil=True)
+def basis_of_plan(plan: np.ndarray, er: np.ndarray, ec: np.ndarray) -> bool:
+    """A spanning-tree basis (written into er, ec: n + m - 1 cells) holding a vertex plan's positive
+    cells, completed with empty cells that join its components. False if the positive cells hold a
+    cycle (not a vertex)."""
+    n, m = plan.shape
+    root = np.arange(n + m)
+    count = 0
+    for positive in (True, False):
+        for i in range(n):
+            for j in range(m):
+                if (plan[i, j] > 0) != positive:
+                    continue
+                x, y = i, n + j
+                while root[x] != x:
+                    x = root[x]
+                while root[y] != y:
+                    y = root[y]
+                if x == y:
+                    if positive:
+                        return False
+                    continue
+                root[x] = y
+                er[count], ec[count] = i, j
+                count += 1
+                if count == n + m - 1:
+                    return True
+    return count == n + m - 1

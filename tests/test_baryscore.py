@@ -17,7 +17,8 @@ from nlgbench.data.items import Item
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.baryscore import BaryScoreScorer, free_support_barycentres, sinkhorn_divergence, wasserstein_batch
+from nlgbench.metrics.barycentre import free_support_barycentres
+from nlgbench.metrics.baryscore import BaryScoreScorer, sinkhorn_divergence, wasserstein_batch
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.common import idf_table
 from nlgbench.metrics.embedding import embed_texts
