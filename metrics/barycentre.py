@@ -242,41 +242,40 @@ def _move_support(state: _Iterate, new: torch.Tensor) -> torch.Tensor:
     """X <- (n_t / k) P_new L for the active texts: their next costs |X|^2 + |L|^2 - 2 X L^T (through the
     Gram matrix where there is one, else through X) and squared |X|^2; returns each text's shift
     sum_r |X_new - X|^2. `state.plans` are still the previous ones here."""
-    coef, plans = state.coef, state.plans
-    if state.gram is not None and new.device.type == "cpu":
-        cost = torch.empty_like(new)
-        new_sq = torch.empty_like(state.x_sq)
-        shift = torch.from_numpy(
-            _gram_step(
-                new.numpy(),
-                plans.numpy(),
-                state.gram.numpy(),
-                coef.numpy(),
-                state.x_sq.numpy(),
-                state.pts_sq.numpy(),
-                cost.numpy(),
-                new_sq.numpy(),
-            )
-        )
-        state.cost, state.x_sq = cost, new_sq
-        return shift
     if state.gram is not None:
-        moved = torch.bmm(new, state.gram)  # X_new L^T / c
-        new_sq = coef[..., 0] ** 2 * (moved * new).sum(-1)  # |X_new_r|^2
-        cross = coef[..., 0] ** 2 * (moved * plans).sum(-1)  # X_new_r . X_r
-        shift = (new_sq - 2 * cross + state.x_sq).sum(-1)
-        cost = -2 * (coef * moved)
-        state.x_sq = new_sq
-    else:
-        new_x = coef * torch.bmm(new, state.pts)
-        shift = (new_x - state.x).pow(2).sum(dim=(1, 2))
-        cost = -2 * torch.bmm(new_x, state.pts.transpose(1, 2))
-        state.x, state.x_sq = new_x, new_x.pow(2).sum(-1)
+        update = gram_update_compiled if new.device.type == "cpu" else gram_update_batched
+        state.cost, state.x_sq, shift = update(state, new)
+        return shift
+    new_x = state.coef * torch.bmm(new, state.pts)
+    shift = (new_x - state.x).pow(2).sum(dim=(1, 2))
+    cost = -2 * torch.bmm(new_x, state.pts.transpose(1, 2))
+    state.x, state.x_sq = new_x, new_x.pow(2).sum(-1)
     cost += state.x_sq[:, :, None]
     cost += state.pts_sq[:, None, :]
-    cost.clamp_min_(0)
-    state.cost = cost
+    state.cost = cost.clamp_min_(0)
     return shift
+
+
+def gram_update_batched(state: _Iterate, new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The Gram-matrix update as batched products on any device: (next costs [B, n, k m], |X_new_r|^2
+    [B, n], shifts [B])."""
+    assert state.gram is not None
+    c = state.coef[..., 0]
+    moved = torch.bmm(new, state.gram)  # X_new L^T / c
+    new_sq = c**2 * (moved * new).sum(-1)  # |X_new_r|^2
+    cross = c**2 * (moved * state.plans).sum(-1)  # X_new_r . X_r
+    shift = (new_sq - 2 * cross + state.x_sq).sum(-1)
+    cost = -2 * (state.coef * moved) + new_sq[:, :, None] + state.pts_sq[:, None, :]
+    return cost.clamp_min_(0), new_sq, shift
+
+
+def gram_update_compiled(state: _Iterate, new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The same on the CPU through the plans' nonzero cells (`_gram_step`)."""
+    assert state.gram is not None
+    cost, new_sq = torch.empty_like(new), torch.empty_like(state.x_sq)
+    arrays = (new, state.plans, state.gram, state.coef, state.x_sq, state.pts_sq, cost, new_sq)
+    shift = torch.from_numpy(_gram_step(*(x.numpy() for x in arrays)))
+    return cost, new_sq, shift
 
 
 @njit(cache=True, nogil=True)

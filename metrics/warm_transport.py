@@ -264,6 +264,6 @@ def basis_of_plan(plan: np.ndarray, er: np.ndarray, ec: np.ndarray) -> bool:
                 root[x] = y
                 er[count], ec[count] = i, j
                 count += 1
-                if count == n + m - 1:
+                if count == n + m - 1 and not positive:  # (a positive cell beyond a full tree closes a cycle)
                     return True
     return count == n + m - 1
