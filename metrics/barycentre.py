@@ -180,7 +180,7 @@ def _exact_plans(supports: _Supports, state: _Iterate, bases: _Bases, seed: bool
     Not the first iteration's: at X = 0 every plan is optimal, and POT's is a poor start (measured:
     the second iteration warm-started from it took 1.3x as long as POT solving it afresh)."""
     m = supports.m
-    cost_np = state.cost.to("cpu").numpy()
+    cost_np = np.ascontiguousarray(state.cost.to("cpu").numpy())  # (the first costs are a broadcast view)
     new_np = np.zeros(cost_np.shape)
     texts = state.active.cpu().numpy()
     found = warm_plans(
@@ -315,3 +315,14 @@ def _gram_step(
             for q in range(km):
                 cost[t, r, q] = max(-2.0 * coef[t, r, 0] * moved[q] + square + pts_sq[t, q], 0.0)
     return shift
+
+
+def _compile_kernels() -> None:
+    """Run the compiled kernels once on a tiny problem with the argument types of real calls, at
+    import: numba compiles them (or loads them from its cache) during the worker's start-up, before
+    a cell's memory baseline, instead of inside its first pass."""
+    layers = [torch.eye(3, dtype=torch.float64)[None, :2]]  # one text, one layer, two unit vectors
+    free_support_barycentres(layers, [np.array([0.25, 0.75])], max_iter=3, use_gram=True)
+
+
+_compile_kernels()
