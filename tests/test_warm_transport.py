@@ -3,6 +3,8 @@ simplex, its refusals (near ties, pivot cap), and its use inside the barycentre 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -166,7 +168,7 @@ def test_barycentres_solve_most_plans_warm(monkeypatch: pytest.MonkeyPatch) -> N
     seen = []
     exact = barycentre._exact_plans
 
-    def counting_exact(supports, state, bases, seed):  # type: ignore[no-untyped-def]
+    def counting_exact(supports: Any, state: Any, bases: Any, seed: bool) -> torch.Tensor:
         seen.append(len(state.active) * k)
         return exact(supports, state, bases, seed)
 
