@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -31,16 +32,31 @@ SHADOW = 'raise ImportError("the user\'s own {name} package was imported instead
 TORCH_CPU = "torch==2.13.0"  # the CPU wheel on this project's machines (any other spec pulls GBs of CUDA wheels)
 
 
+def tracked_copy(dest: Path) -> Path:
+    """The checkout's tracked files (as they are in the working tree, links kept) copied to `dest`: the
+    wheel is built from what a clone holds, and the build writes nothing into the checkout that the
+    tests running beside it read (its build/ and egg-info) nor reads what they write there."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        source, target = REPO / name, dest / name
+        if not source.exists() and not source.is_symlink():
+            continue  # deleted in the working tree, not yet in git
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target, follow_symlinks=False)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built without network (this environment's setuptools)."""
+    """The wheel, built without network (this environment's setuptools) from the tracked files."""
     dist = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(REPO)],
-        check=True,
+    source = tracked_copy(tmp_path_factory.mktemp("source"))
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(source)],
         capture_output=True,
         text=True,
     )
+    assert built.returncode == 0, built.stderr[-3000:]
     return next(dist.glob("nlgbench-*.whl"))
 
 
