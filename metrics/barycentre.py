@@ -62,7 +62,7 @@ def free_support_barycentres(
     if not layers:
         return []
     supports = _stack_supports(layers, weights)
-    count, n, km = len(layers), max(supports.sizes), supports.points.shape[1]
+    count, n, km = len(layers), int(supports.sizes.max()), supports.points.shape[1]
     final = torch.zeros(count, n, km, dtype=torch.float64, device=supports.points.device)  # each text's last plans
     if use_gram is None:
         dim = supports.points.shape[2]
@@ -88,9 +88,10 @@ class _Supports:
 
     k: int  # layers: measures per text
     m: int  # rows per layer in `points`: the most tokens with mass of any text
-    sizes: list[int]  # n_t: one support point per token
-    heights: list[int]  # m_t: tokens with mass
-    marginals: list[tuple[np.ndarray, np.ndarray]]  # (barycentre masses, token masses with mass) per text
+    sizes: np.ndarray  # [B] n_t: one support point per token
+    heights: np.ndarray  # [B] m_t: tokens with mass
+    a: np.ndarray  # [B, n] the solver's marginals: barycentre masses (zero-padded)
+    b: np.ndarray  # [B, m] and masses of the tokens with mass
     points: torch.Tensor  # L: [B, k m, D], layer i of text t in rows i m .. i m + m_t, zero-padded
     scale: torch.Tensor  # [B, n, 1]: POT's update coefficient (1 / k) / (1 / n_t), 0 on padding
 
@@ -115,14 +116,17 @@ def _stack_supports(layers: Sequence[torch.Tensor], weights: Sequence[np.ndarray
     n, m = max(sizes), padded.shape[1]
     points = padded.transpose(1, 2).reshape(count, k * m, dim)
     scale = torch.zeros(count, n, 1, dtype=torch.float64)
-    for t, (a, _) in enumerate(marginals):
-        scale[t, : sizes[t], 0] = torch.from_numpy(1.0 / k * 1.0 / a)
+    a, b = np.zeros((count, n)), np.zeros((count, m))
+    for t, (a_t, b_t) in enumerate(marginals):
+        a[t, : len(a_t)], b[t, : len(b_t)] = a_t, b_t
+        scale[t, : sizes[t], 0] = torch.from_numpy(1.0 / k * 1.0 / a_t)
     return _Supports(
         k=k,
         m=m,
-        sizes=sizes,
-        heights=[len(h) for h in held],
-        marginals=marginals,
+        sizes=np.array(sizes, np.int64),
+        heights=np.array([len(h) for h in held], np.int64),
+        a=a,
+        b=b,
         points=points,
         scale=scale.to(device),
     )
@@ -156,7 +160,7 @@ def _first_iterate(supports: _Supports, use_gram: bool) -> _Iterate:
     """Every text active, X = 0: the first costs are C_rj = |L_ij|^2."""
     points = supports.points
     count, km, dim = points.shape
-    n = max(supports.sizes)
+    n = int(supports.sizes.max())
     device = points.device
     pts_sq = points.pow(2).sum(-1)  # |L_ij|^2
     return _Iterate(
@@ -186,10 +190,10 @@ def _exact_plans(supports: _Supports, state: _Iterate, bases: _Bases, seed: bool
     found = warm_plans(
         cost_np,
         texts,
-        bases.sizes,
-        bases.heights,
-        bases.a,
-        bases.b,
+        supports.sizes,
+        supports.heights,
+        supports.a,
+        supports.b,
         bases.rows,
         bases.cols,
         bases.have,
@@ -199,8 +203,7 @@ def _exact_plans(supports: _Supports, state: _Iterate, bases: _Bases, seed: bool
     for row, i in zip(*np.nonzero(~found), strict=True):
         t = int(texts[row])
         n_t, h_t = supports.sizes[t], supports.heights[t]
-        a, b = supports.marginals[t]
-        plan = network_simplex(a, b, cost_np[row, :n_t, i * m : i * m + h_t])[0]
+        plan = network_simplex(supports.a[t, :n_t], supports.b[t, :h_t], cost_np[row, :n_t, i * m : i * m + h_t])[0]
         new_np[row, :n_t, i * m : i * m + h_t] = plan
         edges = n_t + h_t - 1
         bases.have[t, i] = seed and basis_of_plan(plan, bases.rows[t, i, :edges], bases.cols[t, i, :edges])
@@ -209,33 +212,17 @@ def _exact_plans(supports: _Supports, state: _Iterate, bases: _Bases, seed: bool
 
 @dataclass
 class _Bases:
-    """Each text's last optimal basis per layer (`warm_plans` starts there), with its problem's
-    sizes and marginals as flat arrays (zero-padded)."""
+    """Each text's last optimal basis per layer, where `warm_plans` starts."""
 
-    sizes: np.ndarray  # [B] n_t
-    heights: np.ndarray  # [B] m_t
-    a: np.ndarray  # [B, n]
-    b: np.ndarray  # [B, m]
     rows: np.ndarray  # [B, k, n + m - 1] basic cells' rows
     cols: np.ndarray  # [B, k, n + m - 1] basic cells' columns
     have: np.ndarray  # [B, k] whether a basis is there yet
 
     @classmethod
     def empty(cls, supports: _Supports) -> _Bases:
-        count, n = len(supports.sizes), max(supports.sizes)
-        a, b = np.zeros((count, n)), np.zeros((count, supports.m))
-        for t, (a_t, b_t) in enumerate(supports.marginals):
-            a[t, : len(a_t)], b[t, : len(b_t)] = a_t, b_t
-        edges = (count, supports.k, n + supports.m - 1)
-        return cls(
-            sizes=np.array(supports.sizes, np.int64),
-            heights=np.array(supports.heights, np.int64),
-            a=a,
-            b=b,
-            rows=np.zeros(edges, np.int64),
-            cols=np.zeros(edges, np.int64),
-            have=np.zeros((count, supports.k), np.bool_),
-        )
+        count, k = len(supports.sizes), supports.k
+        edges = (count, k, supports.a.shape[1] + supports.m - 1)
+        return cls(rows=np.zeros(edges, np.int64), cols=np.zeros(edges, np.int64), have=np.zeros((count, k), np.bool_))
 
 
 def _move_support(state: _Iterate, new: torch.Tensor) -> torch.Tensor:
