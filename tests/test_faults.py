@@ -524,10 +524,13 @@ def wait_for(condition, timeout: float = 60.0, what: str = "condition") -> None:
 def workers_of(proc: subprocess.Popen) -> list[psutil.Process]:
     """The cell worker processes of a running CLI process: its `python -c ...` children, or, where it
     started a fork server (`nlgbench.execution.forkserver`, itself a `python -c` child), that server's
-    children."""
+    forked children (which keep its command line; not what it runs while importing, such as the
+    `ldconfig -p` of ctypes.util.find_library)."""
     try:
         children = [c for c in psutil.Process(proc.pid).children() if "-c" in c.cmdline()]
-        return [w for c in children for w in (c.children() if is_fork_server(c) else [c])]
+        return [
+            w for c in children for w in ([x for x in c.children() if is_fork_server(x)] if is_fork_server(c) else [c])
+        ]
     except psutil.Error:
         return []
 

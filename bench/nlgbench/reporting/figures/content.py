@@ -235,7 +235,7 @@ def figure_caption(
         f"intervals over {resampling_words(intervals.run, options, cells)}.",
     ]
     if kind.column in SPREADS:
-        text.append(_spread_words(cells, spread_shown))
+        text.append(spread_words(cells, spread_shown))
     chosen = [b for b in dict.fromkeys(baselines.get(m, NO_ENCODER) for m in cells["metric"]) if b != NO_ENCODER]
     if chosen:
         text.append(f"Baseline: {', '.join(names(c) for c in chosen)}.")
@@ -244,7 +244,7 @@ def figure_caption(
     return " ".join(text)
 
 
-def _spread_words(cells: pd.DataFrame, shown: bool) -> str:
+def spread_words(cells: pd.DataFrame, shown: bool) -> str:
     """The timed repeats' spread in words: what the horizontal bars are where some are drawn (`shown`),
     else (too small to see at the figure's size) the largest slowest-to-fastest ratio over the cells."""
     repeats = [list(r) for r in cells["ms_per_segment_repeats"] if len(r) > 1 and min(r) > 0]
@@ -254,7 +254,8 @@ def _spread_words(cells: pd.DataFrame, shown: bool) -> str:
     if shown:
         return f"Horizontal bars: range of {counts} timed repeats, where visible."
     worst = max(max(r) / min(r) - 1 for r in repeats)
-    return f"{counts} timed repeats within {100 * worst:.1f}% of each other (not drawn)."
+    # no longer than the drawn variant, so a caption's length does not depend on the measured timings
+    return f"{counts} timed repeats, at most {100 * worst:.1f}% apart (not drawn)."
 
 
 def method_text(
