@@ -96,6 +96,8 @@ def measure(model: str, max_segments: int | None, batch_size: int, rounds: int) 
         "cpu_phases": cpu_phases,
         "max_diff": max_diff,
         "same": int(same.sum()),
+        "bert_specials": ms.tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
+        == [ms.tokenizer.cls_token_id, ms.tokenizer.sep_token_id],
         "load": load,
     }
 
@@ -119,6 +121,11 @@ def report(result: dict[str, Any]) -> float:
         f"max |d score| = {result['max_diff']:.2e} over {n - result['same']} pairs whose tokens differ "
         f"({result['same']} pairs with identical tokens excluded)"
     )
+    if not result["bert_specials"]:
+        print(
+            "  (no score parity check: moverscore_v2 writes the strings [CLS] and [SEP] around each text, "
+            "which are not this model's start and end tokens, so it encodes other inputs; time only)"
+        )
     print(f"load average (1 min) during the rounds: {', '.join(f'{x:.1f}' for x in result['load'])}")
     return statistics.median(ratios)
 
