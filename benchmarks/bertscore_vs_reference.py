@@ -9,7 +9,8 @@ other, the time outside those phases; its non-model share is tokenize + match + 
         [--threads T] [--max-segments N] [--rounds R] [--idf]
 
 Needs the datasets mirror/cache (NLGBENCH_DATA_MIRROR) and the model in the local HF cache.
-Target: ratio (nlgbench / bert_score) <= 1.0 with max |dF| <= 1e-5.
+Target: ratio (nlgbench / bert_score) <= 0.74 with max |dF| <= 1e-5, and nlgbench's time outside the
+model <= 0.06 ms/segment on full WMT16.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def main() -> None:
         f"bert_score median {ref_med:.2f} s = {ref_med / n * 1000:.2f} ms/segment "
         f"(tokenize+encode {enc_ref:.2f} s, dedup/pad/match {ref_med - enc_ref:.2f} s)"
     )
-    print(f"time ratio nlgbench / bert_score = {ours_med / ref_med:.3f} (target <= 1.0)")
+    print(f"time ratio nlgbench / bert_score = {ours_med / ref_med:.3f} (target <= 0.74)")
     print(f"max |dF| = {max_diff:.2e} (target <= 1e-5)")
 
 
