@@ -527,10 +527,15 @@ def workers_of(proc: subprocess.Popen) -> list[psutil.Process]:
     forked children (which keep its command line; not what it runs while importing, such as the
     `ldconfig -p` of ctypes.util.find_library)."""
     try:
-        children = [c for c in psutil.Process(proc.pid).children() if "-c" in c.cmdline()]
-        return [
-            w for c in children for w in ([x for x in c.children() if is_fork_server(x)] if is_fork_server(c) else [c])
-        ]
+        workers: list[psutil.Process] = []
+        for child in psutil.Process(proc.pid).children():
+            if "-c" not in child.cmdline():
+                continue
+            if is_fork_server(child):
+                workers += [w for w in child.children() if is_fork_server(w)]
+            else:
+                workers.append(child)
+        return workers
     except psutil.Error:
         return []
 
