@@ -465,23 +465,22 @@ def test_repair_leaves_a_published_folder_as_it_is(capsys: pytest.CaptureFixture
 
 
 def test_import_scores_lines_end_at_newline_only(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """Issue 25.6 in import-scores: a seg_id holding U+2028 (or U+0085) is one text, not two CSV records."""
-    ids = ["a\u2028b", "c\x85d", "e"]
-    data = data_with_ids(tmp_path / "d.jsonl", ids)
-    scores = write_import(tmp_path / "s.csv", [("de-en", seg) for seg in ids])
-    code, out, err = cli(
-        capsys,
-        "import-scores",
-        str(scores),
-        "--dataset",
-        str(data),
-        "--metric",
-        "m",
-        "--encoder",
-        "e",
-        "--out",
-        str(tmp_path / "run"),
-    )
-    assert code == 0, err
-    (cell,) = (tmp_path / "run" / "cells").iterdir()
-    assert list(nlgbench.load_scores(tmp_path / "run", cell.name)["seg_id"]) == ids
+    """Issue 25.6 in import-scores: a seg_id holding U+2028 (or U+0085) is one text, not two CSV records;
+    as a name holding a control character it is refused, naming its own line (issue 53.7)."""
+    data = data_with_ids(tmp_path / "d.jsonl", ["x", "y", "e"])
+    for seg in ("a\u2028b", "c\x85d"):
+        scores = write_import(tmp_path / "s.csv", [("de-en", s) for s in (seg, "y", "e")])
+        line = one_line(
+            capsys,
+            "import-scores",
+            scores,
+            "--dataset",
+            data,
+            "--metric",
+            "m",
+            "--encoder",
+            "e",
+            "--out",
+            tmp_path / "run",
+        )
+        assert f"{scores}:2: seg_id {seg!r} holds a control character ({seg[1]!r}" in line, line

@@ -36,6 +36,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_bootstrap(args.resamples, args.seed)  # before the run folder is read
     labels = _labels(args)
     run = RunData.open(_run_folder(args.dir), args.human)
+    names = Names({**read_provenance(run).labels, **labels})
+    names.check([*run.cells["encoder"], *run.cells["metric"]], "--label")  # report's rule, before any bootstrap
     result = compare(
         run,
         args.candidate,
@@ -48,7 +50,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         candidate_metric=args.candidate_metric,
         baseline_metric=args.baseline_metric,
     )
-    names = Names({**read_provenance(run).labels, **labels})
     # undefined values as null; the JSON keeps the full labels
     print(json.dumps(json_safe(result), indent=2) if args.json else render(result, names))
     return 0
@@ -78,8 +79,14 @@ def _figure_options(args: argparse.Namespace) -> FigureOptions:
 
 
 def _labels(args: argparse.Namespace) -> dict[str, str]:
-    """Every `--label FULL=SHORT`, checked before the run folder is read."""
-    return dict(label_option(text) for text in args.label or [])
+    """Every `--label FULL=SHORT`, checked before the run folder is read; one label given two names
+    is refused (the last would win unseen)."""
+    labels: dict[str, str] = {}
+    for text in args.label or []:
+        full, short = label_option(text)
+        if labels.setdefault(full, short) != short:
+            raise UserError(f"--label: {full!r} is given two names, {labels[full]!r} and {short!r}")
+    return labels
 
 
 def _run_folder(raw: str) -> Path:

@@ -6,12 +6,12 @@ the local or the Slurm launcher by them), so that a spec can carry them."""
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nlgbench.foundations.errors import UserError, closest
+from nlgbench.foundations.names import unprintable
 
 LOCAL, SLURM = "local", "slurm"
 EXECUTORS = (LOCAL, SLURM)
@@ -132,22 +132,6 @@ def script_safe(text: str, where: str) -> str:
             "must be one plain line)"
         )
     return text
-
-
-def unprintable(char: str) -> str:
-    """What a character that `str.isprintable` refuses is, for a message: a control character (a
-    line break among them), a non-ASCII space (U+00A0 no-break space), an invisible character
-    (U+200B zero-width space, a direction mark) or another non-printable one; with its code point."""
-    category = unicodedata.category(char)
-    if category in ("Cc", "Zl", "Zp"):
-        what = "a control character"
-    elif category == "Zs":
-        what = "a non-ASCII space"
-    elif category == "Cf":
-        what = "an invisible character"
-    else:
-        what = "a non-printable character"
-    return f"{what} ({char!r}, U+{ord(char):04X})"
 
 
 def shown(text: str) -> str:

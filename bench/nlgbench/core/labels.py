@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.spreadsheet import refuse_formula
+from nlgbench.foundations.names import refuse_control, refuse_name
 from nlgbench.metrics import get_metric, metric_names
 
 NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
@@ -100,17 +100,48 @@ def check_encoder_labels(encoders: Sequence[EncoderRef], where: str) -> None:
     """One label, one model: two different encoders of a sweep (name or variant) that would share a
     label (two folders `run1/student` and `run2/student`, a folder named like a registered model, a
     `label:` given twice) are refused with one line, instead of merging in results.csv and reports.
-    Their cell ids differ either way (the name and the weights fingerprint). A label a spreadsheet would
-    run as a formula (`refuse_formula`: a folder named `=cmd`, a `label:`) is refused too."""
+    Their cell ids differ either way (the name and the weights fingerprint). A label unfit to be a
+    name (`refuse_name`: a folder named `=cmd` or holding an escape, such a `label:`) is refused too."""
     seen: dict[str, EncoderRef] = {}
     for enc in encoders:
-        refuse_formula(enc.label, "the encoder label", where)
+        refuse_name(enc.label, "the encoder label", where)
         other = seen.setdefault(enc.label, enc)
         if (other.name, other.variant()) != (enc.name, enc.variant()):
             raise UserError(
                 f"{where}: encoders {other.name!r} and {enc.name!r} would both be labelled {enc.label!r} in "
                 f"results and reports; give one a label: {{name: {enc.name}, label: OTHER-NAME}}"
             )
+
+
+def plain_encoder(enc: EncoderRef, where: str) -> EncoderRef:
+    """`enc`, or one line naming `where` when its label (a local folder's name, a Hub id) holds a
+    control character (`refuse_control`): `nlgbench score` and the API print the label in their
+    summary and signature, and a sweep writes it into every output."""
+    refuse_control(enc.label, "the encoder label", where)
+    return enc
+
+
+class SpecEntry(Protocol):
+    """What `check_spec_labels` reads of a spec's metric entry (`nlgbench.core.spec.MetricEntry`)."""
+
+    metric: str
+    options: dict[str, Any]
+    encoders: list[EncoderRef]
+    aligners: list[str | None]
+
+
+def check_spec_labels(entries: Sequence[SpecEntry], given: Mapping[str, str], source: str) -> None:
+    """A spec's labels, checked when it loads (`--dry-run` included): one label per model
+    (`check_encoder_labels`), and no two labels of its cells, or of its `labels:` map, shown under
+    one name (`Names.check`, the rule report and compare apply to a run)."""
+    check_encoder_labels([enc for entry in entries for enc in entry.encoders], f"{source}.metrics")
+    metrics = [
+        metric_label(entry.metric, aligner, options_label(entry.metric, entry.options))
+        for entry in entries
+        for aligner in entry.aligners
+    ]
+    encoders = [enc.label for entry in entries for enc in entry.encoders]
+    Names(given).check([*encoders, *metrics], f"{source}.labels")
 
 
 # ----------------------------------------------------------------------------- the names a reader sees
@@ -152,9 +183,12 @@ class Names:
         return self.given.get(label) or short_label(label)
 
     def check(self, labels: Sequence[str], where: str) -> None:
-        """Two different labels of a run shown under one name are refused with one line."""
+        """Two different labels shown under one name are refused with one line: the rule of report,
+        compare and the spec check. The labels are `labels` (a run's or a spec's encoders and
+        metrics) and every label a name is given for, so `{A: X, B: X}` is refused even where the
+        run has only one of them, and `A=B` where the run has a `B`."""
         seen: dict[str, str] = {}
-        for label in dict.fromkeys(labels):
+        for label in dict.fromkeys([*labels, *self.given]):
             other = seen.setdefault(self(label), label)
             if other != label:
                 raise UserError(f"{where}: {other!r} and {label!r} would both be shown as {self(label)!r}")
@@ -162,7 +196,9 @@ class Names:
 
 def label_map(raw: Any, where: str) -> dict[str, str]:
     """A spec's `labels:` map: a full label (`all-MiniLM-L6-v2[num_layers=3]`, a metric's name) to the
-    name figures and tables show; strings only, none a spreadsheet formula."""
+    name figures and tables show; strings only, none with a control character or a spreadsheet
+    formula (`refuse_name`). Two labels given one name are refused where the spec is checked
+    (`check_spec_labels`)."""
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not all(
@@ -171,8 +207,9 @@ def label_map(raw: Any, where: str) -> dict[str, str]:
         raise UserError(
             f"{where} must map labels to names, e.g. {{'all-MiniLM-L6-v2[num_layers=3]': 'MiniLM-L6 (3 layers)'}}"
         )
-    for name in raw.values():
-        refuse_formula(name, "the name", where)
+    for label, name in raw.items():
+        refuse_control(label, "the label", where)
+        refuse_name(name, "the name", where)
     return {k: v.strip() for k, v in raw.items()}
 
 
@@ -182,7 +219,8 @@ def label_option(text: str) -> tuple[str, str]:
     for i, char in enumerate(text):
         depth += {"[": 1, "]": -1}.get(char, 0)
         if char == "=" and depth == 0 and text[:i].strip() and text[i + 1 :].strip():
-            refuse_formula(text[i + 1 :].strip(), "the name", "--label")
+            refuse_control(text[:i].strip(), "the label", "--label")
+            refuse_name(text[i + 1 :].strip(), "the name", "--label")
             return text[:i].strip(), text[i + 1 :].strip()
     raise UserError(
         f"--label takes FULL=SHORT, e.g. 'all-MiniLM-L6-v2[num_layers=3]=MiniLM-L6 (3 layers)'; got {text!r}"

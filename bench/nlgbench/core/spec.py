@@ -12,7 +12,7 @@ import yaml
 
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.executor_options import ExecutorOptions, parse_executor
-from nlgbench.core.labels import check_encoder_labels, label_map
+from nlgbench.core.labels import check_spec_labels, label_map, plain_encoder
 from nlgbench.data.catalogue import add_catalogue_file, dataset_names, sha256_file, unknown_dataset
 from nlgbench.data.hubdata import hub_fingerprint
 from nlgbench.data.hubsource import HUB_KEYS, HubSource, check_library
@@ -334,7 +334,7 @@ def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> tuple[Encode
             f"sentsim, xmoverscore) and cross-encoders (frugalscore); metric {info.name!r} runs a whole "
             f"{' or '.join(models)} model on torch"
         )
-    enc = _registered(_local_folder(enc, base))
+    enc = plain_encoder(_registered(_local_folder(enc, base)), where)  # before the model's messages show it
     model = resolve_encoder(enc.name)
     model.check(where)
     if model.folder is not None:
@@ -467,7 +467,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
     errors.raise_any()
     assert name is not None and devices and batch_sizes and batch_tokens and repeats is not None and warmup is not None
     checked = [m for m in metrics if m is not None]
-    check_encoder_labels([enc for m in checked for enc in m.encoders], f"{source}.metrics")
+    check_spec_labels(checked, labels or {}, source)
     return SweepSpec(
         name=name,
         datasets=[d for d in datasets if d is not None],

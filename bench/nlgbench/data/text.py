@@ -1,10 +1,12 @@
 """Text parsing shared by the data loaders, the importers and the result readers: JSONL objects (no
-repeated keys), verbatim TSV tables, seg_ids as written (`seg_id_values`), scores as plain decimal
-numbers within bounds (`parse_score`). Lines are split by `nlgbench.foundations.files.split_lines`
-('\\n' only)."""
+repeated keys), verbatim TSV tables and quoted CSV tables (every row with the header's field count:
+`checked_table`), seg_ids as written (`seg_id_values`), scores as plain decimal numbers within bounds
+(`parse_score`). JSONL and TSV lines are split by `nlgbench.foundations.files.split_lines` ('\\n' only)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
@@ -76,22 +78,50 @@ def tsv_table(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[st
 
     The one TSV rule of the loader and the table importer: no quoting, so every field is verbatim
     (a `"` is a character like any other); lines end at '\n' or '\r\n' only (`split_lines`; a
-    U+2028 or form feed is text); blank lines are skipped. An empty text, a repeated column name or
-    a row whose field count differs from the header's is refused, naming the line."""
-    numbered = [(n, line) for n, line in enumerate(split_lines(text), start=1) if line.strip()]
+    U+2028 or form feed is text); blank lines are skipped. The header and row checks are
+    `checked_table`'s."""
+    numbered = [(n, line.split("\t")) for n, line in enumerate(split_lines(text), start=1) if line.strip()]
+    return checked_table(path, numbered, "tab-separated")
+
+
+def csv_table(path: Path, text: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header (names stripped) and the (line number, fields) rows of a comma-separated text.
+
+    The one CSV rule of import-scores and the table importer: CSV quoting, strictly (a quote left
+    open or text after a closing quote is refused, not read as some other row); a quoted field may
+    hold a comma or a line break, and its row is numbered by the line it starts on; records end at
+    a line break outside quotes ('\n', '\r\n' or '\r', not U+2028); blank lines are skipped. The
+    header and row checks are `checked_table`'s."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    numbered: list[tuple[int, list[str]]] = []
+    start = 1
+    try:
+        for fields in reader:
+            if len(fields) > 1 or (fields and fields[0].strip()):
+                numbered.append((start, fields))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise UserError(f"{path} line {start}: not readable as CSV ({exc})") from None
+    return checked_table(path, numbered, "comma-separated")
+
+
+def checked_table(
+    path: Path, numbered: Sequence[tuple[int, list[str]]], kind: str
+) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header (the first row, names stripped) and the other rows of a delimited table, every
+    row with exactly the header's field count: a row with a field more (a decimal comma, `1,5`) or
+    one fewer would be read half, its fields under the wrong columns or one of them dropped. An
+    empty table, a repeated column name or such a row is refused, naming the line."""
     if not numbered:
         raise UserError(f"{path} is empty (expected a header row)")
-    header = [name.strip() for name in numbered[0][1].split("\t")]
+    header = [name.strip() for name in numbered[0][1]]
     duplicated = sorted({name for name in header if header.count(name) > 1})
     if duplicated:
         raise UserError(f"{path}: duplicate column(s) {', '.join(duplicated)} in the header row")
-    rows = []
-    for number, line in numbered[1:]:
-        fields = line.split("\t")
+    for number, fields in numbered[1:]:
         if len(fields) != len(header):
-            raise UserError(f"{path} line {number}: {len(fields)} tab-separated fields, header has {len(header)}")
-        rows.append((number, fields))
-    return header, rows
+            raise UserError(f"{path} line {number}: {len(fields)} {kind} fields, header has {len(header)}")
+    return header, list(numbered[1:])
 
 
 # A number as data files write one: ASCII digits, a point, an exponent. float() also reads "1_5" (as 15),

@@ -15,6 +15,7 @@ from nlgbench.data.items import ALL_DIMENSIONS, HUMAN, NAN, Dataset, Item, SegId
 from nlgbench.data.text import jsonl_records, parse_score, seg_id_values, tsv_table
 from nlgbench.foundations.errors import UserError, closest
 from nlgbench.foundations.files import BOM, read_bytes, utf8_text
+from nlgbench.foundations.names import refuse_name
 from nlgbench.foundations.spreadsheet import refuse_formula
 
 #: Columns of the user format; ``system``, ``source`` and ``doc_id`` may be left out (default "").
@@ -61,7 +62,7 @@ def records_dataset(
     if reserved:
         raise UserError(f"{origin}: columns {', '.join(reserved)} are item fields, not further columns to carry")
     _check_carried(origin, columns, records)
-    refuse_formula(name, "the dataset's name", origin)
+    refuse_name(name, "the dataset's name", origin)
     items = [(where, _with_extra(_user_item(record, where), record, columns, where)) for where, record in records]
     if not items:
         raise UserError(f"{origin} has no items")
@@ -94,13 +95,15 @@ def records_dataset(
 
 def check_item_names(item: Item, where: str) -> None:
     """Refuse (one line naming `where` and the field) an item's name that nlgbench would write into its
-    CSV files and a spreadsheet would run as a formula (`refuse_formula`): lp, system, doc_id, a text
-    seg_id, a human dimension, a carried column's value."""
+    reports, terminal lines and CSV files unfit to be a name (`refuse_name`: a control character, a
+    spreadsheet formula): lp, system, doc_id, a text seg_id, a human dimension; and a carried column's
+    value a spreadsheet would run as a formula (a value is data, scores.csv's only, not a name). Texts
+    (source, reference, hypothesis) may hold any character."""
     for what, value in (("lp", item.lp), ("system", item.system), ("doc_id", item.doc_id), ("seg_id", item.seg_id)):
         if isinstance(value, str):
-            refuse_formula(value, what, where)
+            refuse_name(value, what, where)
     for dim in item.humans:
-        refuse_formula(dim, "human dimension", where)
+        refuse_name(dim, "human dimension", where)
     for column, value in item.extra.items():
         refuse_formula(value, f"column {column!r}", where)
 

@@ -7,9 +7,7 @@ further columns (human, doc_id, the metric's other outputs) are ignored."""
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -25,11 +23,11 @@ from nlgbench.core.scores import write_scores
 from nlgbench.data.catalogue import names_a_file
 from nlgbench.data.items import Dataset, Item
 from nlgbench.data.loaders import load_dataset
-from nlgbench.data.text import parse_score
+from nlgbench.data.text import csv_table, parse_score
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import BOM, read_bytes, utf8_text
-from nlgbench.foundations.spreadsheet import refuse_formula
+from nlgbench.foundations.names import refuse_control, refuse_name
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.runs.folder import cell_dir, locked
 from nlgbench.runs.store import open_store
@@ -51,8 +49,7 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     text = utf8_text(path, read_bytes(path)).removeprefix(BOM)
-    reader = csv.DictReader(io.StringIO(text, newline=""))  # records end at \n / \r\n only, not at U+2028
-    fields = [f.strip() for f in reader.fieldnames or []]
+    fields, rows = csv_table(path, text)  # every row with the header's field count, or refused naming its line
     missing = [c for c in COLUMNS if c not in fields]
     # a cell's scores.csv: its further columns are outputs
     own = fields[: len(OWN_SCORES_HEAD)] == list(OWN_SCORES_HEAD)
@@ -69,8 +66,11 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
             + f" (expected: {', '.join(COLUMNS)})"
         )
     out: dict[tuple[str, str, str], float] = {}
-    for line, raw in enumerate(reader, start=2):
-        row = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+    for line, values in rows:
+        row = dict(zip(fields, values, strict=True))
+        for column in ("lp", "seg_id", "system"):  # names, as the data's are (messages show them as written)
+            refuse_control(row[column], column, f"{path}:{line}")
+        row = {name: value.strip() for name, value in row.items()}
         seg_id = row["seg_id"]  # text as written: matched to the dataset's ids as text ("007" is not 7)
         if not seg_id:
             raise UserError(f"{path}:{line}: empty seg_id")
@@ -100,8 +100,9 @@ def import_scores(
     direction is not part of the cell id: importing the same file again with another direction
     replaces the cell. The cell's data warnings are a measured cell's (`data_warnings`): with
     `max_segments`, a head ordered by human score among them."""
-    refuse_formula(metric, "--metric", "import-scores")  # results.csv names the cell by them
-    refuse_formula(encoder, "--encoder", "import-scores")
+    refuse_name(metric, "--metric", "import-scores")  # results.csv, reports and compare name the cell by them
+    refuse_name(encoder, "--encoder", "import-scores")
+    refuse_control(dataset, "--dataset", "import-scores")  # a catalogue name or a file, whose name labels the cell
     if lower_is_better is None:
         lower_is_better = (not get_metric(metric).higher_is_better) if metric in metric_names() else False
     ds, ref = _imported_dataset(dataset, out, max_segments)

@@ -35,6 +35,7 @@ from nlgbench.core.result import OK, CellResult, json_safe
 from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, human_columns, read_scores
 from nlgbench.data.catalogue import catalogue_entry
 from nlgbench.data.items import HUMAN, Dataset
+from nlgbench.data.text import csv_table
 from nlgbench.encoders.registry import model_label
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
@@ -108,12 +109,20 @@ class PublishedSource:
 
     def _all_scores(self) -> dict[str, list[tuple[str, str, str, float]]]:
         if self._scores is None:
+            path = report_dir(self.folder) / PUBLISHED_SCORES
+            # every row whole (the header's field count), as import-scores reads a CSV
+            header, rows = csv_table(path, utf8_text(path, read_bytes(path)))
+            missing = [c for c in ("cell_id", "lp", "seg_id", "system", "score") if c not in header]
+            if missing:
+                raise UserError(f"{path}: missing column(s) {', '.join(missing)}")
             self._scores = {}
-            with (report_dir(self.folder) / PUBLISHED_SCORES).open(encoding="utf-8", newline="") as fh:
-                for r in csv.DictReader(fh):
-                    self._scores.setdefault(r["cell_id"], []).append(
-                        (r["lp"], r["seg_id"], r["system"], float(r["score"]))
-                    )
+            for number, fields in rows:
+                r = dict(zip(header, fields, strict=True))
+                try:
+                    score = float(r["score"])
+                except ValueError:
+                    raise UserError(f"{path} line {number}: score {r['score']!r} is not a number") from None
+                self._scores.setdefault(r["cell_id"], []).append((r["lp"], r["seg_id"], r["system"], score))
         return self._scores
 
     def rows(self, result: CellResult) -> tuple[list[SegmentRow], SegmentMeta]:

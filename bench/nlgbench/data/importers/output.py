@@ -16,7 +16,7 @@ from typing import Any
 
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import refuse_output_link, write_output
-from nlgbench.foundations.spreadsheet import refuse_formula
+from nlgbench.foundations.names import refuse_name
 
 Record = dict[str, Any]  # one output object, in the field order written
 
@@ -79,11 +79,11 @@ def write_items(
         raise UserError(f"nothing to write to {target}: the input has no items")
     for n, record in enumerate(records, 1):  # what loading the file would refuse, refused before it is written
         where = f"{src or 'the input'}, item {n}"
-        for field in ("lp", "system", "doc_id"):
+        for field in ("lp", "system", "doc_id", "seg_id"):
             if isinstance(record.get(field), str):
-                refuse_formula(record[field], field, where)
+                refuse_name(record[field], field, where)
         for dim in record["human"] if isinstance(record["human"], dict) else ():
-            refuse_formula(dim, "human dimension", where)
+            refuse_name(dim, "human dimension", where)
     summary = summarize(records, target, notes)
     text = "".join(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n" for record in records)
     try:

@@ -1,9 +1,8 @@
 """Any CSV / TSV / Parquet table with named columns, one item per row; the user maps item fields to
-columns. TSV is read by the own-data loader's rule (`nlgbench.data.text.tsv_table`)."""
+columns. TSV and CSV are read by the rules of `nlgbench.data.text` (`tsv_table`, `csv_table`)."""
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import re
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.data.importers.output import ImportSummary, Record, write_items
-from nlgbench.data.text import bounded_score, parse_score, tsv_table
+from nlgbench.data.text import bounded_score, csv_table, parse_score, tsv_table
 from nlgbench.foundations.errors import UserError, closest, unknown_name
 from nlgbench.foundations.files import read_text
 
@@ -165,8 +164,9 @@ def import_table(
 def _read_table(path: Path) -> pd.DataFrame:
     """The table as a DataFrame; CSV/TSV cells as text, only empty cells missing (so "NA" stays text).
 
-    TSV is read by the own-data loader's rule (`nlgbench.data.text.tsv_table`: fields verbatim, no quoting);
-    CSV by pandas with CSV quoting. A column name given twice is refused (pandas would rename the second)."""
+    TSV and CSV are read by the rules of `nlgbench.data.text` (`tsv_table`: fields verbatim, no quoting;
+    `csv_table`: CSV quoting), every row with the header's field count; Parquet by pandas. A column
+    name given twice is refused (pandas would rename the second)."""
     import pandas as pd  # here, not at import: the CLI starts without pandas
 
     suffix = path.suffix.lower()
@@ -175,23 +175,15 @@ def _read_table(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise UserError(f"missing file {path}")
     sep = _TABLE_READERS[suffix]
-    if sep == "\t":
-        header, rows = tsv_table(path, read_text(path))
+    if sep is not None:
+        header, rows = (tsv_table if sep == "\t" else csv_table)(path, read_text(path))
         return pd.DataFrame([[cell or None for cell in fields] for _, fields in rows], columns=header, dtype=object)
-    text = read_text(path) if sep is not None else ""
     try:
-        if sep is None:
-            table = pd.read_parquet(path)
-        else:
-            table = pd.read_csv(
-                io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_values=[""], header=None
-            )  # the header row as data: its names exactly as written
-            if len(table):
-                table = table.iloc[1:].set_axis([str(name) for name in table.iloc[0]], axis=1).reset_index(drop=True)
+        table = pd.read_parquet(path)
     except ImportError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"{path}: reading Parquet needs pyarrow (pip install 'nlgbench[parquet]'): {first}") from None
-    except (ValueError, OSError) as exc:  # pandas' parser errors are ValueErrors; pyarrow's too
+    except (ValueError, OSError) as exc:  # pyarrow's errors are ValueErrors or OSErrors
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot read table {path}: {message}") from None
     names = [str(name) for name in table.columns]

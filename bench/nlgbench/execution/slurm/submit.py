@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.core.cell import CellConfig
-from nlgbench.core.executor_options import ExecutorOptions, script_safe, unprintable
+from nlgbench.core.executor_options import ExecutorOptions, script_safe
 from nlgbench.core.result import OK
 from nlgbench.execution.slurm.book import Book, Submission, Task
 from nlgbench.execution.slurm.queue import find_job
 from nlgbench.execution.slurm.task import run_task
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.lazyregistry import user_files_environment
+from nlgbench.foundations.names import unprintable
 from nlgbench.runs.folder import cell_dir, submitit_dir
 from nlgbench.runs.store import Store, has_store
 
