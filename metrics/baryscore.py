@@ -40,6 +40,7 @@ from nlgbench.metrics.barycentre import free_support_barycentres
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.metrics.embedding import Embedded, SidedIdf, embed_pairs
+from nlgbench.metrics.tokenless import WORD_TOKENS, has_word, scorer_refusal
 
 # Pairs whose barycentres are computed together, and texts per barycentre batch (sorted by length).
 GROUP_PAIRS = 256
@@ -150,6 +151,14 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
         keep, w = self.weights(tok, side)
         return unit_states(hidden, keep), w
 
+    def refuse_tokenless(self, texts: dict[tuple[str, str], Embedded], items: Sequence[Item]) -> None:
+        """The first item holding a text with special tokens alone, refused by its ids (no check ran before:
+        the model was not on disk at the sweep's start), instead of a measure without support."""
+        for (text, side), (tok, _) in texts.items():
+            if not has_word(tok):
+                item = next(it for it in items if getattr(it, side) == text)
+                raise scorer_refusal("baryscore", side, item, text, WORD_TOKENS, self.encoder.ref.label, BLANK_REASON)
+
     def barycentres(self, texts: dict[tuple[str, str], Embedded], threads: int) -> dict[tuple[str, str], torch.Tensor]:
         """The barycentre of each (text, side): batches of BATCH_TEXTS texts of similar length (little
         padding), `threads` batches at a time, one thread each (`parallel`)."""
@@ -189,6 +198,7 @@ class BaryScoreScorer(ScorerBase[BaryScoreOptions]):
                     for key, emb in zip(pair_keys, embs, strict=True)
                     if key not in known
                 }
+                self.refuse_tokenless(todo, items)
                 known.update(self.barycentres(todo, threads))
             with timer.phase("transport"):
                 refs, hyps = [known[ref] for ref, _ in group_keys], [known[hyp] for _, hyp in group_keys]
@@ -223,6 +233,9 @@ def check_values(options: dict[str, Any]) -> None:
             raise UserError(f"{key} must be >= 1, got {options[key]}")
 
 
+BLANK_REASON = "an empty text has no token to make a measure of, so no barycentre and no Wasserstein distance"
+
+
 INFO = MetricInfo(
     name="baryscore",
     description="BaryScore (Colombo et al. 2021): Wasserstein distance of idf-weighted barycentres "
@@ -238,8 +251,10 @@ INFO = MetricInfo(
     # PierreColombo/nlg_eval_via_simi_measures bary_score.py: BaryScoreMetric.supports_multi_ref is False
     # ("BaryScore does not support multi ref"), so no rule: the user sets reference_policy.
     multi_reference=None,
-    blank_texts=BlankTexts(
-        refused=("hypothesis", "reference"),
-        reason="an empty text has no token to make a measure of, so no barycentre and no Wasserstein distance",
-    ),
+    blank_texts=BlankTexts(refused=("hypothesis", "reference"), reason=BLANK_REASON),
+    # A text the tokenizer leaves [CLS] and [SEP] alone (U+200B, NUL ...) is as blank. The published bary_score.py
+    # keeps those two in its measures (and its idf lookup, by tensor keys, never hits its int-keyed table, so every
+    # token weighs the unseen value): it scores such a text from their states alone. Here special tokens weigh
+    # nothing, so there is no measure, as for an empty text.
+    token_rule=lambda options: WORD_TOKENS,
 )

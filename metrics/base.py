@@ -15,13 +15,16 @@ import typing
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from nlgbench.data.items import Item, blank_positions
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
+
+if TYPE_CHECKING:
+    from nlgbench.encoders.runtime import Tokenized
 
 OptionsT = TypeVar("OptionsT")
 
@@ -198,6 +201,18 @@ class BlankTexts:
 
 
 @dataclass(frozen=True)
+class TokenRule:
+    """Which tokens of a text a metric weighs (`MetricInfo.token_rule`), so that a text its encoder's tokenizer
+    leaves none of ('...' where punctuation weighs nothing, U+200B that the tokenizer drops) counts as blank:
+    refused where the metric refuses a blank text (`BlankTexts.refused`), one line naming the item and
+    the text, before any model loads (`nlgbench.metrics.tokenless`)."""
+
+    weighs: Callable[[Tokenized], bool]  # whether a tokenised text keeps a token the metric weighs
+    kept: str  # the tokens it weighs, in words: "no {kept}" ends the refusal's first clause
+    encoder_option: str | None = None  # the option naming the model whose tokens these are, where set
+
+
+@dataclass(frozen=True)
 class MetricInfo:
     """A registered metric: its declaration and how to build its scorer.
 
@@ -235,6 +250,9 @@ class MetricInfo:
     # every field it reads is refused (`blank_rule`), the safe rule for a metric that declares nothing.
     blank_texts: BlankTexts | None = None
     blank_texts_if: Callable[[dict[str, Any]], BlankTexts] | None = None
+    # Which tokens it weighs, where a text can be left with none although not blank (a transport metric's);
+    # None: a blank text is the only text without one (bert_score's [CLS] and [SEP] count), nothing to check.
+    token_rule: Callable[[dict[str, Any]], TokenRule | None] | None = None
     # Options added after cells were recorded (BERTScore's rescale_with_baseline, baseline_path): a cell's
     # options hold them only where set to other than their default, so the ids of existing cells stay.
     held_if_set: tuple[str, ...] = ()

@@ -27,8 +27,9 @@ from nlgbench.encoders.runtime import Tokenized
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import pad_pairs, transport_pairs
-from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scores
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scores, TokenRule
 from nlgbench.metrics.embedding import AlignerScorer, SidedIdf, embed_pairs
+from nlgbench.metrics.tokenless import scorer_refusal
 
 PUNCTUATION = frozenset(string.punctuation)
 GROUP_PAIRS = 256  # pairs taken from the encoder at a time
@@ -73,6 +74,10 @@ def cloud(
     keep = kept_tokens(tok, stop_words)
     idx = [j for j, k in enumerate(keep) if k]
     w = np.array([idf.get(tok.ids[j], unseen) if idf is not None else 1.0 for j in idx], dtype=np.float64)
+    if len(w) and w.sum() <= 0:
+        # Every kept token is in every text of its side (always so for one pair: log(2/2) = 0): uniform weights,
+        # as BaryScore's fallback. moverscore_v2 moves no mass there and returns 1, the best score, whatever the text.
+        w = np.ones(len(w))
     emb = hidden.index_select(0, torch.tensor(idx, dtype=torch.long, device=hidden.device)).double()
     if n_gram > 1:
         grams, w = ngram_cloud(emb.cpu().numpy(), w, n_gram)
@@ -144,11 +149,11 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
                     for _, hyp in group
                 ]
                 for it, (_, a), (_, b) in zip(items[start : start + len(group)], refs, hyps, strict=True):
-                    if not len(a) or not len(b) or a.sum() <= 0 or b.sum() <= 0:
-                        raise ValueError(
-                            f"{it.lp} seg {it.seg_id} {it.system!r}: no token left to align "
-                            "after removing subwords, punctuation and stop words"
-                        )
+                    for field, text, weights in (("reference", it.reference, a), ("hypothesis", it.hypothesis, b)):
+                        if not len(weights):  # no check before (the model was not on disk at the sweep's start)
+                            rule = token_rule({"stop_words": list(self.stop_words)})
+                            label = self.encoder.ref.label
+                            raise scorer_refusal("moverscore", field, it, text, rule, label, BLANK_REASON)
                 batches = pad_pairs(
                     self.aligner,
                     [x for x, _ in refs],
@@ -192,6 +197,24 @@ def check_values(options: dict[str, Any]) -> None:
         )
 
 
+# An empty text has no mass: moverscore_v2's emd_with_flow then moves nothing and returns 1 - 0 = 1,
+# the best score, for an empty hypothesis or reference (checked on MiniLM-L6): an artifact, not a value.
+BLANK_REASON = (
+    "an empty text has no token mass to move, so its transport distance is undefined "
+    "(moverscore_v2 gives it 1, the best score, by moving nothing)"
+)
+
+
+def token_rule(options: dict[str, Any]) -> TokenRule:
+    """A text weighs something where a token is a word start and not punctuation, special or a stop word
+    (`kept_tokens`): '...' has none, nor a text of stop words alone."""
+    stop_words = frozenset(w.lower() for w in (options.get("stop_words") or []))
+    return TokenRule(
+        weighs=lambda tok: any(kept_tokens(tok, stop_words)),
+        kept="word-start token other than punctuation, special tokens and stop words",
+    )
+
+
 INFO = MetricInfo(
     name="moverscore",
     description="MoverScore (Zhao et al. 2019, moverscore_v2 semantics): 1 - transport distance "
@@ -207,11 +230,6 @@ INFO = MetricInfo(
     # AIPHES/emnlp19-moverscore: examples/example.py `sentence_score` (the README's multi-reference usage)
     # and examples/run_summarization.py take np.mean of word_mover_score over the references.
     multi_reference="mean",
-    # An empty text has no mass: moverscore_v2's emd_with_flow then moves nothing and returns 1 - 0 = 1,
-    # the best score, for an empty hypothesis or reference (checked on MiniLM-L6): an artifact, not a value.
-    blank_texts=BlankTexts(
-        refused=("hypothesis", "reference"),
-        reason="an empty text has no token mass to move, so its transport distance is undefined "
-        "(moverscore_v2 gives it 1, the best score, by moving nothing)",
-    ),
+    blank_texts=BlankTexts(refused=("hypothesis", "reference"), reason=BLANK_REASON),
+    token_rule=token_rule,
 )

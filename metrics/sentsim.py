@@ -28,9 +28,10 @@ from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import ALIGNERS, align
-from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores, with_second_model
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores, TokenRule, with_second_model
 from nlgbench.metrics.common import greedy_match, only_special, pad_tensors, token_weights
 from nlgbench.metrics.embedding import chunks, embed_texts
+from nlgbench.metrics.tokenless import WORD_TOKENS
 
 
 def min_max(values: Sequence[float]) -> np.ndarray:
@@ -192,6 +193,14 @@ def blank_texts(options: dict[str, Any]) -> BlankTexts:
     return BlankTexts(scored=("hypothesis",), refused=("source",), value=value, reason=SOURCE_REFUSED)
 
 
+def token_rule(options: dict[str, Any]) -> TokenRule | None:
+    """A transport token part moves the mass of the word encoder's non-special tokens: a text it tokenises to
+    special tokens alone has none. The BERTScore part scores such a text as a blank one."""
+    if (options.get("token_part") or "bertscore") == "bertscore":
+        return None
+    return TokenRule(weighs=WORD_TOKENS.weighs, kept=WORD_TOKENS.kept, encoder_option="word_encoder")
+
+
 def reads_references(options: dict[str, Any]) -> bool:
     """Only `against: reference` compares with the reference (default: the source)."""
     return options.get("against") == "reference"
@@ -212,6 +221,7 @@ INFO = MetricInfo(
     model_options={"word_encoder": "encoder"},
     reads_references_if=reads_references,
     blank_texts_if=blank_texts,
+    token_rule=token_rule,
     # Reference-free by default. With `against: reference` the published definition (Song et al. 2021) and
     # code score one (hypothesis, text) pair and give no rule for several references: the user sets reference_policy.
     multi_reference=None,

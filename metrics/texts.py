@@ -1,17 +1,21 @@
 """The API's texts as items: lists of strings (hypotheses, references, sources) checked against what a
 metric reads and its blank-text rule (`MetricInfo.blank_rule`), each error one line naming the argument
 and the 1-based line, as `nlgbench score`'s `line` column counts; what `nlgbench.Scorer` and
-`nlgbench score` read before any model loads."""
+`nlgbench score` read before any model loads. A text its encoder's tokenizer leaves without a token the
+metric weighs counts as blank (`check_tokens`, `TokenCheck`: `nlgbench.metrics.tokenless`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from nlgbench.data.items import Item
+from nlgbench.encoders.registry import EncoderRef, parse_encoder_ref
+from nlgbench.encoders.runtime import Encoder
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics import get_metric
+from nlgbench.metrics import default_encoder, get_metric
 from nlgbench.metrics.base import MetricInfo
+from nlgbench.metrics.tokenless import Tokenizers, tokenless_refusal
 
 References = (
     Iterable[str] | Iterable[Sequence[str]]
@@ -70,14 +74,16 @@ class BlankTextWarning(UserWarning):
     (`MetricInfo.blank_texts`: BERTScore P = R = F1 = 0 as bert_score, BLEU 0 ...)."""
 
 
-def _line(items: Sequence[Item], field: str, position: int) -> str:
-    """Where a blank text is, as the caller gave it: `hypotheses line 3`, `references line 2,
-    reference 2` (1-based; the reference named where the line has several)."""
+def _line(items: Sequence[Item], field: str, position: int, number: int | None = None) -> str:
+    """Where a text is, as the caller gave it: `hypotheses line 3`, `references line 2, reference 2`
+    (1-based; the reference named where the line has several: `number`, 0-based, else its first blank one)."""
     where = f"{ARGUMENTS[field]} line {position + 1}"
     refs = items[position].references
     if field != "reference" or len(refs) == 1:
         return where
-    return f"{where}, reference {next(k for k, text in enumerate(refs) if not text.strip()) + 1}"
+    if number is None:
+        number = next(k for k, text in enumerate(refs) if not text.strip())
+    return f"{where}, reference {number + 1}"
 
 
 def blank_warning(info: MetricInfo, options: dict[str, Any], items: Sequence[Item]) -> str | None:
@@ -135,3 +141,58 @@ def check_texts(
     before any model loads; nothing to check for a metric name that `Scorer` will refuse."""
     if isinstance(metric, str) and metric.strip():
         texts_as_items(get_metric(metric), options, hypotheses, references, sources)
+
+
+def refuse_tokenless(
+    info: MetricInfo,
+    options: dict[str, Any],
+    encoder: EncoderRef,
+    items: Sequence[Item],
+    tokenizers: Callable[[EncoderRef], Encoder | None],
+) -> None:
+    """One clear error naming the argument, the 1-based line and the text where a text keeps no token the
+    metric weighs and it refuses a blank one there (`nlgbench.metrics.tokenless`): with the tokenizer alone,
+    before the model loads where it is on this machine."""
+    refused = tokenless_refusal(
+        info, options, encoder, items, tokenizers, lambda field, i, number: _line(items, field, i, number)
+    )
+    if refused is not None:
+        raise UserError(refused)
+
+
+class TokenCheck:
+    """A `Scorer`'s check of its texts' tokens (`refuse_tokenless`), its tokenizer loaded once, when first needed."""
+
+    def __init__(self, info: MetricInfo, options: dict[str, Any], encoder: EncoderRef) -> None:
+        self.info, self.options, self.encoder = info, options, encoder
+        self.tokenizers = Tokenizers()
+
+    def __call__(self, items: Sequence[Item]) -> None:
+        refuse_tokenless(self.info, self.options, self.encoder, items, self.tokenizers)
+
+
+def check_tokens(
+    metric: str,
+    encoder: str | dict[str, Any] | None,
+    lang: str | None,
+    hypotheses: Iterable[str],
+    references: References | None,
+    sources: Iterable[str] | None,
+    **options: Any,
+) -> None:
+    """`score`'s token check (`refuse_tokenless`) before the model loads: the arguments read as `Scorer` reads
+    them. Nothing to check for a metric without a token rule (BERTScore: `lang`), or for arguments that
+    `Scorer` refuses, with its own line."""
+    if not isinstance(metric, str) or not metric.strip() or lang is not None:
+        return
+    info = get_metric(metric)
+    if info.token_rule is None:
+        return
+    try:
+        ref = parse_encoder_ref(encoder if encoder is not None else default_encoder(metric), "encoder")
+        scored_with = info.cell_options(options, "score")
+    except UserError:
+        return
+    refuse_tokenless(
+        info, scored_with, ref, texts_as_items(info, scored_with, hypotheses, references, sources), Tokenizers()
+    )

@@ -30,6 +30,7 @@ from nlgbench.metrics.alignment import cost_matrix, transport
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scores, with_second_model
 from nlgbench.metrics.common import length_sorted_map
 from nlgbench.metrics.embedding import AlignerScorer, embed_pairs
+from nlgbench.metrics.tokenless import WORD_TOKENS
 
 
 def remap(x: np.ndarray, mapping: str | None, matrix: np.ndarray) -> np.ndarray:
@@ -195,4 +196,5 @@ INFO = MetricInfo(
         reason="an empty text has no token mass to move, so the transport distance is undefined "
         "(a blank source is missing data anyway)",
     ),
+    token_rule=lambda options: WORD_TOKENS,  # its clouds: the non-special tokens
 )

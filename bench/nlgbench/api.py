@@ -28,7 +28,16 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import check_device
 from nlgbench.metrics import default_encoder, get_metric
 from nlgbench.metrics.base import REFERENCE_POLICY, CorpusScore, FixedIdf, PhaseTimer, ReferencePolicy
-from nlgbench.metrics.texts import BlankTextWarning, References, as_list, blank_warning, check_texts, texts_as_items
+from nlgbench.metrics.texts import (
+    BlankTextWarning,
+    References,
+    TokenCheck,
+    as_list,
+    blank_warning,
+    check_texts,
+    check_tokens,
+    texts_as_items,
+)
 from nlgbench.reporting.compare import compare as compare_encoders
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.folder import cell_dir
@@ -128,6 +137,7 @@ class Scorer:
         entry = parse_metric_entry(raw, "score", Path.cwd())
         self.options: dict[str, Any] = {**entry.options, **harness}
         self.encoder = entry.encoders[0].label
+        self._check_tokens = TokenCheck(self.info, self.options, entry.encoders[0])  # its tokenizer, once
         extra = {"aligner": entry.aligners[0]} if self.info.accepts_aligners else {}
         self.context = CellContext(progress=TqdmProgress() if verbose else None)
         self._scorer = self.info.make(entry.encoders[0], self.options, self.device, batch_size, self.context, **extra)
@@ -193,6 +203,7 @@ class Scorer:
         """Every output per hypothesis: `score` (the primary one, as in scores.csv) first, then the
         metric's further columns (precision, recall, directions, distances)."""
         items = texts_as_items(self.info, self.options, hypotheses, references, sources)
+        self._check_tokens(items)  # a text without a token the metric weighs: its line, not a ValueError
         warning = blank_warning(self.info, self.options, items)
         if warning is not None:
             warnings.warn(warning, BlankTextWarning, stacklevel=2)
@@ -269,6 +280,7 @@ def score_outputs(
     refs = as_list("references", references, "a list of strings (or of lists of strings)") if references else references
     srcs = as_list("sources", sources) if sources is not None else None
     check_texts(metric, hyps, refs, srcs, **options)  # before the model loads
+    check_tokens(metric, encoder, lang, hyps, refs, srcs, **options)  # with the tokenizer alone
     scorer = Scorer(
         metric,
         encoder,

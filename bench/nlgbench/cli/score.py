@@ -13,7 +13,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from nlgbench.api import BlankTextWarning, IdfWarning, Scorer, check_texts
+from nlgbench.api import BlankTextWarning, IdfWarning, Scorer, check_texts, check_tokens
 from nlgbench.cli.values import key_value
 from nlgbench.encoders.languages import lang_choice
 from nlgbench.foundations.errors import UserError
@@ -38,6 +38,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         refs = [list(texts) for texts in zip(*ref_files, strict=True)]
     options = dict(key_value(o, "--option") for o in args.option)
     check_texts(args.metric, hyps, refs, srcs, **options)  # a refused blank line: before the model loads
+    check_tokens(args.metric, args.encoder, args.lang, hyps, refs, srcs, **options)  # '...': the tokenizer alone
     idf_sents = _read_lines(args.idf_sents, "--idf-sents") if args.idf_sents else None
     if args.lang and not args.encoder and args.metric == "bertscore":  # before the model loads (or fails to)
         print(lang_choice(args.lang), file=sys.stderr, flush=True)

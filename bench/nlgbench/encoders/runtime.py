@@ -339,6 +339,36 @@ def load_encoder(
     )
 
 
+def load_tokenizer(ref: EncoderRef) -> Encoder | None:
+    """The encoder for tokenising alone, as its cells tokenise: its tokenizer, and its model built on the
+    meta device (the configuration, for the maximum length; no weights read). For the checks of the texts
+    that need the tokenizer, before any model loads. None where the model is not on this machine (a local
+    folder or a cached snapshot) or its tokenizer does not load: a check downloads nothing (a snapshot of
+    the tokenizer alone would pass for the model's), and the cell then meets what it would have found."""
+    source = resolve_source(ref.name)
+    if local_snapshot(source) is None:
+        return None
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **load_options(source))
+        model, total, keep = _encoder_model(ref, source, None, meta=True)
+    except (OSError, ValueError):  # files missing or unreadable: the cell's loading says which
+        return None
+    if not getattr(tokenizer, "is_fast", False):
+        return None
+    return Encoder(
+        ref=ref,
+        source=source,
+        tokenizer=tokenizer,
+        model=model,
+        device="meta",
+        total_layers=total,
+        layers_run=keep,
+        disk_bytes=0,
+    )
+
+
 def _encoder_model(
     ref: EncoderRef, source: str, needed_layer: int | None, *, meta: bool, export: bool = False
 ) -> tuple[Any, int, int]:
