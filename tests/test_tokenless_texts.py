@@ -211,6 +211,15 @@ def test_a_scorer_given_such_an_item_names_it(tiny: str, metric: str) -> None:
     ), str(err.value)
 
 
+def test_the_tokenizer_alone_tokenises_as_the_cells_do(tiny: str) -> None:
+    """`load_tokenizer` reads the tokenizer and the configuration, no weights: the same ids and maximum
+    length (truncation) as the loaded encoder."""
+    texts = ["...", "\u200b", TEXTS[0], " ".join(TEXTS) * 40]
+    alone, loaded = load_tokenizer(EncoderRef(tiny)), load_encoder(EncoderRef(tiny), "cpu")
+    assert alone is not None and alone.max_length == loaded.max_length == 512
+    assert [t.ids for t in alone.tokenize(texts)] == [t.ids for t in loaded.tokenize(texts)]
+
+
 # ----------------------------------------------------------------------------- a sweep's checks
 
 

@@ -339,20 +339,28 @@ def load_encoder(
     )
 
 
+@dataclass
+class ConfigOnly:
+    """A model's configuration where the model itself is not loaded (`load_tokenizer`): what
+    `Encoder.max_length` reads, for tokenising as the model's cells tokenise."""
+
+    config: Any
+
+
 def load_tokenizer(ref: EncoderRef) -> Encoder | None:
-    """The encoder for tokenising alone, as its cells tokenise: its tokenizer, and its model built on the
-    meta device (the configuration, for the maximum length; no weights read). For the checks of the texts
-    that need the tokenizer, before any model loads. None where the model is not on this machine (a local
-    folder or a cached snapshot) or its tokenizer does not load: a check downloads nothing (a snapshot of
-    the tokenizer alone would pass for the model's), and the cell then meets what it would have found."""
+    """The encoder for tokenising alone, as its cells tokenise: its tokenizer and its configuration (for the
+    maximum length; no modelling code imported, no weights read). For the checks of the texts that need the
+    tokenizer, before any model loads. None where the model is not on this machine (a local folder or a
+    cached snapshot) or its tokenizer does not load: a check downloads nothing (a snapshot of the tokenizer
+    alone would pass for the model's), and the cell then meets what it would have found."""
     source = resolve_source(ref.name)
     if local_snapshot(source) is None:
         return None
-    from transformers import AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **load_options(source))
-        model, total, keep = _encoder_model(ref, source, None, meta=True)
+        config = AutoConfig.from_pretrained(source, **load_options(source))
     except (OSError, ValueError):  # files missing or unreadable: the cell's loading says which
         return None
     if not getattr(tokenizer, "is_fast", False):
@@ -361,10 +369,10 @@ def load_tokenizer(ref: EncoderRef) -> Encoder | None:
         ref=ref,
         source=source,
         tokenizer=tokenizer,
-        model=model,
+        model=ConfigOnly(config),
         device="meta",
-        total_layers=total,
-        layers_run=keep,
+        total_layers=0,
+        layers_run=0,
         disk_bytes=0,
     )
 
