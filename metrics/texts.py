@@ -12,6 +12,7 @@ from typing import Any
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef, parse_encoder_ref
 from nlgbench.encoders.runtime import Encoder
+from nlgbench.foundations.arguments import ordered
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import default_encoder, get_metric
 from nlgbench.metrics.base import MetricInfo
@@ -23,13 +24,9 @@ References = (
 
 
 def as_list(name: str, values: Iterable[Any], what: str = "a list of strings") -> list[Any]:
-    """Any iterable (a list, a tuple, a generator) as a list; one clear error for one string or a non-iterable."""
-    if isinstance(values, str):
-        raise UserError(f"{name} must be {what}, not one string")
-    try:
-        return list(values)
-    except TypeError:
-        raise UserError(f"{name} must be {what}, got {type(values).__name__}") from None
+    """Any ordered iterable (a list, a tuple, a generator) as a list; one clear error for one string, a set or a
+    dict (no order of their own: the pairs would differ between runs) or a non-iterable (`ordered`)."""
+    return ordered(name, values, what)
 
 
 def _texts(name: str, values: Iterable[str] | None, n: int) -> list[str]:

@@ -23,6 +23,7 @@ from nlgbench.core.signature import reference_use, scorer_signature
 from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
 from nlgbench.encoders.languages import lang_choice, lang_encoder
 from nlgbench.execution.sweep import run as run_sweep
+from nlgbench.foundations.arguments import check_arguments, number_list, optional_sequence
 from nlgbench.foundations.cellcontext import CellContext, TqdmProgress
 from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import check_device
@@ -116,6 +117,8 @@ class Scorer:
             raise UserError("encoder is empty: give a registered name, a Hub id or a local folder (or leave it out)")
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise UserError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        check_arguments("flag", verbose=verbose)
+        idf_sents = as_list("idf_sents", idf_sents) if idf_sents is not None else None  # a set: before the model
         self.metric = metric
         self.device = auto_device(device)
         self.info = get_metric(metric)
@@ -148,9 +151,8 @@ class Scorer:
         if idf_sents is not None:
             self._fix_idf(idf_sents)
 
-    def _fix_idf(self, idf_sents: Iterable[str]) -> None:
-        """idf from `idf_sents` for the scorer's life (bert_score's `BERTScorer(idf=True, idf_sents=...)`)."""
-        texts = as_list("idf_sents", idf_sents)
+    def _fix_idf(self, texts: list[str]) -> None:
+        """idf from `texts` (idf_sents) for the scorer's life (bert_score's `BERTScorer(idf=True, idf_sents=...)`)."""
         bad = [i for i, text in enumerate(texts) if not isinstance(text, str)]
         if bad:
             raise UserError(f"idf_sents line {bad[0] + 1} is {type(texts[bad[0]]).__name__}, not a string")
@@ -321,6 +323,7 @@ def score(
         [0.8733524680137634, 0.8841153979301453]
         >>> P, R, F = nlgbench.score(hyps, refs, return_all=True)
     """
+    check_arguments("flag", return_all=return_all)
     outputs = score_outputs(hypotheses, references, metric, encoder, **arguments)
     if not return_all:
         return outputs["score"]
@@ -361,6 +364,7 @@ def run(
         >>> cells[["encoder", "status", "ms_per_segment_median", "pearson_global"]]
     """
     folder = _path("out", out, "a folder's path") if out is not None else None
+    check_arguments("flag", force=force, quiet=quiet)
     sweep = _as_spec(spec)
     folder = folder if folder is not None else Path("reports") / sweep.name
     run_sweep(sweep, folder, force=force, log=(lambda _msg: None) if quiet else print)
@@ -438,6 +442,8 @@ def compare(
         (0.96, 0.068, 7.01)
     """
     folder = _path("path", path, "a run folder's path")
+    check_arguments("string", candidate=candidate, baseline=baseline)
+    check_arguments("string", optional=True, metric=metric, human=human)
     options = QualityOptions(
         method=method,
         level=level,
@@ -447,6 +453,7 @@ def compare(
         convention=convention,
         perm_test=perm_test,
     )
+    options.check()  # before the run folder is read
     return json_safe(
         compare_encoders(RunData.open(folder, human), candidate, baseline, metric, options, resamples, seed)
     )
@@ -478,10 +485,11 @@ def correlation(
     """
     options = QualityOptions(method=method, level=level, threshold=threshold, convention=convention)
     options.check()
-    n = len(metric_scores)
-    lps, seg_ids = list(lps) if lps is not None else ["-"] * n, list(seg_ids) if seg_ids is not None else None
+    scores, human = number_list("metric_scores", metric_scores), number_list("human_scores", human_scores)
+    lps, systems = optional_sequence("lps", lps), optional_sequence("systems", systems)
+    seg_ids, docs = optional_sequence("seg_ids", seg_ids), optional_sequence("docs", docs)
     try:  # the figure report and compare compute (`QualityOptions.value`), on the signed segments
-        seg = signed_segments(metric_scores, human_scores, lps, systems, docs, 1, seg_ids)
+        seg = signed_segments(scores, human, lps if lps is not None else ["-"] * len(scores), systems, docs, 1, seg_ids)
     except ValueError as e:
         raise UserError(str(e)) from None
     return float(options.value(seg))

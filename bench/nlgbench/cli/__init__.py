@@ -39,8 +39,8 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)  # a value that is `--` or blank: a UserError (argparse's own: exit 2)
         module, _, function = COMMANDS[args.handler].partition(":")
         return int(getattr(importlib.import_module(module), function)(args))
     except UserError as exc:  # several errors (a spec's, found in one pass): a line each

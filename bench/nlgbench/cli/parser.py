@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.cli.distill_parser import add_distill_arguments
+from nlgbench.cli.values import Parser
 from nlgbench.data.importers import FORMATS
 from nlgbench.data.importers.summeval import ANNOTATORS
 from nlgbench.data.importers.table import TABLE_FIELDS
@@ -24,12 +25,13 @@ EXIT_STATUSES = (
 )
 
 if TYPE_CHECKING:
-    Commands = argparse._SubParsersAction[argparse.ArgumentParser]  # what add_subparsers returns
+    Commands = argparse._SubParsersAction[Parser]  # what add_subparsers returns
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `nlgbench` parser: every command, each leaf with its `handler` (a key of COMMANDS)."""
-    p = argparse.ArgumentParser(
+    """The `nlgbench` parser: every command, each leaf with its `handler` (a key of COMMANDS); every value a
+    string, never `--` or blank (`nlgbench.cli.values.Parser`)."""
+    p = Parser(
         prog="nlgbench", description="Efficiency-quality benchmarks of NLG evaluation metrics.", epilog=EXIT_STATUSES
     )
     p.add_argument("--version", action="version", version=f"nlgbench {__version__}")

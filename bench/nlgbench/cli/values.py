@@ -1,5 +1,6 @@
-"""Values of command-line options read as YAML: `KEY=VALUE` options and encoder variants (`nlgbench.cli.parser`
-and `nlgbench.cli.distill_parser` use them)."""
+"""Values of command-line options: the parser every command's is made of (`Parser`: each value a string, never
+`--` or blank), and the values read as YAML: `KEY=VALUE` options and encoder variants (`nlgbench.cli.parser` and
+`nlgbench.cli.distill_parser` use them)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,23 @@ import yaml
 
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.lazyregistry import load_yaml, yaml_problem
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, every value checked before its `type=` reads it. Python 3.11's argparse drops a `--`
+    given as an option's value (`-c=--`, `--encoder=--`, `-c--`) and hands the command an empty list (a
+    TypeError later, or silently the default encoder); a blank value (`--encoder=`, `--idf-sents=`)
+    silently meant the default too. Both are one line (a UserError, which `nlgbench.cli.main` prints, exit 2).
+    Subcommands' parsers are made of this class too (argparse's `add_subparsers` takes the parent's class)."""
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        if action.nargs not in (argparse.PARSER, argparse.REMAINDER):  # a subcommand's words: its parser checks
+            name = "/".join(action.option_strings) or action.dest
+            if action.option_strings and "--" in arg_strings:  # only as an `=` value: a lone `--` ends the options
+                raise UserError(f"argument {name}: got '--' as a value, which marks the end of the options")
+            if any(not value.strip() for value in arg_strings if value != "--"):
+                raise UserError(f"argument {name}: the value is empty; give one")
+        return super()._get_values(action, arg_strings)
 
 
 def key_value(raw: str, option: str) -> tuple[str, Any]:

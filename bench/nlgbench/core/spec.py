@@ -30,6 +30,7 @@ from nlgbench.encoders.registry import (
     resolve_encoder,
 )
 from nlgbench.foundations.errors import ErrorLines, UserError, closest
+from nlgbench.foundations.files import read_named
 from nlgbench.foundations.lazyregistry import load_yaml, yaml_problem
 from nlgbench.measurement.devices import DEVICE_RE
 from nlgbench.metrics import get_metric, metric_names
@@ -487,12 +488,7 @@ def parse_spec(raw: Any, source: str = "spec", base: Path | None = None) -> Swee
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a sweep spec file."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"spec file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read spec file {p}: {exc}") from None
+    text = read_named(p, "spec file")
     try:
         raw = load_yaml(text)
     except yaml.YAMLError as exc:

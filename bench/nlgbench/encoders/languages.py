@@ -5,6 +5,8 @@ scientific English (`en-sci`) SciBERT (8), every other language bert-base-multil
 
 from __future__ import annotations
 
+import re
+
 from nlgbench.encoders.registry import EncoderRef, default_layer, registry
 from nlgbench.foundations.errors import UserError
 
@@ -16,14 +18,20 @@ LANGUAGE_ENCODERS = {
     "en-sci": "scibert-scivocab-uncased",
 }
 OTHER_LANGUAGES = "mbert"  # bert-base-multilingual-cased, bert_score's default for every other language
+LANGUAGE_CODE = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")  # en, EN, en-sci; no space, no letter beyond ASCII
 
 
 def lang_encoder(lang: str) -> str:
-    """The registered encoder bert_score's `lang=` picks for `lang` (lower-cased, as bert_score does);
-    one clear error for a value that is no language code."""
-    if not isinstance(lang, str) or not lang.strip() or not lang.replace("-", "").isalpha():
-        raise UserError(f"lang must be a language code such as 'en', 'zh' or 'de', got {lang!r}")
-    return LANGUAGE_ENCODERS.get(lang.strip().lower(), OTHER_LANGUAGES)
+    """The registered encoder bert_score's `lang=` picks for `lang` (lower-cased, as bert_score does); one
+    clear error for a value that is no language code: ASCII letters in parts joined by '-' (a full-width 'ｅｎ'
+    is letters to str.isalpha but no code bert_score knows, and would fall to its multilingual default)."""
+    if not isinstance(lang, str) or not LANGUAGE_CODE.fullmatch(lang):
+        known = ", ".join(LANGUAGE_ENCODERS)
+        raise UserError(
+            f"lang must be a language code of ASCII letters such as 'en', 'zh' or 'de', got {lang!r} (bert_score's "
+            f"own models: {known}; any other code takes {registry().get(OTHER_LANGUAGES).hub_id})"
+        )
+    return LANGUAGE_ENCODERS.get(lang.lower(), OTHER_LANGUAGES)
 
 
 def lang_choice(lang: str) -> str:

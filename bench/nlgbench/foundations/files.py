@@ -1,8 +1,8 @@
-"""Files read and written by every layer. Reading: `read_bytes`, `utf8_text`, `read_text`,
-`read_lines` (a file that cannot be read is one UserError naming it). Writing: `write_atomic` and
-`write_atomic_with` (whole or not at all, no link followed), `write_new` (a new file only: nothing
-there is replaced), `write_output` (the file a user names with a command's `--out`: checked first
-by `check_output_file`, links refused) and `write_fault`, the one line for a write the file system
+"""Files read and written by every layer. Reading: `read_bytes`, `utf8_text`, `read_text`, `read_lines`,
+`read_named` (a file that cannot be read, or is no regular file, is one UserError naming it). Writing:
+`write_atomic` and `write_atomic_with` (whole or not at all, no link followed), `write_new` (a new file
+only: nothing there is replaced), `write_output` (the file a user names with a command's `--out`: checked
+first by `check_output_file`, links refused) and `write_fault`, the one line for a write the file system
 refused."""
 
 from __future__ import annotations
@@ -147,16 +147,53 @@ def write_output(path: Path, data: str | bytes, option: str, *, new_only: bool =
     write_atomic(path, data)
 
 
+#: what a path that is no regular file is, by its type bits (os.stat's st_mode), for the messages
+_SPECIAL_FILES = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def refuse_special_file(path: Path, what: str = "") -> None:
+    """One UserError where `path` (its link followed, as a read follows it) is a folder, a FIFO, a device or a
+    socket: reading a FIFO waits for a writer, forever where there is none, and a device such as /dev/zero never
+    ends, so every input file is a regular file, checked before it is opened. A missing path passes (the reader
+    says it is missing). `what` names the file's role in the message ("cannot read spec file PATH: ...")."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    for test, kind in _SPECIAL_FILES:
+        if test(mode):
+            raise UserError(f"cannot read {what + ' ' if what else ''}{path}: it is {kind}, not a regular file")
+
+
 def read_bytes(path: Path) -> bytes:
-    """A file's bytes; one UserError naming it where it is missing, a folder or unreadable."""
-    if path.is_dir():
-        raise UserError(f"cannot read {path}: it is a directory")
+    """A file's bytes; one UserError naming it where it is missing, no regular file (`refuse_special_file`) or
+    unreadable."""
+    refuse_special_file(path)
     try:
         return path.read_bytes()
     except FileNotFoundError:
         raise UserError(f"missing file {path}") from None
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def read_named(path: Path, what: str) -> str:
+    """The UTF-8 text of the file a user named as `what` (a "spec file"), newlines as Python reads them; one
+    UserError where it is missing ("WHAT not found: PATH"), no regular file (`refuse_special_file`) or
+    unreadable ("cannot read WHAT PATH: REASON")."""
+    refuse_special_file(path, what)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{what} not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read {what} {path}: {exc}") from None
 
 
 def utf8_text(path: Path, data: bytes, *, data_file: bool = False) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 import yaml
 
 from nlgbench.foundations.errors import UserError, unknown_name
+from nlgbench.foundations.files import refuse_special_file
 
 T = TypeVar("T")
 
@@ -189,6 +190,7 @@ def read_registry_file(path: Path, key: str, what: str) -> dict[str, Any]:
 
     `what` names the file's kind in messages, e.g. "encoder registry", "dataset catalogue".
     """
+    refuse_special_file(path, f"the {what}")  # a FIFO would block the read, a device never end
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

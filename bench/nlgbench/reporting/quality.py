@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from nlgbench.foundations.arguments import check_arguments
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.statistics.correlation import METHOD_ALIASES, METHODS, canonical_method
 from nlgbench.statistics.levels import (
@@ -52,6 +53,17 @@ class QualityOptions:
     perm_test: str = "scores"
 
     def check(self) -> None:
+        # the API passes these as given: a value of another type is one line naming it, not a TypeError below
+        check_arguments(
+            "string",
+            method=self.method,
+            level=self.level,
+            resample=self.resample,
+            test=self.test,
+            convention=self.convention,
+            perm_test=self.perm_test,
+        )
+        check_arguments("number", threshold=self.threshold)
         if self.method not in METHODS and self.method not in METHOD_ALIASES:
             raise unknown_name("correlation method", self.method, METHODS)
         try:
