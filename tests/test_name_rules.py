@@ -29,6 +29,8 @@ pytestmark = pytest.mark.unit
 
 # C0 (NUL, BEL, ESC, tab, line feed, carriage return), DEL, C1 (NEL, CSI) and the Unicode line breaks
 CONTROLS = ["\x00", "\x07", "\x1b", "\t", "\n", "\r", "\x7f", "\x85", "\x9b", "\u2028", "\u2029"]
+# the bidirectional embeddings, overrides and isolates: they reorder what is shown after them
+BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069"]
 
 
 def named(char: str) -> str:
@@ -87,8 +89,20 @@ def test_a_control_character_anywhere_in_a_name_is_named(char: str) -> None:
     assert "\n" not in str(caught.value) and "\x1b" not in str(caught.value)  # the message itself is one plain line
 
 
-@pytest.mark.parametrize("name", ["Ünïcødé", "中文 系统", "a\u00a0b", "emoji 🙂", "x-y", "-", "+2", "a=b"])
+@pytest.mark.parametrize("char", BIDI)
+def test_a_bidirectional_override_in_a_name_is_named(char: str) -> None:
+    """U+202E shows `x<U+202E>cba` as `xabc`: a name read as another."""
+    with pytest.raises(
+        UserError, match=re.escape(f"holds a bidirectional control character ({char!r}, U+{ord(char):04X})")
+    ):
+        refuse_name(f"x{char}cba", "the name", "--label")
+
+
+@pytest.mark.parametrize(
+    "name", ["Ünïcødé", "中文 系统", "a\u00a0b", "emoji 🙂", "👩\u200d🔬", "فارسی\u200cها", "x-y", "-", "+2", "a=b"]
+)
 def test_printable_names_pass(name: str) -> None:
+    """Non-ASCII letters, a no-break space, the joiners emoji and Persian need: names as written."""
     assert control_character(name) is None
     assert refuse_name(name, "system", "here") == name
 
@@ -187,6 +201,16 @@ def test_human_dimension_names_and_tsv_data_refuse_control_characters(tmp_path: 
         load_user_file(tsv)
 
 
+def test_a_data_files_name_is_a_name_and_its_path_is_shown_escaped(tmp_path: Path) -> None:
+    """The file's stem labels its cells; the message names the file without writing the escape raw."""
+    data = write_rows(tmp_path / "my\x1b[2Jdata.jsonl", data_rows())
+    with pytest.raises(UserError) as caught:
+        load_user_file(data)
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path}/my\\x1b[2Jdata.jsonl: the dataset's name 'my\\x1b[2Jdata' {named(chr(27))}")
+    assert "\x1b" not in message
+
+
 def test_texts_may_hold_control_characters(tmp_path: Path) -> None:
     """A hypothesis or reference is data, not a name: it loads as written."""
     rows = data_rows()
@@ -241,6 +265,25 @@ def test_compare_refuses_two_labels_given_one_name(two_encoders: Path, capsys: p
     assert line == "nlgbench: error: --label: 'encA' is given two names, 'X' and 'Y'"
     assert main([str(a) for a in [*compare, "--label", "encA=X"]]) == 0
     assert "candidate X vs baseline encB" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        (["encA=encB\u200b"], "encB\u200b"),  # a zero-width space shows nothing
+        (["encA=e\u0301", "encB=\u00e9"], "\u00e9"),  # e + combining acute is é
+        (["encA=B\u00adB", "encB=BB"], "BB"),  # a soft hyphen shows nothing mid-word
+    ],
+)
+def test_names_that_look_the_same_are_one_name(
+    given: list[str], shown: str, two_encoders: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--label encA=encB<U+200B>` printed "candidate encB vs baseline encB" as before the rule."""
+    options = [arg for value in given for arg in ("--label", value)]
+    compare = ["compare", two_encoders, "--candidate", "encA", "--baseline", "encB", "--resamples", "100"]
+    line = one_error_line(capsys, *compare, *options)
+    assert line.startswith("nlgbench: error: --label: 'encA' and 'encB' would both be shown as"), line
+    assert one_error_line(capsys, "report", two_encoders, *options) == line
 
 
 def test_two_labels_given_one_name_are_refused_even_where_one_is_absent() -> None:

@@ -10,6 +10,7 @@ in a sweep. Functions take plain values; the metric registry says which options 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,6 +172,13 @@ def short_label(label: str) -> str:
     return " ".join([base.split("/")[-1], *words])
 
 
+def seen_as(name: str) -> str:
+    """`name` as a reader tells it from another: composed (NFC: `e` + U+0301 is `é`) and without
+    invisible format characters (U+200B zero-width space, U+00AD soft hyphen, U+FEFF), which show
+    nothing; two names the same here look the same in a table, a figure or the terminal."""
+    return "".join(c for c in unicodedata.normalize("NFC", name) if unicodedata.category(c) != "Cf")
+
+
 @dataclass(frozen=True)
 class Names:
     """The names figures, tables (not the CSVs), compare and index.html show for encoders and metrics:
@@ -186,10 +194,11 @@ class Names:
         """Two different labels shown under one name are refused with one line: the rule of report,
         compare and the spec check. The labels are `labels` (a run's or a spec's encoders and
         metrics) and every label a name is given for, so `{A: X, B: X}` is refused even where the
-        run has only one of them, and `A=B` where the run has a `B`."""
+        run has only one of them, and `A=B` where the run has a `B`. Names are compared as a reader
+        sees them (`seen_as`)."""
         seen: dict[str, str] = {}
         for label in dict.fromkeys([*labels, *self.given]):
-            other = seen.setdefault(self(label), label)
+            other = seen.setdefault(seen_as(self(label)), label)
             if other != label:
                 raise UserError(f"{where}: {other!r} and {label!r} would both be shown as {self(label)!r}")
 

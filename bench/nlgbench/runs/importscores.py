@@ -61,16 +61,15 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
             f"{path}: "
             + "; ".join(
                 ([f"missing column(s) {', '.join(missing)}"] if missing else [])
-                + ([f"unknown column(s) {', '.join(unknown)}"] if unknown else [])
+                + ([f"unknown column(s) {', '.join(u or '(an empty name)' for u in unknown)}"] if unknown else [])
             )
             + f" (expected: {', '.join(COLUMNS)})"
         )
     out: dict[tuple[str, str, str], float] = {}
     for line, values in rows:
-        row = dict(zip(fields, values, strict=True))
+        row = {name: value.strip() for name, value in zip(fields, values, strict=True)}  # spaces around aside
         for column in ("lp", "seg_id", "system"):  # names, as the data's are (messages show them as written)
             refuse_control(row[column], column, f"{path}:{line}")
-        row = {name: value.strip() for name, value in row.items()}
         seg_id = row["seg_id"]  # text as written: matched to the dataset's ids as text ("007" is not 7)
         if not seg_id:
             raise UserError(f"{path}:{line}: empty seg_id")
