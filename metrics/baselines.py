@@ -1,4 +1,6 @@
-"""BERTScore's baseline rescaling (Zhang et al., 2020, section 6 and bert_score's `rescale_with_baseline`).
+"""BERTScore's baseline rescaling (Zhang et al., 2020, section 6 and bert_score's `rescale_with_baseline`):
+the computation of `nlgbench baseline`. The files, their checks and the cache are
+`nlgbench.metrics.baseline_files` (no torch there).
 
 A score s of P, R or F becomes (s - b) / (1 - b), b being that output's mean over pairs of unrelated
 sentences at the model's layer, so that unrelated texts score about 0 and the scale is easier to read.
@@ -8,139 +10,64 @@ unchanged; only the values move.
 Baselines are read from a file in bert_score's format (`baseline_path`: a CSV with the header
 `LAYER,P,R,F` and one row per hidden-state layer, 0 the embeddings), so bert_score's own files and a
 user's work as they are, or computed by `nlgbench baseline` from a plain-text corpus as bert_score
-computed its own: `pairs` random pairs of two different lines of the corpus (Python's `random.Random(seed)`),
-scored with every layer, idf off, the mean of each output per layer. bert_score used 1M pairs of
-Common Crawl sentences; the standard error of a mean over 10 000 pairs is 1/100 of the scores'
-standard deviation over pairs. A computed baseline is stored in the cache
-(`baselines/<fingerprint>.tsv`, in bert_score's format, with a `.json` beside it naming the corpus's
-sha256, the pairs and the seed), keyed by the model's content fingerprint (config.json and weight
-files, `weights_fingerprint`), where a scorer of the same model finds it when no file is given. The
+computed its own: `pairs` random pairs of two different texts of the corpus (its distinct non-blank
+lines, drawn with Python's `random.Random(seed)`), scored with every layer, idf off, the mean of each
+output per layer. bert_score used 1M pairs of Common Crawl sentences; the standard error of a mean
+over 10 000 pairs is 1/100 of the scores' standard deviation over pairs. A corpus of fewer than two
+different lines is refused before the model loads, and one whose pairs give a baseline outside the
+bounds (`baseline_files.BOUNDS`: too few different sentences) before anything is written. A computed
+baseline is stored in the cache (`baselines/<fingerprint>.tsv`, in bert_score's format, with a
+`.json` beside it naming the corpus's sha256, the pairs, the seed and the table's sha256, checked
+when the table is used), keyed by the model's content fingerprint (`content_fingerprint`: config,
+tokenizer and weight files), where a scorer of the same model finds it when no file is given. The
 key is the model's files, not its variant: a quantised or half-precision variant reads the fp32
 model's baselines.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
-import json
-import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from nlgbench.encoders.hfcache import local_snapshot, weights_fingerprint
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, load_encoder
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.files import read_text, write_atomic
-from nlgbench.foundations.package import cache_root
 from nlgbench.metrics.base import PhaseTimer
+from nlgbench.metrics.baseline_files import BOUNDS, HEADER, in_bounds, store_baseline
 from nlgbench.metrics.common import greedy_match, only_special, pad_tensors, token_weights
 from nlgbench.metrics.embedding import embed_texts
 
-BASELINES_FOLDER = "baselines"  # under the cache root
-HEADER = ("LAYER", "P", "R", "F")  # bert_score's baseline file
 DEFAULT_PAIRS = 10_000
 DEFAULT_SEED = 0
 PAIRS_PER_CHUNK = 256  # pairs embedded at once (bounds memory: every layer's states are held)
 
 
-@dataclass(frozen=True)
-class Baseline:
-    """One layer's baselines of P, R and F, and a short digest of them (the signature's `rescaled:`)."""
-
-    precision: float
-    recall: float
-    f1: float
-
-    @property
-    def digest(self) -> str:
-        values = f"{self.precision!r},{self.recall!r},{self.f1!r}"
-        return hashlib.sha256(values.encode()).hexdigest()[:7]
-
-    def rescale(self, column: str, values: Sequence[float]) -> list[float]:
-        """(s - b) / (1 - b) for every value of the output `column` (precision, recall, f1)."""
-        b = {"precision": self.precision, "recall": self.recall, "f1": self.f1}[column]
-        return [(s - b) / (1 - b) for s in values]
-
-
-def parse_baselines(text: str, where: str) -> dict[int, Baseline]:
-    """The rows of a baseline file in bert_score's format: layer -> Baseline; one clear error otherwise."""
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows or tuple(c.strip() for c in rows[0]) != HEADER:
+def distinct_texts(texts: Sequence[str]) -> list[str]:
+    """The different texts of `texts`, in first-seen order; at least two, else one line: a pair of one
+    text twice is no pair of unrelated sentences (it scores 1 and drives the baseline to 1)."""
+    distinct = list(dict.fromkeys(texts))
+    if len(distinct) < 2:
         raise UserError(
-            f"{where}: not a baseline file: its first line must be {','.join(HEADER)} (bert_score's format)"
+            f"a baseline needs at least 2 different non-blank lines of text (pairs of unrelated sentences), "
+            f"got {len(distinct)} different of {len(texts)}"
         )
-    out: dict[int, Baseline] = {}
-    for number, row in enumerate(rows[1:], start=2):
-        if not row:
-            continue
-        try:
-            layer, p, r, f = int(row[0]), *(float(v) for v in row[1:4])
-            if len(row) != 4:
-                raise ValueError
-        except ValueError:
-            raise UserError(f"{where} line {number}: expected LAYER,P,R,F (an integer, three numbers)") from None
-        if not all(math.isfinite(v) and v < 1 for v in (p, r, f)):
-            raise UserError(f"{where} line {number}: each baseline must be a finite number below 1, got {p}, {r}, {f}")
-        out[layer] = Baseline(p, r, f)
-    return out
-
-
-def read_baseline(path: Path, layer: int) -> Baseline:
-    """Layer `layer`'s baselines from a file in bert_score's format (the row whose LAYER is `layer`,
-    the row bert_score takes: its files list layers 0, 1, ... in order)."""
-    if not Path(path).is_file():
-        raise UserError(f"baseline file not found: {path}")
-    table = parse_baselines(read_text(Path(path)), str(path))
-    if layer not in table:
-        raise UserError(f"{path} has no baseline for layer {layer} (it lists layers {sorted(table)})")
-    return table[layer]
-
-
-def model_fingerprint(source: str) -> str:
-    """The content fingerprint of a model's local files (`weights_fingerprint`), the key of its cached
-    baseline; one clear error where the model has no local files."""
-    folder = local_snapshot(source)
-    if folder is None:
-        raise UserError(f"{source}: no local model files, so no fingerprint to key a baseline by")
-    return weights_fingerprint(folder)
-
-
-def cached_baseline_file(source: str) -> Path:
-    """Where `nlgbench baseline` stores the baseline of the model `source` (it may not exist yet)."""
-    return cache_root() / BASELINES_FOLDER / f"{model_fingerprint(source)}.tsv"
-
-
-def find_baseline(source: str, layer: int, path: str | None) -> Baseline:
-    """Layer `layer`'s baseline from `path` when given, else from the cache (computed by `nlgbench
-    baseline` for this model's files); one clear line saying how to get one where there is none."""
-    if path is not None:
-        return read_baseline(Path(path), layer)
-    cached = cached_baseline_file(source)
-    if not cached.is_file():
-        raise UserError(
-            f"no baseline for {source}: give baseline_path=FILE (bert_score's format, e.g. one of its "
-            f"rescale_baseline/ files) or compute one: nlgbench baseline CORPUS --encoder {source}"
-        )
-    return read_baseline(cached, layer)
+    return distinct
 
 
 def random_pairs(texts: Sequence[str], pairs: int, seed: int) -> list[tuple[str, str]]:
-    """`pairs` (candidate, reference) pairs of two different lines of `texts`, drawn with `random.Random(seed)`."""
-    if len(texts) < 2:
-        raise UserError(f"a baseline needs at least 2 non-blank lines of text, got {len(texts)}")
+    """`pairs` (candidate, reference) pairs of two different texts of `texts` (`distinct_texts`), drawn with
+    `random.Random(seed)`."""
+    distinct = distinct_texts(texts)
     rng = random.Random(seed)
     out = []
     for _ in range(pairs):
-        a, b = rng.sample(range(len(texts)), 2)
-        out.append((texts[a], texts[b]))
+        a, b = rng.sample(range(len(distinct)), 2)
+        out.append((distinct[a], distinct[b]))
     return out
 
 
@@ -174,31 +101,42 @@ def pair_scores(encoder: Encoder, pairs: Sequence[tuple[str, str]], batch_size: 
 
 
 def baseline_table(encoder: Encoder, texts: Sequence[str], pairs: int, seed: int, batch_size: int) -> str:
-    """A baseline file in bert_score's format: per layer the mean P, R and F of `pairs` random pairs."""
-    means = pair_scores(encoder, random_pairs(texts, pairs, seed), batch_size).double().mean(dim=1)
-    lines = [",".join(HEADER)] + [f"{k},{p!r},{r!r},{f!r}" for k, (p, r, f) in enumerate(means.tolist())]
+    """A baseline file in bert_score's format: per layer the mean P, R and F of `pairs` random pairs; one
+    line where a mean lies outside `BOUNDS` (pairs too alike to be unrelated sentences)."""
+    means = pair_scores(encoder, random_pairs(texts, pairs, seed), batch_size).double().mean(dim=1).tolist()
+    for k, row in enumerate(means):
+        for name, value in zip(HEADER[1:], row, strict=True):
+            if not in_bounds(value):
+                raise UserError(
+                    f"the corpus gives layer {k} a baseline {name} of {value!r}, outside {BOUNDS}: its pairs are "
+                    f"too alike ({len(set(texts))} different lines) to be unrelated sentences; use a corpus of "
+                    "many different sentences (nothing was written)"
+                )
+    lines = [",".join(HEADER)] + [f"{k},{p!r},{r!r},{f!r}" for k, (p, r, f) in enumerate(means)]
     return "\n".join(lines) + "\n"
-
-
-def store_baseline(source: str, table: str, record: dict[str, Any]) -> Path:
-    """Keep a computed baseline in the cache under the model's fingerprint, with its record beside it."""
-    path = cached_baseline_file(source)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, table)
-    write_atomic(path.with_suffix(".json"), json.dumps(record, indent=2, sort_keys=True) + "\n")
-    return path
 
 
 def compute_baseline(
     encoder_ref: EncoderRef, texts: Sequence[str], pairs: int, seed: int, device: str, batch_size: int
-) -> tuple[str, Path]:
+) -> tuple[str, Path, dict[str, Any] | None]:
     """`nlgbench baseline`: the baseline file of `encoder_ref` (every layer) from `pairs` random pairs
-    of the non-blank lines `texts`, stored in the cache under the model's fingerprint; (table, where)."""
+    of the different non-blank lines `texts`, stored in the cache under the model's fingerprint;
+    (table, where, the record of the cached baseline it replaced or None). A corpus of fewer than two
+    different lines is refused before the model loads; a baseline out of bounds before anything is written."""
     if pairs < 1 or batch_size < 1:
         raise UserError(f"--pairs and --batch-size must be >= 1, got {pairs} and {batch_size}")
     lines = [text.strip() for text in texts if text.strip()]
+    distinct = distinct_texts(lines)
     encoder = load_encoder(encoder_ref, device)
     table = baseline_table(encoder, lines, pairs, seed, batch_size)
     corpus = hashlib.sha256("\n".join(lines).encode()).hexdigest()
-    record = {"source": encoder.source, "corpus_sha256": corpus, "lines": len(lines), "pairs": pairs, "seed": seed}
-    return table, store_baseline(encoder.source, table, record)
+    record = {
+        "source": encoder.source,
+        "corpus_sha256": corpus,
+        "lines": len(lines),
+        "distinct_lines": len(distinct),
+        "pairs": pairs,
+        "seed": seed,
+    }
+    stored, replaced = store_baseline(encoder.source, table, record)
+    return table, stored, replaced

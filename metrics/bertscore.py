@@ -11,7 +11,7 @@ over the M references, unseen tokens log(M + 1); an empty text (no token but spe
 P = R = F1 = 0 with any other text (bert_score's rule, `greedy_match`).
 
 `rescale_with_baseline` maps each of P, R and F to (s - b) / (1 - b) with the layer's baselines
-(`nlgbench.metrics.baselines`: from `baseline_path`, a file in bert_score's format, else the one
+(`nlgbench.metrics.baseline_files`: from `baseline_path`, a file in bert_score's format, else the one
 `nlgbench baseline` stored for the model), after the raw F is computed, as bert_score does; linear,
 so no correlation changes. `fix_idf` fixes idf from a given corpus for the scorer's life (bert_score's
 `BERTScorer(idf_sents=...)`): `prepare` then keeps it.
@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -32,7 +33,7 @@ from nlgbench.encoders.runtime import load_encoder
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
-from nlgbench.metrics.baselines import Baseline, find_baseline
+from nlgbench.metrics.baseline_files import Baseline, find_baseline, read_table
 from nlgbench.metrics.common import greedy_match, weight_table
 from nlgbench.metrics.embedding import CHUNK_ITEMS, FlatEmbedding, Workspace, chunks, corpus_idf, embed_flat
 
@@ -145,9 +146,12 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
 
 
 def check_options(options: dict[str, Any]) -> None:
-    """A baseline file only means something with rescaling on."""
+    """A baseline file only means something with rescaling on; it is read and checked whole here, when the
+    spec or the scorer's options are checked, before any model loads."""
     if options.get("baseline_path") is not None and not options.get("rescale_with_baseline"):
         raise UserError("baseline_path is given but rescale_with_baseline is off: set rescale_with_baseline=True")
+    if options.get("baseline_path") is not None:
+        read_table(Path(options["baseline_path"]))
 
 
 def blank_texts(options: dict[str, Any]) -> BlankTexts:

@@ -308,38 +308,38 @@ def test_import_refuses_truncated_weights(tiny_bert: Path, hub_cache: Path, tmp_
 
 
 @pytest.mark.component
-def test_weights_fingerprint_follows_weights_and_config(tiny_bert: Path, tmp_path: Path) -> None:
+def test_content_fingerprint_follows_weights_and_config(tiny_bert: Path, tmp_path: Path) -> None:
     folder = tmp_path / "m"
     shutil.copytree(tiny_bert, folder)
-    first = hfcache.weights_fingerprint(folder)
-    assert first == hfcache.weights_fingerprint(folder) and len(first) == 16
-    (folder / "vocab.txt").write_text("changed\n", encoding="utf-8")  # not a weight or the config: same
-    assert hfcache.weights_fingerprint(folder) == first
+    first = hfcache.content_fingerprint(folder)
+    assert first == hfcache.content_fingerprint(folder) and len(first) == 16
+    (folder / "README.md").write_text("changed\n", encoding="utf-8")  # not read by the loading: same
+    assert hfcache.content_fingerprint(folder) == first
     stat = (folder / "model.safetensors").stat()
     os.utime(folder / "model.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-    assert hfcache.weights_fingerprint(folder) == first  # touched, same bytes: the same weights
+    assert hfcache.content_fingerprint(folder) == first  # touched, same bytes: the same weights
     data = (folder / "model.safetensors").read_bytes()
     (folder / "model.safetensors").write_bytes(data[:-1] + bytes([255 - data[-1]]))
-    second = hfcache.weights_fingerprint(folder)
+    second = hfcache.content_fingerprint(folder)
     assert second != first
     (folder / "config.json").write_text((folder / "config.json").read_text(encoding="utf-8") + " ", encoding="utf-8")
-    assert hfcache.weights_fingerprint(folder) not in (first, second)
+    assert hfcache.content_fingerprint(folder) not in (first, second)
 
 
 @pytest.mark.component
-def test_weights_fingerprint_hashes_the_weight_bytes(tiny_bert: Path, tmp_path: Path) -> None:
+def test_content_fingerprint_hashes_the_weight_bytes(tiny_bert: Path, tmp_path: Path) -> None:
     """Two folders alike in names, sizes, mtimes and safetensors header but not in weight bytes have
     different fingerprints; so does one folder edited in place with its mtime put back."""
     a = tmp_path / "a"
     shutil.copytree(tiny_bert, a)
     b = same_stat_other_bytes(a, tmp_path / "b")
     assert (a / "model.safetensors").stat().st_mtime_ns == (b / "model.safetensors").stat().st_mtime_ns
-    assert hfcache.weights_fingerprint(a) != hfcache.weights_fingerprint(b)
-    before = hfcache.weights_fingerprint(a)
+    assert hfcache.content_fingerprint(a) != hfcache.content_fingerprint(b)
+    before = hfcache.content_fingerprint(a)
     shutil.copyfile(b / "model.safetensors", a / "model.safetensors")  # edited in place ...
     stat = (b / "model.safetensors").stat()
     os.utime(a / "model.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns))  # ... and touch -r
-    assert hfcache.weights_fingerprint(a) == hfcache.weights_fingerprint(b) != before
+    assert hfcache.content_fingerprint(a) == hfcache.content_fingerprint(b) != before
 
 
 @pytest.mark.component
@@ -395,14 +395,14 @@ def test_a_second_fingerprint_reads_no_weight_bytes(tmp_path: Path, monkeypatch:
     size = 8 * 2**20
     (folder / "model.safetensors").write_bytes(os.urandom(size))
     start = read_chars()
-    first = hfcache.weights_fingerprint(folder)
+    first = hfcache.content_fingerprint(folder)
     middle = read_chars()
-    assert hfcache.weights_fingerprint(folder) == first
+    assert hfcache.content_fingerprint(folder) == first
     end = read_chars()
     assert middle - start >= size and end - middle < 2**16
-    assert len(list((tmp_path / "cache" / "digests").iterdir())) == 1
+    assert len(list((tmp_path / "cache" / "digests").iterdir())) == 2  # config.json and the weights
     (folder / "model.safetensors").write_bytes(os.urandom(size))
-    assert hfcache.weights_fingerprint(folder) != first
+    assert hfcache.content_fingerprint(folder) != first
     assert read_chars() - end >= size
 
 

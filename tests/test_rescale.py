@@ -16,7 +16,8 @@ from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.baselines import Baseline, compute_baseline, random_pairs, read_baseline
+from nlgbench.metrics.baseline_files import Baseline, read_baseline
+from nlgbench.metrics.baselines import compute_baseline, random_pairs
 from nlgbench.metrics.bertscore import INFO
 
 pytestmark = pytest.mark.unit
@@ -49,8 +50,9 @@ def test_reads_bert_scores_own_baseline_file() -> None:
     ("text", "needle"),
     [
         ("layer,p,r\n0,0.1,0.1\n", "first line must be LAYER,P,R,F"),
-        ("LAYER,P,R,F\n0,0.1,x,0.1\n", "line 2: expected LAYER,P,R,F"),
-        ("LAYER,P,R,F\n0,0.1,1.0,0.1\n", "finite number below 1"),
+        ("LAYER,P,R,F\n0,0.1,0.1\n", "line 2: expected LAYER,P,R,F"),
+        ("LAYER,P,R,F\n0,0.1,x,0.1\n", "line 2: baseline R 'x' is not a number"),
+        ("LAYER,P,R,F\n0,0.1,1.0,0.1\n", r"outside \[-1, 0.999\]"),
         ("LAYER,P,R,F\n0,0.1,0.1,0.1\n", "no baseline for layer 6"),
     ],
 )
@@ -63,11 +65,13 @@ def test_bad_baseline_file_is_one_line(tmp_path: Path, text: str, needle: str) -
         read_baseline(tmp_path / "missing.tsv", 6)
 
 
-def test_cells_without_rescaling_keep_their_ids() -> None:
+def test_cells_without_rescaling_keep_their_ids(tmp_path: Path) -> None:
     """The new options join a cell's options (and id) only where set: existing bertscore cells stay."""
     assert INFO.cell_options({}) == INFO.cell_options({"rescale_with_baseline": False}) == {"idf": False, "layer": None}
-    assert INFO.cell_options({"rescale_with_baseline": True, "baseline_path": "b.tsv"}) == {
-        "idf": False, "layer": None, "rescale_with_baseline": True, "baseline_path": "b.tsv",
+    path = str(tmp_path / "b.tsv")
+    Path(path).write_text(TABLE, encoding="utf-8")  # read and checked with the options
+    assert INFO.cell_options({"rescale_with_baseline": True, "baseline_path": path}) == {
+        "idf": False, "layer": None, "rescale_with_baseline": True, "baseline_path": path,
     }  # fmt: skip
 
 
@@ -81,7 +85,7 @@ def test_random_pairs_are_two_different_lines() -> None:
     pairs = random_pairs(texts, 200, seed=3)
     assert len(pairs) == 200 and all(a != b for a, b in pairs)
     assert pairs == random_pairs(texts, 200, seed=3) and pairs != random_pairs(texts, 200, seed=4)
-    with pytest.raises(UserError, match="at least 2 non-blank lines"):
+    with pytest.raises(UserError, match="at least 2 different non-blank lines"):
         random_pairs(["one"], 10, seed=0)
 
 
@@ -126,7 +130,7 @@ def test_computed_baseline_is_bert_scores_mean_over_the_pairs(tmp_path: Path, mo
     texts = [it.reference for it in load_dataset("wmt16", max_segments=20).items]
     with pytest.raises(UserError, match="nlgbench baseline CORPUS --encoder"):
         nlgbench.Scorer(encoder="all-MiniLM-L6-v2", device="cpu", rescale_with_baseline=True)
-    table, stored = compute_baseline(EncoderRef("all-MiniLM-L6-v2"), texts, 60, 7, "cpu", 16)
+    table, stored, _ = compute_baseline(EncoderRef("all-MiniLM-L6-v2"), texts, 60, 7, "cpu", 16)
     assert stored.is_file() and stored.read_text(encoding="utf-8") == table
     cands, refs = zip(*random_pairs(texts, 60, 7), strict=True)
     # batch_size=1: in a padded batch bert_score's greedy match counts a padding position as similarity 0

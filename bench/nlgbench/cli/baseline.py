@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from nlgbench.api import auto_device
 from nlgbench.encoders.languages import lang_choice, lang_encoder
@@ -22,15 +24,21 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         check_output_file(Path(args.out), "--out")
     if args.lang and args.encoder:
         raise UserError("give --lang or --encoder, not both: --lang picks the encoder (as bert_score's lang=)")
-    if not Path(args.corpus).is_file():
+    if Path(args.corpus).is_dir():
+        raise UserError(f"corpus {args.corpus} is a folder: give a text file, one sentence a line")
+    if not Path(args.corpus).exists():
         raise UserError(f"corpus file not found: {args.corpus}")
+    if not Path(args.corpus).is_file():
+        raise UserError(f"corpus {args.corpus} is not a regular file (a FIFO or a device: not read)")
     name = lang_encoder(args.lang) if args.lang else args.encoder or DEFAULT_ENCODER
     if args.lang:
         print(lang_choice(args.lang), file=sys.stderr)
     texts = read_lines(Path(args.corpus))
-    table, stored = compute_baseline(
+    table, stored, replaced = compute_baseline(
         parse_encoder_ref(name, "--encoder"), texts, args.pairs, args.seed, auto_device(args.device), args.batch_size
     )
+    if replaced is not None:
+        print(replaced_line(name, stored, replaced), file=sys.stderr)
     sys.stdout.write(table)
     if args.out:
         write_output(Path(args.out), table, "--out")
@@ -41,3 +49,14 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def replaced_line(name: str, stored: Path, old: Mapping[str, Any]) -> str:
+    """The one line saying a cached baseline was replaced, and what it had been computed from."""
+    corpus, pairs, seed = old.get("corpus_sha256"), old.get("pairs"), old.get("seed")
+    was = (
+        f"computed from a corpus of sha256 {corpus[:12]}..., {pairs} pairs, seed {seed}"
+        if isinstance(corpus, str)
+        else "its record unreadable"
+    )
+    return f"replaced the cached baseline of {name} ({stored.name}; {was})"

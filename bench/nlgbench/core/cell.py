@@ -105,11 +105,13 @@ class CellConfig:
     config when unset, so cells without it keep their ids).
 
     `inputs` fingerprints the local files the cell reads, by path: a user data file's
-    `sha256:...`, a local model folder's `weights:...` (`nlgbench.encoders.hfcache.weights_fingerprint`),
-    and under `hf:ID` a Hugging Face dataset's `sha256:...` of its mapped records
-    (`nlgbench.data.hubdata.hub_fingerprint`), so changed data or weights make a new cell instead of a
-    skipped one. Catalogue datasets (whose files are sha256-checked) and registered or Hub models have
-    none: their ids are unchanged."""
+    `sha256:...`, a local model folder's `weights:...` (`nlgbench.encoders.hfcache.content_fingerprint`: its
+    config, tokenizer and weight files; the prefix named when it covered the weights only), a rescaled
+    BERTScore cell's baseline file's `sha256:...` (`baseline_path`, or `cache:baselines/<fingerprint>.tsv`:
+    `nlgbench.metrics.baseline_files.baseline_input`), and under `hf:ID` a Hugging Face dataset's
+    `sha256:...` of its mapped records (`nlgbench.data.hubdata.hub_fingerprint`), so changed data, weights,
+    tokenizer or baselines make a new cell instead of a skipped one. Catalogue datasets (whose files are
+    sha256-checked) and registered or Hub models have none: their ids are unchanged."""
 
     metric: str
     options: dict[str, Any]

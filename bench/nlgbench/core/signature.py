@@ -5,8 +5,8 @@ comparable, e.g.
     bertscore|enc:sentence-transformers/all-MiniLM-L6-v2@34bb7e1|L6|idf:no|refs:max|nlgbench:0.2.0|torch:2.13|tf:5.24
 
 Fields: the metric; `enc:` the encoder's source with its revision (the Hub snapshot's commit, else
-a fingerprint of a local folder's config and weight files; a local folder by its name, `model_label`, never by
-a path of the machine); `L` the layer used; the variant (num_layers,
+a fingerprint of a local folder's config, tokenizer and weight files; a local folder by its name,
+`model_label`, never by a path of the machine); `L` the layer used; the variant (num_layers,
 quantize, dtype, early_exit ...); the metric's options (booleans as yes/no; `idf:sents@` and the
 first 7 hex of the sha256 of a fixed idf corpus, `idf_sents`); `rescaled:` and a digest of the
 baselines where BERTScore is rescaled (`rescale_with_baseline`); `refs:` how several
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nlgbench.encoders.hfcache import local_snapshot, weights_fingerprint
+from nlgbench.encoders.hfcache import content_fingerprint, local_snapshot
 from nlgbench.encoders.registry import model_label
 from nlgbench.foundations.deferred import library_version
 from nlgbench.foundations.version import __version__
@@ -30,15 +30,15 @@ SKIPPED_OPTIONS = {"layer", REFERENCE_POLICY, "rescale_with_baseline", "baseline
 
 def encoder_revision(source: str) -> str:
     """The revision of a model source: the Hub snapshot's commit (7 hex), else the first 7 hex of a
-    local folder's weights fingerprint (`nlgbench.encoders.hfcache.weights_fingerprint`: config.json
-    and the weight files' contents, the digest a cell's id and the export cache use); '' when neither
-    is found."""
+    local folder's content fingerprint (`nlgbench.encoders.hfcache.content_fingerprint`: the contents of
+    every file its loading reads, config, tokenizer and weights; the digest a cell's id and the export
+    cache use); '' when neither is found."""
     folder = local_snapshot(source)
     if folder is None:
         return ""
     if folder.parent.name == "snapshots":
         return folder.name[:7]
-    return weights_fingerprint(folder)[:7]
+    return content_fingerprint(folder)[:7]
 
 
 def reference_use(info: MetricInfo, options: Mapping[str, Any]) -> str:
@@ -81,6 +81,8 @@ def signature(metric: str, options: Mapping[str, Any], described: Mapping[str, A
         fields.append(f"enc:{model_label(str(source))}" + (f"@{revision}" if revision else ""))
     if described.get("layer") is not None:
         fields.append(f"L{described['layer']}")
+    if described.get("student"):  # a distilled student: its kind and its training record's digest
+        fields.append(f"student:{described['student']}")
     fields += [f"{k}={_value(v)}" for k, v in sorted((described.get("variant") or {}).items())]
     shown = {k: _value(v) for k, v in options.items() if k not in SKIPPED_OPTIONS and v is not None}
     if described.get("idf_corpus"):  # idf from a fixed corpus (idf_sents), not from each call's references

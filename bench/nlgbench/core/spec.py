@@ -35,6 +35,7 @@ from nlgbench.foundations.lazyregistry import load_yaml, yaml_problem
 from nlgbench.measurement.devices import DEVICE_RE
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.metrics.alignment import get_aligner
+from nlgbench.metrics.baseline_files import baseline_input
 
 if TYPE_CHECKING:
     from nlgbench.metrics.base import MetricInfo
@@ -128,10 +129,11 @@ class SweepSpec:
         for entry in self.metrics:
             models = [entry.options[k] for k in get_metric(entry.metric).model_options if entry.options.get(k)]
             for enc in entry.encoders:
+                rescaled = baseline_input(entry.options, self.models.get(enc.name))  # the baseline's digest
                 for aligner in entry.aligners:
                     for ds, data_input in zip(self.datasets, data_inputs, strict=True):
                         read = [ds.path, enc.name, *models]
-                        inputs = {**data_input, **{path: fingerprints[path] for path in read if path in fingerprints}}
+                        inputs = {**data_input, **{p: fingerprints[p] for p in read if p in fingerprints}, **rescaled}
                         for device in self.devices:
                             for bs in self.batch_sizes:
                                 for tokens in self.batch_tokens:
@@ -151,13 +153,10 @@ class SweepSpec:
                                             batch_tokens=tokens,
                                         )
                                     )
-        seen: set[str] = set()
-        unique = []
+        unique: dict[str, CellConfig] = {}
         for c in out:
-            if c.cell_id not in seen:
-                seen.add(c.cell_id)
-                unique.append(c)
-        return unique
+            unique.setdefault(c.cell_id, c)  # the first cell of each id, in order
+        return list(unique.values())
 
 
 # ----------------------------------------------------------------------------- parsing

@@ -10,7 +10,7 @@ A spec asks for one with the encoder variant `backend:` (`torch`, the default, `
 kept), `quantize: int8` (ONNX Runtime's dynamic quantisation of the exported graph; OpenVINO's
 int8 weight compression through NNCF) and, for OpenVINO, `dtype: bf16` (its bf16 inference
 precision, where the CPU has bf16 instructions). The export is cached under
-`NLGBENCH_CACHE/exports/<key>`, the key hashing the weights' fingerprint, the layers kept, the
+`NLGBENCH_CACHE/exports/<key>`, the key hashing the model folder's content fingerprint, the layers kept, the
 opset, the exporter and the library versions; its record (`export.json`) holds the sha256 of each
 file written, checked on reuse, so a damaged export is made again rather than loaded. Exporting is
 timed apart (into the cell's context, `CellContext.exports`: the cell's `timing.export_s`), never
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlgbench.encoders.hfcache import local_snapshot, weights_fingerprint
+from nlgbench.encoders.hfcache import content_fingerprint, local_snapshot
 from nlgbench.encoders.registry import BACKEND_EXTRAS, BACKEND_MODULES, TORCH, EncoderRef, backend_version
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.digests import cached_file_sha256, file_sha256, remember_sha256
@@ -255,7 +255,7 @@ def cached_or_exported(
     assert backend is not None
 
     def key(folder: Path) -> str:
-        return export_key(weights_fingerprint(folder), layers, backend, ref.quantize, graph)
+        return export_key(content_fingerprint(folder), layers, backend, ref.quantize, graph)
 
     folder = local_snapshot(source)
     found = cached_export(key(folder), backend, ref.quantize) if folder is not None else None

@@ -215,14 +215,70 @@ def load_options(source: str) -> dict[str, bool]:
     return {"local_files_only": True} if local_snapshot(source) is not None else {}
 
 
-def weights_fingerprint(folder: Path) -> str:
-    """16 hex digits identifying a local model folder's contents: the sha256 over config.json's bytes
-    and, per weight file, its name and the sha256 of its bytes (`cached_file_sha256`: read once, then
-    remembered while the file's stat is unchanged). Part of a cell's id, of the export cache's key and
-    of a scorer's signature, so changed weights are measured again even where size and mtime are not."""
+#: Besides config.json and the weight files (`weight_files`): the files a model folder's loading reads where
+#: present. The tokenizer's: every transformers tokenizer class's `vocab_files_names`, the special and added
+#: tokens, the chat template; the model's: a sharded checkpoint's index, a generative model's
+#: generation_config.json, an adapter's config (read by `from_pretrained` where peft is installed); a distilled
+#: student's: its fitted feature head (`head.json`, scored by FrugalScore) and its training record
+#: (`distill.json`, whose digest FrugalScore's scorer names the student by).
+LOADED_FILES = frozenset(
+    {
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "added_tokens.json",
+        "chat_template.jinja",
+        "vocab.txt",
+        "vocab.json",
+        "merges.txt",
+        "bpe.codes",
+        "dict.txt",
+        "entity_vocab.json",
+        "target_vocab.json",
+        "vocab-src.json",
+        "vocab-tgt.json",
+        "normalizer.json",
+        "byte_maps.json",
+        "emoji.json",
+        "word_shape.json",
+        "word_pronunciation.json",
+        "prophetnet.tokenizer",
+        "generation_config.json",
+        "adapter_config.json",
+        "head.json",
+        "distill.json",
+    }
+)
+#: Loaded files known by their form: sentencepiece models (transformers takes any `*.model`: spiece.model,
+#: sentencepiece.bpe.model, tokenizer.model ...), Marian's `*.spm`, versioned fast-tokenizer files
+#: (`tokenizer.<version>.json`) and shard indexes (`model.safetensors.index.json`).
+LOADED_PATTERNS = ("*.model", "*.spm", "tokenizer.*.json", "*.index.json")
+
+
+def loaded_files(folder: Path) -> list[Path]:
+    """The one list of the files of a model folder that loading its tokenizer and model reads: config.json,
+    the tokenizer and model files present (`LOADED_FILES`, `LOADED_PATTERNS`), sorted by name, then the
+    weight files. Other files (a README, training logs) change no score and are left out. A loaded
+    name that is not a regular file (a folder, a FIFO) is refused: it would block or break the loading."""
     folder = Path(folder)
-    digest = hashlib.sha256((folder / "config.json").read_bytes())
-    for path in weight_files(folder):
+    named = {folder / name for name in LOADED_FILES} | {p for pattern in LOADED_PATTERNS for p in folder.glob(pattern)}
+    present = sorted((p for p in named if p.exists() or p.is_symlink()), key=lambda p: p.name)
+    for path in present:
+        if not path.is_file():
+            raise UserError(
+                f"model folder {str(folder)!r}: {path.name} is not a regular file (a folder, FIFO or dangling link)"
+            )
+    return [folder / "config.json", *present, *weight_files(folder)]
+
+
+def content_fingerprint(folder: Path) -> str:
+    """16 hex digits identifying what a local model folder loads (`loaded_files`: config, tokenizer and
+    weights): the sha256 over each file's name and the sha256 of its bytes (`cached_file_sha256`: read
+    once, then remembered while the file's stat is unchanged). Part of a cell's id (`inputs`, as
+    `weights:...`), of a scorer's signature, of the export cache's key and of the cached baseline's
+    key, so a changed tokenizer or weights are measured again even where sizes and mtimes are not."""
+    digest = hashlib.sha256()
+    for path in loaded_files(folder):
         digest.update(f"\0{path.name}\0{cached_file_sha256(path)}\0".encode())
     return digest.hexdigest()[:16]
 

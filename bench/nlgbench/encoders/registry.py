@@ -18,10 +18,10 @@ from typing import Any
 from nlgbench.encoders.hfcache import (
     HUB_OFF,
     check_model_folder,
+    content_fingerprint,
     hub_is_off,
     local_snapshot,
     not_cached,
-    weights_fingerprint,
 )
 from nlgbench.foundations.deferred import require
 from nlgbench.foundations.errors import UserError, closest, unknown_name
@@ -175,9 +175,10 @@ class ResolvedEncoder:
         return "encoder"
 
     def fingerprint(self) -> str | None:
-        """The weights fingerprint of a local model folder (`nlgbench.encoders.hfcache.weights_fingerprint`);
-        None for a registered name or Hub id (their name and revision identify them)."""
-        return weights_fingerprint(self.folder) if self.folder is not None else None
+        """The content fingerprint of a local model folder (`nlgbench.encoders.hfcache.content_fingerprint`:
+        its config, tokenizer and weight files); None for a registered name or Hub id (their name and revision
+        identify them)."""
+        return content_fingerprint(self.folder) if self.folder is not None else None
 
     def check(self, where: str) -> None:
         """Reject names that are neither a local folder, cached, nor (online) a registered name or Hub id, and
