@@ -372,7 +372,7 @@ class Workspace:
 def embed_flat(
     encoder: Encoder,
     texts: Sequence[str],
-    layer: int,
+    layer: int | Sequence[int],
     batch_size: int,
     timer: PhaseTimer,
     *,
@@ -382,8 +382,10 @@ def embed_flat(
     """`embed_texts` for one layer, packed as a `FlatEmbedding` (on the cell's device) into
     `workspace` (a fresh one if None): each model batch's real tokens are selected in one
     operation, and with `unit` divided by their norms while in the cache. The packing counts as
-    `match` (the metric's work, not the model's)."""
+    `match` (the metric's work, not the model's). Several layers are packed side by side: a token's row
+    holds layer `layer[0]`'s state, then `layer[1]`'s ... ([N, k D]; `unit` then applies to the whole row)."""
     workspace = workspace if workspace is not None else Workspace()
+    layers = [layer] if isinstance(layer, int) else list(layer)
     unique = list(dict.fromkeys(texts))
     ids: list[torch.Tensor] = []
     order: list[int] = []
@@ -393,6 +395,8 @@ def embed_flat(
     def take(batch: PreparedBatch, hidden: torch.Tensor) -> None:
         nonlocal filled
         mask, real = batch.mask.bool(), batch.real
+        if hidden.dim() == 4:  # [B, k, T, D] -> [B, T, k D]: each token's layers side by side
+            hidden = hidden.permute(0, 2, 1, 3).reshape(hidden.shape[0], hidden.shape[2], -1)
         rows = workspace.reserve(filled + len(real), hidden.shape[-1], hidden.device, filled)
         part = rows[filled : filled + len(real)]
         where = real.to(hidden.device, non_blocking=True)  # from pinned memory on CUDA: no wait
@@ -404,7 +408,7 @@ def embed_flat(
         lengths.append(mask.sum(1))
         order.extend(batch.index)
 
-    encode_unique(encoder, unique, [layer], batch_size, timer, take, take_phase="match", ids_only=True)
+    encode_unique(encoder, unique, layers, batch_size, timer, take, take_phase="match", ids_only=True)
     flat_length = torch.cat(lengths) if lengths else torch.zeros(0, dtype=torch.long)
     flat_start = torch.cumsum(flat_length, 0) - flat_length
     position = torch.tensor(order, dtype=torch.long)

@@ -1,9 +1,12 @@
-"""FrugalScore (Kamal Eddine et al., 2022): a small cross-encoder student distilled from an expensive metric.
+"""FrugalScore (Kamal Eddine et al., 2022): a small student that stands in for an expensive metric.
 
-The student is a sequence classifier with one output; a pair is scored by one forward pass
-over "hypothesis [SEP] reference" (the order of the published scorer), truncated to
-`max_length`, on torch or on an inference backend (`backend:`). The twelve published
-students are in encoders.yaml (kind cross-encoder).
+Two kinds of student, told apart by their folder (`build`):
+- a cross-encoder (FrugalScore's own): a sequence classifier with one output; a pair is scored by one
+  forward pass over "hypothesis [SEP] reference" (the order of the published scorer), truncated to
+  `max_length`, on torch or on an inference backend (`backend:`). The twelve published students are in
+  encoders.yaml (kind cross-encoder).
+- a feature head (`nlgbench distill --student-kind head`): a frozen light encoder and a ridge head over
+  the features its BERTScore pass computes (`nlgbench.metrics.featurehead`), kind feature-head.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ import torch
 
 from nlgbench.data.items import Item
 from nlgbench.encoders.backends import BackendRunner
+from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.models import load_model
-from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.registry import EncoderRef, resolve_encoder
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scorer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
+from nlgbench.metrics.featurehead import DISTILL_RECORD, FeatureHeadScorer, record_digest
 
 
 def pair_scores(
@@ -90,7 +95,31 @@ class FrugalScoreScorer(ScorerBase[FrugalScoreOptions]):
         return Scores(primary="frugalscore", columns={"frugalscore": out})
 
     def describe(self) -> dict[str, Any]:
-        return {"max_length": self.options.max_length, **self.lm.describe()}
+        described = {"max_length": self.options.max_length, **self.lm.describe()}
+        folder = local_snapshot(self.lm.source)
+        if folder is not None and (folder / DISTILL_RECORD).is_file():  # a student `nlgbench distill` made
+            described["student"] = f"cross-encoder@{record_digest(folder)}"
+        return described
+
+
+class StudentHeadScorer(FeatureHeadScorer[FrugalScoreOptions]):
+    """A feature-head student under FrugalScore's options (`max_length` does not apply: the encoder cuts
+    texts at its model's maximum, as BERTScore)."""
+
+    options_class = FrugalScoreOptions
+
+
+def build(
+    encoder_ref: EncoderRef,
+    options: dict[str, Any],
+    device: str,
+    batch_size: int,
+    context: CellContext | None = None,
+) -> Scorer:
+    """The scorer of the student's kind: its folder says which (`ResolvedEncoder.kind`)."""
+    if resolve_encoder(encoder_ref.name).kind == "feature-head":
+        return StudentHeadScorer(encoder_ref, options, device, batch_size, context)
+    return FrugalScoreScorer(encoder_ref, options, device, batch_size, context)
 
 
 def check_values(options: dict[str, Any]) -> None:
@@ -100,22 +129,23 @@ def check_values(options: dict[str, Any]) -> None:
 
 INFO = MetricInfo(
     name="frugalscore",
-    description="FrugalScore (Kamal Eddine et al. 2022): a distilled cross-encoder student's output "
-    "for (hypothesis, reference)",
+    description="FrugalScore (Kamal Eddine et al. 2022): a student's output for (hypothesis, reference): "
+    "a distilled cross-encoder, or a feature head over a frozen light encoder",
     needs=("reference",),
     higher_is_better=True,
     corpus_state=False,
     options_class=FrugalScoreOptions,
-    encoder_kinds=("cross-encoder",),
+    encoder_kinds=("cross-encoder", "feature-head"),
     accepts_aligners=False,
-    build=FrugalScoreScorer,
+    build=build,
     check_values=check_values,
     # moussaKam/FrugalScore frugalscore.py: one reference string per prediction (features "references":
     # Value("string")), no multi-reference rule, so none here: the user sets reference_policy.
     multi_reference=None,
     blank_texts=BlankTexts(
         scored=("hypothesis", "reference"),
-        value="the student's output for the pair with that side empty (`[CLS] [SEP] reference [SEP]`), "
-        "as the published scorer",
+        value="the student's output for the pair with that side empty (a cross-encoder: `[CLS] [SEP] "
+        "reference [SEP]`, as the published scorer; a feature head: BERTScore's P = R = F1 = 0 and a zero "
+        "pooled vector)",
     ),
 )

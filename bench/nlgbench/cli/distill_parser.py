@@ -28,7 +28,23 @@ def _max_length(raw: str) -> int | str:
 
 
 def _add_teacher_arguments(t: argparse._ArgumentGroup) -> None:
-    t.add_argument("--teacher-metric", required=True, help="a registered metric (bertscore, moverscore, ...)")
+    t.add_argument(
+        "--teacher-metric",
+        required=True,
+        help="a registered metric (bertscore, moverscore, ...), or human: the --pairs datasets' human scores "
+        "(with --student-kind head)",
+    )
+    t.add_argument(
+        "--human",
+        metavar="DIM",
+        help="with --teacher-metric human: the human dimension to learn (default: the dataset's primary one)",
+    )
+    t.add_argument(
+        "--label-scale",
+        choices=("z", "raw"),
+        default="z",
+        help="with --teacher-metric human: z-scores within each dataset (default), or each dataset's own scale",
+    )
     t.add_argument(
         "--teacher-encoder",
         type=encoder_value,
@@ -51,6 +67,14 @@ def _add_teacher_arguments(t: argparse._ArgumentGroup) -> None:
 def _add_student_arguments(s: argparse._ArgumentGroup) -> None:
     s.add_argument("--student", required=True, help="the student checkpoint: registered name, Hub id or local folder")
     s.add_argument("--student-layers", type=int, metavar="K", help="keep only its first K layers")
+    s.add_argument(
+        "--student-kind",
+        choices=("cross-encoder", "head"),
+        default="cross-encoder",
+        help="cross-encoder (default): FrugalScore's student, fine-tuned on the teacher's scores; head: the "
+        "student encoder frozen, a ridge head over the features its BERTScore pass computes, fitted on "
+        "human scores (--teacher-metric human)",
+    )
 
 
 def _add_pairs_arguments(d: argparse._ArgumentGroup) -> None:

@@ -23,7 +23,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -170,7 +170,7 @@ def _check_inputs(
             raise UserError(f"threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
     folder = Path(out).expanduser()
-    _check_out(folder)
+    check_out_folder(folder)
     check_student(cfg)
     return folder
 
@@ -240,7 +240,7 @@ def _data_record(rows: Sequence[Row], train: Sequence[Row], val: Sequence[Row], 
     }
 
 
-def _check_out(out: Path) -> None:
+def check_out_folder(out: Path) -> None:
     """`out` may be created or replaced: not a link, not a file, not a non-empty folder other than a
     student's; its checkpoint folder beside it (`OUT.partial`) not a link either."""
     refuse_output_link(out, "--out")
@@ -261,15 +261,24 @@ def _check_out(out: Path) -> None:
 
 
 def _write_student(out: Path, trained: Trained, record: dict[str, Any], texts: str) -> None:
-    """The whole folder is written beside `out`, then renamed into place (a previous student there
-    is replaced only once the new one is complete)."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    """The cross-encoder student's folder: model, tokenizer, training texts' hashes, record, curve."""
+
+    def fill(tmp: Path) -> None:
         trained.model.save_pretrained(tmp)
         trained.tokenizer.save_pretrained(tmp)
         (tmp / TEXTS_FILE).write_text(texts, encoding="utf-8")
         (tmp / DISTILL_FILE).write_text(json.dumps(json_safe(record), indent=2) + "\n", encoding="utf-8")
         plot_curve(record["training"]["curve"], record["training"]["best_step"], tmp / CURVE_FILE)
+
+    replace_folder(out, fill)
+
+
+def replace_folder(out: Path, fill: Callable[[Path], None]) -> None:
+    """A student's whole folder, written by `fill` into a temporary folder beside `out`, then renamed
+    into place (a previous student there is replaced only once the new one is complete)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        fill(tmp)
         for path in tmp.iterdir():  # plain readable files, whatever the writers' temporary files were made with
             path.chmod(0o644)
         tmp.chmod(0o755)

@@ -215,6 +215,9 @@ def load_options(source: str) -> dict[str, bool]:
     return {"local_files_only": True} if local_snapshot(source) is not None else {}
 
 
+# A local model folder holding this file is a feature-head student (an encoder and a fitted head over its
+# features: `nlgbench.metrics.featurehead`), scored by the frugalscore metric.
+HEAD_FILE = "head.json"
 #: Besides config.json and the weight files (`weight_files`): the files a model folder's loading reads where
 #: present. The tokenizer's: every transformers tokenizer class's `vocab_files_names`, the special and added
 #: tokens, the chat template; the model's: a sharded checkpoint's index, a generative model's
@@ -245,7 +248,7 @@ LOADED_FILES = frozenset(
         "prophetnet.tokenizer",
         "generation_config.json",
         "adapter_config.json",
-        "head.json",
+        HEAD_FILE,
         "distill.json",
     }
 )

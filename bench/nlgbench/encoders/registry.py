@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from nlgbench.encoders.hfcache import (
+    HEAD_FILE,
     HUB_OFF,
     check_model_folder,
     content_fingerprint,
@@ -32,7 +33,7 @@ from nlgbench.foundations.package import package_file
 ENCODERS_FILE = package_file("encoders.yaml")  # the repository's encoders.yaml, shipped in the package
 USER_ENCODERS = UserFiles("NLGBENCH_ENCODERS")  # the user's encoder files, merged over the packaged one
 NO_ENCODER = "none"  # the encoder of a metric that runs none (lexical baselines: sentbleu, chrf, rouge)
-KINDS = ("encoder", "seq2seq", "causal-lm", "cross-encoder")
+KINDS = ("encoder", "seq2seq", "causal-lm", "cross-encoder", "feature-head")
 
 # Variant options an encoder may carry in a spec, with their types (see nlgbench.encoders.variants).
 VARIANT_OPTIONS: dict[str, type] = {
@@ -158,12 +159,14 @@ class ResolvedEncoder:
         """What the model is: the registry's kind, else read from the local/cached config.json; None if unknown.
 
         Kinds: "encoder", "seq2seq" (encoder-decoder), "causal-lm", "cross-encoder" (one-output
-        sequence classifier).
+        sequence classifier), "feature-head" (a folder with `HEAD_FILE`: an encoder and a fitted head).
         """
         if self.entry is not None:
             return self.entry.kind
         if self.snapshot is None:
             return None
+        if (self.snapshot / HEAD_FILE).is_file():
+            return "feature-head"
         config = json.loads((self.snapshot / "config.json").read_text(encoding="utf-8"))
         archs = " ".join(config.get("architectures") or [])
         if config.get("is_encoder_decoder"):
