@@ -224,7 +224,7 @@ def test_frugalscore_refuses_models_of_another_kind(bert_dir: Path) -> None:
     from nlgbench.core.spec import parse_spec
 
     spec = {"name": "t", "datasets": ["wmt16"], "metrics": [{"metric": "frugalscore", "encoders": [str(bert_dir)]}]}
-    with pytest.raises(UserError, match="needs a cross-encoder model; .* is of kind encoder"):
+    with pytest.raises(UserError, match="needs a cross-encoder or feature-head model; .* is of kind encoder"):
         parse_spec(spec)
 
 
