@@ -109,9 +109,11 @@ def _finite(value: float) -> float:
 def cross_validate(
     features: PairFeatures, targets: np.ndarray, groups: np.ndarray, alphas: Sequence[float], components: Sequence[int]
 ) -> dict[int, list[float]]:
-    """Mean held-out Pearson r per k and alpha (NaN where a fold's prediction is constant), each group
-    held out in turn; the projection, standardisation and ridge are fitted on the other groups only."""
+    """Mean held-out Pearson r per k and alpha over the folds where it is defined (a fold of one item,
+    or a constant prediction or target, has none; NaN where no fold has one), each group held out in
+    turn; the projection, standardisation and ridge are fitted on the other groups only."""
     sums = {k: np.zeros(len(alphas)) for k in components}
+    counts = {k: np.zeros(len(alphas)) for k in components}
     folds = sorted(set(groups.tolist()))
     for name in folds:
         held = groups == name
@@ -124,8 +126,11 @@ def cross_validate(
             y = targets[~held]
             for i, alpha in enumerate(alphas):
                 coef = _ridge(z_train, y - y.mean(), alpha)
-                sums[k][i] += _pearson(z_test @ coef, targets[held])
-    return {k: (sums[k] / len(folds)).tolist() for k in components}
+                r = _pearson(z_test @ coef, targets[held])
+                if math.isfinite(r):
+                    sums[k][i] += r
+                    counts[k][i] += 1
+    return {k: np.where(counts[k] > 0, sums[k] / np.maximum(counts[k], 1), np.nan).tolist() for k in components}
 
 
 def _principal_axes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -145,9 +150,10 @@ def _design(part: PairFeatures, axes: dict[str, tuple[np.ndarray, np.ndarray]], 
 
 
 def _standardisation(design: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and standard deviations (1 for a constant column: it then contributes nothing)."""
-    scale = design.std(axis=0)
-    return design.mean(axis=0), np.where(scale > 0, scale, 1.0)
+    """Column means and standard deviations; 1 for a column constant up to float32 noise (a spread below
+    1e-5 of its size), which would otherwise blow up any new value of it."""
+    mean, scale = design.mean(axis=0), design.std(axis=0)
+    return mean, np.where(scale > 1e-5 * np.maximum(1.0, np.abs(mean)), scale, 1.0)
 
 
 def _ridge(z: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
