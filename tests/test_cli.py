@@ -515,7 +515,7 @@ def test_list_metrics(capsys: pytest.CaptureFixture[str]) -> None:
     bary = next(line for line in lines if line.startswith("baryscore")).split()
     assert bary[2] == "lower"
     frugal = next(line for line in lines if line.startswith("frugalscore")).split()
-    assert frugal[4] == "cross-encoder"
+    assert frugal[4] == "cross-encoder|feature-head"
 
 
 def test_full_study_dry_run_lists_cells_and_missing_models(
