@@ -34,8 +34,8 @@ from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.baseline_files import Baseline, find_baseline, read_table
-from nlgbench.metrics.common import greedy_match, weight_table
-from nlgbench.metrics.embedding import CHUNK_ITEMS, FlatEmbedding, Workspace, chunks, corpus_idf, embed_flat
+from nlgbench.metrics.common import weight_table
+from nlgbench.metrics.embedding import FlatEmbedding, Workspace, chunks, corpus_idf, embed_flat, greedy_match_pairs
 
 
 @dataclass
@@ -107,34 +107,18 @@ class BertScoreScorer(ScorerBase[BertScoreOptions]):
         """P, R, F1 of every item: its chunk's texts embedded once (`embed`), then matched in batches
         of `batch_size` pairs of similar lengths (least padding), gathered from the packed states
         on the cell's device (`greedy_match`); one list per column at the end."""
-        parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
-        for offset, chunk in zip(range(0, len(items), CHUNK_ITEMS), chunks(items), strict=True):
+        parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        for chunk in chunks(items):
             flat, weights, empty = self.embed([t for it in chunk for t in (it.reference, it.hypothesis)], timer)
             with timer.phase("match"):
                 hyp = torch.tensor([flat.texts[it.hypothesis] for it in chunk], dtype=torch.long)
                 ref = torch.tensor([flat.texts[it.reference] for it in chunk], dtype=torch.long)
-                order = torch.argsort(torch.maximum(flat.length[hyp], flat.length[ref]), descending=True, stable=True)
-                for rows in order.split(self.batch_size):
-                    h_index, h_mask = flat.batch_index(hyp[rows])
-                    r_index, r_mask = flat.batch_index(ref[rows])
-                    p, r, f = greedy_match(
-                        flat.batch_states(h_index),
-                        weights[h_index] * h_mask,
-                        flat.batch_states(r_index),
-                        weights[r_index] * r_mask,
-                        hyp_empty=empty[hyp[rows]],
-                        ref_empty=empty[ref[rows]],
-                        padding_repeats=True,
-                    )
-                    parts.append((rows + offset, p, r, f))
+                parts.append(greedy_match_pairs(flat, weights, empty, hyp, ref, self.batch_size))
         with timer.phase("match"):
             cols: dict[str, list[float]] = {"precision": [], "recall": [], "f1": []}
             if parts:
-                where = torch.cat([part[0] for part in parts])
-                for k, name in enumerate(cols, start=1):
-                    values = torch.empty(len(items), dtype=torch.float32)
-                    values[where] = torch.cat([part[k] for part in parts]).cpu()
-                    cols[name] = values.tolist()
+                for k, name in enumerate(cols):
+                    cols[name] = torch.cat([part[k] for part in parts]).cpu().float().tolist()
         if self.baseline is not None:
             cols = {name: self.baseline.rescale(name, values) for name, values in cols.items()}
         return Scores(primary="f1", columns=cols)

@@ -26,7 +26,7 @@ from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.metrics.alignment import get_aligner
 from nlgbench.metrics.base import PhaseTimer, ScorerBase
-from nlgbench.metrics.common import group_sorted, idf_table
+from nlgbench.metrics.common import greedy_match, group_sorted, idf_table
 
 T = TypeVar("T")
 
@@ -420,6 +420,36 @@ def embed_flat(
         start=torch.empty_like(flat_start).index_copy_(0, position, flat_start),
         length=torch.empty_like(flat_length).index_copy_(0, position, flat_length),
     )
+
+
+def greedy_match_pairs(
+    flat: FlatEmbedding,
+    weights: torch.Tensor,
+    empty: torch.Tensor,
+    hyp: torch.Tensor,
+    ref: torch.Tensor,
+    batch_size: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """BERTScore P, R, F1 [n] of pairs (hyp[i], ref[i]) (text positions in `flat`, unit-norm states;
+    `weights` [N] of its tokens, `empty` [n_texts]), matched `batch_size` pairs of similar lengths at
+    a time (least padding, longest first), gathered from the packed states (`greedy_match`)."""
+    order = torch.argsort(torch.maximum(flat.length[hyp], flat.length[ref]), descending=True, stable=True)
+    columns = [torch.empty(len(hyp), dtype=flat.states.dtype, device=flat.states.device) for _ in range(3)]
+    for rows in order.split(batch_size):
+        h_index, h_mask = flat.batch_index(hyp[rows])
+        r_index, r_mask = flat.batch_index(ref[rows])
+        matched = greedy_match(
+            flat.batch_states(h_index),
+            weights[h_index] * h_mask,
+            flat.batch_states(r_index),
+            weights[r_index] * r_mask,
+            hyp_empty=empty[hyp[rows]],
+            ref_empty=empty[ref[rows]],
+            padding_repeats=True,
+        )
+        for column, values in zip(columns, matched, strict=True):
+            column[rows.to(column.device)] = values
+    return columns[0], columns[1], columns[2]
 
 
 def embed_pairs(

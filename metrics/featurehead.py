@@ -34,8 +34,8 @@ from nlgbench.encoders.runtime import Encoder, load_encoder
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import OptionsT, PhaseTimer, ScorerBase, Scores
-from nlgbench.metrics.common import greedy_match, weight_table
-from nlgbench.metrics.embedding import FlatEmbedding, Workspace, chunks, embed_flat
+from nlgbench.metrics.common import weight_table
+from nlgbench.metrics.embedding import FlatEmbedding, Workspace, chunks, embed_flat, greedy_match_pairs
 
 HEAD_FORMAT = 1  # head.json's layout version
 DISTILL_RECORD = "distill.json"  # the training record beside the head (its digest names the student)
@@ -145,7 +145,6 @@ def encode_features(
             empty = flat.length <= encoder.specials_added
             hyp = torch.tensor([flat.texts[it.hypothesis] for it in chunk], dtype=torch.long)
             ref = torch.tensor([flat.texts[it.reference] for it in chunk], dtype=torch.long)
-            order = torch.argsort(torch.maximum(flat.length[hyp], flat.length[ref]), descending=True, stable=True)
             bases, families = [], {}
             for j, layer in enumerate(layers):
                 states = flat.states[:, j * width : (j + 1) * width]
@@ -157,41 +156,13 @@ def encode_features(
                     flat.start,
                     flat.length,
                 )
-                prf = _greedy_columns(unit, weights, empty, hyp, ref, order, batch_size)
+                prf = greedy_match_pairs(unit, weights, empty, hyp, ref, batch_size)
                 base, families[family(layer, PROJECTED[0])], families[family(layer, PROJECTED[1])] = pair_features(
                     prf, pooled, counts, hyp, ref
                 )
                 bases.append(base)
             parts.append(PairFeatures(list(layers), np.hstack(bases), families))
     return PairFeatures.concat(parts, layers, width)
-
-
-def _greedy_columns(
-    flat: FlatEmbedding,
-    weights: torch.Tensor,
-    empty: torch.Tensor,
-    hyp: torch.Tensor,
-    ref: torch.Tensor,
-    order: torch.Tensor,
-    batch_size: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """BERTScore P, R, F1 [n] of pairs (hyp[i], ref[i]) of unit states, `batch_size` pairs at a time in `order`."""
-    columns = [torch.empty(len(hyp), dtype=flat.states.dtype, device=flat.states.device) for _ in range(3)]
-    for rows in order.split(batch_size):
-        h_index, h_mask = flat.batch_index(hyp[rows])
-        r_index, r_mask = flat.batch_index(ref[rows])
-        matched = greedy_match(
-            flat.batch_states(h_index),
-            weights[h_index] * h_mask,
-            flat.batch_states(r_index),
-            weights[r_index] * r_mask,
-            hyp_empty=empty[hyp[rows]],
-            ref_empty=empty[ref[rows]],
-            padding_repeats=True,
-        )
-        for column, values in zip(columns, matched, strict=True):
-            column[rows.to(column.device)] = values
-    return columns[0], columns[1], columns[2]
 
 
 @dataclass

@@ -29,7 +29,7 @@ from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
 from nlgbench.distillation.headfit import fit_head, layer_sets
 from nlgbench.distillation.holdout import Holdout, holdout_names, own_data_file
-from nlgbench.distillation.pipeline import check_out_folder, replace_folder
+from nlgbench.distillation.pipeline import FORMAT, check_out_folder, replace_folder
 from nlgbench.distillation.steplog import Log, log_stderr
 from nlgbench.encoders.hfcache import HEAD_FILE, load_options
 from nlgbench.encoders.registry import EncoderRef, default_layer, without_machine_paths
@@ -41,7 +41,6 @@ from nlgbench.measurement.devices import check_device
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.featurehead import encode_features
 
-FORMAT = 1  # distill.json's layout version (as the cross-encoder's)
 SCALES = ("z", "raw")  # the labels: z-scores per dataset, or each dataset's own scale
 
 
