@@ -19,7 +19,7 @@ from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, load_encoder, pad_ids
-from nlgbench.metrics import bertscore, embedding
+from nlgbench.metrics import embedding
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.bertscore import BertScoreScorer
 from nlgbench.metrics.common import greedy_match, idf_table, pad_tensors, token_weights, weight_table
@@ -73,7 +73,6 @@ def test_packed_bertscore_equals_the_per_text_path(
 ) -> None:
     # chunks of 4 items: the workspace is reused by each chunk, and grows where a chunk has more tokens
     monkeypatch.setattr(embedding, "CHUNK_ITEMS", chunk)
-    monkeypatch.setattr(bertscore, "CHUNK_ITEMS", chunk)
     scorer = BertScoreScorer(EncoderRef(str(tiny_dir)), {"idf": idf}, "cpu", batch_size)
     scorer.prepare(items)
     got = np.array(scorer.score(items, PhaseTimer()).score)
