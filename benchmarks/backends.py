@@ -54,6 +54,7 @@ def main() -> int:
     import nlgbench
     from nlgbench.data.loaders import load_dataset
     from nlgbench.encoders import backends
+    from nlgbench.measurement.devices import Device
     from nlgbench.measurement.environment import environment
 
     torch.set_num_threads(args.threads or os.cpu_count() or 1)  # before loading: ORT and OpenVINO take it too
@@ -103,7 +104,7 @@ def main() -> int:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    env = environment("cpu")
+    env = environment(Device("cpu"))
     keep = ("cpu_model", "cpu_cores_logical", "torch_threads", "python", "torch", "transformers", "nlgbench")
     machine = {k: env.get(k) for k in keep}
     machine.update({lib: backends.backend_version(lib) for lib in ("onnxruntime", "openvino")})

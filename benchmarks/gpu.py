@@ -276,12 +276,12 @@ def reference_comparison(device: str, max_segments: int | None, rounds: int, bat
 
     from nlgbench.data.loaders import load_dataset
     from nlgbench.encoders.registry import EncoderRef
+    from nlgbench.measurement.devices import Device
     from nlgbench.measurement.protocol import WARMUP_MAX_PASSES, is_stable, warm_up
-    from nlgbench.measurement.trackers import synchroniser
     from nlgbench.metrics.base import PhaseTimer
     from nlgbench.metrics.bertscore import BertScoreScorer
 
-    sync = synchroniser(device)
+    sync = Device(device).synchronise
     items = load_dataset("wmt16", max_segments=max_segments).items
     hyps, refs = [it.hypothesis for it in items], [it.reference for it in items]
     ours = BertScoreScorer(EncoderRef(MINILM), {"idf": False, "layer": None}, device, batch_size)
@@ -504,11 +504,12 @@ def main(argv: list[str] | None = None) -> int:
         device = "cpu"
         print("--allow-cpu: running the parts on the CPU (no GPU figures).")
 
+    from nlgbench.measurement.devices import Device
     from nlgbench.measurement.environment import environment
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    env = environment(device)
+    env = environment(Device(device))
     (out / "machine.json").write_text(json.dumps(env, indent=2), encoding="utf-8")
     print(
         f"machine: {env.get('gpu') or env['cpu_model']} (driver {env.get('gpu_driver')}), torch {env['torch']}, "

@@ -304,12 +304,10 @@ def _gram_step(
     return shift
 
 
-def _compile_kernels() -> None:
-    """Run the compiled kernels once on a tiny problem with the argument types of real calls, at
-    import: numba compiles them (or loads them from its cache) during the worker's start-up, before
-    a cell's memory baseline, instead of inside its first pass."""
+def compile_kernels() -> None:
+    """Run the compiled kernels once on a tiny problem with the argument types of real calls: numba
+    compiles them (or loads them from its cache). BaryScore's warm-up hook (`MetricInfo.warm_up`), run
+    in the worker's start-up, before a cell's memory baseline, instead of inside its first pass; not at
+    import, where it would run torch ops in a fork server that promises none."""
     layers = [torch.eye(3, dtype=torch.float64)[None, :2]]  # one text, one layer, two unit vectors
     free_support_barycentres(layers, [np.array([0.25, 0.75])], max_iter=3, use_gram=True)
-
-
-_compile_kernels()

@@ -36,7 +36,7 @@ from nlgbench.metrics.alignment import (
     squared_euclidean_cost_batch,
     wmd_batch,
 )
-from nlgbench.metrics.barycentre import free_support_barycentres
+from nlgbench.metrics.barycentre import compile_kernels, free_support_barycentres
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.metrics.embedding import Embedded, SidedIdf, embed_pairs
@@ -257,4 +257,5 @@ INFO = MetricInfo(
     # token weighs the unseen value): it scores such a text from their states alone. Here special tokens weigh
     # nothing, so there is no measure, as for an empty text.
     token_rule=lambda options: WORD_TOKENS,
+    warm_up=compile_kernels,  # numba's kernels compiled (or read from its cache) in the worker's start-up
 )

@@ -256,6 +256,11 @@ class MetricInfo:
     # Options added after cells were recorded (BERTScore's rescale_with_baseline, baseline_path): a cell's
     # options hold them only where set to other than their default, so the ids of existing cells stay.
     held_if_set: tuple[str, ...] = ()
+    # The process's warm-up hook: what a process runs once before it measures a cell of this metric (BaryScore
+    # compiles its kernels), so that work lands in the worker's start-up, before the memory baseline, not in
+    # the first timed pass. Never run at import: a fork server imports metric modules and runs no torch op.
+    # Not the protocol's warm-up passes (`nlgbench.measurement.protocol.warm_up`). Default: nothing to do.
+    warm_up: Callable[[], None] = field(default=lambda: None)
 
     def __post_init__(self) -> None:
         if self.multi_reference not in (None, *MULTI_REFERENCE):

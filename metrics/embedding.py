@@ -24,6 +24,7 @@ from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
 from nlgbench.foundations.cellcontext import CellContext
+from nlgbench.foundations.devicenames import is_cuda
 from nlgbench.metrics.alignment import get_aligner
 from nlgbench.metrics.base import PhaseTimer, ScorerBase
 from nlgbench.metrics.common import greedy_match, group_sorted, idf_table
@@ -251,7 +252,7 @@ def prefetch_in_thread(device: str) -> bool:
     """Whether model inputs are prepared in a background thread on `device`: on CUDA, where the
     device would otherwise wait for the CPU. On CPU tokenisation and the model share the same
     cores, and inline preparation measured as fast or faster (docs/concepts/measurement.md)."""
-    return device.startswith("cuda")
+    return is_cuda(device)
 
 
 def encode_unique(

@@ -26,6 +26,7 @@ from nlgbench.core.scores import write_scores
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.measurement import allocator
 from nlgbench.measurement.protocol import AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS, measure_scoring, warmup_items
+from nlgbench.measurement.devices import Device
 from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker
 from nlgbench.metrics.base import PhaseTimer, Scores
 from nlgbench.runs.csvfiles import LEGACY_COLUMNS, RESULTS_COLUMNS, csv_row
@@ -153,20 +154,20 @@ def test_latency_tracker_syncs_at_the_end_and_times_the_block() -> None:
 
 
 def test_memory_tracker_sees_growth_on_cpu() -> None:
-    with MemoryTracker("cpu") as memory:
+    with MemoryTracker(Device("cpu")) as memory:
         block = bytearray(64 * 2**20)
         block[::4096] = b"x" * len(block[::4096])  # touch every page
     assert memory.baseline_rss_mb > 0 and memory.peak_rss_mb >= memory.baseline_rss_mb + 32
     assert memory.cuda_peak_allocated_mb is None and memory.cuda_peak_reserved_mb is None
     with pytest.raises(RuntimeError):
-        with MemoryTracker("cpu") as failed:
+        with MemoryTracker(Device("cpu")) as failed:
             raise RuntimeError("the cell failed")
     assert failed.peak_rss_mb == 0.0  # nothing read from a failed block
 
 
 def test_the_memory_window_ends_at_close_under_the_measuring_policy() -> None:
     """What runs after `close()` (the warm-up and timed repeats) is not in the cell's memory figures."""
-    with MemoryTracker("cpu") as memory:
+    with MemoryTracker(Device("cpu")) as memory:
         memory.close()
         peak = memory.peak_rss_mb
         block = bytearray(2 * int(peak) * 2**20)  # past any peak so far: the high-water mark moves
@@ -191,7 +192,7 @@ class FakeScorer:
 
 def test_protocol_warms_up_then_repeats_and_checks_agreement() -> None:
     scorer = FakeScorer()
-    run = measure_scoring(scorer, list(range(100)), warmup=2, repeats=3, batch_size=4, sync=lambda: None)
+    run = measure_scoring(scorer, list(range(100)), warmup=2, repeats=3, batch_size=4)
     assert scorer.calls == [WARMUP_MIN_ITEMS, WARMUP_MIN_ITEMS, 100, 100, 100]
     assert len(run.repeat_s) == 3 and [set(p) for p in run.phases_s] == [{"encode", "other"}] * 3
     # the phases add up to the repeat's wall time: `other` is the rest
@@ -202,11 +203,11 @@ def test_protocol_warms_up_then_repeats_and_checks_agreement() -> None:
     assert run.scores.score == [float(i) for i in range(100)]
 
     drifting = measure_scoring(
-        FakeScorer(drift=10 * AGREEMENT_TOLERANCE), list(range(5)), warmup=0, repeats=2, batch_size=4, sync=lambda: None
+        FakeScorer(drift=10 * AGREEMENT_TOLERANCE), list(range(5)), warmup=0, repeats=2, batch_size=4
     )
     assert not drifting.agree and drifting.max_abs_diff == pytest.approx(10 * AGREEMENT_TOLERANCE)
     with pytest.raises(ValueError, match="at least one timed repeat"):
-        measure_scoring(FakeScorer(), [1], warmup=0, repeats=0, batch_size=1, sync=lambda: None)
+        measure_scoring(FakeScorer(), [1], warmup=0, repeats=0, batch_size=1)
 
 
 def test_warmup_items() -> None:

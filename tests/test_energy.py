@@ -24,6 +24,7 @@ from helpers import read_csv
 from nlgbench.cli import main
 from nlgbench.core.result import Timing
 from nlgbench.data.loaders import load_dataset
+from nlgbench.measurement.devices import Device
 from nlgbench.measurement.energy import (
     NONE,
     NVML,
@@ -32,7 +33,6 @@ from nlgbench.measurement.energy import (
     EnergyTracker,
     NoCounter,
     RaplCounter,
-    energy_counter,
     nvml_counter,
     rapl_counter,
     wrapped_delta_uj,
@@ -137,7 +137,7 @@ def test_rapl_without_powercap_or_package_zones(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(POWERCAP_ROOT.exists(), reason="this machine has a powercap folder")
 def test_no_counter_on_this_machine() -> None:
-    counter = energy_counter("cpu")
+    counter = Device("cpu").energy_counter()
     assert isinstance(counter, NoCounter) and str(POWERCAP_ROOT) in counter.note
     with EnergyTracker(counter) as tracker:
         pass
@@ -179,7 +179,7 @@ class FakeNvml:
 
 def test_nvml_reads_millijoules_of_the_cells_device() -> None:
     fake = FakeNvml(start_mj=123_456_789, step_mj=2_500)
-    counter = energy_counter("cuda", nvml=fake)  # CUDA cells read NVML
+    counter = Device("cuda").energy_counter(nvml=fake)  # CUDA cells read NVML
     assert counter.name == NVML and not isinstance(counter, NoCounter)
     with EnergyTracker(counter) as tracker:
         pass
@@ -271,7 +271,7 @@ def test_cell_records_this_machines_counter_in_result_json_and_results_csv(tiny_
     assert main(["run", str(spec), "--out", str(out)]) == 0
     (row,) = read_csv(out / "results.csv")
     timing = json.loads((out / "cells" / row["cell_id"] / "result.json").read_text())["timing"]
-    expected = energy_counter("cpu")
+    expected = Device("cpu").energy_counter()
     assert timing["energy_counter"] == expected.name
     assert main(["report", str(out)]) == 0
     page = (out / "report" / "index.html").read_text(encoding="utf-8")

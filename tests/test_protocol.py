@@ -27,6 +27,7 @@ from nlgbench.core.result import CellResult, Timing
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, load_encoder
 from nlgbench.foundations.cellcontext import CellContext
+from nlgbench.measurement.devices import Device
 from nlgbench.measurement.environment import environment, job_record, parse_nvidia_smi
 from nlgbench.measurement.protocol import (
     OTHER_PHASE,
@@ -121,8 +122,12 @@ def test_is_stable_is_relative_to_the_earlier_pass() -> None:
 
 
 def test_warmup_policy_per_device() -> None:
-    assert warmup_policy("cpu") == WarmupPolicy(whole_data=False, until_stable=False)
-    assert warmup_policy("cuda") == warmup_policy("cuda:1") == WarmupPolicy(whole_data=True, until_stable=True)
+    assert warmup_policy(Device("cpu")) == WarmupPolicy(whole_data=False, until_stable=False)
+    assert (
+        warmup_policy(Device("cuda"))
+        == warmup_policy(Device("cuda:1"))
+        == WarmupPolicy(whole_data=True, until_stable=True)
+    )
 
 
 class CountingScorer:
@@ -460,7 +465,7 @@ def test_tokenize_equals_the_tokenizer_call_on_minilm_and_wmt16() -> None:
 def test_environment_records_node_and_slurm_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID"):
         monkeypatch.delenv(key, raising=False)
-    env = environment("cpu")
+    env = environment(Device("cpu"))
     assert env["node"] and env["slurm_job_id"] is None and env["slurm_array_task_id"] is None
     assert job_record({"SLURM_JOB_ID": "4242", "SLURM_ARRAY_JOB_ID": "4240", "SLURM_ARRAY_TASK_ID": "2"}) == {
         "node": env["node"],
@@ -469,7 +474,7 @@ def test_environment_records_node_and_slurm_keys(monkeypatch: pytest.MonkeyPatch
         "slurm_array_task_id": "2",
     }
     monkeypatch.setenv("SLURM_JOB_ID", "77")
-    assert environment("cpu")["slurm_job_id"] == "77"
+    assert environment(Device("cpu"))["slurm_job_id"] == "77"
 
 
 def test_parse_nvidia_smi() -> None:
@@ -486,10 +491,10 @@ def test_parse_nvidia_smi() -> None:
 
 @pytest.mark.integration
 def test_cuda_trackers_record_nothing_on_cpu() -> None:
-    with CudaEventTracker("cpu") as events:
+    with CudaEventTracker(Device("cpu")) as events:
         pass
     assert events.seconds is None
-    assert "gpu_driver" not in environment("cpu")
+    assert "gpu_driver" not in environment(Device("cpu"))
 
 
 # ----------------------------------------------------------------------------- CUDA (skipped without it)
@@ -524,14 +529,14 @@ class CudaScorer:
 
 @needs_cuda
 def test_cuda_protocol_records_events_clocks_and_a_stable_warm_up() -> None:
-    run = measure_scoring(CudaScorer(), list(range(200)), warmup=1, repeats=3, batch_size=8, device="cuda")
+    run = measure_scoring(CudaScorer(), list(range(200)), warmup=1, repeats=3, batch_size=8, device=Device("cuda"))
     assert run.warmup_items == 200 and run.warmup_stable is not None
     assert run.warmup_passes_s is not None and 2 <= len(run.warmup_passes_s) <= WARMUP_MAX_PASSES
     assert run.repeat_cuda_s is not None and len(run.repeat_cuda_s) == 3
     # events span the GPU work inside the wall-clock window
     assert all(0 < c <= w * 1.05 + 1e-3 for c, w in zip(run.repeat_cuda_s, run.repeat_s, strict=True))
     assert run.gpu_sm_clock_mhz is not None and len(run.gpu_sm_clock_mhz) == 3
-    env = environment("cuda")
+    env = environment(Device("cuda"))
     assert env["gpu"] and env["gpu_capability"] and env["gpu_memory_mb"] > 0 and "gpu_driver" in env
 
 
@@ -720,9 +725,9 @@ def test_the_uss_sampler_sees_a_peak_freed_before_the_block_ends() -> None:
 
 
 def test_the_memory_tracker_records_the_peak_uss_only_when_its_block_completes() -> None:
-    with MemoryTracker("cpu") as done:
+    with MemoryTracker(Device("cpu")) as done:
         pass
     assert done.peak_uss_mb is not None and 0 < done.peak_uss_mb <= done.peak_rss_mb
-    with pytest.raises(RuntimeError), MemoryTracker("cpu") as failed:
+    with pytest.raises(RuntimeError), MemoryTracker(Device("cpu")) as failed:
         raise RuntimeError("the block failed")
     assert failed.peak_uss_mb is None

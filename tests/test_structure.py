@@ -312,3 +312,75 @@ def test_module_file_names_tell_modules_apart() -> None:
         if path.stem != "__init__" and not name.startswith("nlgbench.cli."):
             by_name.setdefault(path.stem, []).append(name)
     assert not {k: v for k, v in by_name.items() if len(v) > 1}
+
+
+# The one module that reads a device name (cpu, cuda, cuda:N): every other asks it (`is_cuda`,
+# `cuda_index`, `device_kind`, `known_device`) or the cell's `nlgbench.measurement.devices.Device`.
+DEVICE_MODULE = "nlgbench.foundations.devicenames"
+
+
+def device_ish(node: ast.AST) -> bool:
+    """An expression holding a device name or kind: a name or attribute called `*device*`, or a
+    `["device"]` lookup (a results column); not torch's `tensor.device.type`."""
+    if isinstance(node, ast.Name):
+        return "device" in node.id.lower()
+    if isinstance(node, ast.Attribute):
+        return "device" in node.attr.lower()
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and "device" in str(node.slice.value)
+    return False
+
+
+def kind_literal(node: ast.AST) -> bool:
+    """A literal naming a device or a set of them: "cpu", "cuda", "cuda:N"."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(kind_literal(e) for e in node.elts)
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(("cpu", "cuda"))
+
+
+def device_questions(tree: ast.AST) -> list[int]:
+    """Lines that read a device name themselves: `.startswith("cuda")` (or "cpu"), a device compared
+    with "cpu" / "cuda" / "cuda:N", a device split at its colon, a device-name pattern (`cuda(:...)`)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            prefix = node.func.attr == "startswith" and any(kind_literal(a) for a in node.args)
+            colon = bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == ":"
+            split = node.func.attr in {"partition", "rpartition", "split"} and colon and device_ish(node.func.value)
+            if prefix or split:
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(device_ish(s) for s in sides) and any(kind_literal(s) for s in sides):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search(r"cuda\(", node.value):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_device_names_are_read_in_one_module() -> None:
+    """Whether a device is CUDA, and which GPU, is asked of `nlgbench.foundations.devicenames` (or the cell's
+    `Device`), never by parsing the name again: docs/architecture.md, The device."""
+    found = [
+        f"{name}:{line}"
+        for name, path in modules().items()
+        if name != DEVICE_MODULE
+        for line in device_questions(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert not found, "device names read outside " + DEVICE_MODULE + ":\n" + "\n".join(found)
+
+
+def test_the_device_check_sees_each_form() -> None:
+    """The walker above catches every way the package used to ask, and passes torch's own tensor device."""
+    asked = [
+        'device.startswith("cuda")',
+        'self.device == "cpu"',
+        'cells["device"] != "cuda"',
+        'int(device.partition(":")[2] or 0)',
+        're.compile(r"^(cpu|cuda(:\\d+)?)$")',
+        'cfg.device in ("cuda", "cuda:0")',
+    ]
+    assert all(device_questions(ast.parse(code)) == [1] for code in asked), asked
+    assert device_questions(ast.parse('x.device.type == "cpu"')) == []
+    assert device_questions(ast.parse('torch.load(path, map_location="cpu")')) == []
+    assert device_questions(ast.parse('row["device"].split(" / ")')) == []  # a label of two devices

@@ -11,6 +11,7 @@ import pytest
 
 from nlgbench.core.result import Timing
 from nlgbench.measurement import protocol, trackers
+from nlgbench.measurement.devices import Device
 from nlgbench.measurement.protocol import (
     CV_LIMIT,
     MIN_REPEAT_S,
@@ -53,8 +54,8 @@ def test_passes_needed_until_the_minimum_and_at_least_one() -> None:
 
 
 def test_repeat_minimum_per_device() -> None:
-    assert repeat_minimum("cuda") == repeat_minimum("cuda:1") == MIN_REPEAT_S == 2.0
-    assert repeat_minimum("cpu") == 0.0
+    assert repeat_minimum(Device("cuda")) == repeat_minimum(Device("cuda:1")) == MIN_REPEAT_S == 2.0
+    assert repeat_minimum(Device("cpu")) == 0.0
 
 
 def test_a_repeat_runs_passes_until_it_lasted_the_minimum(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,10 +29,10 @@ from nlgbench.encoders.registry import (
     registered_name,
     resolve_encoder,
 )
+from nlgbench.foundations.devicenames import known_device
 from nlgbench.foundations.errors import ErrorLines, UserError, closest
 from nlgbench.foundations.files import read_named
 from nlgbench.foundations.lazyregistry import load_yaml, yaml_problem
-from nlgbench.measurement.devices import DEVICE_RE
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.metrics.alignment import get_aligner
 from nlgbench.metrics.baseline_files import baseline_input
@@ -248,7 +248,7 @@ def _devices(raw: Any, where: str) -> list[str]:
     """`devices:` (one or a list): cpu, cuda or cuda:N."""
     devices = [str(d) for d in _list(raw, where)]
     for d in devices:
-        if not DEVICE_RE.match(d):
+        if not known_device(d):
             raise UserError(f"{where}: unknown device {d!r} (use cpu, cuda or cuda:N)")
     return devices
 

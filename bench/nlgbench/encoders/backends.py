@@ -42,6 +42,7 @@ import torch
 from nlgbench.encoders.hfcache import content_fingerprint, local_snapshot
 from nlgbench.encoders.registry import BACKEND_EXTRAS, BACKEND_MODULES, TORCH, EncoderRef, backend_version
 from nlgbench.foundations.cellcontext import CellContext
+from nlgbench.foundations.devicenames import cuda_index, is_cuda
 from nlgbench.foundations.digests import cached_file_sha256, file_sha256, remember_sha256
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.package import cache_root
@@ -68,7 +69,7 @@ def require(backend: str) -> None:
 
 def check_backend_device(backend: str, device: str) -> None:
     """ONNX Runtime runs on CUDA only where its CUDA provider is installed; OpenVINO here runs on the CPU."""
-    if backend == TORCH or device == "cpu":
+    if backend == TORCH or not is_cuda(device):
         return
     if backend == "onnxruntime":
         import onnxruntime as ort
@@ -369,10 +370,9 @@ def _int64(tensor: Any) -> np.ndarray:
 
 def ort_providers(device: str) -> list[Any]:
     """ONNX Runtime's execution providers for a cell's device: CUDA's (that GPU) first on `cuda[:N]`."""
-    if not device.startswith("cuda"):
+    if not is_cuda(device):
         return ["CPUExecutionProvider"]
-    index = int(device.partition(":")[2] or 0)
-    return [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
+    return [("CUDAExecutionProvider", {"device_id": cuda_index(device)}), "CPUExecutionProvider"]
 
 
 def load_runner(
@@ -392,7 +392,7 @@ def load_runner(
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         session = ort.InferenceSession(str(path), options, providers=ort_providers(device))
-        if device.startswith("cuda") and "CUDAExecutionProvider" not in session.get_providers():
+        if is_cuda(device) and "CUDAExecutionProvider" not in session.get_providers():
             raise UserError(f"backend onnxruntime on {device}: its CUDA provider did not load (see onnxruntime-gpu)")
         return BackendRunner(backend, path, session, outputs, inputs, device)
     import openvino as ov

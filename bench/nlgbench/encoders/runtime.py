@@ -32,6 +32,7 @@ from nlgbench.encoders.variants import (
     weight_bytes,
 )
 from nlgbench.foundations.cellcontext import CellContext
+from nlgbench.foundations.devicenames import is_cuda
 from nlgbench.foundations.errors import UserError
 
 
@@ -201,7 +202,7 @@ class Encoder:
         them to the device without blocking. Cheap to run ahead, off the main thread."""
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         ids, mask = pad_ids(batch, pad_id)
-        if self.device.startswith("cuda"):
+        if is_cuda(self.device):
             ids, mask = ids.pin_memory(), mask.pin_memory()
         return ids, mask
 

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from nlgbench.encoders.registry import DTYPE_NAMES
+from nlgbench.foundations.devicenames import is_cuda
 from nlgbench.foundations.errors import UserError
 
 DTYPES: dict[str, torch.dtype] = dict(zip(DTYPE_NAMES, (torch.float32, torch.float16, torch.bfloat16), strict=True))
@@ -165,7 +166,7 @@ def install_early_exit(stack: torch.nn.ModuleList, threshold: float, heads: dict
 
 def quantize_int8(model: torch.nn.Module, device: str) -> torch.nn.Module:
     """Dynamic int8 quantisation of every nn.Linear (weights int8, activations quantised on the fly); CPU only."""
-    if device != "cpu":
+    if is_cuda(device):
         raise UserError(f"quantize: int8 is dynamic CPU quantisation; device {device!r} is not supported")
     with warnings.catch_warnings():  # torch.ao is deprecated in favour of torchao, but still the CPU path in 2.13
         warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))

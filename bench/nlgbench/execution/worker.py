@@ -3,11 +3,12 @@
 Started by a launcher (`nlgbench.execution.workerprocess.worker_command`) with CELL_DIR, or forked from a fork
 server (`nlgbench.execution.forkserver`) that has imported this module already; reads `CELL_DIR/config.json`
 (nlgbench.core.cell), writes `CELL_DIR/result.json` and `CELL_DIR/scores.csv` (both atomically).
-Phases: start-up (`startup_s`: from the launcher starting the cell's process until this worker is
-ready to load: imports done, config read, threads set; model and data load excluded), data, load,
-prepare (corpus state), then the protocol of `nlgbench.measurement.protocol.measure_scoring`:
-warm-up (not counted; until stable on CUDA) and R timed repeats over the whole dataset, with the
-cell's per-batch token budget (`batch_tokens`) in force where it has one. The budget and the live bar
+Start-up is the worker's (`startup_s`: from the launcher starting the cell's process until this worker
+is ready to load: imports done, config read, threads set, the metric's warm-up hook run; model and data
+load excluded); every later phase is the protocol's (`nlgbench.measurement.protocol.measure_cell`:
+data, load, prepare, the memory pass, warm-up and R timed repeats), which this worker hands its
+callables (load the dataset, guard it, build the scorer) and from which it gets one `CellMeasurement`.
+The cell's per-batch token budget (`batch_tokens`) is in force where it has one. The budget and the live bar
 reach the scorer in the cell's `CellContext` (given to the metric's build), and the worker reads back
 from it what the models recorded there: the texts cut to a model's maximum length, the export seconds. On a terminal
 (`progress.live`) it prints its phase lines and a live bar of each pass; elsewhere nothing. Exit code 0 when the cell
@@ -38,15 +39,14 @@ from nlgbench.execution.progress import CellProgress, live
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.package import PACKAGE_DIR
-from nlgbench.measurement.environment import environment, loaded_torch
-from nlgbench.measurement.protocol import measure_scoring
-from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker, synchroniser
+from nlgbench.measurement.devices import Device
+from nlgbench.measurement.environment import environment
+from nlgbench.measurement.protocol import measure_cell
 from nlgbench.metrics import get_metric
-from nlgbench.metrics.base import PhaseTimer
 
 if TYPE_CHECKING:
     from nlgbench.data.items import Item
-    from nlgbench.metrics.base import MetricInfo
+    from nlgbench.metrics.base import MetricInfo, Scorer
 
 # What torch's CPU allocator says when an allocation fails (a RuntimeError, not a MemoryError).
 CPU_ALLOCATION_FAILED = "can't allocate memory"
@@ -75,11 +75,13 @@ def truncated_segments(items: Sequence[Item], fields: Sequence[str], cut: Set[st
 
 @dataclass
 class StartedCell:
-    """A cell whose worker is ready to load: its config, metric and models, and its start-up seconds."""
+    """A cell whose worker is ready to load: its config, device (read once), metric and models, and its
+    start-up seconds."""
 
     cell_id: str
     label: str
     config: CellConfig
+    device: Device
     info: MetricInfo
     models: list[str]
     startup_s: float
@@ -88,71 +90,53 @@ class StartedCell:
 def start_cell(cell_dir: Path, started: float | None = None) -> StartedCell:
     """Start-up: config read, the cell's libraries imported (`preload.cell_modules`: what a fresh process
     running this cell alone imports, torch only where it runs a model; library imports are not part of
-    the measured load time), torch's threads set where it is imported. `started`: the launcher's
-    `time.time()` when it started this cell's process (default: this process's creation), the origin
-    of `startup_s`."""
+    the measured load time), torch's threads set where it is imported, and the metric's warm-up hook
+    run (`MetricInfo.warm_up`: BaryScore's compiled kernels), before the memory baseline.
+    `started`: the launcher's `time.time()` when it started this cell's process (default: this
+    process's creation), the origin of `startup_s`."""
     cell_id, label, cfg = read_config(cell_dir)
+    device = Device(cfg.device)
     info = get_metric(cfg.metric)  # the metric's module imported: part of start-up, not of loading
     models = cell_models(cfg)
     import_modules(cell_modules(cfg))  # those its fork server imported for every cell cost nothing
-    torch = loaded_torch(cfg.device)
+    torch = device.torch()
     if torch is not None:
         torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
+    info.warm_up()  # in this process, never in a fork server (which runs no torch op)
     startup_s = time.time() - (psutil.Process().create_time() if started is None else started)
     _log(f"start-up: {startup_s:.1f} s")
-    return StartedCell(cell_id, label, cfg, info, models, startup_s)
+    return StartedCell(cell_id, label, cfg, device, info, models, startup_s)
 
 
-def measure_cell(cell_dir: Path, cell: StartedCell) -> CellResult:
-    """Data, load, prepare, then the protocol (`measure_scoring`); writes scores.csv and returns the result."""
+def cell_result(cell_dir: Path, cell: StartedCell) -> CellResult:
+    """The cell measured by the protocol (`measure_cell`: data, load, prepare, memory pass, warm-up,
+    repeats); writes scores.csv and returns the result."""
     cfg, info = cell.config, cell.info
-    device = cfg.device
-    torch = loaded_torch(device)
-    if torch is not None and device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {device!r} requested but CUDA is not available on this machine")
-    sync = synchroniser(device)
-    # The baseline is taken here, after the imports; a fork server's child has mapped the server's resident
-    # pages by now (`forkserver.populate`), so it reads as a plain worker's, and so do peak and growth.
     # The cell's context: its token budget and live bar, and the records its models write (cut texts, export time).
-    with CellProgress(live(sys.stderr)) as bar, MemoryTracker(device) as memory:
+    with CellProgress(live(sys.stderr)) as bar:
         context = CellContext(batch_tokens=cfg.batch_tokens, progress=bar)
-        with LatencyTracker() as data:
-            dataset = cfg.dataset.load()
-        items = dataset.items
-        _log(f"data: {len(items)} items from {dataset.name} ({data.seconds:.1f} s)")
-        leakage = guard_cell(cell.models, dataset)  # not timed: a distilled student on its own training data fails here
 
-        with LatencyTracker(sync) as load:
+        def load_scorer() -> tuple[Scorer, float | None]:
+            """The scorer, and the seconds of a backend's export (its own phase, not part of load_s)."""
             extra = {"aligner": cfg.aligner} if info.accepts_aligners else {}
-            scorer = info.make(cfg.encoder, cfg.options, device, cfg.batch_size, context, **extra)
-        export_s = context.export_seconds  # a backend's export: its own phase, not part of load_s
-        _log(f"load: {load.seconds - (export_s or 0.0):.1f} s" + (f" (+ export {export_s:.1f} s)" if export_s else ""))
+            scorer = info.make(cfg.encoder, cfg.options, cfg.device, cfg.batch_size, context, **extra)
+            return scorer, context.export_seconds
 
-        bar.stage("prepare")
-        with LatencyTracker(sync) as prepare:
-            scorer.prepare(items)
-        _log(f"prepare {prepare.seconds:.1f} s", bar)
-
-        # The memory window: load, prepare and one untimed pass over all items, under the allocator's
-        # measuring policy (nlgbench.measurement.allocator); the timed passes run after it, outside.
-        bar.stage("memory pass")
-        with LatencyTracker(sync) as memory_pass:
-            scorer.score(items, PhaseTimer(sync=sync))
-        memory.close()
-        _log(f"memory pass {memory_pass.seconds:.1f} s: peak RSS {memory.peak_rss_mb:.0f} MiB", bar)
-
-        run = measure_scoring(
-            scorer,
-            items,
+        measured = measure_cell(
+            cell.device,
+            cfg.dataset.load,
+            # not timed: a distilled student on its own training data fails here
+            lambda dataset: guard_cell(cell.models, dataset),
+            load_scorer,
             warmup=cfg.warmup,
             repeats=cfg.repeats,
             batch_size=cfg.batch_size,
-            device=device,
-            sync=sync,
             log=lambda line: _log(line, bar),
-            on_pass=bar.stage,
+            on_stage=bar.stage,
         )
 
+    dataset, scorer, run = measured.dataset, measured.scorer, measured.run
+    items = dataset.items
     written = write_scores(cell_dir / SCORES_FILE, items, run.scores.score, run.scores.columns)
     return measured_result(
         cell.cell_id,
@@ -166,17 +150,17 @@ def measure_cell(cell_dir: Path, cell: StartedCell) -> CellResult:
             "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs), context.truncated)
             if info.takes_context
             else None,
-            "leakage_guard": leakage,
+            "leakage_guard": measured.checked,
         },
         dataset=dataset,
         timing=replace(
-            Timing.of_protocol(data.seconds, load.seconds - (export_s or 0.0), prepare.seconds, run, len(items)),
+            Timing.of_protocol(measured.data_s, measured.load_s, measured.prepare_s, run, len(items)),
             startup_s=cell.startup_s,
-            export_s=export_s,
+            export_s=measured.export_s,
         ),
-        memory=Memory.of_tracker(memory, memory_pass.seconds),
+        memory=Memory.of_tracker(measured.memory, measured.memory_pass_s),
         agreement=RepeatAgreement(max_abs_diff=run.max_abs_diff, agree=run.agree),
-        environment=environment(device),
+        environment=environment(cell.device),
         scores=run.scores.score,
         scores_csv=written,
     )
@@ -211,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cell: StartedCell | None = None
     try:
         cell = start_cell(cell_dir, float(args[2]) if len(args) > 2 else None)
-        result = measure_cell(cell_dir, cell)
+        result = cell_result(cell_dir, cell)
     except BaseException as exc:  # recorded, never lost: the sweep goes on
         result = failure(cell_dir, exc, cell.startup_s if cell is not None else None)
     result.write(cell_dir)

@@ -1,7 +1,8 @@
 """Energy a block of work drew, read from a hardware counter where one exists, never estimated (no
 TDP x time): RAPL through Linux powercap on CPUs (Intel, and AMD Zen, which the kernel exposes the
 same way), NVML's total-energy counter on CUDA devices (Volta and later). Where neither can be read
-the counter is `NoCounter`, with the reason, and results say "n/a (no counter)".
+the counter is `NoCounter`, with the reason, and results say "n/a (no counter)". Which one a cell
+reads is its device's (`nlgbench.measurement.devices.Device.energy_counter`).
 
 Both counters measure the whole device, not this process: RAPL a CPU package (every process on it),
 NVML the whole GPU. A CUDA cell's energy is the GPU's only (not the host CPU's)."""
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Protocol
+
+from nlgbench.foundations.devicenames import cuda_index
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
 # Top-level RAPL zones only (intel-rapl:0, intel-rapl:1, one per package): their sub-zones
@@ -135,7 +138,7 @@ def nvml_handle(nvml: Any, device: str) -> Any:
     renumbers devices), else by its index."""
     import torch
 
-    index = torch.device(device).index or 0
+    index = cuda_index(device)
     if torch.cuda.is_available():
         uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
         if uuid is not None:
@@ -160,11 +163,6 @@ def nvml_counter(device: str, nvml: Any = None) -> NvmlCounter | NoCounter:
     except Exception as exc:  # NVMLError (library missing, not supported, no permission): the reason is kept
         return NoCounter(f"NVML energy counter of {device} not readable: {exc}")
     return counter
-
-
-def energy_counter(device: str, powercap_root: Path = POWERCAP_ROOT, nvml: Any = None) -> Counter:
-    """The counter a cell on `device` reads: NVML on CUDA, RAPL on CPU."""
-    return nvml_counter(device, nvml) if device.startswith("cuda") else rapl_counter(powercap_root)
 
 
 class EnergyTracker:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +14,8 @@ import psutil
 from nlgbench.foundations.deferred import library_version
 from nlgbench.foundations.package import checkout_dir
 from nlgbench.foundations.version import __version__
+from nlgbench.measurement.devices import Device
 from nlgbench.measurement.energy import nvml_handle
-
-
-def gpu_sm_clock_mhz(device: str) -> int | None:
-    """The GPU's current SM clock in MHz (NVML through pynvml where installed); None on CPU or
-    where it cannot be read. Sampled after each timed repeat, while the GPU is still at its
-    working clock."""
-    if not device.startswith("cuda"):
-        return None
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        handle = nvml_handle(pynvml, device)
-        return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
-    except Exception:  # pynvml missing, no NVML library, or no permission: not recorded
-        return None
 
 
 def cpu_model() -> str:
@@ -67,17 +51,17 @@ def git_commit() -> str | None:
         return None
 
 
-def gpu_record(device: str) -> dict[str, Any]:
+def gpu_record(device: Device) -> dict[str, Any]:
     """The GPU a CUDA device is: name, compute capability, memory, driver, and clocks (current and
     maximum SM and memory clocks, MHz) where NVML (pynvml) or nvidia-smi can read them; empty on CPU
     or without CUDA. Values that cannot be read are None."""
-    if not device.startswith("cuda"):
+    if not device.is_cuda:
         return {}
     import torch
 
     if not torch.cuda.is_available():
         return {}
-    dev = torch.device(device)
+    dev = device.torch_device()
     props = torch.cuda.get_device_properties(dev)
     out: dict[str, Any] = {
         "gpu_capability": f"{props.major}.{props.minor}",
@@ -93,7 +77,7 @@ def gpu_record(device: str) -> dict[str, Any]:
         import pynvml
 
         pynvml.nvmlInit()
-        handle = nvml_handle(pynvml, device)
+        handle = nvml_handle(pynvml, device.name)
         driver = pynvml.nvmlSystemGetDriverVersion()
         out.update(
             {
@@ -167,24 +151,14 @@ def job_record(env: dict[str, str] | None = None) -> dict[str, Any]:
     }
 
 
-def loaded_torch(device: str) -> Any:
-    """torch where this process has imported it (every cell that runs a model has) or `device` is CUDA;
-    None otherwise: a cell that runs no model on the CPU never imports it."""
-    if device.startswith("cuda"):
-        import torch
-
-        return torch
-    return sys.modules.get("torch")
-
-
-def environment(device: str) -> dict[str, Any]:
+def environment(device: Device) -> dict[str, Any]:
     """Everything about the machine and software that a result depends on. Library versions are read
     without importing the libraries; torch's threads and CUDA build are None where the cell never
     imported torch (it ran no model)."""
-    torch = loaded_torch(device)
+    torch = device.torch()
     gpu = None
-    if torch is not None and device.startswith("cuda") and torch.cuda.is_available():
-        gpu = torch.cuda.get_device_name(torch.device(device))
+    if torch is not None and device.is_cuda and torch.cuda.is_available():
+        gpu = torch.cuda.get_device_name(device.torch_device())
     return {
         "cpu_model": cpu_model(),
         "cpu_cores_logical": os.cpu_count(),

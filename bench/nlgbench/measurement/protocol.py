@@ -1,11 +1,12 @@
-"""The measurement protocol of docs/architecture.md: `measure_scoring` runs an untimed warm-up
-(`warm_up`: on CUDA passes over the whole data until two consecutive passes agree within
+"""The measurement protocol of docs/concepts/measurement.md, every phase of one cell in its order
+(`measure_cell`): data, model load, prepare, the memory pass, then (`measure_scoring`) an untimed
+warm-up (`warm_up`: on CUDA passes over the whole data until two consecutive passes agree within
 WARMUP_TOLERANCE, so every batch shape has been seen and kernel selection is over; on CPU passes over
-a prefix), then R timed repeats over the whole dataset whose scores must agree (each repeat, where
-a minimum time is asked, as many passes as last that long). A cell whose repeats vary by more than
-CV_LIMIT is flagged (`too_variable`). The trackers it times
-with are `nlgbench.measurement.trackers`, its energy counters `nlgbench.measurement.energy`; the
-environment record is `nlgbench.measurement.environment`.
+a prefix) and R timed repeats over the whole dataset whose scores must agree (each repeat, where a
+minimum time is asked, as many passes as last that long). A cell whose repeats vary by more than
+CV_LIMIT is flagged (`too_variable`). What it asks of the device (synchronising, CUDA peaks, energy,
+SM clock) it asks the cell's `nlgbench.measurement.devices.Device`; its trackers are
+`nlgbench.measurement.trackers`. The worker hands it callables and gets one `CellMeasurement` back.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nlgbench.measurement.energy import Counter, EnergyTracker, energy_counter
-from nlgbench.measurement.environment import gpu_sm_clock_mhz
-from nlgbench.measurement.trackers import CudaEventTracker, LatencyTracker, synchroniser
+from nlgbench.measurement.devices import Device
+from nlgbench.measurement.energy import Counter, EnergyTracker
+from nlgbench.measurement.trackers import CudaEventTracker, LatencyTracker, MemoryTracker
 from nlgbench.metrics.base import PhaseTimer, Scorer, Scores
+
+if TYPE_CHECKING:
+    from nlgbench.data.items import Dataset
 
 # A CPU warm-up pass scores two full batches, but at least this many items (fewer only when the
 # dataset is smaller), so lazy initialisation and allocator growth happen before the timed repeats.
@@ -57,22 +61,21 @@ class WarmupPolicy:
     until_stable: bool
 
 
-def warmup_policy(device: str) -> WarmupPolicy:
+def warmup_policy(device: Device) -> WarmupPolicy:
     """CUDA: whole-data passes until stable. A GPU selects kernels per input shape, so every
     length-sorted batch shape must have been run once, and the first passes are several times
     slower (docs/results/gpu.md). CPU: the spec's number of passes over a prefix of two batches.
     Measured (docs/concepts/measurement.md, Warm-up): on CPU a pass costs what a repeat costs, and
     the first pass over the data is not slower than the later ones, so whole-data passes would
     double a cell's time for nothing."""
-    cuda = device.startswith("cuda")
-    return WarmupPolicy(whole_data=cuda, until_stable=cuda)
+    return WarmupPolicy(whole_data=device.is_cuda, until_stable=device.is_cuda)
 
 
-def repeat_minimum(device: str) -> float:
+def repeat_minimum(device: Device) -> float:
     """The least seconds a timed repeat lasts on `device`: MIN_REPEAT_S on CUDA, where a pass over
     the data takes about a second; none on CPU (each repeat one pass), where a pass over data worth
     timing lasts seconds already and tiny test cells stay fast (docs/concepts/measurement.md)."""
-    return MIN_REPEAT_S if device.startswith("cuda") else 0.0
+    return MIN_REPEAT_S if device.is_cuda else 0.0
 
 
 def is_stable(seconds: Sequence[float], tolerance: float = WARMUP_TOLERANCE) -> bool:
@@ -134,6 +137,88 @@ def with_other(phases: dict[str, float], wall_s: float) -> dict[str, float]:
     return {**phases, OTHER_PHASE: max(0.0, wall_s - counted)}
 
 
+@dataclass
+class CellMeasurement:
+    """One cell measured by `measure_cell`, every phase: the dataset and its load's seconds, what the
+    untimed data check said, the scorer and its load's seconds (a backend's export apart, `export_s`),
+    `prepare`'s, the memory window (its tracker, the memory pass's seconds), and the warm-up and
+    timed repeats (`run`)."""
+
+    dataset: Dataset
+    data_s: float
+    checked: str
+    scorer: Scorer
+    load_s: float
+    export_s: float | None
+    prepare_s: float
+    memory: MemoryTracker
+    memory_pass_s: float
+    run: ScoringRun
+
+
+def measure_cell(
+    device: Device,
+    load_data: Callable[[], Dataset],
+    check_data: Callable[[Dataset], str],
+    load_scorer: Callable[[], tuple[Scorer, float | None]],
+    *,
+    warmup: int,
+    repeats: int,
+    batch_size: int,
+    log: Callable[[str], None] = lambda _: None,
+    on_stage: Callable[[str], None] = lambda _: None,
+) -> CellMeasurement:
+    """Every phase of one cell on `device`, in docs/concepts/measurement.md's order: the data
+    (`load_data`, timed), its check (`check_data`, untimed: the worker's leakage guard, which raises
+    on a leak, else says what it checked), the model load (`load_scorer`: the scorer, and the seconds
+    of its load that were a backend's export, left out of `load_s`), `prepare` (corpus state), the
+    memory pass (one untimed pass over all items), then the warm-up and the timed repeats
+    (`measure_scoring`). The memory window (`MemoryTracker`) runs from before the data to the end of
+    the memory pass. Each phase's clock waits for the device at its end. `on_stage` hears each stage
+    begin (the progress bar's name), `log` each phase's line."""
+    device.require()
+    # The baseline is taken here, after the worker's imports; a fork server's child has mapped the
+    # server's resident pages by now (`forkserver.populate`), so it reads as a plain worker's.
+    with MemoryTracker(device) as memory:
+        with LatencyTracker() as data:
+            dataset = load_data()
+        items = dataset.items
+        log(f"data: {len(items)} items from {dataset.name} ({data.seconds:.1f} s)")
+        checked = check_data(dataset)
+
+        with LatencyTracker(device.synchronise) as load:
+            scorer, export_s = load_scorer()
+        load_s = load.seconds - (export_s or 0.0)
+        log(f"load: {load_s:.1f} s" + (f" (+ export {export_s:.1f} s)" if export_s else ""))
+
+        on_stage("prepare")
+        with LatencyTracker(device.synchronise) as prepare:
+            scorer.prepare(items)
+        log(f"prepare {prepare.seconds:.1f} s")
+
+        # The memory window ends after one untimed pass over all items, under the allocator's measuring
+        # policy (nlgbench.measurement.allocator); the timed passes run after it, outside.
+        on_stage("memory pass")
+        with LatencyTracker(device.synchronise) as memory_pass:
+            scorer.score(items, PhaseTimer(sync=device.synchronise))
+        memory.close()
+        log(f"memory pass {memory_pass.seconds:.1f} s: peak RSS {memory.peak_rss_mb:.0f} MiB")
+
+        run = measure_scoring(
+            scorer,
+            items,
+            warmup=warmup,
+            repeats=repeats,
+            batch_size=batch_size,
+            device=device,
+            log=log,
+            on_pass=on_stage,
+        )
+    return CellMeasurement(
+        dataset, data.seconds, checked, scorer, load_s, export_s, prepare.seconds, memory, memory_pass.seconds, run
+    )
+
+
 def measure_scoring(
     scorer: Scorer,
     items: Sequence[Any],
@@ -141,8 +226,7 @@ def measure_scoring(
     warmup: int,
     repeats: int,
     batch_size: int,
-    device: str = "cpu",
-    sync: Callable[[], None] | None = None,
+    device: Device | None = None,
     policy: WarmupPolicy | None = None,
     log: Callable[[str], None] = lambda _: None,
     on_pass: Callable[[str], None] = lambda _: None,
@@ -152,27 +236,28 @@ def measure_scoring(
     """The warm-up (`warm_up`, untimed: at least `warmup` passes over the items `policy` picks,
     default `warmup_policy(device)`), then `repeats` (>= 1) timed passes over all items, each
     timed by the wall clock (device synchronised), process CPU time and, on CUDA, CUDA events, and
-    its energy read around it from `energy` (default the device's counter, `energy_counter`);
+    its energy read around it from `energy` (default the device's counter, `Device.energy_counter`);
+    `device` defaults to the CPU;
     every repeat's scores are compared with the first's. `on_pass` hears each pass begin ("warm-up",
     "repeat 2/3": the progress bar's name), `log` each pass's line.
 
     `min_repeat_s` (default `repeat_minimum(device)`) > 0: a repeat runs passes over all items until
     it has lasted that long (a pass of a second on a noisy machine varies by several percent; two
     seconds' worth average it out), and records the seconds of one pass (`repeat_passes` per repeat)."""
+    device = device if device is not None else Device("cpu")
     min_repeat_s = min_repeat_s if min_repeat_s is not None else repeat_minimum(device)
     if repeats < 1:
         raise ValueError("the protocol needs at least one timed repeat")
-    sync = sync if sync is not None else synchroniser(device)
     policy = policy if policy is not None else warmup_policy(device)
-    timer = PhaseTimer(sync=sync)
+    timer = PhaseTimer(sync=device.synchronise)
     n_warm = len(items) if policy.whole_data else warmup_items(len(items), batch_size)
-    counter = energy if energy is not None else energy_counter(device)
+    counter = energy if energy is not None else device.energy_counter()
     log(f"energy: {counter.name}, {counter.note}")
-    warm, stable = _warm_up_phase(scorer, items[:n_warm], timer, sync, warmup, policy, log, on_pass)
+    warm, stable = _warm_up_phase(scorer, items[:n_warm], timer, device, warmup, policy, log, on_pass)
     timed = _TimedRepeats()
     for r in range(repeats):
         on_pass(f"repeat {r + 1}/{repeats}")
-        timed.run(scorer, items, timer, sync, device, counter, min_repeat_s)
+        timed.run(scorer, items, timer, device, counter, min_repeat_s)
         rate = f", {len(items) / timed.repeat_s[-1]:.0f} items/s" if timed.repeat_s[-1] > 0 else ""
         joules = f", {timed.energy_j[-1]:.1f} J" if timed.energy_j else ""
         log(f"repeat {r + 1}/{repeats}: {timed.repeat_s[-1]:.2f} s{rate}{joules}")
@@ -211,7 +296,7 @@ def _warm_up_phase(
     scorer: Scorer,
     warm_items: Sequence[Any],
     timer: PhaseTimer,
-    sync: Callable[[], None],
+    device: Device,
     warmup: int,
     policy: WarmupPolicy,
     log: Callable[[str], None],
@@ -221,7 +306,7 @@ def _warm_up_phase(
 
     def warm_pass() -> float:
         on_pass("warm-up")
-        with LatencyTracker(sync) as lap:
+        with LatencyTracker(device.synchronise) as lap:
             scorer.score(warm_items, timer)
         return lap.seconds
 
@@ -255,8 +340,7 @@ class _TimedRepeats:
         scorer: Scorer,
         items: Sequence[Any],
         timer: PhaseTimer,
-        sync: Callable[[], None],
-        device: str,
+        device: Device,
         counter: Counter,
         min_repeat_s: float = 0.0,
     ) -> None:
@@ -267,6 +351,7 @@ class _TimedRepeats:
         timer.reset()
         cpu_start = time.process_time()
         laps: list[float] = []
+        sync = device.synchronise
         with EnergyTracker(counter, sync) as energy, LatencyTracker(sync) as lap, CudaEventTracker(device) as events:
             while passes_needed(laps, min_repeat_s):
                 with LatencyTracker(sync) as one:
@@ -281,7 +366,7 @@ class _TimedRepeats:
         self.repeat_s.append(lap.seconds / n)
         if events.seconds is not None:
             self.cuda_s.append(events.seconds / n)
-            self.clocks.append(gpu_sm_clock_mhz(device))
+            self.clocks.append(device.sm_clock_mhz())
         phases = {k: v / n for k, v in timer.seconds.items()}
         self.phases.append(with_other(phases, lap.seconds / n))
 

@@ -1,6 +1,6 @@
 """The measurement trackers, as context managers: wall-clock latency (device synchronised), CUDA-event
-time, and memory (RSS baseline and peak, the sampled peak of the unique set, CUDA peaks); and the
-cgroup's OOM-kill count."""
+time, and memory (RSS baseline and peak, the sampled peak of the unique set, CUDA peaks: the cell's
+`Device` reads them); and the cgroup's OOM-kill count."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 
 from nlgbench.measurement import allocator
+from nlgbench.measurement.devices import Device
 
 
 def rss_mb() -> float:
@@ -76,34 +77,6 @@ class UssSampler:
         self.sample()
 
 
-def synchroniser(device: str) -> Callable[[], None]:
-    """A function that waits for queued work on `device` (CUDA kernels are asynchronous)."""
-    if device.startswith("cuda"):
-        import torch
-
-        dev = torch.device(device)
-        return lambda: torch.cuda.synchronize(dev)
-    return lambda: None
-
-
-def cuda_reset(device: str) -> None:
-    """Reset CUDA peak-memory counters before the measured work."""
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.reset_peak_memory_stats(torch.device(device))
-
-
-def cuda_peaks_mb(device: str) -> tuple[float | None, float | None]:
-    """(max_memory_allocated, max_memory_reserved) in MiB since the last reset; None on CPU."""
-    if not device.startswith("cuda"):
-        return None, None
-    import torch
-
-    dev = torch.device(device)
-    return torch.cuda.max_memory_allocated(dev) / 2**20, torch.cuda.max_memory_reserved(dev) / 2**20
-
-
 class LatencyTracker:
     """Wall-clock seconds of a `with` block. It waits for the device at the end, so work the
     block queued (CUDA kernels are asynchronous) is counted; phases run back to back, each
@@ -128,16 +101,16 @@ class CudaEventTracker:
     recorded at entry and exit; the exit waits for the end event). GPU-side time, recorded beside
     the wall clock; None on CPU."""
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: Device) -> None:
         self.device = device
         self.seconds: float | None = None
         self._start: Any = None
 
     def __enter__(self) -> CudaEventTracker:
-        if self.device.startswith("cuda"):
+        if self.device.is_cuda:
             import torch
 
-            with torch.cuda.device(torch.device(self.device)):
+            with torch.cuda.device(self.device.torch_device()):
                 self._start = torch.cuda.Event(enable_timing=True)
                 self._start.record()
         return self
@@ -147,7 +120,7 @@ class CudaEventTracker:
             return
         import torch
 
-        with torch.cuda.device(torch.device(self.device)):
+        with torch.cuda.device(self.device.torch_device()):
             end = torch.cuda.Event(enable_timing=True)
             end.record()
             end.synchronize()
@@ -162,7 +135,7 @@ class MemoryTracker:
     at entry (None on CPU). The allocator's measuring policy (`allocator.hold_for_measuring`) holds
     from entry to close, the timing policy after it. Peaks are read only when the window completes."""
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: Device) -> None:
         self.device = device
         self.baseline_rss_mb = 0.0
         self.peak_rss_mb = 0.0
@@ -176,7 +149,7 @@ class MemoryTracker:
     def __enter__(self) -> MemoryTracker:
         self.allocator_policy = allocator.hold_for_measuring()
         self.baseline_rss_mb = rss_mb()
-        cuda_reset(self.device)
+        self.device.reset_peaks()
         self._uss.__enter__()
         return self
 
@@ -186,7 +159,7 @@ class MemoryTracker:
             return
         self._closed = True
         self._uss.__exit__(None, None, None)
-        self.cuda_peak_allocated_mb, self.cuda_peak_reserved_mb = cuda_peaks_mb(self.device)
+        self.cuda_peak_allocated_mb, self.cuda_peak_reserved_mb = self.device.peaks_mb()
         self.peak_rss_mb = peak_rss_mb()
         self.peak_uss_mb = self._uss.peak_mb
         allocator.hold_for_timing()

@@ -16,6 +16,7 @@ from nlgbench.core.labels import DEFAULT_NAMES, Names
 from nlgbench.data.items import HUMAN
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations import fmt
+from nlgbench.foundations.devicenames import CPU, CUDA
 from nlgbench.foundations.errors import unknown_name
 from nlgbench.reporting.encoder_lookup import find_encoder_label
 from nlgbench.reporting.markup import TextTable
@@ -325,7 +326,7 @@ def per_encoder(df: pd.DataFrame) -> pd.DataFrame:
     kinds = score_types(df)
     columns = quality_columns(df)
     for (metric, encoder), g in df.groupby(["metric", "encoder"], sort=False):
-        cpu, gpu = g[g["device"] == "cpu"], g[g["device"] == "cuda"]
+        cpu, gpu = g[g["device"] == CPU], g[g["device"] == CUDA]
         qualities = (
             {"quality": g["quality"].mean()}
             if columns == ["quality"]

@@ -37,6 +37,7 @@ from nlgbench.data.catalogue import catalogue_entry
 from nlgbench.data.items import HUMAN, Dataset
 from nlgbench.data.text import csv_table
 from nlgbench.encoders.registry import model_label
+from nlgbench.foundations.devicenames import CPU, CUDA, is_cuda
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
 from nlgbench.foundations.jsonwalk import map_strings
@@ -350,7 +351,7 @@ def cell_record(r: CellResult, human_dim: str) -> dict[str, Any]:
         "dataset": cfg.dataset.label,
         "human_dim": human_dim,
         "score_type": score_type(r, human_dim),
-        "device": "cuda" if str(cfg.device).startswith("cuda") else cfg.device_label,  # `imported`: import-scores
+        "device": CUDA if is_cuda(str(cfg.device)) else cfg.device_label,  # `imported`: import-scores
         "batch_size": cfg.batch_size,
         "n_segments": r.n_segments,
         "ms_per_segment": timing.ms_per_segment_median if timing else np.nan,
@@ -403,7 +404,7 @@ def _published_cell(result: CellResult) -> dict[str, Any]:
 
 def memory_columns(device: str) -> list[tuple[str, str]]:
     """The memory figure's x columns: model memory, then the process peak, in MiB."""
-    if device == "cpu":
+    if device == CPU:
         return [
             ("rss_growth_mb", "model memory: RSS growth over the post-import baseline (MiB, log)"),
             ("peak_rss_mb", "process peak RSS (MiB, log)"),

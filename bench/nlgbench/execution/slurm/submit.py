@@ -20,6 +20,7 @@ from nlgbench.core.result import OK
 from nlgbench.execution.slurm.book import Book, Submission, Task
 from nlgbench.execution.slurm.queue import find_job
 from nlgbench.execution.slurm.task import run_task
+from nlgbench.foundations.devicenames import CPU, CUDA, device_kind
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.lazyregistry import user_files_environment
 from nlgbench.foundations.names import unprintable
@@ -33,11 +34,11 @@ if TYPE_CHECKING:
 SUBMITIT_DIRECTIVES = {"array", "output", "error", "open-mode", "signal", "nodes", "wckey"}
 # the script's lines other than its #SBATCH directives and its command line
 SCRIPT_LINES = {"#!/bin/bash", "", "# Parameters", "# command", "export SUBMITIT_EXECUTOR=slurm"}
-GROUPS = ("cpu", "cuda")
+GROUPS = (CPU, CUDA)
 
 
 def group_of(cell: CellConfig) -> str:
-    return "cuda" if cell.device.startswith("cuda") else "cpu"
+    return device_kind(cell.device)
 
 
 def sbatch_parameters(options: ExecutorOptions, group: str, threads: int | None, job_name: str) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def sbatch_parameters(options: ExecutorOptions, group: str, threads: int | None,
     cpus = options.cpus_per_cell or threads
     if cpus:
         params["cpus_per_task"] = cpus
-    if group == "cuda":
+    if group == CUDA:
         gpus = 1 if options.gpus_per_cell is None else options.gpus_per_cell
         if gpus:
             params["gpus_per_node"] = gpus

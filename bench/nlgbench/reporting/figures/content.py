@@ -15,6 +15,7 @@ import numpy as np
 
 from nlgbench.core.labels import DEFAULT_NAMES, Names
 from nlgbench.encoders.registry import NO_ENCODER
+from nlgbench.foundations.devicenames import CPU
 from nlgbench.reporting.markup import latex_text
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.relative_table import QualityIntervals, human_words, mean_label, resampling_words, score_types
@@ -90,7 +91,7 @@ class FigureKind:
 def figure_kinds(device: str) -> list[FigureKind]:
     """The figures of one device: runtime, model memory, process peak memory (one x column each)."""
     (model, _), (peak, _) = memory_columns(device)
-    if device == "cpu":
+    if device == CPU:
         model_words = "model memory (the growth of the process's resident set size over its post-import baseline, MiB)"
         peak_words = "the process's peak resident set size (RSS, MiB)"
         model_label, peak_label = "model memory (MiB, log)", "peak RSS (MiB, log)"
@@ -203,7 +204,7 @@ def machine_words(cells: pd.DataFrame, device: str) -> str:
     cpu = _words(list(cells["cpu_model"])) if "cpu_model" in cells else "unknown"
     threads = _words(list(cells["threads"])) if "threads" in cells else "unknown"
     text = f"CPU {cpu}, {threads} torch threads"
-    if device != "cpu":
+    if device != CPU:
         text = f"GPU {_words(list(cells['gpu'])) if 'gpu' in cells else 'unknown'} ({text})"
     return f"{text}; batch size {_words(list(cells['batch_size']))}"
 
@@ -227,7 +228,7 @@ def figure_caption(
     kinds = _words(list(score_types(cells)))
     human = f"human {kinds} scores" if kinds != "unknown" else human_words(cells)
     cpu = _words(list(cells["cpu_model"])) if "cpu_model" in cells else "unknown CPU"
-    gpu = _words(list(cells["gpu"])) if device != "cpu" and "gpu" in cells else ""
+    gpu = _words(list(cells["gpu"])) if device != CPU and "gpu" in cells else ""
     data = f"{group.name} of {len(group.datasets)} datasets" if len(group.datasets) > 1 else group.name
     text = [
         f"{kind.label[:1].upper() + kind.label[1:]} against quality; {data} on {device} ({gpu or cpu}).",
