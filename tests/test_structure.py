@@ -36,6 +36,7 @@ LAYERS = (
     "reporting",
     "distillation",
     "api",
+    "bert_score",
     "cli",
 )
 
@@ -61,7 +62,7 @@ def modules() -> dict[str, Path]:
 
 
 def layer(module: str) -> str:
-    """A module's layer: its sub-package (or the module itself for nlgbench.api / nlgbench.cli)."""
+    """A module's layer: its sub-package (or the module itself for nlgbench.api, nlgbench.bert_score, nlgbench.cli)."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "nlgbench"
 

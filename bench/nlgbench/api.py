@@ -149,10 +149,11 @@ class Scorer:
         self._idf_fixed = idf_sents is not None
         self._idf_warned = False
         if idf_sents is not None:
-            self._fix_idf(idf_sents)
+            self.fix_idf(idf_sents)
 
-    def _fix_idf(self, texts: list[str]) -> None:
-        """idf from `texts` (idf_sents) for the scorer's life (bert_score's `BERTScorer(idf=True, idf_sents=...)`)."""
+    def fix_idf(self, idf_sents: Iterable[str]) -> None:
+        """idf from `idf_sents` for the scorer's life from now on (bert_score's `idf_sents` and `compute_idf`)."""
+        texts: list[str] = as_list("idf_sents", idf_sents)
         bad = [i for i, text in enumerate(texts) if not isinstance(text, str)]
         if bad:
             raise UserError(f"idf_sents line {bad[0] + 1} is {type(texts[bad[0]]).__name__}, not a string")
@@ -166,6 +167,7 @@ class Scorer:
         inner.fix_idf(texts)
         if len(texts) < MIN_IDF_TEXTS:
             self._warn_idf(len(texts), "idf_sents", stacklevel=4)
+        self._idf_fixed, self._signature = True, None
 
     def _warn_idf(self, count: int, where: str, stacklevel: int) -> None:
         """Once per scorer: idf from too few texts to weigh tokens meaningfully."""
