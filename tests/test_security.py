@@ -208,11 +208,11 @@ def test_newline_in_partition_or_run_folder_never_reaches_the_script(tiny_model:
 
 
 def test_assembled_script_holds_only_the_lines_nlgbench_meant(tmp_path: Path) -> None:
-    from nlgbench.core.executor_options import ExecutorOptions
+    from nlgbench.execution.slurm.options import SlurmOptions
     from nlgbench.execution.slurm.submit import check_script, sbatch_parameters, sbatch_script
     from nlgbench.foundations.errors import UserError
 
-    options = ExecutorOptions(kind="slurm", partition="gpu", mem="8G", slurm_args={"account": "nlp", "exclusive": True})
+    options = SlurmOptions(partition="gpu", mem="8G", slurm_args={"account": "nlp", "exclusive": True})
     params = sbatch_parameters(options, "cuda", 2, "nlgbench-abc")
     script = sbatch_script(tmp_path, params, 3)
     check_script(script, params, tmp_path)  # as generated: accepted
@@ -231,11 +231,11 @@ def test_assembled_script_holds_only_the_lines_nlgbench_meant(tmp_path: Path) ->
             check_script(bad, params, tmp_path)
         assert "\n" not in str(info.value), why
     # options made without the spec's checks: the assembled script is refused all the same
-    unchecked = ExecutorOptions(kind="slurm", slurm_args={"account": "nlp\ntouch PWNED #"})
+    unchecked = SlurmOptions(slurm_args={"account": "nlp\ntouch PWNED #"})
     with pytest.raises(UserError, match="sbatch script nlgbench assembled is not what it meant"):
         sbatch_script(tmp_path, sbatch_parameters(unchecked, "cpu", 1, "x"), 2)
     # spaces and # are quoted, and stay one value to sbatch (its parser honours quotes)
-    spaced = ExecutorOptions(kind="slurm", slurm_args={"comment": "a b #c"})
+    spaced = SlurmOptions(slurm_args={"comment": "a b #c"})
     assert "#SBATCH --comment='a b #c'" in sbatch_script(tmp_path, sbatch_parameters(spaced, "cpu", 1, "x"), 2).split(
         "\n"
     )

@@ -3,7 +3,8 @@
 Python API (docs/reference/api.md): `Scorer` / `score` / `score_outputs` for lists of strings, `run`
 for a sweep spec, `load_run` / `load_scores` for a run folder, `compare` and `correlation`. The package
 sits above every layer; its API names (`PUBLIC_API`) load `nlgbench.api` on first use (PEP 562), so
-`import nlgbench` and `nlgbench --help` stay light.
+`import nlgbench` and `nlgbench --help` stay light. Above every layer, it also tells the spec (`core`)
+where each launcher's own `executor:` settings are (`LAUNCHERS`, by name, imported on first use).
 
 Examples:
     >>> import nlgbench
@@ -16,6 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from nlgbench.core.executor_options import LAUNCHERS
 from nlgbench.foundations.version import __version__
 
 if TYPE_CHECKING:
@@ -32,6 +34,9 @@ PUBLIC_API = {
     "compare": "nlgbench.api",
     "correlation": "nlgbench.api",
 }
+
+# Each launcher's settings in a spec's `executor:` block, its own module's (`local`, the default, has none).
+LAUNCHERS.register_lazy("slurm", "nlgbench.execution.slurm.options:OPTIONS")
 
 __all__ = [
     "Scorer",

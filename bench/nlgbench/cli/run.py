@@ -7,11 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from nlgbench.core.executor_options import ExecutorOptions, with_cli
+from nlgbench.core.executor_options import ExecutorOptions, with_kind
 from nlgbench.core.spec import SweepSpec, load_spec
 from nlgbench.execution.leakage import guard_spec
 from nlgbench.execution.preflight import check_datasets, check_devices
 from nlgbench.execution.slurm.book import require_submitit
+from nlgbench.execution.slurm.options import on_slurm, slurm_options, with_flags
 from nlgbench.execution.slurm.submit import dry_run_text
 from nlgbench.execution.slurm.watch import collect_folder, status_data, status_text
 from nlgbench.execution.sweep import run as run_sweep
@@ -22,9 +23,8 @@ from nlgbench.runs.folder import CSV_FILE
 def cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path("reports") / spec.name
-    executor = with_cli(
-        spec.executor,
-        kind=args.executor,
+    executor = with_flags(
+        with_kind(spec.executor, args.executor),
         partition=args.partition,
         gpus_per_cell=args.gpus_per_cell,
         cpus_per_cell=args.cpus_per_cell,
@@ -34,9 +34,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         slurm_args=args.slurm_arg,
         poll_seconds=args.poll_seconds,
     )
-    if args.cancel_on_exit and not executor.on_slurm:
+    if args.cancel_on_exit and not on_slurm(executor):
         raise UserError("--cancel-on-exit is for --executor slurm (a local sweep's workers always stop with it)")
-    if executor.on_slurm:
+    if on_slurm(executor):
         require_submitit()  # the extra `slurm`, for a run and its dry run alike
     if args.dry_run:
         return _dry_run(spec, out, executor)
@@ -52,7 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 1 if bad else 0
     print(
         f"{len(results) - len(bad)} ok, {len(bad)} not ok; results: {out / CSV_FILE}"
-        + ("; run the same command again to resubmit the cells that are not ok" if bad and executor.on_slurm else "")
+        + ("; run the same command again to resubmit the cells that are not ok" if bad and on_slurm(executor) else "")
     )
     return 1 if bad else 0
 
@@ -60,7 +60,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _dry_run(spec: SweepSpec, out: Path, executor: ExecutorOptions) -> int:
     """The cells and the models missing from the local cache, after `run`'s checks; nothing runs."""
     guard_spec(spec)  # as `run` does (nlgbench.execution.sweep.run): no student evaluated on its training data
-    if not executor.on_slurm:
+    if not on_slurm(executor):
         check_devices(spec)  # a local sweep's devices must exist here, as `run` checks
     # `run`'s checks before any cell, on the user's own data files (catalogue data is not downloaded here)
     spec, _ = check_datasets(spec, catalogue=False)
@@ -69,8 +69,8 @@ def _dry_run(spec: SweepSpec, out: Path, executor: ExecutorOptions) -> int:
         print(f"{cell.cell_id}  {cell.label}")
     missing = sorted({model.source for model in spec.models.values() if model.snapshot is None})
     print(f"{len(cells)} cells; models not in the local cache: {', '.join(missing) if missing else 'none'}")
-    if executor.on_slurm:
-        print(dry_run_text(spec, out, executor))
+    if on_slurm(executor):
+        print(dry_run_text(spec, out, slurm_options(executor)))
     return 0
 
 

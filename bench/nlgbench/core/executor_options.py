@@ -1,94 +1,58 @@
-"""How a sweep's cells are executed: the `executor:` block of a spec and `nlgbench run`'s executor
-flags (`--executor local|slurm`, partition, GPUs, CPUs, memory, time ...), parsed into one
-`ExecutorOptions`. Kept in core, below the launchers that use them (`nlgbench.execution.sweep` picks
-the local or the Slurm launcher by them), so that a spec can carry them."""
+"""How a sweep's cells are executed: the spec's `executor:` block, parsed into `ExecutorOptions`: `kind`
+(`local`, the default, or a launcher registered in `LAUNCHERS`) and each launcher's own settings. Each
+launcher defines and checks its settings beside its code (a `LauncherSettings`, such as
+`nlgbench.execution.slurm.options.OPTIONS`); the spec lies below the launchers, so it reads them
+through `LAUNCHERS`, which the package fills by name (`nlgbench/__init__.py`): a bad key or value is
+refused with the spec, before anything runs."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from nlgbench.foundations.errors import UserError, closest
-from nlgbench.foundations.names import unprintable
+from nlgbench.foundations.lazyregistry import Registry
 
-LOCAL, SLURM = "local", "slurm"
-EXECUTORS = (LOCAL, SLURM)
-DEFAULT_TIME_MIN = 60  # a task's time limit when none is given (submitit's own default is 5 minutes)
-DEFAULT_POLL_S = 5.0  # how often the watching parent asks Slurm about its tasks
-EXECUTOR_KEYS = {
-    "kind",
-    "partition",
-    "gpus_per_cell",
-    "cpus_per_cell",
-    "mem",
-    "time",
-    "max_parallel",
-    "slurm_args",
-    "poll_seconds",
-}
-MEM_RE = re.compile(r"^[1-9][0-9]*[KMGTkmgt]?$")  # sbatch --mem: an integer, MiB unless a K/M/G/T suffix
-# sbatch options nlgbench sets itself (the array, its logs, the signal submitit asks for, the job
-# name it finds its jobs by) or that have an option of their own; --slurm-arg cannot set them.
-OWN_OPTIONS = {
-    "partition": "partition",
-    "time": "time",
-    "mem": "mem",
-    "cpus-per-task": "cpus_per_cell",
-    "gpus-per-node": "gpus_per_cell",
-}
-MANAGED = {"array", "output", "error", "open-mode", "signal", "wrap", "parsable", "job-name"}
-# The further sbatch options a spec may set: where and how long a task runs and who pays for it,
-# never what it runs or in which environment (sbatch's --export, --chdir or --get-user-env would let
-# a spec, which is data, preload code on the node). Exact names only: sbatch also takes any
-# unambiguous prefix of an option (--exp for --export). `--slurm-arg` on the command line, the
-# user's own hand, may set any option but those above.
-SPEC_SLURM_OPTIONS = (
-    "account",
-    "qos",
-    "comment",
-    "reservation",
-    "mail-type",
-    "mail-user",
-    "constraint",
-    "nodes",
-    "exclude",
-    "nodelist",
-    "exclusive",
-    "gres",
-    "gpus",
-    "gpus-per-task",
-    "cpus-per-gpu",
-    "mem-per-cpu",
-    "mem-per-gpu",
-    "tmp",
-    "licenses",
-)
+LOCAL = "local"  # the default launcher (the cells one after another on this machine); it has no settings
+
+
+@dataclass(frozen=True)
+class LauncherSettings:
+    """One launcher's settings in the `executor:` block: their `keys`, the few a message names as
+    examples, and `parse`, which turns the ones given (values not None) into the launcher's options
+    (a dataclass, with its defaults for the rest), each checked as `WHERE.KEY`."""
+
+    keys: tuple[str, ...]
+    examples: tuple[str, ...]
+    parse: Callable[[Mapping[str, Any], str], Any]
+
+
+# Launcher kind (`kind: slurm`, `--executor slurm`) -> its settings; filled by nlgbench/__init__.py.
+LAUNCHERS: Registry[LauncherSettings] = Registry("executor", LauncherSettings)
 
 
 @dataclass(frozen=True)
 class ExecutorOptions:
-    """How cells are run: `local` (one after another, in worker processes on this machine) or
-    `slurm` (a job array, one task per cell). The Slurm settings apply per task: `gpus_per_cell`
-    to CUDA cells only (default 1; CPU cells ask for no GPU), `time` in minutes, `mem` as sbatch's
-    --mem (`16G`), `max_parallel` the array's `%K` throttle, `slurm_args` further sbatch options
-    (`account`, `qos`, `constraint`, ...; a value True is a bare flag). `kind` None: local unless
-    `--executor slurm` is given (a spec may carry its cluster settings and still run locally)."""
+    """How cells are run: `kind` None is local unless `--executor` names another (a spec may carry its
+    cluster settings and still run locally); `settings`: every registered launcher's options, by
+    kind, those the block gave checked and the rest their defaults."""
 
-    kind: str | None = None
-    partition: str | None = None
-    gpus_per_cell: int | None = None
-    cpus_per_cell: int | None = None
-    mem: str | None = None
-    time: int = DEFAULT_TIME_MIN
-    max_parallel: int | None = None
-    slurm_args: dict[str, str | bool] = field(default_factory=dict)
-    poll_seconds: float = DEFAULT_POLL_S
+    kind: str | None
+    settings: Mapping[str, Any]
 
-    @property
-    def on_slurm(self) -> bool:
-        return self.kind == SLURM
+    def record(self) -> dict[str, Any]:
+        """What a run stores of them (the store's `spec_json`): `kind`, then each launcher's settings,
+        in one flat mapping."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for options in self.settings.values():
+            out.update(asdict(options))
+        return out
+
+
+def kinds() -> list[str]:
+    """Every executor a spec or `--executor` may name: local, then the registered launchers."""
+    return [LOCAL, *LAUNCHERS.names()]
 
 
 def _unknown(where: str, what: str, raw: Any, valid: Sequence[str]) -> UserError:
@@ -99,175 +63,44 @@ def _unknown(where: str, what: str, raw: Any, valid: Sequence[str]) -> UserError
 
 
 def _kind(raw: Any, where: str) -> str:
-    if raw not in EXECUTORS:
-        raise _unknown(where, "executor", raw, EXECUTORS)
+    valid = kinds()
+    if raw not in valid:
+        raise _unknown(where, "executor", raw, valid)
     return str(raw)
 
 
-def _count(raw: Any, where: str, minimum: int) -> int:
-    if not isinstance(raw, int) or isinstance(raw, bool) or raw < minimum:
-        raise UserError(f"{where} must be an integer >= {minimum}, got {raw!r}")
-    return raw
-
-
-def _mem(raw: Any, where: str) -> str:
-    text = str(raw).strip()
-    if isinstance(raw, bool) or not MEM_RE.match(text):
-        raise UserError(
-            f"{where} must be sbatch's --mem: an integer with an optional K, M, G or T suffix (16G, 8000M), got {raw!r}"
-        )
-    return text
-
-
-def script_safe(text: str, where: str) -> str:
-    """`text` unchanged if it can go into one line of an sbatch script as one value; else one line
-    naming the character. A control character (newline, carriage return, tab, NUL, escape, ...)
-    would end the `#SBATCH` line and start a line of shell; a backslash is an escape to Slurm's
-    directive parser, even inside the quotes around the value."""
-    bad = next((c for c in text if not c.isprintable() or c == "\\"), None)
-    if bad is not None:
-        what = "a backslash" if bad == "\\" else unprintable(bad)
-        raise UserError(
-            f"{where}: {text!r} holds {what}, which cannot go into the sbatch script (a value there "
-            "must be one plain line)"
-        )
-    return text
-
-
-def shown(text: str) -> str:
-    """`text` as an error message shows it: as written, or quoted when it holds a character (a
-    newline, ...) that would break the message's one line."""
-    return text if text.isprintable() else repr(text)
-
-
-def _partition(raw: Any, where: str) -> str:
-    if not isinstance(raw, str) or not raw.strip() or any(c.isspace() or not c.isprintable() for c in raw.strip()):
-        raise UserError(f"{where} must be a partition name (or a comma-separated list), got {raw!r}")
-    return script_safe(raw.strip(), where)
-
-
-def _poll(raw: Any, where: str) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0.1 <= raw <= 3600:
-        raise UserError(f"{where} must be a number of seconds between 0.1 and 3600, got {raw!r}")
-    return float(raw)
-
-
-def slurm_arg(key: Any, value: Any, where: str, *, from_spec: bool) -> tuple[str, str | bool]:
-    """One further sbatch option: `key` as sbatch spells it (`--` and `_` accepted), its value a
-    string, or True for a bare flag (`exclusive`). Options nlgbench sets are refused, and so is any
-    character that would not stay inside its `#SBATCH` line (`script_safe`); from a spec, any
-    option not in `SPEC_SLURM_OPTIONS`."""
-    name = str(key).strip().lstrip("-").replace("_", "-")
-    if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
-        raise UserError(f"{where}: {str(key)!r} is not an sbatch option name (e.g. account, qos, constraint)")
-    if name in OWN_OPTIONS:
-        raise UserError(
-            f"{where}: set {name} with the executor's {OWN_OPTIONS[name]!r} "
-            f"(--{OWN_OPTIONS[name].replace('_', '-')}), not as a further sbatch option"
-        )
-    if name in MANAGED:
-        raise UserError(
-            f"{where}: nlgbench sets sbatch's --{name} itself (one job array task per cell, logs in "
-            "DIR/slurm/); leave it out"
-        )
-    if from_spec and name not in SPEC_SLURM_OPTIONS:
-        raise UserError(
-            f"{where}: a spec may not set sbatch's --{name} (a spec sets only where, how long and on whose "
-            f"account a task runs: {', '.join(SPEC_SLURM_OPTIONS)}); pass it as --slurm-arg on the command "
-            "line if you mean it"
-        )
-    if value is True or value is None:
-        return name, True
-    if isinstance(value, bool) or isinstance(value, (dict, list)) or not str(value).strip():
-        raise UserError(f"{where}: --{name} needs a value (a string or number), or true for a bare flag, got {value!r}")
-    return name, script_safe(str(value), where).strip()
-
-
-def parse_slurm_args(raw: Any, where: str) -> dict[str, str | bool]:
-    """The spec's `slurm_args:` mapping (sbatch option -> value)."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise UserError(f"{where} must be a mapping of sbatch options to values (account: abc), got {raw!r}")
-    return dict(slurm_arg(k, v, f"{where}.{shown(str(k))}", from_spec=True) for k, v in raw.items())
-
-
-def cli_slurm_args(items: Sequence[str]) -> dict[str, str | bool]:
-    """`--slurm-arg KEY=VALUE` (or a bare `KEY` for a flag), repeated: the user's own hand, so any
-    sbatch option nlgbench does not set itself, not only those a spec may set."""
-    out: dict[str, str | bool] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        name, parsed = slurm_arg(key, value if sep else True, f"--slurm-arg {shown(item)}", from_spec=False)
-        out[name] = parsed
-    return out
-
-
-# The check of each Slurm setting, shared by the spec's executor block and the command line's flags.
-SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
-    "partition": _partition,
-    "mem": _mem,
-    "poll_seconds": _poll,
-    "gpus_per_cell": lambda v, w: _count(v, w, 0),
-    "cpus_per_cell": lambda v, w: _count(v, w, 1),
-    "time": lambda v, w: _count(v, w, 1),
-    "max_parallel": lambda v, w: _count(v, w, 1),
-}
+def executor_options(
+    kind: str | None = None, given: Mapping[str, Any] | None = None, where: str = ""
+) -> ExecutorOptions:
+    """`kind` with every launcher's options: from the settings `given` holds for it (values not None,
+    checked as `WHERE.KEY`), else its defaults."""
+    given = given or {}
+    settings = {
+        name: launcher.parse({k: given[k] for k in launcher.keys if given.get(k) is not None}, where)
+        for name, launcher in LAUNCHERS.items()
+    }
+    return ExecutorOptions(kind=kind, settings=settings)
 
 
 def parse_executor(raw: Any, where: str) -> ExecutorOptions:
-    """The spec's `executor:` block: `local`/`slurm`, or a mapping with `kind` and Slurm settings."""
+    """The spec's `executor:` block: an executor's kind, or a mapping with `kind` and launchers' settings."""
     if isinstance(raw, str):
-        return ExecutorOptions(kind=_kind(raw, where))
+        return executor_options(_kind(raw, where))
     if not isinstance(raw, Mapping):
-        raise UserError(f"{where} must be 'local', 'slurm' or a mapping (kind, partition, time, ...), got {raw!r}")
-    for key in raw:
-        if key not in EXECUTOR_KEYS:
-            raise _unknown(where, "key", key, sorted(EXECUTOR_KEYS))
-    out = ExecutorOptions()
-    checks: dict[str, Callable[[Any, str], Any]] = {"kind": _kind, "slurm_args": parse_slurm_args, **SETTING_CHECKS}
-    for key, check in checks.items():
-        if raw.get(key) is not None:
-            out = replace(out, **{key: check(raw[key], f"{where}.{key}")})
-    return out
-
-
-def with_cli(
-    base: ExecutorOptions | None,
-    *,
-    kind: str | None = None,
-    partition: str | None = None,
-    gpus_per_cell: int | None = None,
-    cpus_per_cell: int | None = None,
-    mem: str | None = None,
-    time: int | None = None,
-    max_parallel: int | None = None,
-    slurm_args: Sequence[str] = (),
-    poll_seconds: float | None = None,
-) -> ExecutorOptions:
-    """The spec's executor options (or the defaults) with the command line's over them. Slurm
-    settings on the command line of a local run are refused (they would be silently unused)."""
-    out = base or ExecutorOptions()
-    given = {
-        "partition": partition,
-        "gpus_per_cell": gpus_per_cell,
-        "cpus_per_cell": cpus_per_cell,
-        "mem": mem,
-        "time": time,
-        "max_parallel": max_parallel,
-        "poll_seconds": poll_seconds,
-    }
-    if kind is not None:
-        out = replace(out, kind=_kind(kind, "--executor"))
-    flags = [k for k, v in given.items() if v is not None] + (["slurm_arg"] if slurm_args else [])
-    if flags and not out.on_slurm:
+        examples = ["kind", *(key for _, launcher in LAUNCHERS.items() for key in launcher.examples)]
         raise UserError(
-            f"--{flags[0].replace('_', '-')} is a Slurm setting; add --executor slurm "
-            "(or kind: slurm in the spec's executor block)"
+            f"{where} must be {', '.join(repr(k) for k in kinds())} or a mapping ({', '.join(examples)}, ...), "
+            f"got {raw!r}"
         )
-    for key, value in given.items():
-        if value is not None:
-            out = replace(out, **{key: SETTING_CHECKS[key](value, f"--{key.replace('_', '-')}")})
-    if slurm_args:
-        out = replace(out, slurm_args={**out.slurm_args, **cli_slurm_args(slurm_args)})
-    return out
+    valid = {"kind", *(key for _, launcher in LAUNCHERS.items() for key in launcher.keys)}
+    for key in raw:
+        if key not in valid:
+            raise _unknown(where, "key", key, sorted(valid))
+    kind = None if raw.get("kind") is None else _kind(raw["kind"], f"{where}.kind")
+    return executor_options(kind, raw, where)
+
+
+def with_kind(base: ExecutorOptions | None, kind: str | None) -> ExecutorOptions:
+    """The spec's executor options (or the defaults) with `--executor KIND` over them."""
+    out = base or executor_options()
+    return out if kind is None else replace(out, kind=_kind(kind, "--executor"))

@@ -91,8 +91,11 @@ class Launcher(ABC):
         return results
 
     def run_record(self, spec: SweepSpec) -> dict[str, Any]:
-        """What the store keeps of this run's request (its `spec_json`)."""
-        return {"spec": asdict(spec)}
+        """What the store keeps of this run's request (its `spec_json`): the spec, its executor block as one
+        flat mapping (`ExecutorOptions.record`)."""
+        record = asdict(spec)
+        record["executor"] = None if spec.executor is None else spec.executor.record()
+        return {"spec": record}
 
     @abstractmethod
     def launch(self, sweep: Sweep) -> list[CellResult]:

@@ -13,6 +13,7 @@ from nlgbench.core.result import CellResult
 from nlgbench.execution.launcher_base import Launcher
 from nlgbench.execution.local import LocalLauncher
 from nlgbench.execution.slurm.launcher import SlurmLauncher
+from nlgbench.execution.slurm.options import on_slurm
 
 if TYPE_CHECKING:
     from nlgbench.core.spec import SweepSpec
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 def launcher(options: ExecutorOptions | None, *, cancel_on_exit: bool = False) -> Launcher:
     """The launcher of these executor options (None: local)."""
-    if options is not None and options.on_slurm:
+    if options is not None and on_slurm(options):
         return SlurmLauncher(options, cancel_on_exit=cancel_on_exit)
     return LocalLauncher()
 

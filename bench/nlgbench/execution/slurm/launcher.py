@@ -6,13 +6,13 @@ whose task from an earlier submission is still pending or running: those are wat
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from nlgbench.core.executor_options import ExecutorOptions
 from nlgbench.core.result import OK, CellResult
 from nlgbench.execution.launcher_base import Launcher, Sweep
 from nlgbench.execution.slurm.book import TASK_FILE, Book, require_submitit
+from nlgbench.execution.slurm.options import slurm_options
 from nlgbench.execution.slurm.queue import cancel, query_states
 from nlgbench.execution.slurm.submit import recover_unrecorded, submit, thread_warnings
 from nlgbench.execution.slurm.watch import collect, live_tasks, watch
@@ -32,13 +32,14 @@ class SlurmLauncher(Launcher):
 
     where = " on Slurm"
 
-    def __init__(self, options: ExecutorOptions, *, cancel_on_exit: bool = False) -> None:
+    def __init__(self, executor: ExecutorOptions, *, cancel_on_exit: bool = False) -> None:
         require_submitit()  # the extra `slurm`: checked before the sweep starts
-        self.options = options
+        self.executor = executor
+        self.options = slurm_options(executor)
         self.cancel_on_exit = cancel_on_exit
 
     def run_record(self, spec: SweepSpec) -> dict[str, Any]:
-        return {"spec": asdict(spec), "executor": asdict(self.options)}
+        return {**super().run_record(spec), "executor": self.executor.record()}
 
     def launch(self, sweep: Sweep) -> list[CellResult]:
         for line in thread_warnings(sweep.spec, self.options):

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.core.cell import CellConfig
-from nlgbench.core.executor_options import ExecutorOptions, script_safe
 from nlgbench.core.result import OK
 from nlgbench.execution.slurm.book import Book, Submission, Task
+from nlgbench.execution.slurm.options import SlurmOptions, script_safe
 from nlgbench.execution.slurm.queue import find_job
 from nlgbench.execution.slurm.task import run_task
 from nlgbench.foundations.devicenames import CPU, CUDA, device_kind
@@ -41,7 +41,7 @@ def group_of(cell: CellConfig) -> str:
     return device_kind(cell.device)
 
 
-def sbatch_parameters(options: ExecutorOptions, group: str, threads: int | None, job_name: str) -> dict[str, Any]:
+def sbatch_parameters(options: SlurmOptions, group: str, threads: int | None, job_name: str) -> dict[str, Any]:
     """submitit's SlurmExecutor parameters for one array of `group` cells. The task runs in the
     batch step itself (`use_srun=False`: no job step to launch, and no srun that drops the job's
     --cpus-per-task, as Slurm 22.05's does); --mem is passed to sbatch as written."""
@@ -145,7 +145,7 @@ def check_script(script: str, params: Mapping[str, Any], folder: Path) -> None:
         raise _refused(f"--{missing[0]} is missing" if missing else f"{commands} command lines instead of 1")
 
 
-def thread_warnings(spec: SweepSpec, options: ExecutorOptions) -> list[str]:
+def thread_warnings(spec: SweepSpec, options: SlurmOptions) -> list[str]:
     """Lines that say when a task's CPUs and its worker's threads disagree (timings not like for like)."""
     cpus = options.cpus_per_cell or spec.threads
     if spec.threads is None:
@@ -179,7 +179,7 @@ def submit(
     folder: Path,
     book: Book,
     spec: SweepSpec,
-    options: ExecutorOptions,
+    options: SlurmOptions,
     cells: Sequence[tuple[int, CellConfig]],
     log: Callable[[str], None],
 ) -> list[Submission]:
@@ -256,7 +256,7 @@ def recover_unrecorded(folder: Path, book: Book) -> None:
         book.write(folder)
 
 
-def dry_run_text(spec: SweepSpec, out_dir: Path, options: ExecutorOptions) -> str:
+def dry_run_text(spec: SweepSpec, out_dir: Path, options: SlurmOptions) -> str:
     """What `run --executor slurm` would submit: per device kind the array's size, one cell per
     task, and submitit's sbatch script; cells the run folder already holds finished are left out."""
     cells = spec.cells()

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, read_config
-from nlgbench.core.executor_options import ExecutorOptions
 from nlgbench.core.result import CellResult
 from nlgbench.execution.launcher_base import Sweep, summary
 from nlgbench.execution.slurm.book import Book, Submission, Task, log_path, read_task_record, write_task_record
+from nlgbench.execution.slurm.options import SlurmOptions
 from nlgbench.execution.slurm.queue import EXPLAINED, PENDING_STATES, SlurmUnavailable, TaskState, query_states
 from nlgbench.execution.slurm.submit import recover_unrecorded
 from nlgbench.foundations.errors import UserError
@@ -210,7 +210,7 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-def watch(sweep: Sweep, book: Book, options: ExecutorOptions, started: float) -> None:
+def watch(sweep: Sweep, book: Book, options: SlurmOptions, started: float) -> None:
     """Poll Slurm every `options.poll_seconds` and collect, until no task of the sweep's cells is
     left uncollected; a progress line whenever the counts change, one line per collected cell."""
     cell_ids = [c.cell_id for c in sweep.cells]
