@@ -25,6 +25,7 @@ from helpers import write_jsonl
 from nlgbench.cli import main
 from nlgbench.cli.distill import cmd_distill
 from nlgbench.cli.distill_parser import add_distill_arguments
+from nlgbench.data import training_texts
 from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
 from nlgbench.distillation import teacher
@@ -129,16 +130,16 @@ def test_the_folder_is_a_cut_student_with_its_record(trained: DistillResult, tin
     assert config_json["num_hidden_layers"] == 1 and len(config_json["id2label"]) == 1  # one output
     assert config_json["architectures"] == ["BertForSequenceClassification"]
     assert list(out.glob("*.safetensors")) and (out / "tokenizer.json").is_file()
-    record = json.loads((out / leakage.DISTILL_FILE).read_text())
+    record = json.loads((out / training_texts.DISTILL_FILE).read_text())
     assert record["teacher"]["metric"] == "chrf" and record["input_order"] == "candidate [SEP] reference"
     # no path of this machine: the student folder and the data file by their names (issue 28)
     assert record["student"] == {**record["student"], "base": tiny_dir.name, "layers": 1, "base_layers": 2}
     assert record["student"]["source"] == tiny_dir.name
     assert list(record["data"]["sources"][0]["files"]) == ["train.jsonl"]
-    text = (out / leakage.DISTILL_FILE).read_text()
+    text = (out / training_texts.DISTILL_FILE).read_text()
     assert str(tiny_dir) not in text and str(out.parent) not in text and '"/' not in text
     assert record["hyperparameters"]["max_length"] == MAX_LENGTH and record["allow_overlap"] is False
-    texts = (out / leakage.TEXTS_FILE).read_text().split()
+    texts = (out / training_texts.TEXTS_FILE).read_text().split()
     assert len(texts) == record["data"]["texts"] == len(set(texts))
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
     assert {oct(p.stat().st_mode & 0o777) for p in out.iterdir()} == {"0o644"}  # readable by whoever runs the sweep
@@ -279,7 +280,7 @@ def test_leakage_guard_fires_on_overlap_and_allow_overlap_lifts_it(
         ]
     )
     assert cmd_distill(args) == 0
-    assert json.loads((tmp_path / "allowed" / leakage.DISTILL_FILE).read_text())["allow_overlap"] is True
+    assert json.loads((tmp_path / "allowed" / training_texts.DISTILL_FILE).read_text())["allow_overlap"] is True
     assert leakage.check_leakage(tmp_path / "allowed", [overlapping]) == []
     assert len(leakage.overlaps(tmp_path / "allowed", [overlapping])) == 1
 
@@ -432,7 +433,7 @@ def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
     assert not (tmp_path / "api-run" / "cells").exists()  # refused before any cell
     # imported under a Hub-style id: the snapshot is a copy, found through the cache
     snapshot = import_model(trained.out, "me/student")
-    assert (snapshot / leakage.DISTILL_FILE).is_file()
+    assert (snapshot / training_texts.DISTILL_FILE).is_file()
     assert leakage.student_folder("me/student") == snapshot
     with pytest.raises(UserError, match=r"student me/student \(.*\) was distilled"):
         nlgbench.run(leak_spec(train_file, "me/student"), tmp_path / "api-import", quiet=True)

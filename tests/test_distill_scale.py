@@ -19,6 +19,7 @@ import pytest
 
 from helpers import write_jsonl
 from nlgbench.cli.parser import build_parser
+from nlgbench.data import training_texts
 from nlgbench.data.loaders import load_dataset
 from nlgbench.distillation.augment import SCALE_EDITS, synthetic_candidates
 from nlgbench.distillation.pairs import Pair, gather_pairs
@@ -79,9 +80,9 @@ def da_like(path: Path, segments: int, seed: int, shared: list[str] = ()) -> Pat
 def student_folder(folder: Path, pairs: list[Pair]) -> Path:
     """What the leakage guard reads of a student: distill.json and the training texts' hashes."""
     folder.mkdir()
-    (folder / leakage.DISTILL_FILE).write_text(json.dumps({"data": {"texts_file": leakage.TEXTS_FILE}}))
-    hashes = leakage.training_hashes((p.reference, p.candidate) for p in pairs)
-    (folder / leakage.TEXTS_FILE).write_text("".join(h + "\n" for h in hashes))
+    (folder / training_texts.DISTILL_FILE).write_text(json.dumps({"data": {"texts_file": training_texts.TEXTS_FILE}}))
+    hashes = training_texts.training_hashes((p.reference, p.candidate) for p in pairs)
+    (folder / training_texts.TEXTS_FILE).write_text("".join(h + "\n" for h in hashes))
     return folder
 
 
@@ -144,8 +145,8 @@ def test_holdout_removes_every_evaluation_text_and_the_leakage_guard_passes(tmp_
     assert len(guard) == 1 and "evaluation dataset 'eval'" in guard[0]  # without holdout the guard fires
 
     pairs, _, counts = gather_pairs([str(train)], **args, holdout=[str(evaluation)])
-    held = {leakage.text_hash(t) for it in eval_data.items for t in (it.source, *it.references)}
-    assert all(leakage.text_hash(t) not in held for p in pairs for t in (p.reference, p.candidate))
+    held = {training_texts.text_hash(t) for it in eval_data.items for t in (it.source, *it.references)}
+    assert all(training_texts.text_hash(t) not in held for p in pairs for t in (p.reference, p.candidate))
     assert counts["held_out"]["pairs"] == counts["held_out"]["by_dataset"]["eval"] == 9  # 9 system pairs
     assert counts["held_out"]["texts"] == len(held)
     assert leakage.check_leakage(student_folder(tmp_path / "clean", pairs), [eval_data]) == []

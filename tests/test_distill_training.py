@@ -25,12 +25,12 @@ from safetensors.torch import load_file
 import test_distill
 from nlgbench.cli import main
 from nlgbench.cli.distill_parser import add_distill_arguments
+from nlgbench.data.training_texts import DISTILL_FILE
 from nlgbench.distillation.checkpoint import INDEX, checkpoint_folder
 from nlgbench.distillation.curve import CURVE_FILE
 from nlgbench.distillation.pipeline import DistillResult, distill
 from nlgbench.distillation.steplog import BAR_INTERVAL
 from nlgbench.distillation.student import choose_max_length
-from nlgbench.execution.leakage import DISTILL_FILE
 from nlgbench.foundations.errors import UserError
 from test_distill import CHRF, config, own_data, synthetic_rows
 

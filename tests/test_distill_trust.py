@@ -16,6 +16,7 @@ import pytest
 
 import test_distill
 from nlgbench.cli import main
+from nlgbench.data import training_texts
 from nlgbench.data.catalogue import cache_dir
 from nlgbench.data.loaders import load_dataset
 from nlgbench.distillation.holdout import Holdout
@@ -81,17 +82,17 @@ def test_a_student_recorded_before_normalisation_is_still_recognised(
     the same data in NFC too (its evaluation texts are hashed as NFC, NFD and as written)."""
     ascii_text = "the cat  sat\ton the mat"
     old_formula = hashlib.sha256(" ".join(ascii_text.split()).encode("utf-8")).hexdigest()[:16]
-    assert leakage.text_hash(ascii_text) == old_formula
-    assert leakage.text_hash("café") == hashlib.sha256("café".encode()).hexdigest()[:16]
+    assert training_texts.text_hash(ascii_text) == old_formula
+    assert training_texts.text_hash("café") == hashlib.sha256("café".encode()).hexdigest()[:16]
 
     old = tmp_path / "old-student"
     shutil.copytree(accented_student.out, old)
-    record = json.loads((old / leakage.DISTILL_FILE).read_text(encoding="utf-8"))
+    record = json.loads((old / training_texts.DISTILL_FILE).read_text(encoding="utf-8"))
     record["data"].pop("texts_form", None)
-    (old / leakage.DISTILL_FILE).write_text(json.dumps(record), encoding="utf-8")
+    (old / training_texts.DISTILL_FILE).write_text(json.dumps(record), encoding="utf-8")
     nfd_pairs = [(r["reference"], r["candidate"]) for r in in_form(accented_rows(40), "NFD")]
     old_units = [f"r:{hashlib.sha256(ref.encode()).hexdigest()[:16]}" for ref, _ in nfd_pairs]
-    (old / leakage.TEXTS_FILE).write_text("".join(u + "\n" for u in old_units), encoding="utf-8")
+    (old / training_texts.TEXTS_FILE).write_text("".join(u + "\n" for u in old_units), encoding="utf-8")
     nfc = load_dataset(path=own_data(tmp_path / "nfc.jsonl", accented_rows(40)))
     (line,) = leakage.check_leakage(old, [nfc])
     assert "40 of 40 items" in line

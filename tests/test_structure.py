@@ -139,6 +139,19 @@ def test_layers_import_only_downward() -> None:
     assert not up, "imports from a higher layer:\n" + "\n".join(up)
 
 
+# Pairs of layers that, though one lies above the other, share nothing but lower layers: what both
+# need sits below them (the training-text record of a distilled student: `nlgbench.data.training_texts`).
+APART = (("distillation", "execution"),)
+
+
+@pytest.mark.parametrize("upper, lower", APART)
+def test_layers_kept_apart(upper: str, lower: str) -> None:
+    crossing = sorted(
+        f"{m} imports {t}" for m, ts in graph().items() for t in ts if (layer(m), layer(t)) == (upper, lower)
+    )
+    assert not crossing, f"{upper} imports {lower}:\n" + "\n".join(crossing)
+
+
 def test_no_import_loop() -> None:
     edges = graph()
     loops: list[list[str]] = []

@@ -1,9 +1,9 @@
 """The evaluation data held out of the distillation pairs (`--holdout`): every source and reference
 text of the named datasets is removed from the pairs before labelling (a pair goes when its
 reference or its candidate is one of them, texts compared in Unicode NFC with whitespace
-normalised, as the leakage guard compares them: `nlgbench.execution.leakage.text_hash`), counted per
+normalised, as the leakage guard compares them: `nlgbench.data.training_texts.text_hash`), counted per
 dataset, and the final pairs are checked with the leakage guard's own units
-(`nlgbench.execution.leakage.training_hashes`), so a student made from them passes it."""
+(`nlgbench.data.training_texts.training_hashes`), so a student made from them passes it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from nlgbench.data.items import Dataset
 from nlgbench.data.loaders import load_dataset
-from nlgbench.execution.leakage import overlapping_items, text_hash, training_hashes
+from nlgbench.data.training_texts import overlapping_items, text_hash, training_hashes
 from nlgbench.foundations.errors import UserError
 
 

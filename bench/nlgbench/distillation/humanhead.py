@@ -27,6 +27,7 @@ import numpy as np
 from nlgbench.core.result import json_safe
 from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
+from nlgbench.data.training_texts import DISTILL_FILE, TEXT_FORM, TEXTS_FILE, training_hashes, units_text
 from nlgbench.distillation.headfit import fit_head, layer_sets
 from nlgbench.distillation.holdout import Holdout, holdout_names, own_data_file
 from nlgbench.distillation.pipeline import FORMAT, check_out_folder, replace_folder
@@ -34,7 +35,6 @@ from nlgbench.distillation.steplog import Log, log_stderr
 from nlgbench.encoders.hfcache import HEAD_FILE, load_options
 from nlgbench.encoders.registry import EncoderRef, default_layer, without_machine_paths
 from nlgbench.encoders.runtime import Encoder, load_encoder
-from nlgbench.execution.leakage import DISTILL_FILE, TEXT_FORM, TEXTS_FILE, training_hashes
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.version import __version__
 from nlgbench.measurement.devices import check_device
@@ -153,7 +153,7 @@ def distill_head(
         f"leave-one-pair-out Pearson {chosen['cv_pearson']:.4f} over {len(fit.record['groups'])} language pairs"
     )
     texts = training_hashes((ref_text, p.candidate) for p in pairs for ref_text in p.item.references)
-    texts_text = "".join(h + "\n" for h in texts)
+    texts_text = units_text(texts)
     record: dict[str, Any] = {
         "format": FORMAT,
         "nlgbench": __version__,

@@ -6,7 +6,7 @@ split by reference. The output folder (config, tokenizer, safetensors) is usable
 `frugalscore` by path; it holds `distill.json` (teacher, data hashes, hyper-parameters, validation
 MSE and Pearson with the teacher, the training record and validation curve, times), the curve's
 figure (`training_curve.png`) and `training_texts.sha256` (hashes of every training
-reference and pair), which the leakage guard (`nlgbench.execution.leakage`) compares with evaluation data.
+reference and pair, `nlgbench.data.training_texts`), which the leakage guard compares with evaluation data.
 Training is checkpointed into `OUT.partial` beside the output folder (`nlgbench.distillation.checkpoint`),
 removed once the student is written; `resume` continues an interrupted run from there.
 distill.json travels with the student (copied into reports, imported into other caches), so it names
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.core.result import json_safe
+from nlgbench.data.training_texts import DISTILL_FILE, TEXT_FORM, TEXTS_FILE, training_hashes, units_text
 from nlgbench.distillation.checkpoint import Checkpoints, check_checkpoints, checkpoint_folder
 from nlgbench.distillation.config import TrainConfig
 from nlgbench.distillation.curve import CURVE_FILE, plot_curve
@@ -42,7 +43,6 @@ from nlgbench.distillation.teacher import Labels, Teacher, shards_key, teacher_l
 from nlgbench.distillation.training import Trained, train_student
 from nlgbench.encoders.registry import without_machine_paths
 from nlgbench.encoders.variants import count_params
-from nlgbench.execution.leakage import DISTILL_FILE, TEXT_FORM, TEXTS_FILE, training_hashes
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import refuse_output_link
 from nlgbench.foundations.version import __version__
@@ -107,7 +107,7 @@ def distill(
     train, val = [rows[i] for i in train_idx], [rows[i] for i in val_idx]
     trained = train_student(_examples(train), _examples(val), cfg, device, log, checkpoints)
     texts = training_hashes([(p.reference, p.candidate) for p, _ in rows])
-    texts_text = "".join(h + "\n" for h in texts)
+    texts_text = units_text(texts)
     record: dict[str, Any] = {
         "format": FORMAT,
         "nlgbench": __version__,
