@@ -2,9 +2,9 @@
 
 python scripts/results_table.py reports/similarity [--quality pearson_global]
 
-The rows are results.csv's (`RunData.results_csv`, read as text); correlations are labelled with their
-level as report and compare label them (`column_label`), and rows under the older column names are
-read under the current ones (`current_names`).
+The rows are results.csv's (`RunData.results_csv`, read as text, an older run folder's in today's
+columns: nlgbench.runs.migrate); correlations are labelled with their level as report and compare label
+them (`column_label`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from nlgbench.core.labels import metric_label
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.markup import markdown
-from nlgbench.runs.csvfiles import MAIN_QUALITY, QUALITY_COLUMNS, column_label, current_names
+from nlgbench.runs.csvfiles import MAIN_QUALITY, QUALITY_COLUMNS, column_label
 from nlgbench.runs.rundata import RunData
 
 CELL_COLUMNS = [
@@ -60,14 +60,12 @@ def cell_text(key: str, value: str) -> str:
 
 def cells_table(rows: list[dict[str, str]]) -> str:
     """Every cell with its time, memory, size, exit layer and correlations."""
-    rows = [current_names(r) for r in rows]
     return markdown([h for _, h in CELL_COLUMNS], [[cell_text(k, r.get(k, "")) for k, _ in CELL_COLUMNS] for r in rows])
 
 
 def by_dataset_table(rows: list[dict[str, str]], quality: str = QUALITY_COLUMNS[0]) -> str:
     """One row per metric x aligner x encoder; per dataset its ms/segment and `quality` correlation
     (a results.csv correlation column; default the first, report's default figure)."""
-    rows = [current_names(r) for r in rows]
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
 
     def metric(r: dict[str, str]) -> str:

@@ -3,7 +3,8 @@
 
 tests/data/run_v0/ is a run folder written before CellResult existed (result.json of measured,
 failed and imported cells, and its results.csv): the typed path must reproduce the result.json
-files byte for byte and every column of the results.csv (under its old name) text for text.
+files byte for byte (with the format number that files carry since, first) and every column of the
+results.csv (under its old name) text for text.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from nlgbench.core.cell import CellConfig, DatasetRef
+from nlgbench.core.cell import RUN_FORMAT, CellConfig, DatasetRef
 from nlgbench.core.result import CellResult, json_safe
 from nlgbench.core.scores import write_scores
 from nlgbench.encoders.registry import EncoderRef
@@ -41,13 +42,19 @@ def v0_results() -> list[Path]:
     return sorted(RUN_V0.glob("*.json"), key=lambda p: int(p.name.split("-")[0]))
 
 
+def with_format(text: str) -> str:
+    """A result.json's text (indent 2) as this nlgbench writes it: the run-folder format first, the rest as is."""
+    assert text.startswith("{\n") and '"format"' not in text
+    return text.replace("{\n", f'{{\n  "format": {RUN_FORMAT},\n', 1)
+
+
 def test_result_json_round_trips_byte_for_byte() -> None:
     paths = v0_results()
     statuses = []
     for path in paths:
         text = path.read_text(encoding="utf-8")
         result = CellResult.from_json(text)
-        assert result.to_json() == text, path.name
+        assert result.to_json() == with_format(text), path.name
         statuses.append((result.status, result.imported))
     assert statuses == [("ok", False), ("ok", False), ("failed", False), ("ok", False), ("ok", True), ("ok", True)]
 
@@ -102,7 +109,7 @@ def test_typed_sections_of_a_measured_and_a_failed_result() -> None:
     assert ok.memory.rss_growth_mb == pytest.approx(ok.memory.peak_rss_mb - ok.memory.baseline_rss_mb)
     assert mover.config.metric_label == "moverscore (wcd)" and mover.config.aligner_label == "wcd"
     assert not failed.ok and failed.timing is None and failed.metric is None
-    assert list(failed.to_dict()) == ["cell_id", "label", "status", "error", "config"]
+    assert list(failed.to_dict()) == ["format", "cell_id", "label", "status", "error", "config"]
 
 
 def test_not_finished_results_have_the_failure_shape() -> None:

@@ -181,7 +181,8 @@ def test_integer_like_text_seg_ids_round_trip(capsys: pytest.CaptureFixture[str]
 def test_old_store_with_integer_column_still_loads_and_records_text(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """A results.sqlite written before (seg_id INTEGER) loads; a cell recorded into it keeps text ids."""
+    """A results.sqlite written before (seg_id INTEGER, no format number: format 1) loads; a cell recorded
+    into it keeps text ids (tests/test_run_format.py reads a store 0.1.0 wrote)."""
     run, data, (a,) = imported(capsys, tmp_path, [1, 2, 3, 4, 5])
     db = sqlite3.connect(run / "results.sqlite")
     try:
@@ -193,6 +194,7 @@ def test_old_store_with_integer_column_still_loads_and_records_text(
             )
             db.execute("INSERT INTO segment_scores SELECT * FROM kept")
             db.execute("DROP TABLE kept")
+            db.execute("PRAGMA user_version = 0")  # written before format numbers
     finally:
         db.close()
     before = (run / "results.sqlite").read_bytes()

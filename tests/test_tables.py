@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -70,16 +71,24 @@ def test_cells_table_names_each_correlation_with_its_level() -> None:
     assert values[columns.index("pearson (global)")] == "0.612" and values[columns.index("peak RSS MiB")] == "900.0"
 
 
-def test_a_results_csv_under_the_old_column_names_gives_the_same_tables() -> None:
-    """A row under the old names only (LEGACY_COLUMNS: pearson_pooled, weight_mb ...) reads as the new one."""
+def test_a_results_csv_under_the_old_column_names_gives_the_same_tables(tmp_path: Path) -> None:
+    """A results.csv under the old names only (format 1, LEGACY_COLUMNS: pearson_pooled, weight_mb ...)
+    reads as the new one (`RunData.results_csv`, upgraded by nlgbench.runs.migrate)."""
+    import csv
+
     from nlgbench.runs.csvfiles import LEGACY_COLUMNS
 
     rows = [row("bertscore", "none", "m", "a", "3", "0.61234"), row("moverscore", "wmd", "m", "b", "", "", "failed")]
     renamed = {new: old for old, new in LEGACY_COLUMNS.items()}
     old_rows = [{renamed.get(k, k): v for k, v in r.items()} for r in rows]
     assert "pearson_global" not in old_rows[0] and old_rows[0]["pearson_pooled"] == "0.61234"
-    assert by_dataset_table(old_rows) == by_dataset_table(rows) and cells_table(old_rows) == cells_table(rows)
-    assert "0.612" in by_dataset_table(old_rows)
+    with (tmp_path / "results.csv").open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(old_rows[0]))
+        writer.writeheader()
+        writer.writerows(old_rows)
+    read = list(csv.DictReader(io.StringIO(RunData.results_csv(tmp_path), newline="")))
+    assert by_dataset_table(read) == by_dataset_table(rows) and cells_table(read) == cells_table(rows)
+    assert "0.612" in by_dataset_table(read)
 
 
 def test_missing_results_is_one_clear_error(tmp_path: Path) -> None:

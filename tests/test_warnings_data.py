@@ -218,6 +218,11 @@ def test_older_results_and_stores_have_no_warnings(run_dir: Path, tmp_path: Path
     assert result.warnings == [] and "warnings" not in result.to_dict() and result.to_dict() == old
     with pytest.raises(ValueError, match="field 'warnings' must be a list of texts"):
         CellResult.from_dict({**raw, "warnings": "one text"})
-    with Store(tmp_path / "old") as store:  # a store without the warnings table: none, and nothing written
-        assert store.warnings("c") == []
+    # a store without the warnings table (one nlgbench 0.1.0 wrote): none, and nothing written
+    old_run = shutil.copytree(Path(__file__).parent / "data" / "run_0_1_0", tmp_path / "old")
+    before = (old_run / "results.sqlite").read_bytes()
+    with Store(old_run) as store:
+        cell = store.results()[0].cell_id
+        assert store.warnings(cell) == []
         assert store.db.execute("SELECT name FROM sqlite_master WHERE name = 'warnings'").fetchone() is None
+    assert (old_run / "results.sqlite").read_bytes() == before

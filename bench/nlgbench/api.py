@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
-from nlgbench.core.result import CellResult, json_safe
+from nlgbench.core.result import json_safe
 from nlgbench.core.scores import read_scores
 from nlgbench.core.signature import reference_use, scorer_signature
 from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
@@ -42,6 +42,7 @@ from nlgbench.metrics.texts import (
 from nlgbench.reporting.compare import compare as compare_encoders
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.folder import cell_dir
+from nlgbench.runs.migrate import read_result
 from nlgbench.runs.rundata import RunData
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from nlgbench.statistics.summary import signed_segments
@@ -410,7 +411,7 @@ def load_scores(path: str | Path, cell_id: str) -> pd.DataFrame:
     if not csv_path.is_file():
         raise UserError(f"{csv_path}: no such file (is {cell_id!r} a finished cell of {path}?)")
     # ids and texts stay text, checked against result.json where there is one
-    columns, rows = read_scores(csv_path, CellResult.read(cell) if (cell / RESULT_FILE).is_file() else None)
+    columns, rows = read_scores(csv_path, read_result(cell) if (cell / RESULT_FILE).is_file() else None)
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -403,6 +403,12 @@ def _add_import_scores(sub: Commands) -> None:
 def _add_repair(sub: Commands) -> None:
     rp = sub.add_parser("repair", help="rebuild DIR/results.sqlite from DIR/cells/ (a corrupt store is kept aside)")
     rp.add_argument("dir", help="run folder")
+    rp.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="also write what an older nlgbench wrote (the store, cells/*/result.json, results.csv) in this "
+        "nlgbench's run-folder format (every command reads older formats as they are)",
+    )
     rp.set_defaults(handler="repair")
 
 

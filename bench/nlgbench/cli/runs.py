@@ -1,5 +1,6 @@
 """`nlgbench import-scores` (precomputed scores as a cell) and `nlgbench repair` (the store rebuilt
-from the cell folders): the commands that change a run folder outside a sweep."""
+from the cell folders; `--upgrade`: the folder written in this nlgbench's format): the commands that
+change a run folder outside a sweep."""
 
 from __future__ import annotations
 
@@ -43,5 +44,5 @@ def cmd_import_scores(args: argparse.Namespace) -> int:
 
 def cmd_repair(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
-    print(describe(folder, repair(folder)))
+    print(describe(folder, repair(folder, upgrade=args.upgrade)))
     return 0

@@ -36,6 +36,10 @@ from nlgbench.metrics import get_metric, metric_names
 IMPORTED_DEVICE = "none"  # an imported cell's config device (part of its id)
 IMPORTED = "imported"  # how views show an imported cell's device
 CONFIG_FILE, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE = "config.json", "result.json", "scores.csv", "traceback.txt"
+# The format of the files a run folder holds (result.json's `format`, the store's `user_version`, the
+# sidecar of results.csv), written by this nlgbench; older formats and how each is upgraded when read:
+# `FORMATS` in nlgbench.runs.migrate.
+RUN_FORMAT = 3
 
 
 # ----------------------------------------------------------------------------- configuration

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nlgbench.core.cell import RESULT_FILE, CellConfig
+from nlgbench.core.cell import RESULT_FILE, RUN_FORMAT, CellConfig
 from nlgbench.core.datawarnings import data_warnings
 from nlgbench.data.items import Dataset
 from nlgbench.foundations.errors import UserError
@@ -300,7 +300,8 @@ class CellResult:
     def to_dict(self) -> dict[str, Any]:
         """result.json's keys, in its order; a cell that did not finish stops after `config` (and its
         `startup_s`, where known)."""
-        out: dict[str, Any] = {"cell_id": self.cell_id, "label": self.label, "status": self.status, "error": self.error}
+        out: dict[str, Any] = {"format": RUN_FORMAT, "cell_id": self.cell_id, "label": self.label}  # format first
+        out.update(status=self.status, error=self.error)
         if self.imported:
             out["imported"] = True
         out["config"] = self.config.to_dict()
@@ -379,7 +380,8 @@ class CellResult:
 
     @classmethod
     def read(cls, cell_dir: Path) -> CellResult:
-        """The cell folder's result.json; one UserError naming the file (and field) where it cannot be read."""
+        """The cell folder's result.json, of this nlgbench's format (any format: nlgbench.runs.migrate.read_result);
+        one UserError naming the file (and field) where it cannot be read."""
         path = cell_dir / RESULT_FILE
         text = utf8_text(path, read_bytes(path))
         try:
@@ -449,6 +451,9 @@ def check_shape(raw: Any) -> None:
     def need(ok: bool, field: str, what: str) -> None:
         if not ok:
             raise ValueError(f"field {field!r} must be {what}, got {json.dumps(raw.get(field))[:80]}")
+
+    # an older file is upgraded before it gets here (nlgbench.runs.migrate); no format: a result made in memory
+    need(raw.get("format", RUN_FORMAT) == RUN_FORMAT, "format", f"{RUN_FORMAT}, this nlgbench's format")
 
     for key in ("cell_id", "label", "status"):
         need(isinstance(raw.get(key), str), key, "a text")

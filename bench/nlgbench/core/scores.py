@@ -92,7 +92,8 @@ def warn_unchecked(path: Path) -> None:
     _WARNED.add(str(path))
     print(
         f"warning: {path}: unchecked, {RESULT_FILE} (written by an older nlgbench) records no sha256 of it, "
-        "so an edit since the cell wrote it cannot be told; run the cell again to have it checked",
+        "so an edit since the cell wrote it cannot be told; `nlgbench repair --upgrade` on its run folder records "
+        "it where the store holds the same scores, or run the cell again to have it checked",
         file=sys.stderr,
         flush=True,
     )

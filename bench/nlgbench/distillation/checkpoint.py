@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 
 SUFFIX = ".partial"  # OUT.partial beside OUT
 INDEX = "checkpoint.json"  # the last and the best state files, with their sha256
-LEGACY = "last.pt"  # the single checkpoint file of the first format
-FORMAT = 2
+LEGACY = "last.pt"  # the single checkpoint file of format 1 (no index), which --resume does not read
+FORMAT = 2  # the index's and each state's `format`: 2 since the index and its best state
 STATE_NAME = re.compile(r"step-[0-9]{8}\.pt")  # the only file names an index may give
 SHA256 = re.compile(r"[0-9a-f]{64}")
 STATE_KEYS = {"format", "fingerprint", "model", "optimizer", "schedule", "rng", "order", "fit"}
@@ -148,7 +148,10 @@ def load_checkpoint(plan: Checkpoints, expected: dict[str, Any], log: Log) -> di
     folder = plan.folder
     if not (folder / INDEX).is_file():
         if (folder / LEGACY).is_file():
-            raise UserError(f"--resume: {folder} holds a checkpoint of an older format; delete it to start again")
+            raise UserError(
+                f"--resume: {folder} holds a checkpoint of an older format; delete it to start again (format 1, "
+                f"{LEGACY}: this nlgbench resumes format {FORMAT})"
+            )
         return None
     index = read_index(folder)
     last, best = index["last"], index["best"]
@@ -193,7 +196,13 @@ def read_index(folder: Path) -> dict[str, Any]:
         index = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"--resume: cannot read {path} ({exc}); delete {folder} to start again") from None
-    if not isinstance(index, dict) or index.get("format") != FORMAT:
+    found = index.get("format") if isinstance(index, dict) else None
+    if isinstance(found, int) and not isinstance(found, bool) and found > FORMAT:
+        raise UserError(
+            f"--resume: {path} is a checkpoint of format {found}, newer than this nlgbench resumes (format "
+            f"{FORMAT}); resume it with the nlgbench that wrote it, or delete {folder} to start again"
+        )
+    if not isinstance(index, dict) or found != FORMAT:
         raise UserError(f"--resume: {path} is not a checkpoint index of this nlgbench; delete {folder} to start again")
     for role in ("last", "best"):
         entry = index.get(role)

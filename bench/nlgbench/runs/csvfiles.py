@@ -7,22 +7,25 @@ nlgbench.statistics.levels: global = pooled segments, segment = per language pai
 item, system), and its first one is the figure report and compare show by default (Pearson,
 global: nlgbench.reporting.quality.DEFAULT_QUALITY; a test checks they agree). Memory and sizes
 are in MiB (bytes / 2**20), named `_mib`. The older names follow as LEGACY_COLUMNS (same
-values), kept for one release."""
+values), kept for one release. Their format is written beside them (format.json); a reader gets an older
+results.csv in these columns through nlgbench.runs.migrate."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import statistics
 from pathlib import Path
 from typing import Any
 
+from nlgbench.core.cell import RUN_FORMAT
 from nlgbench.core.labels import distinct_dataset_labels
 from nlgbench.core.result import CellResult
 from nlgbench.core.signature import recorded_signature
 from nlgbench.foundations.files import write_atomic
-from nlgbench.runs.folder import CORRELATIONS_FILE, CSV_FILE
+from nlgbench.runs.folder import CORRELATIONS_FILE, CSV_FILE, FORMAT_FILE
 from nlgbench.statistics.levels import GROUPING
 from nlgbench.statistics.summary import SUMMARY_METHODS
 
@@ -163,8 +166,15 @@ CORRELATION_COLUMNS = [
 ]
 
 
+def format_record(found: int = RUN_FORMAT) -> str:
+    """format.json: the format of results.csv and correlations.csv beside it (a sidecar, so the CSV files
+    stay plain tables that csv and pandas read without options)."""
+    return json.dumps({"format": found}) + "\n"
+
+
 def write_views(folder: Path, results: list[CellResult]) -> Path:
-    """Write results.csv and correlations.csv of these results (the store's, in sweep order), atomically."""
+    """Write results.csv and correlations.csv of these results (the store's, in sweep order) and their
+    format (format.json), atomically."""
     path = folder / CSV_FILE
     text = io.StringIO(newline="")
     long = io.StringIO(newline="")
@@ -178,6 +188,7 @@ def write_views(folder: Path, results: list[CellResult]) -> Path:
         figures.writerows([{**row, "dataset": label} for row in figure_rows(result)])
     write_atomic(path, text.getvalue())
     write_atomic(folder / CORRELATIONS_FILE, long.getvalue())
+    write_atomic(folder / FORMAT_FILE, format_record())
     return path
 
 
@@ -195,12 +206,6 @@ def _num(value: Any, digits: int | None = None) -> Any:
 def with_legacy(row: dict[str, Any]) -> dict[str, Any]:
     """A results.csv row with its LEGACY_COLUMNS, each the value of the column that replaced it."""
     return {**row, **{old: row.get(new, "") for old, new in LEGACY_COLUMNS.items()}}
-
-
-def current_names(row: dict[str, str]) -> dict[str, str]:
-    """A results.csv row read from a file written under the older names (old names only) with the new
-    names too (LEGACY_COLUMNS), so readers of the new names read old run folders; a newer row as is."""
-    return {**{new: row[old] for old, new in LEGACY_COLUMNS.items() if old in row and new not in row}, **row}
 
 
 def dimension_sections(result: CellResult) -> list[dict[str, Any]]:

@@ -2,7 +2,8 @@
 opened for writing: created if needed, writable, and held by one process at a time.
 
 Layout: `results.sqlite` (the store, `nlgbench.runs.store`), its views `results.csv` and
-`correlations.csv`, `cells/<id>/` (one folder per cell: config.json, result.json, scores.csv, ...;
+`correlations.csv` (their format in `format.json`: `nlgbench.runs.migrate`),
+`cells/<id>/` (one folder per cell: config.json, result.json, scores.csv, ...;
 `nlgbench.core.cell` names those files), `report/` (`nlgbench report`), `slurm/` (the Slurm
 launcher's book, and submitit's files in `slurm/submitit/`) and the lock file `.lock`.
 
@@ -36,6 +37,7 @@ from nlgbench.foundations.errors import UserError
 STORE_FILE = "results.sqlite"
 CSV_FILE = "results.csv"
 CORRELATIONS_FILE = "correlations.csv"
+FORMAT_FILE = "format.json"  # the format of results.csv and correlations.csv (nlgbench.runs.migrate)
 CELLS = "cells"
 REPORT = "report"
 SLURM = "slurm"

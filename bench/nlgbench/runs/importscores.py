@@ -30,6 +30,7 @@ from nlgbench.foundations.files import BOM, read_bytes, utf8_text
 from nlgbench.foundations.names import refuse_control, refuse_name
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.runs.folder import cell_dir, locked
+from nlgbench.runs.migrate import read_result
 from nlgbench.runs.store import open_store
 
 COLUMNS = ("lp", "seg_id", "system", "score")
@@ -54,7 +55,7 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
     # a cell's scores.csv: its further columns are outputs
     own = fields[: len(OWN_SCORES_HEAD)] == list(OWN_SCORES_HEAD)
     if own and (path.parent / RESULT_FILE).is_file():  # in its cell folder: whole and unchanged, or refused
-        read_cell_scores(path, CellResult.read(path.parent))
+        read_cell_scores(path, read_result(path.parent))
     unknown = [] if own else [f for f in fields if f not in COLUMNS]
     if missing or unknown:
         raise UserError(

@@ -42,6 +42,7 @@ from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
 from nlgbench.foundations.jsonwalk import map_strings
 from nlgbench.runs.folder import CSV_FILE, STORE_FILE, cell_dir, report_dir
+from nlgbench.runs.migrate import result_from_json, upgrade_results_csv
 from nlgbench.runs.store import Store, has_store, scan_cells
 from nlgbench.statistics.levels import Segments
 from nlgbench.statistics.resampling import resample_distribution
@@ -201,12 +202,13 @@ class RunData:
     @staticmethod
     def results_csv(folder: Path) -> str:
         """The text of the folder's results.csv: one row per cell (failed ones too) as the run wrote
-        it, what `nlgbench.load_run` and scripts/results_table.py show; one clear error when there is
-        none, or when it is not UTF-8."""
+        it, in this nlgbench's columns (an older format's upgraded: `upgrade_results_csv`), what
+        `nlgbench.load_run` and scripts/results_table.py show; one clear error when there is none, or
+        when it is not UTF-8."""
         path = folder / CSV_FILE
         if not path.is_file():
             raise UserError(f"{folder}: no results.csv (not a run folder, or no cell has finished yet)")
-        return utf8_text(path, read_bytes(path))
+        return upgrade_results_csv(folder, utf8_text(path, read_bytes(path)))
 
     def replicates(
         self,
@@ -293,10 +295,7 @@ def _published_results(folder: Path) -> list[CellResult]:
     results = []
     for number, line in enumerate(utf8_text(path, read_bytes(path)).split("\n"), start=1):
         if line.strip():
-            try:
-                results.append(CellResult.from_json(line))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise UserError(f"{path} line {number}: not a cell result ({exc})") from None
+            results.append(result_from_json(line, f"{path} line {number}"))
     return results
 
 

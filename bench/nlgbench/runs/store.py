@@ -6,6 +6,12 @@ interrupted sweep never leaves a half-recorded or duplicated cell. SQLite's faul
 line naming the file (`StoreFault`): disk full, read-only, and a corrupt file (`StoreCorrupt`,
 checked when the store opens), which `nlgbench repair DIR` rebuilds from the cell folders. A
 writer opens it with `open_store`, which refuses a missing store beside finished cells.
+
+Its format (`nlgbench.runs.migrate.FORMATS`) is its `PRAGMA user_version`; a store made before format
+numbers has none and `store_format` tells 1 from 2. Readers see every stored result upgraded
+(`nlgbench.runs.migrate`) and change nothing in an older store; a writer upgrades it when it opens it
+(`open_store`, `Store.upgrade`), and `Store.record` in the transaction of the cell it records; a newer
+store is refused in one line.
 """
 
 from __future__ import annotations
@@ -22,12 +28,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
+from nlgbench.core.cell import RESULT_FILE, RUN_FORMAT, SCORES_FILE
 from nlgbench.core.result import CellResult
 from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, read_scores
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.csvfiles import write_views
 from nlgbench.runs.folder import STORE_FILE, cells_dir, refuse_link
+from nlgbench.runs.migrate import check_known, read_result, result_from_json
 
 STORE_SIDE_FILES = ("-journal", "-wal", "-shm")  # SQLite's files beside the store (results.sqlite-journal, ...)
 SCORES_KEY_COLUMNS = {"lp", "seg_id", "system", "score", "human", "doc_id"}  # scores.csv columns that are not outputs
@@ -53,8 +60,8 @@ CREATE TABLE IF NOT EXISTS segment_meta (
 );
 CREATE INDEX IF NOT EXISTS measurements_cell ON measurements (cell_id);
 """
-# A cell's data warnings (`CellResult.warnings`), one row each in order. Made by the first `record`
-# (a writer), not when a store opens: reading an older store changes nothing in it.
+# A cell's data warnings (`CellResult.warnings`), one row each in order (since format 2: made with a new
+# store, or by the upgrade of an older one).
 WARNINGS_TABLE = (
     "CREATE TABLE IF NOT EXISTS warnings (cell_id TEXT, idx INTEGER, text TEXT, PRIMARY KEY (cell_id, idx))"
 )
@@ -117,7 +124,7 @@ def scan_cells(folder: Path) -> tuple[list[CellResult], list[str]]:
     skipped: list[str] = []
     for path in sorted(cells_dir(folder).glob(f"*/{RESULT_FILE}")):
         try:
-            result = CellResult.read(path.parent)
+            result = read_result(path.parent)
             if result.cell_id != path.parent.name:
                 raise UserError(f"{path} is the result of cell {result.cell_id}, not of its folder's")
             if result.ok:
@@ -144,9 +151,16 @@ def check_store(folder: Path) -> None:
 
 
 def open_store(folder: Path) -> Store:
-    """The folder's store, for a writer holding its lock: checked (`check_store`) and opened."""
+    """The folder's store, for a writer holding its lock: checked (`check_store`), opened and brought to
+    this nlgbench's format (`Store.upgrade`), so the rows it adds never sit in an older store."""
     check_store(folder)
-    return Store(folder)
+    store = Store(folder)
+    try:
+        store.upgrade()
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -179,11 +193,55 @@ class Store:
                 (verdict,) = self.db.execute("PRAGMA quick_check(1)").fetchone()
                 if verdict != "ok":
                     raise sqlite3.DatabaseError(f"database disk image is malformed: {verdict}")
+                self.format = self.store_format()
                 self.db.executescript(SCHEMA)
                 self.db.commit()
             except BaseException:
                 self.db.close()
                 raise
+
+    def store_format(self) -> int:
+        """The store's format: its user_version (a newer one refused in one line); a new store is made in
+        this nlgbench's. Unmarked (made before format numbers): 2 where it has the warnings table and an
+        untyped seg_id (0.2.0's), else 1."""
+        (version,) = self.db.execute("PRAGMA user_version").fetchone()
+        if version:
+            check_known(version, self.path)
+            return int(version)
+        tables = {name for (name,) in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "cells" not in tables:
+            self.db.executescript(f"{SCHEMA}{WARNINGS_TABLE};\nPRAGMA user_version = {RUN_FORMAT};")
+            return RUN_FORMAT
+        declared = {name: kind for _, name, kind, *_ in self.db.execute("PRAGMA table_info(segment_scores)")}
+        return 2 if "warnings" in tables and declared.get("seg_id", "").upper() != "INTEGER" else 1
+
+    @translated
+    def upgrade(self) -> bool:
+        """Bring an older store to this nlgbench's format, in one transaction; whether it was older."""
+        if self.format == RUN_FORMAT:
+            return False
+        with self.db:
+            self.db.execute("BEGIN")
+            self._upgrade_steps()
+        self.format = RUN_FORMAT
+        return True
+
+    def _upgrade_steps(self) -> None:
+        """The upgrade from the store's format to this nlgbench's, inside the caller's transaction: from 1
+        the warnings table and an untyped seg_id (`_untype_seg_ids`); from 2 every stored result in the
+        current format and the user_version."""
+        if self.format < 2:
+            self.db.execute(WARNINGS_TABLE)
+            self._untype_seg_ids()
+        if self.format < RUN_FORMAT:
+            rows = self.db.execute("SELECT cell_id, result_json FROM cells").fetchall()
+            upgraded = [(self._stored(cid, text).to_json(indent=None), cid) for cid, text in rows]
+            self.db.executemany("UPDATE cells SET result_json = ? WHERE cell_id = ?", upgraded)
+            self.db.execute(f"PRAGMA user_version = {RUN_FORMAT}")
+
+    def _stored(self, cell_id: str, text: str) -> CellResult:
+        """A stored result, upgraded to the current format (`nlgbench.runs.migrate`)."""
+        return result_from_json(text, f"{self.path} (cell {cell_id})")
 
     def __enter__(self) -> Store:
         return self
@@ -256,10 +314,10 @@ class Store:
             for i, phases in enumerate(result.timing.phases_s):
                 measurements += [(cid, f"phase_{k}_s", i, v) for k, v in phases.items()]
         with self.db:
-            self.db.execute(WARNINGS_TABLE)
+            self.db.execute("BEGIN")
+            self._upgrade_steps()  # in this transaction: an older store changes with the cell or not at all
             for table in ("cells", "measurements", "segment_scores", "segment_meta", "warnings"):
                 self.db.execute(f"DELETE FROM {table} WHERE cell_id = ?", (cid,))
-            self._untype_seg_ids()  # in this transaction: an old store changes with the cell or not at all
             self.db.execute(
                 "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -286,11 +344,11 @@ class Store:
             self.db.executemany(
                 "INSERT INTO warnings VALUES (?, ?, ?)", [(cid, i, text) for i, text in enumerate(result.warnings)]
             )
+        self.format = RUN_FORMAT
 
     def _untype_seg_ids(self) -> None:
-        """An older store declares `seg_id INTEGER`, whose affinity turns the text
-        "007" into 7: rebuild that table with the untyped column (rows kept as stored) before a cell
-        is recorded. Only writers do this; reading an old store changes nothing in it."""
+        """A format-1 store declares `seg_id INTEGER`, whose affinity turns the text "007" into 7: rebuild
+        that table with the untyped column (rows kept as stored). Part of the upgrade (`_upgrade_steps`)."""
         declared = {name: kind for _, name, kind, *_ in self.db.execute("PRAGMA table_info(segment_scores)")}
         if declared.get("seg_id", "").upper() != "INTEGER":
             return
@@ -305,13 +363,22 @@ class Store:
     def result(self, cell_id: str) -> CellResult | None:
         """The stored result of one cell, if any."""
         row = self.db.execute("SELECT result_json FROM cells WHERE cell_id = ?", (cell_id,)).fetchone()
-        return CellResult.from_json(row[0]) if row else None
+        return self._stored(cell_id, row[0]) if row else None
 
     @translated
     def results(self) -> list[CellResult]:
         """Stored cell results in sweep order."""
-        rows = self.db.execute("SELECT result_json FROM cells ORDER BY seq, cell_id").fetchall()
-        return [CellResult.from_json(text) for (text,) in rows]
+        rows = self.db.execute("SELECT cell_id, result_json FROM cells ORDER BY seq, cell_id").fetchall()
+        return [self._stored(cid, text) for cid, text in rows]
+
+    @translated
+    def replace_result(self, result: CellResult) -> None:
+        """Replace a recorded cell's result.json copy, its other rows as they are (`repair --upgrade`
+        adding the scores.csv record an older result lacks)."""
+        with self.db:
+            self.db.execute(
+                "UPDATE cells SET result_json = ? WHERE cell_id = ?", (result.to_json(indent=None), result.cell_id)
+            )
 
     @translated
     def segment_scores(self, cell_id: str) -> list[tuple[str, int | str, str, float, float]]:
@@ -332,9 +399,9 @@ class Store:
 
     @translated
     def warnings(self, cell_id: str) -> list[str]:
-        """A cell's data warnings in their order (`CellResult.warnings`); none for a cell recorded
-        before the store kept them (a store without the table: none)."""
-        if not self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'warnings'").fetchone():
+        """A cell's data warnings in their order (`CellResult.warnings`); none in a format-1 store, which
+        kept none."""
+        if self.format < 2:
             return []
         rows = self.db.execute("SELECT text FROM warnings WHERE cell_id = ? ORDER BY idx", (cell_id,)).fetchall()
         return [text for (text,) in rows]
