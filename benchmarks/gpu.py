@@ -121,7 +121,7 @@ def sweep_spec(device: str, max_segments: int | None, repeats: int, batch_sizes:
 
 def read_rows(run: Path) -> list[dict[str, str]]:
     """results.csv's rows, with the current column names also for a file written under the old names."""
-    from nlgbench.runs.csvfiles import current_names
+    from nlgbench.runs.migrate import current_names
 
     with (run / "results.csv").open(encoding="utf-8", newline="") as fh:
         return [current_names(row) for row in csv.DictReader(fh)]
