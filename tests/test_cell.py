@@ -26,8 +26,8 @@ from nlgbench.core.result import CellResult, json_safe
 from nlgbench.core.scores import write_scores
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.measurement import allocator
-from nlgbench.measurement.protocol import AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS, measure_scoring, warmup_items
 from nlgbench.measurement.devices import Device
+from nlgbench.measurement.protocol import AGREEMENT_TOLERANCE, WARMUP_MIN_ITEMS, measure_scoring, warmup_items
 from nlgbench.measurement.trackers import LatencyTracker, MemoryTracker
 from nlgbench.metrics.base import PhaseTimer, Scores
 from nlgbench.runs.csvfiles import LEGACY_COLUMNS, RESULTS_COLUMNS, csv_row
