@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.cli.distill_parser import add_distill_arguments
-from nlgbench.cli.values import Parser
+from nlgbench.cli.values import Parser, Spelling
 from nlgbench.data.importers import FORMATS
 from nlgbench.data.importers.summeval import ANNOTATORS
 from nlgbench.data.importers.table import TABLE_FIELDS
@@ -169,6 +169,13 @@ def _add_score(sub: Commands) -> None:
     sc.add_argument("--device", default="auto", help="auto (CUDA where available, else cpu), cpu, cuda, cuda:N")
     sc.add_argument("--batch-size", type=int, default=64)
     sc.add_argument("--out", help="CSV file (default: stdout): line, score, further outputs")
+    for names, spelling in (
+        (("--model", "--model_type", "-m"), "--encoder NAME (a registered name, Hub id or local folder)"),
+        (("--num_layers", "-l"), "--option layer=N (the layer whose output is used)"),
+        (("--idf",), "--option idf=true (and --idf-sents FILE for a fixed idf corpus)"),
+        (("--rescale_with_baseline",), "--option rescale_with_baseline=true (and --option baseline_path=FILE)"),
+    ):
+        sc.add_argument(*names, action=Spelling, spelling=spelling)
     sc.add_argument(
         "--json",
         action="store_true",

@@ -18,7 +18,12 @@ class Parser(argparse.ArgumentParser):
     given as an option's value (`-c=--`, `--encoder=--`, `-c--`) and hands the command an empty list (a
     TypeError later, or silently the default encoder); a blank value (`--encoder=`, `--idf-sents=`)
     silently meant the default too. Both are one line (a UserError, which `nlgbench.cli.main` prints, exit 2).
-    Subcommands' parsers are made of this class too (argparse's `add_subparsers` takes the parent's class)."""
+    Subcommands' parsers are made of this class too (argparse's `add_subparsers` takes the parent's class).
+    No abbreviations: `--idf` must not silently mean `--idf-sents`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         if action.nargs not in (argparse.PARSER, argparse.REMAINDER):  # a subcommand's words: its parser checks
@@ -28,6 +33,17 @@ class Parser(argparse.ArgumentParser):
             if any(not value.strip() for value in arg_strings if value != "--"):
                 raise UserError(f"argument {name}: the value is empty; give one")
         return super()._get_values(action, arg_strings)
+
+
+class Spelling(argparse.Action):
+    """Another tool's option (bert-score's CLI: `--model`, `--idf`, ...) answered with nlgbench's spelling."""
+
+    def __init__(self, option_strings: list[str], dest: str, spelling: str = "", **kwargs: Any) -> None:
+        self.spelling = spelling
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: str | None = None) -> None:
+        raise UserError(f"{option} is bert-score's spelling; nlgbench score takes {self.spelling}")
 
 
 def key_value(raw: str, option: str) -> tuple[str, Any]:
