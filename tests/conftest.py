@@ -68,6 +68,17 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[...
 
 
 @pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """torch on one thread for the test (tiny models run fastest so, and the machine is shared), then back."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
 def wordcount_metric(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The test-only metric `wordcount` (tests/plugins/nlgbench_testmetrics.py: runs no model, imports no
     torch), installed through its entry point for this test and every process it starts: its name."""

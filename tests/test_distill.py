@@ -14,7 +14,7 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.frugalscore import FrugalScoreScorer
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("one_torch_thread")]
 
 WORDS = (
     "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
@@ -73,15 +73,6 @@ def own_data(path: Path, rows: list[dict[str, str]]) -> Path:
             for i, r in enumerate(rows)
         ],
     )
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny models run fastest on one thread (and the machine is shared)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

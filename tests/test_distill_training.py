@@ -34,7 +34,7 @@ from nlgbench.distillation.student import choose_max_length
 from nlgbench.foundations.errors import UserError
 from test_distill import CHRF, config, own_data, synthetic_rows
 
-pytestmark = pytest.mark.component
+pytestmark = [pytest.mark.component, pytest.mark.usefixtures("one_torch_thread")]
 
 PAIRS = 200  # 20 references held out: 180 training pairs, 23 batches of 8, 12 steps of 2 batches per epoch
 TRAINING = {"epochs": 3, "batch_size": 8, "accumulate": 2, "evals_per_epoch": 2, "max_length": "auto"}
@@ -44,8 +44,7 @@ class Interrupted(Exception):
     """Raised from the log after a given number of checkpoints: the run stops as if killed."""
 
 
-# the same tiny student and one-thread set-up as tests/test_distill.py (its fixtures, shared)
-one_thread = test_distill.one_thread
+# the same tiny student as tests/test_distill.py (its fixture, shared); one torch thread from conftest
 tiny_dir = test_distill.tiny_dir
 
 

@@ -27,9 +27,8 @@ from nlgbench.execution import leakage
 from nlgbench.foundations.errors import UserError
 from test_distill import CHRF, config, own_data
 
-pytestmark = pytest.mark.component
+pytestmark = [pytest.mark.component, pytest.mark.usefixtures("one_torch_thread")]
 
-one_thread = test_distill.one_thread
 tiny_dir = test_distill.tiny_dir
 
 # words with accents, each written in NFC (one code point per accented letter)

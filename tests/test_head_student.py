@@ -15,14 +15,13 @@ import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
 import nlgbench
 from helpers import assert_one_line, read_csv, write_jsonl, write_spec
@@ -33,7 +32,7 @@ from nlgbench.distillation.headfit import cross_validate, fit_head, layer_sets
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.featurehead import BASE_FEATURES, PROJECTED, FeatureHead, PairFeatures, family, read_head
 
-pytestmark = pytest.mark.component
+pytestmark = [pytest.mark.component, pytest.mark.usefixtures("one_torch_thread")]
 
 # ----------------------------------------------------------------------------- synthetic features
 
@@ -376,15 +375,6 @@ class Distilled:
     base: Path
     train: Path
     train_rows: list[dict[str, Any]]
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny models run fastest on one thread (and the machine is shared); the sweep's worker uses one too."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
