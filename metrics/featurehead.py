@@ -16,7 +16,6 @@ The student folder holds the encoder cut to the layer read (config, weights, tok
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ from nlgbench.encoders.hfcache import HEAD_FILE, local_snapshot
 from nlgbench.encoders.registry import EncoderRef, resolve_source
 from nlgbench.encoders.runtime import Encoder, load_encoder
 from nlgbench.foundations.cellcontext import CellContext
+from nlgbench.foundations.digests import file_sha256
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import OptionsT, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import weight_table
@@ -296,7 +296,7 @@ def student_folder(encoder_ref: EncoderRef) -> Path:
 def record_digest(folder: Path) -> str:
     """The first 12 hex of the sha256 of the student's training record (distill.json), '' without one."""
     path = folder / DISTILL_RECORD
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else ""
+    return file_sha256(path)[:12] if path.is_file() else ""
 
 
 class FeatureHeadScorer(ScorerBase[OptionsT]):

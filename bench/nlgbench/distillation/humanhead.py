@@ -18,7 +18,6 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,12 @@ from nlgbench.data.loaders import load_dataset
 from nlgbench.data.training_texts import DISTILL_FILE, TEXT_FORM, TEXTS_FILE, training_hashes, units_text
 from nlgbench.distillation.headfit import fit_head, layer_sets
 from nlgbench.distillation.holdout import Holdout, holdout_names, own_data_file
-from nlgbench.distillation.pipeline import FORMAT, check_out_folder, replace_folder
+from nlgbench.distillation.pipeline import check_out_folder, log_written, record_header, replace_folder
 from nlgbench.distillation.steplog import Log, log_stderr
 from nlgbench.encoders.hfcache import HEAD_FILE, load_options
 from nlgbench.encoders.registry import EncoderRef, default_layer, without_machine_paths
 from nlgbench.encoders.runtime import Encoder, load_encoder
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.version import __version__
 from nlgbench.measurement.devices import check_device
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.featurehead import encode_features
@@ -155,10 +153,7 @@ def distill_head(
     texts = training_hashes((ref_text, p.candidate) for p in pairs for ref_text in p.item.references)
     texts_text = units_text(texts)
     record: dict[str, Any] = {
-        "format": FORMAT,
-        "nlgbench": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "metric": "frugalscore",
+        **record_header(),
         "teacher": {"metric": "human", "label": "human scores", "scale": scale, "dimension": human},
         "student": {
             "kind": "head",
@@ -197,10 +192,7 @@ def distill_head(
         (tmp / DISTILL_FILE).write_text(json.dumps(json_safe(record), indent=2) + "\n", encoding="utf-8")
 
     replace_folder(folder, fill)
-    log(
-        f"student written to {folder} (use it as `metric: frugalscore` with `encoders: [{folder}]`"
-        f"{'' if not allow_overlap else '; --allow-overlap recorded: the leakage guard is off for it'})"
-    )
+    log_written(folder, allow_overlap, log)
     return HeadResult(folder, record)
 
 

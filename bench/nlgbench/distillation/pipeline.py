@@ -109,10 +109,7 @@ def distill(
     texts = training_hashes([(p.reference, p.candidate) for p, _ in rows])
     texts_text = units_text(texts)
     record: dict[str, Any] = {
-        "format": FORMAT,
-        "nlgbench": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "metric": "frugalscore",
+        **record_header(),
         "input_order": INPUT_ORDER,
         "teacher": _teacher_record(teacher, labels, pairs),
         "student": _student_record(cfg, trained),
@@ -142,10 +139,7 @@ def distill(
     record = without_machine_paths(record)
     _write_student(folder, trained, record, texts_text)
     shutil.rmtree(checkpoints.folder, ignore_errors=True)  # the student is complete: nothing left to resume
-    log(
-        f"student written to {folder} (use it as `metric: frugalscore` with `encoders: [{folder}]`"
-        f"{'' if not allow_overlap else '; --allow-overlap recorded: the leakage guard is off for it'})"
-    )
+    log_written(folder, allow_overlap, log)
     return DistillResult(folder, record, [p for p, _ in val], [y for _, y in val], trained.val_predictions)
 
 
@@ -213,6 +207,24 @@ def _student_record(cfg: TrainConfig, trained: Trained) -> dict[str, Any]:
         "params": count_params(trained.model),
         "architecture": type(trained.model).__name__,
     }
+
+
+def record_header() -> dict[str, Any]:
+    """distill.json's first fields, the same for every student kind: its format, the version, when, the metric."""
+    return {
+        "format": FORMAT,
+        "nlgbench": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "metric": "frugalscore",
+    }
+
+
+def log_written(folder: Path, allow_overlap: bool, log: Log) -> None:
+    """The closing line of a distill: where the student is and how a spec names it."""
+    log(
+        f"student written to {folder} (use it as `metric: frugalscore` with `encoders: [{folder}]`"
+        f"{'' if not allow_overlap else '; --allow-overlap recorded: the leakage guard is off for it'})"
+    )
 
 
 def _texts_record(texts: Sequence[str], texts_text: str) -> dict[str, Any]:
