@@ -21,12 +21,12 @@ from nlgbench.core.recipe import Recipe
 from nlgbench.core.result import json_safe
 from nlgbench.core.scores import read_scores
 from nlgbench.core.spec import SweepSpec, load_spec, parse_spec
-from nlgbench.encoders.languages import lang_choice, lang_encoder
+from nlgbench.encoders.languages import lang_choice, lang_metric_encoder
 from nlgbench.execution.sweep import run as run_sweep
 from nlgbench.foundations.arguments import check_arguments, number_list, optional_sequence
 from nlgbench.foundations.cellcontext import CellContext, TqdmProgress
 from nlgbench.foundations.errors import UserError
-from nlgbench.measurement.devices import check_device
+from nlgbench.measurement.devices import auto_device
 from nlgbench.metrics import get_metric
 from nlgbench.metrics.base import CorpusScore, FixedIdf, PhaseTimer, ReferencePolicy
 from nlgbench.metrics.texts import (
@@ -58,25 +58,6 @@ MIN_IDF_TEXTS = 10  # idf from fewer texts weighs tokens by chance; from one, ea
 
 class IdfWarning(UserWarning):
     """idf computed from fewer than MIN_IDF_TEXTS texts of one call: pass a fixed corpus (`idf_sents`)."""
-
-
-def auto_device(device: str) -> str:
-    """`auto`: CUDA where torch sees a GPU, else the CPU; any other value checked as given."""
-    if device == "auto":
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    check_device(device)
-    return device
-
-
-def _lang_encoder(metric: str, encoder: EncoderSpec | None, lang: str) -> str:
-    """The encoder bert_score's `lang=` picks (`nlgbench.encoders.languages`); lang is BERTScore's only."""
-    if metric != "bertscore":
-        raise UserError(f"lang picks BERTScore's model (bert_score's lang=); for metric {metric!r} give encoder=")
-    if encoder is not None:
-        raise UserError("give lang or encoder, not both: lang picks the encoder (as bert_score's lang=)")
-    return lang_encoder(lang)
 
 
 class Scorer:
@@ -125,7 +106,7 @@ class Scorer:
         self.info = get_metric(metric)
         self.lang_choice = None  # the line saying which model `lang` chose
         if lang is not None:
-            encoder = _lang_encoder(metric, encoder, lang)
+            encoder = lang_metric_encoder(metric, encoder, lang)
             self.lang_choice = lang_choice(lang)
         if verbose and self.lang_choice is not None:
             print(self.lang_choice, file=sys.stderr, flush=True)
