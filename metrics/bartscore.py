@@ -25,7 +25,7 @@ from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import pad_ids
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.base import BlankTexts, MetricInfo, MetricOptions, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
 
 
@@ -43,13 +43,33 @@ def target_log_likelihood(
     return (logp * m).sum(1) / m.sum(1)
 
 
+BLANK_SCORED = (
+    "the log-likelihood of what the tokenizer makes of it (an empty text: its special tokens <s> </s> alone), "
+    "as the published BARTScorer"
+)
+
+
 @dataclass
-class BartScoreOptions:
+class BartScoreOptions(MetricOptions):
+    """BARTScore's options; `faithfulness` makes it read sources, and so refuse a blank one."""
+
     prompt: str | None = None
     prompt_position: str = "source_suffix"
     faithfulness: bool = False
     state_dict: str | None = None
     max_length: int = 1024
+
+    def blank_texts(self, declared: BlankTexts | None) -> BlankTexts:
+        """A blank hypothesis or reference is scored as the published code scores it (specials only); a
+        blank source, read only with `faithfulness`, is taken as missing and refused."""
+        if self.faithfulness:
+            return BlankTexts(
+                scored=("hypothesis", "reference"),
+                refused=("source",),
+                value=BLANK_SCORED,
+                reason="a blank source is taken as missing (data without sources), never scored",
+            )
+        return BlankTexts(scored=("hypothesis", "reference"), value=BLANK_SCORED)
 
 
 class BartScoreScorer(ScorerBase[BartScoreOptions]):
@@ -124,25 +144,6 @@ class BartScoreScorer(ScorerBase[BartScoreOptions]):
         return {"prompt": self.options.prompt, "state_dict": self.options.state_dict, **self.lm.describe()}
 
 
-BLANK_SCORED = (
-    "the log-likelihood of what the tokenizer makes of it (an empty text: its special tokens <s> </s> alone), "
-    "as the published BARTScorer"
-)
-
-
-def blank_texts(options: dict[str, Any]) -> BlankTexts:
-    """A blank hypothesis or reference is scored as the published code scores it (specials only); a
-    blank source, read only with `faithfulness`, is taken as missing and refused."""
-    if options.get("faithfulness"):
-        return BlankTexts(
-            scored=("hypothesis", "reference"),
-            refused=("source",),
-            value=BLANK_SCORED,
-            reason="a blank source is taken as missing (data without sources), never scored",
-        )
-    return BlankTexts(scored=("hypothesis", "reference"), value=BLANK_SCORED)
-
-
 def check_values(options: dict[str, Any]) -> None:
     if options.get("prompt_position") not in (None, "source_suffix", "target_prefix"):
         raise UserError(f"prompt_position must be source_suffix or target_prefix, got {options['prompt_position']!r}")
@@ -168,5 +169,4 @@ INFO = MetricInfo(
     # neulab/BARTScore bart_score.py: BARTScorer.multi_ref_score(srcs, tgts, agg="mean") scores each
     # reference and takes np.mean over them by default (agg="max" is its alternative).
     multi_reference="mean",
-    blank_texts_if=blank_texts,
 )

@@ -256,6 +256,6 @@ INFO = MetricInfo(
     # keeps those two in its measures (and its idf lookup, by tensor keys, never hits its int-keyed table, so every
     # token weighs the unseen value): it scores such a text from their states alone. Here special tokens weigh
     # nothing, so there is no measure, as for an empty text.
-    token_rule=lambda options: WORD_TOKENS,
+    token_rule=WORD_TOKENS,
     warm_up=compile_kernels,  # numba's kernels compiled (or read from its cache) in the worker's start-up
 )

@@ -212,6 +212,29 @@ class TokenRule:
     encoder_option: str | None = None  # the option naming the model whose tokens these are, where set
 
 
+class MetricOptions:
+    """The base of a metric's options dataclass (`MetricInfo.options_class`) where a rule of the metric depends
+    on its options: the class overrides the rule's method, which gets the metric's fixed declaration and
+    returns the rule in force (SentSim reads references only with `against: reference`). A metric whose rules
+    are fixed needs no base. Rules are asked of options before they are checked (the API's text checks), so
+    they read any value without raising, and the class holds no `__post_init__` that could."""
+
+    def reads_references(self, needs: tuple[str, ...]) -> bool:
+        """Whether the metric, run with these options, reads the items' references; default as `needs` says."""
+        return "reference" in needs
+
+    def blank_texts(self, declared: BlankTexts | None) -> BlankTexts | None:
+        """What it does with a blank text in each field it reads; default the fixed `MetricInfo.blank_texts`."""
+        return declared
+
+    def token_rule(self, declared: TokenRule | None) -> TokenRule | None:
+        """Which tokens it weighs; default the fixed `MetricInfo.token_rule`."""
+        return declared
+
+
+RULES = ("reads_references", "blank_texts", "token_rule")  # the rules an options class may decide
+
+
 @dataclass(frozen=True)
 class MetricInfo:
     """A registered metric: its declaration and how to build its scorer.
@@ -219,8 +242,9 @@ class MetricInfo:
     `options_class` (a dataclass) is the one declaration of the metric's options; `options`
     (name -> (type, default)) and the type checks are derived from it. `check_values` holds
     only the constraints types cannot express (ranges, choices, existing files). A metric that reads
-    references also takes the harness option `reference_policy` (`harness_options`), which `make`
-    applies by wrapping the scorer in `ReferencePolicy`.
+    references also takes the harness option `reference_policy` (`harness_options`), which the scorer
+    recipe (`nlgbench.core.recipe.Recipe.build`, the one caller of `build`) applies by wrapping the scorer in
+    `ReferencePolicy`.
     """
 
     name: str
@@ -243,16 +267,16 @@ class MetricInfo:
     # Distributions (besides torch and transformers) whose version changes the scores: their
     # major.minor joins the ids of this metric's cells (`nlgbench.core.cell.metric_versions`).
     libraries: tuple[str, ...] = ()
-    # When reading references depends on the options (SentSim's `against`); default: "reference" in `needs`.
-    reads_references_if: Callable[[dict[str, Any]], bool] | None = None
-    # What it does with a blank text in each field it reads (scored as it defines, or refused), and the
-    # options-dependent form where that depends on the options (SentSim's token_part). Neither given:
-    # every field it reads is refused (`blank_rule`), the safe rule for a metric that declares nothing.
+    # The rules below are fixed declarations; where one depends on the options (SentSim's `against` and
+    # `token_part`), the options class decides it (`MetricOptions`), and whether it reads references
+    # follows `MetricOptions.reads_references` (default: "reference" in `needs`).
+    # What it does with a blank text in each field it reads (scored as it defines, or refused). None and not
+    # decided by the options: every field it reads is refused (`blank_rule`), the safe rule for a metric that
+    # declares nothing.
     blank_texts: BlankTexts | None = None
-    blank_texts_if: Callable[[dict[str, Any]], BlankTexts] | None = None
     # Which tokens it weighs, where a text can be left with none although not blank (a transport metric's);
     # None: a blank text is the only text without one (bert_score's [CLS] and [SEP] count), nothing to check.
-    token_rule: Callable[[dict[str, Any]], TokenRule | None] | None = None
+    token_rule: TokenRule | None = None
     # Options added after cells were recorded (BERTScore's rescale_with_baseline, baseline_path): a cell's
     # options hold them only where set to other than their default, so the ids of existing cells stay.
     held_if_set: tuple[str, ...] = ()
@@ -278,21 +302,36 @@ class MetricInfo:
     def harness_options(self) -> dict[str, tuple[type, Any]]:
         """Options the harness applies around the scorer (not in `options_class`): `reference_policy`
         for a metric that may read references. A cell's options hold them only where given."""
-        may_read = "reference" in self.needs or self.reads_references_if is not None
+        may_read = "reference" in self.needs or self.options_decide("reads_references")
         return {REFERENCE_POLICY: (str, None)} if may_read else {}
+
+    def options_decide(self, rule: str) -> bool:
+        """Whether the options class decides `rule` (one of `RULES`) itself: overrides `MetricOptions`'s method."""
+        cls = self.options_class
+        return issubclass(cls, MetricOptions) and getattr(cls, rule) is not getattr(MetricOptions, rule)
+
+    def rules(self, options: dict[str, Any]) -> MetricOptions:
+        """`options` (a cell's, checked or not) as the options class, whose methods give the rules in force;
+        the base `MetricOptions` (the fixed declarations) for a class that decides none."""
+        if not issubclass(self.options_class, MetricOptions):
+            return MetricOptions()
+        names = self.options  # the options class's fields
+        rules: MetricOptions = self.options_class(**{k: v for k, v in options.items() if k in names})
+        return rules
 
     def reads_references(self, options: dict[str, Any]) -> bool:
         """Whether the metric, run with `options`, reads the items' references."""
-        if self.reads_references_if is not None:
-            return self.reads_references_if(options)
-        return "reference" in self.needs
+        return self.rules(options).reads_references(self.needs)
+
+    def weighed_tokens(self, options: dict[str, Any]) -> TokenRule | None:
+        """Which tokens the metric, run with `options`, weighs; None where only a blank text has none."""
+        return self.rules(options).token_rule(self.token_rule)
 
     def blank_rule(self, options: dict[str, Any]) -> BlankTexts:
         """What the metric, run with `options`, does with a blank text in each field it reads."""
-        if self.blank_texts_if is not None:
-            return self.blank_texts_if(options)
-        if self.blank_texts is not None:
-            return self.blank_texts
+        declared = self.rules(options).blank_texts(self.blank_texts)
+        if declared is not None:
+            return declared
         read = ["hypothesis", *(["reference"] if self.reads_references(options) else [])]
         read += ["source"] if "source" in self.needs else []
         return BlankTexts(refused=tuple(read), reason="the metric declares no value for one (MetricInfo.blank_texts)")
@@ -354,34 +393,6 @@ class MetricInfo:
             return "context" in inspect.signature(self.build).parameters
         except (TypeError, ValueError):  # a callable without a signature Python can read
             return False
-
-    def make(
-        self,
-        encoder_ref: Any,
-        options: dict[str, Any],
-        device: str,
-        batch_size: int,
-        context: CellContext | None = None,
-        **extra: Any,
-    ) -> Scorer:
-        """Check the options (as the spec does), build the scorer on the metric's own options, and wrap
-        it in `ReferencePolicy` when it reads references but not several of them itself. `context`: the
-        cell's, given to a build that takes one (`takes_context`); a build that does not cannot honour a
-        token budget, so a context with one is refused for it."""
-        self.check_options(options)
-        own = {key: value for key, value in options.items() if key not in self.harness_options}
-        if context is not None and self.takes_context:
-            extra["context"] = context
-        elif context is not None and context.batch_tokens is not None:
-            raise UserError(
-                f"metric {self.name}: its build takes no context argument, so a token budget "
-                f"(batch_tokens: {context.batch_tokens}) cannot apply; use batch_size"
-            )
-        scorer = self.build(encoder_ref, own, device, batch_size, **extra)
-        policy = options.get(REFERENCE_POLICY)
-        if not self.reads_references(options) or (policy is None and self.multi_reference == "native"):
-            return scorer
-        return ReferencePolicy(scorer, self.name, self.higher_is_better, declared=self.multi_reference, given=policy)
 
 
 def no_reference_policy(metric: str, most: int) -> str:

@@ -32,18 +32,30 @@ from nlgbench.encoders.registry import EncoderRef, default_layer
 from nlgbench.encoders.runtime import load_encoder
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.base import BlankTexts, MetricInfo, MetricOptions, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.baseline_files import Baseline, find_baseline, read_table
 from nlgbench.metrics.common import weight_table
 from nlgbench.metrics.embedding import FlatEmbedding, Workspace, chunks, corpus_idf, embed_flat, greedy_match_pairs
 
 
 @dataclass
-class BertScoreOptions:
+class BertScoreOptions(MetricOptions):
+    """BERTScore's options; the value of a blank text depends on rescaling."""
+
     idf: bool = False
     layer: int | None = None
     rescale_with_baseline: bool = False  # P, R, F each (s - b) / (1 - b), as bert_score
     baseline_path: str | None = None  # a baseline file in bert_score's format; None: the cached one
+
+    def blank_texts(self, declared: BlankTexts | None) -> BlankTexts:
+        """bert_score/utils.py greedy_cos_idf: an empty candidate or reference ("Empty candidate sentence
+        detected; setting raw BERTscores to 0.") gets P = R = 0, and F = 0 where it is NaN; rescaled, as
+        bert_score rescales them too, (0 - b) / (1 - b)."""
+        value = "(0 - b) / (1 - b) after rescaling" if self.rescale_with_baseline else "0"
+        return BlankTexts(
+            scored=("hypothesis", "reference"),
+            value=f"P = R = F1 = {value} for the pair, as bert_score (with several references the others still count)",
+        )
 
 
 class BertScoreScorer(ScorerBase[BertScoreOptions]):
@@ -138,17 +150,6 @@ def check_options(options: dict[str, Any]) -> None:
         read_table(Path(options["baseline_path"]))
 
 
-def blank_texts(options: dict[str, Any]) -> BlankTexts:
-    """bert_score/utils.py greedy_cos_idf: an empty candidate or reference ("Empty candidate sentence
-    detected; setting raw BERTscores to 0.") gets P = R = 0, and F = 0 where it is NaN; rescaled, as
-    bert_score rescales them too, (0 - b) / (1 - b)."""
-    value = "(0 - b) / (1 - b) after rescaling" if options.get("rescale_with_baseline") else "0"
-    return BlankTexts(
-        scored=("hypothesis", "reference"),
-        value=f"P = R = F1 = {value} for the pair, as bert_score (with several references the others still count)",
-    )
-
-
 INFO = MetricInfo(
     name="bertscore",
     description="BERTScore (Zhang et al. 2020): greedy cosine matching of token embeddings; P, R, F1 (F1 primary)",
@@ -165,5 +166,4 @@ INFO = MetricInfo(
     # of them, then keeps per candidate the max over its references of P, R and F separately
     # (bert_score/score.py: ref_group_boundaries, all_preds[beg:end].max(dim=0)).
     multi_reference="max",
-    blank_texts_if=blank_texts,
 )

@@ -27,7 +27,7 @@ from nlgbench.encoders.runtime import Tokenized
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import pad_pairs, transport_pairs
-from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scores, TokenRule
+from nlgbench.metrics.base import BlankTexts, MetricInfo, MetricOptions, PhaseTimer, Scores, TokenRule
 from nlgbench.metrics.embedding import AlignerScorer, SidedIdf, embed_pairs
 from nlgbench.metrics.tokenless import scorer_refusal
 
@@ -96,12 +96,23 @@ def moverscore_from_distance(d: float, form: str) -> float:
 
 
 @dataclass
-class MoverScoreOptions:
+class MoverScoreOptions(MetricOptions):
+    """MoverScore's options; its stop words weigh nothing, so they decide which texts keep a token."""
+
     idf: bool = True
     layer: int | None = None
     stop_words: list[str] | None = None
     n_gram: int = 1
     score_form: str = "one_minus"
+
+    def token_rule(self, declared: TokenRule | None) -> TokenRule:
+        """A text weighs something where a token is a word start and not punctuation, special or a stop word
+        (`kept_tokens`): '...' has none, nor a text of stop words alone."""
+        stop_words = frozenset(w.lower() for w in (self.stop_words or []))
+        return TokenRule(
+            weighs=lambda tok: any(kept_tokens(tok, stop_words)),
+            kept="word-start token other than punctuation, special tokens and stop words",
+        )
 
 
 class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
@@ -151,7 +162,7 @@ class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):
                 for it, (_, a), (_, b) in zip(items[start : start + len(group)], refs, hyps, strict=True):
                     for field, text, weights in (("reference", it.reference, a), ("hypothesis", it.hypothesis, b)):
                         if not len(weights):  # no check before (the model was not on disk at the sweep's start)
-                            rule = token_rule({"stop_words": list(self.stop_words)})
+                            rule = self.options.token_rule(None)
                             label = self.encoder.ref.label
                             raise scorer_refusal("moverscore", field, it, text, rule, label, BLANK_REASON)
                 batches = pad_pairs(
@@ -205,16 +216,6 @@ BLANK_REASON = (
 )
 
 
-def token_rule(options: dict[str, Any]) -> TokenRule:
-    """A text weighs something where a token is a word start and not punctuation, special or a stop word
-    (`kept_tokens`): '...' has none, nor a text of stop words alone."""
-    stop_words = frozenset(w.lower() for w in (options.get("stop_words") or []))
-    return TokenRule(
-        weighs=lambda tok: any(kept_tokens(tok, stop_words)),
-        kept="word-start token other than punctuation, special tokens and stop words",
-    )
-
-
 INFO = MetricInfo(
     name="moverscore",
     description="MoverScore (Zhao et al. 2019, moverscore_v2 semantics): 1 - transport distance "
@@ -231,5 +232,4 @@ INFO = MetricInfo(
     # and examples/run_summarization.py take np.mean of word_mover_score over the references.
     multi_reference="mean",
     blank_texts=BlankTexts(refused=("hypothesis", "reference"), reason=BLANK_REASON),
-    token_rule=token_rule,
 )

@@ -28,7 +28,16 @@ from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import ALIGNERS, align
-from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores, TokenRule, with_second_model
+from nlgbench.metrics.base import (
+    BlankTexts,
+    MetricInfo,
+    MetricOptions,
+    PhaseTimer,
+    ScorerBase,
+    Scores,
+    TokenRule,
+    with_second_model,
+)
 from nlgbench.metrics.common import greedy_match, only_special, pad_tensors, token_weights
 from nlgbench.metrics.embedding import chunks, embed_texts
 from nlgbench.metrics.tokenless import WORD_TOKENS
@@ -65,12 +74,44 @@ def mean_pool(hidden: torch.Tensor) -> torch.Tensor:
     return hidden.mean(dim=0)
 
 
+SOURCE_REFUSED = "a blank source is taken as missing (data without sources), never scored"
+TRANSPORT_REFUSED = (
+    "its token part (token_part: wmd, rwmd or wcd) moves the mass of the text's tokens, and an empty text has none"
+)
+
+
 @dataclass
-class SentSimOptions:
+class SentSimOptions(MetricOptions):
+    """SentSim's options; what it reads, its blank-text rule and the tokens it weighs depend on them."""
+
     against: str = "source"
     token_part: str = "bertscore"
     word_encoder: str | None = None
     layer: int | None = None
+
+    def reads_references(self, needs: tuple[str, ...]) -> bool:
+        """Only `against: reference` compares with the reference (default: the source)."""
+        return self.against == "reference"
+
+    def blank_texts(self, declared: BlankTexts | None) -> BlankTexts:
+        """A blank hypothesis (or reference, `against: reference`) is scored with the BERTScore token part:
+        the sentence part is the cosine of the mean-pooled special-token states (what the sentence encoder
+        gives an empty text) and the token part F1 = 0 as bert_score; with a transport token part there is
+        no value. A blank source is refused."""
+        other = "reference" if self.against == "reference" else "source"
+        if (self.token_part or "bertscore") != "bertscore":
+            return BlankTexts(refused=("hypothesis", other), reason=TRANSPORT_REFUSED)
+        value = "the sentence cosine of the mean-pooled special-token states, the token part's F1 = 0 (as bert_score)"
+        if other == "reference":
+            return BlankTexts(scored=("hypothesis", "reference"), value=value)
+        return BlankTexts(scored=("hypothesis",), refused=("source",), value=value, reason=SOURCE_REFUSED)
+
+    def token_rule(self, declared: TokenRule | None) -> TokenRule | None:
+        """A transport token part moves the mass of the word encoder's non-special tokens: a text it tokenises
+        to special tokens alone has none. The BERTScore part scores such a text as a blank one."""
+        if (self.token_part or "bertscore") == "bertscore":
+            return None
+        return TokenRule(weighs=WORD_TOKENS.weighs, kept=WORD_TOKENS.kept, encoder_option="word_encoder")
 
 
 class SentSimScorer(ScorerBase[SentSimOptions]):
@@ -173,39 +214,6 @@ def check_values(options: dict[str, Any]) -> None:
         raise UserError(f"token_part must be one of {', '.join(parts)}, got {options['token_part']!r}")
 
 
-SOURCE_REFUSED = "a blank source is taken as missing (data without sources), never scored"
-TRANSPORT_REFUSED = (
-    "its token part (token_part: wmd, rwmd or wcd) moves the mass of the text's tokens, and an empty text has none"
-)
-
-
-def blank_texts(options: dict[str, Any]) -> BlankTexts:
-    """A blank hypothesis (or reference, `against: reference`) is scored with the BERTScore token part:
-    the sentence part is the cosine of the mean-pooled special-token states (what the sentence encoder
-    gives an empty text) and the token part F1 = 0 as bert_score; with a transport token part there is
-    no value. A blank source is refused."""
-    other = "reference" if reads_references(options) else "source"
-    if (options.get("token_part") or "bertscore") != "bertscore":
-        return BlankTexts(refused=("hypothesis", other), reason=TRANSPORT_REFUSED)
-    value = "the sentence cosine of the mean-pooled special-token states, the token part's F1 = 0 (as bert_score)"
-    if other == "reference":
-        return BlankTexts(scored=("hypothesis", "reference"), value=value)
-    return BlankTexts(scored=("hypothesis",), refused=("source",), value=value, reason=SOURCE_REFUSED)
-
-
-def token_rule(options: dict[str, Any]) -> TokenRule | None:
-    """A transport token part moves the mass of the word encoder's non-special tokens: a text it tokenises to
-    special tokens alone has none. The BERTScore part scores such a text as a blank one."""
-    if (options.get("token_part") or "bertscore") == "bertscore":
-        return None
-    return TokenRule(weighs=WORD_TOKENS.weighs, kept=WORD_TOKENS.kept, encoder_option="word_encoder")
-
-
-def reads_references(options: dict[str, Any]) -> bool:
-    """Only `against: reference` compares with the reference (default: the source)."""
-    return options.get("against") == "reference"
-
-
 INFO = MetricInfo(
     name="sentsim",
     description="SentSim (Song et al. 2021): exp(normalised sentence cosine) "
@@ -219,9 +227,6 @@ INFO = MetricInfo(
     build=SentSimScorer,
     check_values=check_values,
     model_options={"word_encoder": "encoder"},
-    reads_references_if=reads_references,
-    blank_texts_if=blank_texts,
-    token_rule=token_rule,
     # Reference-free by default. With `against: reference` the published definition (Song et al. 2021) and
     # code score one (hypothesis, text) pair and give no rule for several references: the user sets reference_policy.
     multi_reference=None,

@@ -183,7 +183,7 @@ def check_tokens(
     if not isinstance(metric, str) or not metric.strip() or lang is not None:
         return
     info = get_metric(metric)
-    if info.token_rule is None:
+    if info.token_rule is None and not info.options_decide("token_rule"):
         return
     try:
         ref = parse_encoder_ref(encoder if encoder is not None else default_encoder(metric), "encoder")

@@ -1,5 +1,5 @@
 """Texts that a metric finds no token in: not blank, but left without any token the metric weighs by its
-encoder's tokenizer and the metric's own filter (`MetricInfo.token_rule`): '...' for MoverScore, which
+encoder's tokenizer and the metric's own filter (`MetricInfo.weighed_tokens`): '...' for MoverScore, which
 gives punctuation no mass; U+200B, U+FEFF, U+00AD, NUL or combining marks, which BERT's tokenizer drops,
 for every metric that gives special tokens no mass. Such a text is as blank to the metric, so it is
 refused where the metric refuses a blank text (`BlankTexts.refused`), in one line naming the item and
@@ -84,9 +84,10 @@ def tokenless_refusal(
 ) -> str | None:
     """The one line refusing the first text, in a field where the metric refuses a blank text, that keeps no
     token it weighs (`where(field, position, number)` names the item); None where there is none, where the
-    metric keeps a token in every non-blank text (no `token_rule`), or where the model is not on this machine
-    (its scorer refuses the text once loaded). `encoder`: the cell's, unless the rule's option names another."""
-    rule = info.token_rule(options) if info.token_rule is not None else None
+    metric keeps a token in every non-blank text (no token rule: `MetricInfo.weighed_tokens`), or where the
+    model is not on this machine (its scorer refuses the text once loaded). `encoder`: the cell's, unless
+    the rule's option names another."""
+    rule = info.weighed_tokens(options)
     blank = info.blank_rule(options)
     if rule is None or not blank.refused:
         return None

@@ -196,5 +196,5 @@ INFO = MetricInfo(
         reason="an empty text has no token mass to move, so the transport distance is undefined "
         "(a blank source is missing data anyway)",
     ),
-    token_rule=lambda options: WORD_TOKENS,  # its clouds: the non-special tokens
+    token_rule=WORD_TOKENS,  # its clouds: the non-special tokens
 )

@@ -113,7 +113,7 @@ def test_every_metric_declares_what_a_blank_text_gets() -> None:
     assert sorted(DECISIONS) == sorted(metric_names())
     for name, (scored, refused) in DECISIONS.items():
         info = get_metric(name)
-        assert info.blank_texts is not None or info.blank_texts_if is not None, name
+        assert info.blank_texts is not None or info.options_decide("blank_texts"), name
         rule = info.blank_rule(info.cell_options({}))
         assert (rule.scored, rule.refused) == (scored, refused), name
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import nlgbench
+from nlgbench.core.recipe import Recipe
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.cellcontext import CellContext
@@ -53,7 +54,7 @@ def test_two_scorers_in_one_process_keep_their_contexts_apart(short_model: Path)
     }
     info = get_metric("bertscore")
     scorers = {
-        name: info.make(EncoderRef(str(short_model)), {"idf": False}, "cpu", 4, context)
+        name: Recipe(info, EncoderRef(str(short_model)), {"idf": False}).build("cpu", 4, context)
         for name, context in contexts.items()
     }
     data = {
@@ -70,7 +71,7 @@ def test_two_scorers_in_one_process_keep_their_contexts_apart(short_model: Path)
     assert heard["long"] == [("texts encoded", 2, 6), ("texts encoded", 4, 6), ("texts encoded", 6, 6)]
     assert heard["short"] == [("texts encoded", 4, 6), ("texts encoded", 6, 6)]
     assert contexts["long"].export_seconds is None  # torch: nothing exported
-    plain = info.make(EncoderRef(str(short_model)), {"idf": False}, "cpu", 4)  # a context of its own
+    plain = Recipe(info, EncoderRef(str(short_model)), {"idf": False}).build("cpu", 4)  # a context of its own
     assert plain.score(data["short"], PhaseTimer()).score == pytest.approx(scores["short"], abs=1e-6)
     plain.score(data["long"], PhaseTimer())  # cuts LONG again: into its own context, not into the cells'
     assert contexts["short"].truncated == set() and contexts["long"].truncated == {LONG}
@@ -119,7 +120,7 @@ OLD_PLUGIN = MetricInfo(
 
 def test_a_build_without_context_runs_but_cannot_take_a_token_budget() -> None:
     assert not OLD_PLUGIN.takes_context and get_metric("bertscore").takes_context
-    scorer = OLD_PLUGIN.make(None, {}, "cpu", 4, CellContext())
+    scorer = Recipe(OLD_PLUGIN, None, {}).build("cpu", 4, CellContext())
     assert scorer.score(items(["abc"], ["x"]), PhaseTimer()).score == [3.0]
     with pytest.raises(UserError, match="metric length: its build takes no context argument, so a token budget"):
-        OLD_PLUGIN.make(None, {}, "cpu", 4, CellContext(batch_tokens=64))
+        Recipe(OLD_PLUGIN, None, {}).build("cpu", 4, CellContext(batch_tokens=64))

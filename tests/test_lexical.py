@@ -26,6 +26,7 @@ from scipy import stats
 from helpers import minimal_spec
 from nlgbench.api import load_run
 from nlgbench.cli import main
+from nlgbench.core.recipe import Recipe
 from nlgbench.core.spec import parse_spec
 from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
@@ -45,7 +46,7 @@ NONE = EncoderRef(NO_ENCODER)
 def run_metric(name: str, items: list[Item], **options: Any) -> tuple[Scores, dict[str, Any]]:
     """Score `items` as a sweep cell does (the spec's option defaults filled in); (scores, describe())."""
     entry = parse_spec(minimal_spec(metrics=[{"metric": name, "options": options}])).metrics[0]
-    scorer = get_metric(name).make(entry.encoders[0], entry.options, "cpu", 64)
+    scorer = Recipe(get_metric(name), entry.encoders[0], entry.options).build("cpu", 64)
     timer = PhaseTimer()
     scores = scorer.score(items, timer)
     assert list(timer.seconds) == ["score"]

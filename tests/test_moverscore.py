@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nlgbench.core.recipe import Recipe
 from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef
@@ -111,7 +112,7 @@ def test_ngram_and_score_form_options(tiny_dir: Path) -> None:
     assert bi.describe()["n_gram"] == 2
     for bad in ({"n_gram": 0}, {"score_form": "exp"}):
         with pytest.raises(UserError):
-            INFO.make(EncoderRef(str(tiny_dir)), bad, "cpu", 8)
+            Recipe(INFO, EncoderRef(str(tiny_dir)), bad).build("cpu", 8)
 
 
 @pytest.mark.system

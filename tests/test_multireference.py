@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import nlgbench
+from nlgbench.core.recipe import Recipe
 from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
@@ -106,7 +107,7 @@ def test_aggregation_by_hand() -> None:
 def test_bertscore_max_and_mean_equal_each_reference_scored_alone(tiny_dir: Path, policy: str) -> None:
     info = get_metric("bertscore")
     data = items()
-    scorer = info.make(EncoderRef(str(tiny_dir)), {"idf": False, "reference_policy": policy}, "cpu", 2)
+    scorer = Recipe(info, EncoderRef(str(tiny_dir)), {"idf": False, "reference_policy": policy}).build("cpu", 2)
     scorer.prepare(data)
     timer = PhaseTimer()
     got = scorer.score(data, timer)
@@ -126,14 +127,14 @@ def test_bertscore_max_and_mean_equal_each_reference_scored_alone(tiny_dir: Path
 def test_bertscore_default_is_max_and_first_uses_the_first_reference_for_idf_too(tiny_dir: Path) -> None:
     info = get_metric("bertscore")
     data = items()
-    default = info.make(EncoderRef(str(tiny_dir)), {"idf": False}, "cpu", 2)
-    explicit = info.make(EncoderRef(str(tiny_dir)), {"idf": False, "reference_policy": "max"}, "cpu", 2)
+    default = Recipe(info, EncoderRef(str(tiny_dir)), {"idf": False}).build("cpu", 2)
+    explicit = Recipe(info, EncoderRef(str(tiny_dir)), {"idf": False, "reference_policy": "max"}).build("cpu", 2)
     for scorer in (default, explicit):
         scorer.prepare(data)
     assert default.score(data, PhaseTimer()).columns == explicit.score(data, PhaseTimer()).columns
     assert default.describe()["reference_policy"] == "max"
 
-    first = info.make(EncoderRef(str(tiny_dir)), {"idf": True, "reference_policy": "first"}, "cpu", 2)
+    first = Recipe(info, EncoderRef(str(tiny_dir)), {"idf": True, "reference_policy": "first"}).build("cpu", 2)
     first.prepare(data)
     plain = BertScoreScorer(EncoderRef(str(tiny_dir)), {"idf": True}, "cpu", 2)
     plain.prepare(first_only(data))  # idf over the first references only
@@ -146,8 +147,8 @@ def test_bertscore_default_is_max_and_first_uses_the_first_reference_for_idf_too
 def test_moverscore_default_is_the_mean_and_its_distance_column_is_best_when_smallest(tiny_dir: Path) -> None:
     info = get_metric("moverscore")
     data = items()
-    mean = info.make(EncoderRef(str(tiny_dir)), {"idf": False}, "cpu", 2, aligner="wmd")
-    best = info.make(EncoderRef(str(tiny_dir)), {"idf": False, "reference_policy": "max"}, "cpu", 2, aligner="wmd")
+    mean = Recipe(info, EncoderRef(str(tiny_dir)), {"idf": False}, "wmd").build("cpu", 2)
+    best = Recipe(info, EncoderRef(str(tiny_dir)), {"idf": False, "reference_policy": "max"}, "wmd").build("cpu", 2)
     for scorer in (mean, best):
         scorer.prepare(data)
     got_mean, got_best = mean.score(data, PhaseTimer()), best.score(data, PhaseTimer())
@@ -171,12 +172,12 @@ def test_baryscore_refuses_several_references_and_max_takes_the_smallest_distanc
     info = get_metric("baryscore")
     options = {"idf": False, "last_layers": 2, "sinkhorn_regs": [1.0]}
     data = items()
-    refusing = info.make(EncoderRef(str(tiny_dir)), options, "cpu", 2)
+    refusing = Recipe(info, EncoderRef(str(tiny_dir)), options).build("cpu", 2)
     with pytest.raises(ValueError) as err:
         refusing.prepare(data)
     assert str(err.value) == REFUSAL.format(metric="baryscore")
 
-    best = info.make(EncoderRef(str(tiny_dir)), {**options, "reference_policy": "max"}, "cpu", 2)
+    best = Recipe(info, EncoderRef(str(tiny_dir)), {**options, "reference_policy": "max"}).build("cpu", 2)
     best.prepare(data)
     got = best.score(data, PhaseTimer())
     assert set(got.columns) == {"w", "sd_1"}
@@ -190,11 +191,11 @@ def test_baryscore_refuses_several_references_and_max_takes_the_smallest_distanc
 
 
 def test_metrics_without_a_rule_refuse_in_one_line(tiny_dir: Path, student_dir: Path) -> None:
-    sentsim = get_metric("sentsim").make(EncoderRef(str(tiny_dir)), {"against": "reference"}, "cpu", 2)
+    sentsim = Recipe(get_metric("sentsim"), EncoderRef(str(tiny_dir)), {"against": "reference"}).build("cpu", 2)
     with pytest.raises(ValueError) as err:
         sentsim.prepare(items())
     assert str(err.value) == REFUSAL.format(metric="sentsim")
-    frugal = get_metric("frugalscore").make(EncoderRef(str(student_dir)), {}, "cpu", 2)
+    frugal = Recipe(get_metric("frugalscore"), EncoderRef(str(student_dir)), {}).build("cpu", 2)
     with pytest.raises(ValueError) as err:
         frugal.prepare(items())
     assert str(err.value) == REFUSAL.format(metric="frugalscore")
@@ -252,7 +253,7 @@ def test_a_refusing_metric_is_refused_before_any_cell(
 
 def test_one_reference_data_is_scored_as_before(tiny_dir: Path) -> None:
     data = first_only(items())
-    wrapped = get_metric("bertscore").make(EncoderRef(str(tiny_dir)), {"idf": True}, "cpu", 2)
+    wrapped = Recipe(get_metric("bertscore"), EncoderRef(str(tiny_dir)), {"idf": True}).build("cpu", 2)
     plain = BertScoreScorer(EncoderRef(str(tiny_dir)), {"idf": True}, "cpu", 2)
     for scorer in (wrapped, plain):
         scorer.prepare(data)
@@ -269,7 +270,7 @@ def test_one_reference_data_is_scored_as_before(tiny_dir: Path) -> None:
 
 def test_reference_free_xmoverscore_ignores_references(tiny_dir: Path) -> None:
     info = get_metric("xmoverscore")
-    scorer = info.make(EncoderRef(str(tiny_dir)), {"layer": 2}, "cpu", 2, aligner="wmd")
+    scorer = Recipe(info, EncoderRef(str(tiny_dir)), {"layer": 2}, "wmd").build("cpu", 2)
     assert not isinstance(scorer, ReferencePolicy)
     many, one = items(), first_only(items())
     assert scorer.score(many, PhaseTimer()).columns == scorer.score(one, PhaseTimer()).columns

@@ -296,9 +296,19 @@ def test_no_issue_numbers_in_the_package() -> None:
 
 
 # What each room holds, where a name alone would not keep it so: `core` is the cell (the spec and its
-# `executor:` block, the cell, its labels, result.json, data warnings, scores.csv, the signature).
+# `executor:` block, the cell, its labels, its scorer's recipe, result.json, data warnings, scores.csv, the signature).
 ROOMS = {
-    "nlgbench.core": {"cell", "datawarnings", "executor_options", "labels", "result", "scores", "signature", "spec"},
+    "nlgbench.core": {
+        "cell",
+        "datawarnings",
+        "executor_options",
+        "labels",
+        "recipe",
+        "result",
+        "scores",
+        "signature",
+        "spec",
+    },
 }
 
 
@@ -398,3 +408,58 @@ def test_the_device_check_sees_each_form() -> None:
     assert device_questions(ast.parse('x.device.type == "cpu"')) == []
     assert device_questions(ast.parse('torch.load(path, map_location="cpu")')) == []
     assert device_questions(ast.parse('row["device"].split(" / ")')) == []  # a label of two devices
+
+
+# The one module that builds a scorer from a metric's declaration (`MetricInfo.build`): the worker, the API and
+# the distillation teacher each hold a `Recipe` and call its `build`.
+RECIPE_MODULE = "nlgbench.core.recipe"
+
+
+def metric_info_ish(node: ast.AST) -> bool:
+    """An expression holding a `MetricInfo`: a name or attribute called `info` / `INFO` (or `*_info`), or a
+    `get_metric(...)` call."""
+    if isinstance(node, ast.Name):
+        return node.id.lower().endswith("info")
+    if isinstance(node, ast.Attribute):
+        return node.attr.lower().endswith("info")
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "get_metric"
+
+
+def scorer_builds(tree: ast.AST) -> list[int]:
+    """Lines that build a scorer themselves: a `.make(...)` call (the former `MetricInfo.make`), or a metric's
+    `build` called on its `MetricInfo`."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            made = node.func.attr == "make"
+            built = node.func.attr == "build" and metric_info_ish(node.func.value)
+            if made or built:
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_scorers_are_built_by_the_recipe_alone() -> None:
+    """A scorer is built in one place, `Recipe.build` (options checked, context given, `ReferencePolicy`
+    around it), and signed by the same recipe: docs/architecture.md, The scorer recipe."""
+    found = [
+        f"{name}:{line}"
+        for name, path in modules().items()
+        if name != RECIPE_MODULE
+        for line in scorer_builds(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert not found, "scorers built outside " + RECIPE_MODULE + ":\n" + "\n".join(found)
+
+
+def test_the_scorer_build_check_sees_each_form() -> None:
+    """The walker above catches the ways the package used to build a scorer, and passes a recipe's build."""
+    built = [
+        "info.make(cfg.encoder, cfg.options, cfg.device, cfg.batch_size, context, **extra)",
+        "self.info.make(entry.encoders[0], self.options, self.device, batch_size, self.context)",
+        'get_metric("bertscore").make(ref, {}, "cpu", 2)',
+        'INFO.build(ref, {}, "cpu", 2)',
+        "self.info.build(ref, own, device, batch_size, **extra)",
+        "get_metric(name).build(ref, {}, device, 2)",
+    ]
+    assert all(scorer_builds(ast.parse(code)) == [1] for code in built), built
+    assert scorer_builds(ast.parse('recipe.build("cpu", 4, context)')) == []
+    assert scorer_builds(ast.parse("teacher.recipe.build(device, batch_size, CellContext())")) == []

@@ -21,6 +21,7 @@ import nlgbench
 import nlgbench.api
 from helpers import assert_one_line, minimal_spec, write_jsonl, write_spec
 from helpers import nlgbench as cli
+from nlgbench.core.recipe import Recipe
 from nlgbench.core.spec import load_spec
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
@@ -196,7 +197,7 @@ def test_a_scorer_given_such_an_item_names_it(tiny: str, metric: str) -> None:
     item by its ids with the text escaped: one line, not a ValueError."""
     info = get_metric(metric)
     opts = info.cell_options({"last_layers": 2} if metric == "baryscore" else {})
-    scorer = info.make(EncoderRef(tiny), opts, "cpu", 4)
+    scorer = Recipe(info, EncoderRef(tiny), opts).build("cpu", 4)
     items = [
         Item(lp="de-en", seg_id=i + 1, system="sys", source="", reference=TEXTS[i], hypothesis=TEXTS[i + 1], human=0.0)
         for i in range(3)

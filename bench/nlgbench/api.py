@@ -1,8 +1,8 @@
 """The Python API: score lists of strings, run a sweep, read a run folder, compare two encoders,
 correlate scores with human judgments at any level.
 
-`score` builds the metric exactly as a sweep cell does (the spec's option and encoder checks,
-`MetricInfo.make`, corpus state prepared over all the given items, then one scoring pass), so
+`score` builds the metric exactly as a sweep cell does (the spec's option and encoder checks, the
+scorer's `Recipe`, corpus state prepared over all the given items, then one scoring pass), so
 its numbers equal the cell's `scores.csv` for the same items, batch size and device.
 """
 
@@ -17,18 +17,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
+from nlgbench.core.recipe import Recipe
 from nlgbench.core.result import json_safe
 from nlgbench.core.scores import read_scores
-from nlgbench.core.signature import reference_use, scorer_signature
-from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
-from nlgbench.encoders.languages import lang_choice, lang_encoder
+from nlgbench.core.spec import SweepSpec, load_spec, parse_spec
+from nlgbench.encoders.languages import lang_choice, lang_metric_encoder
 from nlgbench.execution.sweep import run as run_sweep
 from nlgbench.foundations.arguments import check_arguments, number_list, optional_sequence
 from nlgbench.foundations.cellcontext import CellContext, TqdmProgress
 from nlgbench.foundations.errors import UserError
-from nlgbench.measurement.devices import check_device
-from nlgbench.metrics import default_encoder, get_metric
-from nlgbench.metrics.base import REFERENCE_POLICY, CorpusScore, FixedIdf, PhaseTimer, ReferencePolicy
+from nlgbench.measurement.devices import auto_device
+from nlgbench.metrics import get_metric
+from nlgbench.metrics.base import CorpusScore, FixedIdf, PhaseTimer, ReferencePolicy
 from nlgbench.metrics.texts import (
     BlankTextWarning,
     References,
@@ -58,25 +58,6 @@ MIN_IDF_TEXTS = 10  # idf from fewer texts weighs tokens by chance; from one, ea
 
 class IdfWarning(UserWarning):
     """idf computed from fewer than MIN_IDF_TEXTS texts of one call: pass a fixed corpus (`idf_sents`)."""
-
-
-def auto_device(device: str) -> str:
-    """`auto`: CUDA where torch sees a GPU, else the CPU; any other value checked as given."""
-    if device == "auto":
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    check_device(device)
-    return device
-
-
-def _lang_encoder(metric: str, encoder: EncoderSpec | None, lang: str) -> str:
-    """The encoder bert_score's `lang=` picks (`nlgbench.encoders.languages`); lang is BERTScore's only."""
-    if metric != "bertscore":
-        raise UserError(f"lang picks BERTScore's model (bert_score's lang=); for metric {metric!r} give encoder=")
-    if encoder is not None:
-        raise UserError("give lang or encoder, not both: lang picks the encoder (as bert_score's lang=)")
-    return lang_encoder(lang)
 
 
 class Scorer:
@@ -125,27 +106,16 @@ class Scorer:
         self.info = get_metric(metric)
         self.lang_choice = None  # the line saying which model `lang` chose
         if lang is not None:
-            encoder = _lang_encoder(metric, encoder, lang)
+            encoder = lang_metric_encoder(metric, encoder, lang)
             self.lang_choice = lang_choice(lang)
         if verbose and self.lang_choice is not None:
             print(self.lang_choice, file=sys.stderr, flush=True)
-        # reference_policy is the harness's option, not the metric's: MetricInfo.make checks and applies it
-        harness = {key: options.pop(key) for key in [REFERENCE_POLICY] if key in options}
-        raw: dict[str, Any] = {
-            "metric": metric,
-            "options": options,
-            "encoders": [encoder if encoder is not None else default_encoder(metric)],
-        }
-        if aligner is not None:
-            raw["aligners"] = [aligner]
-        entry = parse_metric_entry(raw, "score", Path.cwd())
-        self.options: dict[str, Any] = {**entry.options, **harness}
-        self.encoder = entry.encoders[0].label
-        self._check_tokens = TokenCheck(self.info, self.options, entry.encoders[0])  # its tokenizer, once
-        extra = {"aligner": entry.aligners[0]} if self.info.accepts_aligners else {}
+        self.recipe = Recipe.parse(metric, encoder, options, aligner, "score")
+        self.options: dict[str, Any] = self.recipe.options
+        self.encoder = self.recipe.encoder.label
+        self._check_tokens = TokenCheck(self.info, self.options, self.recipe.encoder)  # its tokenizer, once
         self.context = CellContext(progress=TqdmProgress() if verbose else None)
-        self._scorer = self.info.make(entry.encoders[0], self.options, self.device, batch_size, self.context, **extra)
-        self._aligner = entry.aligners[0] if self.info.accepts_aligners else None
+        self._scorer = self.recipe.build(self.device, batch_size, self.context)
         self._signature: str | None = None
         self._idf_fixed = idf_sents is not None
         self._idf_warned = False
@@ -192,14 +162,14 @@ class Scorer:
     def references(self) -> str:
         """How several references per hypothesis are used: the reference_policy option, else the
         metric's own rule (max, mean, native); `one` where the metric takes one, `none` without references."""
-        return reference_use(self.info, self.options)
+        return self.recipe.references
 
     @property
     def signature(self) -> str:
         """The reproducibility signature (nlgbench.core.signature): metric, encoder@revision, layer,
         variant, options, rescaling, reference use, versions."""
         if self._signature is None:
-            self._signature = scorer_signature(self.info, self.options, self._aligner, self._scorer.describe())
+            self._signature = self.recipe.signature(self._scorer.describe())
         return self._signature
 
     def score_outputs(

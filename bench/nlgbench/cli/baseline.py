@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nlgbench.api import auto_device
 from nlgbench.encoders.languages import lang_choice, lang_encoder
 from nlgbench.encoders.registry import parse_encoder_ref
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import check_output_file, read_lines, write_output
+from nlgbench.measurement.devices import auto_device
 from nlgbench.metrics import DEFAULT_ENCODER
 from nlgbench.metrics.baselines import compute_baseline
 

@@ -22,7 +22,7 @@ from nlgbench.encoders.hfcache import content_fingerprint, local_snapshot
 from nlgbench.encoders.registry import model_label
 from nlgbench.foundations.deferred import library_version
 from nlgbench.foundations.version import __version__
-from nlgbench.metrics.base import REFERENCE_POLICY, MetricInfo
+from nlgbench.metrics.base import REFERENCE_POLICY
 
 # shown as their own fields (layer, references, rescaled: the baselines' digest, not the file's path)
 SKIPPED_OPTIONS = {"layer", REFERENCE_POLICY, "rescale_with_baseline", "baseline_path"}
@@ -39,25 +39,6 @@ def encoder_revision(source: str) -> str:
     if folder.parent.name == "snapshots":
         return folder.name[:7]
     return content_fingerprint(folder)[:7]
-
-
-def reference_use(info: MetricInfo, options: Mapping[str, Any]) -> str:
-    """How a scorer uses several references per hypothesis: the reference_policy option, else the
-    metric's own rule (max, mean, native); `one` where the metric takes one, `none` without references."""
-    if not info.reads_references(dict(options)):
-        return "none"
-    return str(options.get(REFERENCE_POLICY) or info.multi_reference or "one")
-
-
-def scorer_signature(
-    info: MetricInfo, options: Mapping[str, Any], aligner: str | None, described: Mapping[str, Any]
-) -> str:
-    """The signature of a scorer built by `info.make` with these options (and aligner), from its
-    `describe()`: what `nlgbench.Scorer.signature`, `nlgbench score` and a sweep cell's result record."""
-    signed = {k: v for k, v in options.items() if k != REFERENCE_POLICY}
-    if aligner is not None and info.accepts_aligners:
-        signed["aligner"] = aligner
-    return signature(info.name, signed, described, reference_use(info, options))
 
 
 def _value(value: Any) -> str:

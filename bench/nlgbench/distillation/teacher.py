@@ -11,13 +11,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from nlgbench.core.cell import metric_versions, score_versions
 from nlgbench.core.labels import metric_label, options_label
+from nlgbench.core.recipe import Recipe
 from nlgbench.core.result import json_safe
-from nlgbench.core.spec import parse_metric_entry
 from nlgbench.data.catalogue import cache_dir
 from nlgbench.data.items import Item
 from nlgbench.distillation.pairs import Pair, pairs_sha256
@@ -34,7 +33,7 @@ from nlgbench.distillation.steplog import Log, log_stderr
 from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, resolve_encoder
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics import default_encoder, get_metric
+from nlgbench.metrics import get_metric
 from nlgbench.metrics.base import PhaseTimer
 
 
@@ -60,15 +59,13 @@ class Teacher:
                 f"teacher metric {metric!r} with these options reads no reference; "
                 "distillation pairs are (reference, candidate)"
             )
-        raw: dict[str, Any] = {
-            "metric": metric,
-            "options": dict(options),
-            "encoders": [encoder if encoder is not None else default_encoder(metric)],
-        }
-        if aligner is not None:
-            raw["aligners"] = [aligner]
-        entry = parse_metric_entry(raw, "teacher", Path.cwd())
-        return cls(metric, entry.options, entry.encoders[0], entry.aligners[0])
+        recipe = Recipe.parse(metric, encoder, options, aligner, "teacher")
+        return cls(metric, recipe.options, recipe.encoder, recipe.aligner)
+
+    @property
+    def recipe(self) -> Recipe:
+        """The teacher's scorer recipe: built and signed as a sweep cell's."""
+        return Recipe(get_metric(self.metric), self.encoder, self.options, self.aligner)
 
     @property
     def higher_is_better(self) -> bool:
@@ -176,16 +173,14 @@ ShardWriter = Callable[[Shard, list[float], float, dict[str, Any]], None]
 def _run_teacher(
     pairs: Sequence[Pair], teacher: Teacher, device: str, batch_size: int, todo: Sequence[Shard], write: ShardWriter
 ) -> dict[str, Any]:
-    """Score the shards `todo` of `pairs` as a sweep cell scores (`MetricInfo.make` with the cell's
+    """Score the shards `todo` of `pairs` as a sweep cell scores (`Recipe.build` with the cell's
     encoder, variant included, and batch size; `prepare` over all pairs; `score`), one `score` call
     per shard, each written (`write`) as soon as it is scored; returns the scorer's `describe()`."""
-    info = get_metric(teacher.metric)
     items = [
         Item(lp="", seg_id=i + 1, system="", source="", reference=p.reference, hypothesis=p.candidate, human=math.nan)
         for i, p in enumerate(pairs)
     ]
-    extra = {"aligner": teacher.aligner} if info.accepts_aligners else {}
-    scorer = info.make(teacher.encoder, teacher.options, device, batch_size, CellContext(), **extra)  # its own records
+    scorer = teacher.recipe.build(device, batch_size, CellContext())  # a context of its own: its own records
     scorer.prepare(items)  # corpus state (idf) over all pairs, as a cell over its whole dataset
     described = json_safe(scorer.describe())
     for shard in todo:

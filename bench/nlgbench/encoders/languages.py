@@ -39,3 +39,13 @@ def lang_choice(lang: str) -> str:
     name = lang_encoder(lang)
     layer = default_layer(EncoderRef(name), "bertscore")
     return f"lang {lang}: {name} ({registry().get(name).hub_id}, layer {layer}), bert_score's model for it"
+
+
+def lang_metric_encoder(metric: str, encoder: object, lang: str) -> str:
+    """The encoder the API's `lang=` picks for `metric` (bert_score's `lang=`): BERTScore's only, and not
+    beside an `encoder`; one clear line otherwise."""
+    if metric != "bertscore":
+        raise UserError(f"lang picks BERTScore's model (bert_score's lang=); for metric {metric!r} give encoder=")
+    if encoder is not None:
+        raise UserError("give lang or encoder, not both: lang picks the encoder (as bert_score's lang=)")
+    return lang_encoder(lang)

@@ -69,7 +69,7 @@ def check_datasets(spec: SweepSpec, *, catalogue: bool = True) -> tuple[SweepSpe
 def check_blank_texts(spec: SweepSpec, ds: Dataset, label: str, tokenizers: Tokenizers | None = None) -> list[str]:
     """Refuse (one line naming the dataset, the metric and the item) a blank text where one of the
     spec's metrics defines no value for it (`MetricInfo.blank_rule`), and there a text that each encoder's
-    tokenizer leaves without a token the metric weighs (`MetricInfo.token_rule`: the tokenizer alone,
+    tokenizer leaves without a token the metric weighs (`MetricInfo.weighed_tokens`: the tokenizer alone,
     for a model on this machine; `tokenizers` keeps them); the warnings on the blank texts it scores,
     prefixed with the metric's name, each once."""
     out: list[str] = []

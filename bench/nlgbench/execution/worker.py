@@ -7,7 +7,7 @@ Start-up is the worker's (`startup_s`: from the launcher starting the cell's pro
 is ready to load: imports done, config read, threads set, the metric's warm-up hook run; model and data
 load excluded); every later phase is the protocol's (`nlgbench.measurement.protocol.measure_cell`:
 data, load, prepare, the memory pass, warm-up and R timed repeats), which this worker hands its
-callables (load the dataset, guard it, build the scorer) and from which it gets one `CellMeasurement`.
+callables (load the dataset, guard it, build the scorer from its `Recipe`) and from which it gets one `CellMeasurement`.
 The cell's per-batch token budget (`batch_tokens`) is in force where it has one. The budget and the live bar
 reach the scorer in the cell's `CellContext` (given to the metric's build), and the worker reads back
 from it what the models recorded there: the texts cut to a model's maximum length, the export seconds. On a terminal
@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 import psutil
 
 from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config
+from nlgbench.core.recipe import Recipe
 from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
 from nlgbench.core.scores import write_scores
-from nlgbench.core.signature import scorer_signature
 from nlgbench.execution.leakage import guard_cell
 from nlgbench.execution.preload import cell_models, cell_modules, import_modules
 from nlgbench.execution.progress import CellProgress, live
@@ -111,16 +111,14 @@ def start_cell(cell_dir: Path, started: float | None = None) -> StartedCell:
 def cell_result(cell_dir: Path, cell: StartedCell) -> CellResult:
     """The cell measured by the protocol (`measure_cell`: data, load, prepare, memory pass, warm-up,
     repeats); writes scores.csv and returns the result."""
-    cfg, info = cell.config, cell.info
+    cfg, info, recipe = cell.config, cell.info, Recipe.of_cell(cell.config)
     # The cell's context: its token budget and live bar, and the records its models write (cut texts, export time).
     with CellProgress(live(sys.stderr)) as bar:
         context = CellContext(batch_tokens=cfg.batch_tokens, progress=bar)
 
         def load_scorer() -> tuple[Scorer, float | None]:
             """The scorer, and the seconds of a backend's export (its own phase, not part of load_s)."""
-            extra = {"aligner": cfg.aligner} if info.accepts_aligners else {}
-            scorer = info.make(cfg.encoder, cfg.options, cfg.device, cfg.batch_size, context, **extra)
-            return scorer, context.export_seconds
+            return recipe.build(cfg.device, cfg.batch_size, context), context.export_seconds
 
         measured = measure_cell(
             cell.device,
@@ -145,7 +143,7 @@ def cell_result(cell_dir: Path, cell: StartedCell) -> CellResult:
         metric=MetricRecord(name=info.name, higher_is_better=info.higher_is_better, primary=run.scores.primary),
         scorer={
             **scorer.describe(),
-            "signature": scorer_signature(info, cfg.options, cfg.aligner, scorer.describe()),
+            "signature": recipe.signature(scorer.describe()),
             # unknown (None) for a plugin metric built without the context: its encoders recorded elsewhere
             "truncated_segments": truncated_segments(items, ("hypothesis", *info.needs), context.truncated)
             if info.takes_context

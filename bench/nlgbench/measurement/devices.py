@@ -1,7 +1,8 @@
 """The device a cell measures on, read once from its name (`Device`): whether it is CUDA, and what the
 protocol asks of it: waiting for its queued work, its peak memory, its energy counter, its SM clock.
 And the one check that this machine has the device asked for, made before any model loads (by
-`score`, the spec and `distill`). Names are read by `nlgbench.foundations.devicenames`."""
+`score`, the spec and `distill`), with `auto` for the API's default (`auto_device`). Names are read by
+`nlgbench.foundations.devicenames`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,16 @@ from typing import Any
 from nlgbench.foundations.devicenames import parse_device
 from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.energy import POWERCAP_ROOT, Counter, nvml_counter, nvml_handle, rapl_counter
+
+
+def auto_device(device: str) -> str:
+    """`auto`: CUDA where torch sees a GPU, else the CPU; any other value checked as given (`check_device`)."""
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    check_device(device)
+    return device
 
 
 def check_device(device: str) -> None:
