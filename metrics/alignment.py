@@ -11,7 +11,8 @@ and RWMD <= WMD (Eqs. in Sec. 4).
   pairs into such batches (sorted by size) and run them on several threads (`parallel`).
 
 Exact transport is POT's network simplex (`exact_transport`), called without `ot.emd`'s per-call
-wrapper: same solver, same inputs, same plan and cost.
+wrapper: same solver, same inputs, same plan and cost. POT and torch are imported inside the functions
+that use them: the aligner registry is read by the spec checks, which need neither.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import ot
-import torch
-from ot.lp.emd_wrap import check_result, emd_c
 
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.lazyregistry import Registry
 from nlgbench.metrics.common import length_sorted_batches
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _normalise(w: np.ndarray) -> np.ndarray:
@@ -72,6 +74,8 @@ def network_simplex(
     no zero entry, as `solver_marginals` gives them: (plan, cost). Warns, as POT, if it stops before
     optimality (`max_iter` pivots). It releases the GIL: problems run in parallel on threads (`parallel`).
     """
+    from ot.lp.emd_wrap import check_result, emd_c
+
     plan, value, _, _, code = emd_c(a, b, np.ascontiguousarray(cost, dtype=np.float64), max_iter, 1)
     check_result(code)
     return plan, float(value)
@@ -93,6 +97,8 @@ def parallel(threads: int, what: str = "batches solved", context: CellContext | 
     simplex and torch's operations release the GIL, so the jobs do run in parallel. Each finished
     job advances the progress display of the cell's `context` (`CellContext.advance`) as `what`.
     """
+    import torch
+
     context = context if context is not None else CellContext()
     if threads <= 1:
 
@@ -121,6 +127,8 @@ def parallel(threads: int, what: str = "batches solved", context: CellContext | 
 
 def euclidean_cost(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pairwise Euclidean distances between the rows of x [n, d] and y [m, d]."""
+    import ot
+
     return np.sqrt(np.maximum(ot.dist(np.asarray(x, np.float64), np.asarray(y, np.float64), metric="sqeuclidean"), 0.0))
 
 
@@ -152,6 +160,8 @@ def pad_clouds(
     the mask [B, n] of real points, on the points' device (weights may come from the CPU).
     ValueError if a cloud has no mass.
     """
+    import torch
+
     x = torch.nn.utils.rnn.pad_sequence([p.double() for p in points], batch_first=True)
     w = torch.nn.utils.rnn.pad_sequence([v.double() for v in weights], batch_first=True).to(x.device)
     lengths = torch.tensor([len(v) for v in weights], device=x.device)
@@ -164,6 +174,8 @@ def pad_clouds(
 
 def squared_euclidean_cost_batch(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """|x_i - y_j|^2 for x [B, n, D], y [B, m, D] -> [B, n, m], as ot.dist: |x|^2 + |y|^2 - 2 x.y, clamped at 0."""
+    import torch
+
     cost = -2 * torch.bmm(x, y.transpose(1, 2))
     cost += x.pow(2).sum(-1)[:, :, None]
     cost += y.pow(2).sum(-1)[:, None, :]
@@ -181,6 +193,8 @@ def wmd_batch(a: torch.Tensor, b: torch.Tensor, cost: torch.Tensor) -> torch.Ten
     One copy of the costs to the CPU; each pair's exact problem is solved by `exact_transport`,
     which leaves the padding (no mass) out, so each value is the pair's own WMD.
     """
+    import torch
+
     cost_np, a_np, b_np = (t.detach().to("cpu", torch.float64).numpy() for t in (cost, a, b))
     out = np.array([exact_transport(a_np[i], b_np[i], cost_np[i])[1] for i in range(len(cost_np))])
     return torch.from_numpy(out).to(cost.device)
@@ -190,6 +204,8 @@ def rwmd_batch(
     a: torch.Tensor, b: torch.Tensor, cost: torch.Tensor, mask_x: torch.Tensor, mask_y: torch.Tensor
 ) -> torch.Tensor:
     """RWMD of B pairs (`rwmd` batched): nearest real points only, padding masked out."""
+    import torch
+
     far = torch.finfo(cost.dtype).max
     to_y = cost.masked_fill(~mask_y[:, None, :], far).min(dim=2).values.masked_fill(~mask_x, 0)
     to_x = cost.masked_fill(~mask_x[:, :, None], far).min(dim=1).values.masked_fill(~mask_y, 0)
@@ -198,6 +214,8 @@ def rwmd_batch(
 
 def wcd_batch(x: torch.Tensor, a: torch.Tensor, y: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """WCD of B pairs (`wcd` batched): distance of the weighted centroids."""
+    import torch
+
     return torch.linalg.vector_norm(torch.bmm(a[:, None], x)[:, 0] - torch.bmm(b[:, None], y)[:, 0], dim=-1)
 
 
@@ -323,6 +341,8 @@ def transport_pairs(
 ) -> torch.Tensor:
     """The aligner's distance of every pair in `batches` (from `pad_pairs`), in input order, on the CPU [B].
     Batches run on `threads` threads (`parallel`)."""
+    import torch
+
     out = torch.zeros(sum(len(batch.index) for batch in batches), dtype=torch.float64)
 
     def solve(j: int) -> None:

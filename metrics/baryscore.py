@@ -27,7 +27,8 @@ import torch
 
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
-from nlgbench.encoders.runtime import Tokenized, load_encoder
+from nlgbench.encoders.runtime import load_encoder
+from nlgbench.encoders.tokenization import Tokenized
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import (

@@ -24,7 +24,7 @@ from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 
 if TYPE_CHECKING:
-    from nlgbench.encoders.runtime import Tokenized
+    from nlgbench.encoders.tokenization import Tokenized
 
 OptionsT = TypeVar("OptionsT")
 

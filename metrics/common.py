@@ -11,7 +11,8 @@ Pure functions, no model state. Metrics import these from here and never from ea
   token budget N (a cell's `batch_tokens: N`, held by its `CellContext`), as many as keep the padded
   batch (items x longest length) within N tokens; never with more padding than real tokens.
 The cell's budget and progress hook reach these functions in the scorer's `CellContext`
-(`nlgbench.foundations.cellcontext`), passed as an argument.
+(`nlgbench.foundations.cellcontext`), passed as an argument. torch is imported inside the functions that
+use it: the aligners' module imports this one, and the spec checks and the model-free metrics need no torch.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
-
-import torch
+from typing import TYPE_CHECKING, TypeVar
 
 from nlgbench.foundations.cellcontext import CellContext
+
+if TYPE_CHECKING:
+    import torch
 
 T = TypeVar("T")
 
@@ -44,6 +46,8 @@ def token_weights(
     ids: Sequence[int], special_ids: frozenset[int], idf: dict[int, float] | None, unseen: float
 ) -> torch.Tensor:
     """Per-token weights: idf (or 1), 0 for special tokens."""
+    import torch
+
     if idf is None:
         w = [0.0 if t in special_ids else 1.0 for t in ids]
     else:
@@ -56,6 +60,8 @@ def weight_table(
 ) -> torch.Tensor:
     """`token_weights` of every token id below `size` as one tensor [size]: a batch's weights are
     then one lookup, `table[ids]` (the same float32 values as `token_weights`)."""
+    import torch
+
     table = torch.full((size,), 1.0 if idf is None else unseen, dtype=torch.float32)
     if idf:
         table[torch.tensor(list(idf), dtype=torch.long)] = torch.tensor(list(idf.values()), dtype=torch.float32)
@@ -90,6 +96,8 @@ def greedy_match(
     real token of its own text (`FlatEmbedding.batch_index`), so it cannot change a maximum and
     nothing is masked (the weights, 0 on padding, keep it out of the sums).
     """
+    import torch
+
     sim = torch.bmm(hyp, ref.transpose(1, 2))
     if not padding_repeats:
         hyp_real = hyp_mask if hyp_mask is not None else _real(hyp)
@@ -118,6 +126,8 @@ def _real(emb: torch.Tensor) -> torch.Tensor:
 
 def pad_tensors(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     """Per-token tensors [L_i, ...] right-padded with zeros into one batch [B, max L_i, ...]."""
+    import torch
+
     return torch.nn.utils.rnn.pad_sequence(list(tensors), batch_first=True)
 
 

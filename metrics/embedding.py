@@ -18,11 +18,16 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar
 
+# POT at the import of the embedding metrics, as when the aligners' module imported it at its top (it now
+# defers it, for the spec checks): a cell's worker imports it in its start-up, before the memory baseline
+# and the fork server's fork, not in the cell's first pass.
+import ot  # noqa: F401
 import torch
 
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
-from nlgbench.encoders.runtime import Encoder, Tokenized, load_encoder
+from nlgbench.encoders.runtime import Encoder, load_encoder
+from nlgbench.encoders.tokenization import Tokenized
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.devicenames import is_cuda
 from nlgbench.metrics.alignment import get_aligner

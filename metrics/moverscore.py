@@ -23,7 +23,7 @@ import torch
 
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
-from nlgbench.encoders.runtime import Tokenized
+from nlgbench.encoders.tokenization import Tokenized
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import pad_pairs, transport_pairs

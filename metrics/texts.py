@@ -11,7 +11,7 @@ from typing import Any
 
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef, parse_encoder_ref
-from nlgbench.encoders.runtime import Encoder
+from nlgbench.encoders.tokenization import TokenizerAlone
 from nlgbench.foundations.arguments import ordered
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import default_encoder, get_metric
@@ -145,7 +145,7 @@ def refuse_tokenless(
     options: dict[str, Any],
     encoder: EncoderRef,
     items: Sequence[Item],
-    tokenizers: Callable[[EncoderRef], Encoder | None],
+    tokenizers: Callable[[EncoderRef], TokenizerAlone | None],
 ) -> None:
     """One clear error naming the argument, the 1-based line and the text where a text keeps no token the
     metric weighs and it refuses a blank one there (`nlgbench.metrics.tokenless`): with the tokenizer alone,

@@ -15,7 +15,7 @@ from typing import Any
 
 from nlgbench.data.items import Item, item_name
 from nlgbench.encoders.registry import EncoderRef
-from nlgbench.encoders.runtime import Encoder, Tokenized, load_tokenizer
+from nlgbench.encoders.tokenization import Tokenized, TokenizerAlone, load_tokenizer
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import MetricInfo, TokenRule
 
@@ -36,9 +36,9 @@ class Tokenizers:
     (a sweep's preflight, one `Scorer`): variants tokenise as their model does."""
 
     def __init__(self) -> None:
-        self.loaded: dict[str, Encoder | None] = {}
+        self.loaded: dict[str, TokenizerAlone | None] = {}
 
-    def __call__(self, ref: EncoderRef) -> Encoder | None:
+    def __call__(self, ref: EncoderRef) -> TokenizerAlone | None:
         if ref.name not in self.loaded:
             self.loaded[ref.name] = load_tokenizer(EncoderRef(ref.name))
         return self.loaded[ref.name]
@@ -49,12 +49,14 @@ def texts_of(item: Item, field: str) -> tuple[str, ...]:
     return item.references if field == "reference" else (getattr(item, field),)
 
 
-def tokenless_texts(rule: TokenRule, encoder: Encoder, items: Sequence[Item], field: str) -> list[tuple[int, int]]:
+def tokenless_texts(
+    rule: TokenRule, tokenizer: TokenizerAlone, items: Sequence[Item], field: str
+) -> list[tuple[int, int]]:
     """(item position, number of the text among the item's `field` texts) of each non-blank text of `field`
     that keeps no token `rule` weighs, tokenised as the encoder's cells tokenise (blank texts are the
     blank rule's)."""
     distinct = list(dict.fromkeys(text for item in items for text in texts_of(item, field) if text.strip()))
-    weighs = dict(zip(distinct, map(rule.weighs, encoder.tokenize(distinct)), strict=True))
+    weighs = dict(zip(distinct, map(rule.weighs, tokenizer.tokenize(distinct)), strict=True))
     return [
         (i, k)
         for i, item in enumerate(items)
@@ -79,7 +81,7 @@ def tokenless_refusal(
     options: dict[str, Any],
     encoder: EncoderRef,
     items: Sequence[Item],
-    tokenizers: Callable[[EncoderRef], Encoder | None],
+    tokenizers: Callable[[EncoderRef], TokenizerAlone | None],
     where: Callable[[str, int, int], str],
 ) -> str | None:
     """The one line refusing the first text, in a field where the metric refuses a blank text, that keeps no

@@ -23,7 +23,8 @@ import torch
 from nlgbench.data.items import Item
 from nlgbench.encoders.models import load_model
 from nlgbench.encoders.registry import EncoderRef
-from nlgbench.encoders.runtime import Tokenized, pad_ids
+from nlgbench.encoders.runtime import pad_ids
+from nlgbench.encoders.tokenization import Tokenized
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import cost_matrix, transport

@@ -25,7 +25,8 @@ from nlgbench.core.recipe import Recipe
 from nlgbench.core.spec import load_spec
 from nlgbench.data.items import Item
 from nlgbench.encoders.registry import EncoderRef
-from nlgbench.encoders.runtime import load_encoder, load_tokenizer
+from nlgbench.encoders.runtime import load_encoder
+from nlgbench.encoders.tokenization import load_tokenizer
 from nlgbench.execution.preflight import check_datasets
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric

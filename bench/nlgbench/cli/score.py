@@ -16,8 +16,10 @@ from pathlib import Path
 from nlgbench.api import BlankTextWarning, IdfWarning, Scorer, check_texts, check_tokens
 from nlgbench.cli.values import key_value
 from nlgbench.encoders.languages import lang_choice
+from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import check_output_file, read_lines, write_output
+from nlgbench.metrics import default_encoder
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -50,7 +52,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             args.encoder,
             lang=args.lang,
             aligner=args.aligner,
-            device=args.device,
+            device=_device(args.metric, args.encoder, args.device),
             batch_size=args.batch_size,
             idf_sents=idf_sents,
             **options,
@@ -92,6 +94,13 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(f"corpus score: sacrebleu's corpus function, signature {corpus['signature']}", file=sys.stderr)
     print(f"signature: {scorer.signature}", file=sys.stderr)
     return 0
+
+
+def _device(metric: str, encoder: str | None, device: str) -> str:
+    """`--device auto` for a metric that runs no model (sentbleu, chrf, rouge*): the CPU, without importing
+    torch to look for a GPU the metric would not use (so the command starts as fast as sacrebleu's)."""
+    no_model = encoder in (None, NO_ENCODER) and default_encoder(metric) == NO_ENCODER
+    return "cpu" if device == "auto" and no_model else device
 
 
 def _read_lines(path: str, what: str) -> list[str]:

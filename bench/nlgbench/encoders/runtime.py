@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import torch
 from nlgbench.encoders import backends
 from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, reach_hub
 from nlgbench.encoders.registry import EncoderRef, check_layers, resolve_source
+from nlgbench.encoders.tokenization import Tokenized, model_max_length, tokenize_texts
 from nlgbench.encoders.variants import (
     ExitState,
     check_dtype,
@@ -34,52 +34,6 @@ from nlgbench.encoders.variants import (
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.devicenames import is_cuda
 from nlgbench.foundations.errors import UserError
-
-
-class Tokenized:
-    """Token ids of one text, and what metrics need to filter them, read from the fast tokenizer's
-    encoding only when a metric asks (BERTScore reads the ids alone: no per-token Python work).
-
-    `tracked=False`: the encoding was made without offsets and word ids (`Encoder.tokenize(...,
-    ids_only=True)`), so the flags and offsets cannot be read: asking for them is a bug, raised."""
-
-    def __init__(self, encoding: Any, text: str = "", tracked: bool = True) -> None:
-        self.encoding = encoding  # the tokenizer's `tokenizers.Encoding`
-        self.text = text  # the (stripped) text the offsets point into
-        self.ids: list[int] = encoding.ids
-        self.tracked = tracked
-
-    def _tracked_encoding(self) -> Any:
-        """The encoding, where it tracked word ids and offsets (else a bug of the metric: raised)."""
-        if not self.tracked:
-            raise RuntimeError("tokenised for its ids only (ids_only=True): no word ids or offsets")
-        return self.encoding
-
-    def _word_ids(self) -> list[int | None]:
-        word_ids: list[int | None] = self._tracked_encoding().word_ids
-        return word_ids
-
-    @cached_property
-    def special(self) -> list[bool]:
-        """True for special tokens ([CLS], <s>, </s>, ...: no word of the text)."""
-        return [wid is None for wid in self._word_ids()]
-
-    @cached_property
-    def word_start(self) -> list[bool]:
-        """True where a token begins a new word (a subword continuation: False; special tokens: False)."""
-        word_ids = self._word_ids()
-        return [wid is not None and (j == 0 or wid != word_ids[j - 1]) for j, wid in enumerate(word_ids)]
-
-    @cached_property
-    def offsets(self) -> list[tuple[int, int]]:
-        """(start, end) of each token in `text` ((0, 0) for special tokens)."""
-        return [tuple(o) for o in self._tracked_encoding().offsets]
-
-    def surface(self, j: int) -> str:
-        """The characters of the text that token j covers ("" for special tokens)."""
-        start, end = self.offsets[j]
-        return self.text[start:end]
-
 
 # Attribute paths of the layer stack in common architectures (bert/roberta/mpnet, distilbert,
 # bart encoder, gpt2, xlnet).
@@ -149,17 +103,7 @@ class Encoder:
     @property
     def max_length(self) -> int:
         """Longest input the model accepts (tokens, specials included)."""
-        limit = getattr(self.tokenizer, "model_max_length", 512) or 512
-        positions = getattr(self.model.config, "max_position_embeddings", None)
-        if positions:
-            # RoBERTa-style models reserve padding_idx + 1 positions.
-            reserve = (
-                2
-                if getattr(self.model.config, "model_type", "") in {"roberta", "mpnet", "xlm-roberta", "camembert"}
-                else 0
-            )
-            limit = min(limit, positions - reserve)
-        return int(min(limit, 100_000))
+        return model_max_length(self.tokenizer, self.model.config)
 
     @property
     def specials_added(self) -> int:
@@ -168,33 +112,10 @@ class Encoder:
         return int(self.tokenizer.num_special_tokens_to_add(pair=False))
 
     def tokenize(self, texts: Sequence[str], *, ids_only: bool = False) -> list[Tokenized]:
-        """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length
-        (texts that were cut are recorded in the cell's context: `CellContext.truncated`).
-
-        One batch call of the fast tokenizer's backend (`tokenizers.Tokenizer.encode_batch`), set
-        as transformers' own call sets it (no padding; truncation longest first, on the tokenizer's
-        side, at `max_length`), without the per-text dictionaries transformers builds around it.
-        Per-token flags and offsets are read from each encoding when a metric asks (`Tokenized`).
-        `ids_only`: for a metric that reads the ids alone (BERTScore), the backend's
-        `encode_batch_fast` where it has one, which tracks no offsets or word ids (the same ids,
-        about an eighth less time per text)."""
-        stripped = [t.strip() for t in texts]
-        backend = self.tokenizer.backend_tokenizer
-        truncation = {
-            "max_length": self.max_length,
-            "stride": 0,
-            "strategy": "longest_first",
-            "direction": self.tokenizer.truncation_side,
-        }
-        if backend.truncation != truncation:
-            backend.enable_truncation(**truncation)
-        if backend.padding is not None:
-            backend.no_padding()
-        fast = ids_only and hasattr(backend, "encode_batch_fast")
-        encode = backend.encode_batch_fast if fast else backend.encode_batch
-        encodings = encode(stripped, add_special_tokens=True)
-        self.context.truncated.update(text for text, e in zip(stripped, encodings, strict=True) if e.overflowing)
-        return [Tokenized(e, text, tracked=not fast) for text, e in zip(stripped, encodings, strict=True)]
+        """Tokenise texts (stripped) with special tokens, truncated to the model's maximum length (texts that
+        were cut are recorded in the cell's context: `CellContext.truncated`); see
+        `nlgbench.encoders.tokenization.tokenize_texts`."""
+        return tokenize_texts(self.tokenizer, self.max_length, texts, self.context.truncated, ids_only=ids_only)
 
     def pad(self, batch: Sequence[Sequence[int]]) -> tuple[Any, Any]:
         """Token id lists right-padded into ids [B, T] and attention mask [B, T] on the CPU; in
@@ -337,44 +258,6 @@ def load_encoder(
         exit_state=exit_state,
         runner=runner,
         context=context,
-    )
-
-
-@dataclass
-class ConfigOnly:
-    """A model's configuration where the model itself is not loaded (`load_tokenizer`): what
-    `Encoder.max_length` reads, for tokenising as the model's cells tokenise."""
-
-    config: Any
-
-
-def load_tokenizer(ref: EncoderRef) -> Encoder | None:
-    """The encoder for tokenising alone, as its cells tokenise: its tokenizer and its configuration (for the
-    maximum length; no modelling code imported, no weights read). For the checks of the texts that need the
-    tokenizer, before any model loads. None where the model is not on this machine (a local folder or a
-    cached snapshot) or its tokenizer does not load: a check downloads nothing (a snapshot of the tokenizer
-    alone would pass for the model's), and the cell then meets what it would have found."""
-    source = resolve_source(ref.name)
-    if local_snapshot(source) is None:
-        return None
-    from transformers import AutoConfig, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source, **load_options(source))
-        config = AutoConfig.from_pretrained(source, **load_options(source))
-    except (OSError, ValueError):  # files missing or unreadable: the cell's loading says which
-        return None
-    if not getattr(tokenizer, "is_fast", False):
-        return None
-    return Encoder(
-        ref=ref,
-        source=source,
-        tokenizer=tokenizer,
-        model=ConfigOnly(config),
-        device="meta",
-        total_layers=0,
-        layers_run=0,
-        disk_bytes=0,
     )
 
 
