@@ -29,6 +29,7 @@ from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.reporting.encoder_lookup import find_encoder_label
 from nlgbench.reporting.markup import markdown
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
+from nlgbench.runs.provenance import read_provenance
 from nlgbench.runs.rundata import RunData, memory_columns
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAX_RESAMPLES, MIN_RESAMPLES
 from nlgbench.statistics.correlation import canonical_method, correlation
@@ -182,15 +183,18 @@ def compare(
     aligner: str | None = None,
     candidate_metric: str | None = None,
     baseline_metric: str | None = None,
+    names: Names | None = None,
 ) -> dict[str, Any]:
     """The comparison as plain data (what --json prints); `metric` and `aligner` as `select_metrics`;
     `candidate_metric` / `baseline_metric` compare across metrics (`metric_pairs`): the row's metric
-    reads "candidate metric vs baseline metric"."""
+    reads "candidate metric vs baseline metric". An encoder may be named as `render` shows it
+    (`names`; None: the run's own `labels:` map, else the short form), as `find_encoder_label` reads it."""
     check_bootstrap(n_resamples, seed, minimum=1)
     options.check()
     df = run.cells
     encoders = sorted(set(df["encoder"]))
-    found = {name: find_encoder_label(name, encoders) for name in (candidate, baseline)}
+    shown = names if names is not None else Names(read_provenance(run).labels)
+    found = {name: find_encoder_label(name, encoders, shown) for name in (candidate, baseline)}
     for name, label in found.items():
         if label is None:
             raise unknown_name("encoder", name, encoders)
