@@ -36,6 +36,7 @@ import torch
 
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, load_encoder
+from nlgbench.foundations.cellcontext import Progress
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import PhaseTimer
 from nlgbench.metrics.baseline_files import BOUNDS, HEADER, in_bounds, store_baseline
@@ -71,11 +72,18 @@ def random_pairs(texts: Sequence[str], pairs: int, seed: int) -> list[tuple[str,
     return out
 
 
-def pair_scores(encoder: Encoder, pairs: Sequence[tuple[str, str]], batch_size: int) -> torch.Tensor:
+PAIRS_DONE = "pairs scored"  # the progress hook's unit of work
+
+
+def pair_scores(
+    encoder: Encoder, pairs: Sequence[tuple[str, str]], batch_size: int, progress: Progress | None = None
+) -> torch.Tensor:
     """BERTScore P, R, F (idf off) of each (candidate, reference) pair at every layer 0 .. layers_run:
-    a tensor [layers + 1, pairs, 3]."""
+    a tensor [layers + 1, pairs, 3]; `progress` is told the pairs scored, at the start and after each chunk."""
     layers = list(range(encoder.layers_run + 1))
     out = []
+    if progress is not None:
+        progress(PAIRS_DONE, 0, len(pairs))
     for start in range(0, len(pairs), PAIRS_PER_CHUNK):
         chunk = pairs[start : start + PAIRS_PER_CHUNK]
         emb = embed_texts(encoder, [t for pair in chunk for t in pair], layers, batch_size, PhaseTimer())
@@ -97,13 +105,18 @@ def pair_scores(encoder: Encoder, pairs: Sequence[tuple[str, str]], batch_size: 
             )
             per_layer.append(torch.stack([p, r, f], dim=-1).cpu())
         out.append(torch.stack(per_layer))
+        if progress is not None:
+            progress(PAIRS_DONE, start + len(chunk), len(pairs))
     return torch.cat(out, dim=1)
 
 
-def baseline_table(encoder: Encoder, texts: Sequence[str], pairs: int, seed: int, batch_size: int) -> str:
+def baseline_table(
+    encoder: Encoder, texts: Sequence[str], pairs: int, seed: int, batch_size: int, progress: Progress | None = None
+) -> str:
     """A baseline file in bert_score's format: per layer the mean P, R and F of `pairs` random pairs; one
     line where a mean lies outside `BOUNDS` (pairs too alike to be unrelated sentences)."""
-    means = pair_scores(encoder, random_pairs(texts, pairs, seed), batch_size).double().mean(dim=1).tolist()
+    scores = pair_scores(encoder, random_pairs(texts, pairs, seed), batch_size, progress)
+    means = scores.double().mean(dim=1).tolist()
     for k, row in enumerate(means):
         for name, value in zip(HEADER[1:], row, strict=True):
             if not in_bounds(value):
@@ -117,18 +130,25 @@ def baseline_table(encoder: Encoder, texts: Sequence[str], pairs: int, seed: int
 
 
 def compute_baseline(
-    encoder_ref: EncoderRef, texts: Sequence[str], pairs: int, seed: int, device: str, batch_size: int
+    encoder_ref: EncoderRef,
+    texts: Sequence[str],
+    pairs: int,
+    seed: int,
+    device: str,
+    batch_size: int,
+    progress: Progress | None = None,
 ) -> tuple[str, Path, dict[str, Any] | None]:
     """`nlgbench baseline`: the baseline file of `encoder_ref` (every layer) from `pairs` random pairs
     of the different non-blank lines `texts`, stored in the cache under the model's fingerprint;
     (table, where, the record of the cached baseline it replaced or None). A corpus of fewer than two
-    different lines is refused before the model loads; a baseline out of bounds before anything is written."""
+    different lines is refused before the model loads; a baseline out of bounds before anything is
+    written. `progress` (a display's hook) is told the pairs scored once the model has loaded."""
     if pairs < 1 or batch_size < 1:
         raise UserError(f"--pairs and --batch-size must be >= 1, got {pairs} and {batch_size}")
     lines = [text.strip() for text in texts if text.strip()]
     distinct = distinct_texts(lines)
     encoder = load_encoder(encoder_ref, device)
-    table = baseline_table(encoder, lines, pairs, seed, batch_size)
+    table = baseline_table(encoder, lines, pairs, seed, batch_size, progress)
     corpus = hashlib.sha256("\n".join(lines).encode()).hexdigest()
     record = {
         "source": encoder.source,

@@ -62,7 +62,7 @@ def main() -> None:
     run = RunData.open(args.run)
     print(
         "| dataset | level | method | baseline | candidate | delta [95% CI] | p [test: units] "
-        "| Williams p, one-sided [n] |"
+        "| Williams p, two-sided / observed direction (p / 2) [n] |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for method, level, resample, test, convention in CASES:
@@ -94,14 +94,14 @@ def main() -> None:
                 williams = "n/a"
             elif len(r["williams_by_group"]) > 1:
                 williams = "; ".join(
-                    f"{g['group']} {fmt.p_value(g['p'], missing=na)}, {fmt.p_value(g['p_one_sided'], missing=na)} "
-                    f"[{g['n']}]"
+                    f"{g['group']} {fmt.p_value(g['p'], missing=na)}, "
+                    f"{fmt.p_value(g['p_observed_direction'], missing=na)} [{g['n']}]"
                     for g in r["williams_by_group"]
                 )
             else:
                 williams = (
-                    f"{fmt.p_value(r['p_williams'], missing=na)}, {fmt.p_value(r['p_williams_one_sided'], missing=na)} "
-                    f"[{r['williams_n']}]"
+                    f"{fmt.p_value(r['p_williams'], missing=na)}, "
+                    f"{fmt.p_value(r['p_williams_observed_direction'], missing=na)} [{r['williams_n']}]"
                 )
             print(
                 f"| {r['dataset']} | {level} | {label} | "

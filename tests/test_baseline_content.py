@@ -168,7 +168,7 @@ def fake_compute(monkeypatch: pytest.MonkeyPatch, source: str, value: float | No
         encoder.source = source
         return encoder
 
-    def scores(encoder: Any, pairs: list[tuple[str, str]], batch_size: int) -> torch.Tensor:
+    def scores(encoder: Any, pairs: list[tuple[str, str]], batch_size: int, progress: Any = None) -> torch.Tensor:
         return torch.full((3, len(pairs), 3), float(value or 0))
 
     monkeypatch.setattr(baselines, "load_encoder", load)
@@ -290,3 +290,40 @@ def test_a_rerun_after_the_baseline_changed_measures_again(tiny_bert: Callable[.
         encoder=str(model), device="cpu", layer=2, rescale_with_baseline=True, baseline_path=str(baseline)
     )
     assert scorer.signature in signatures
+
+
+# ----------------------------------------------------------------------------- progress (component: a tiny model)
+
+
+@pytest.mark.component
+def test_the_command_reports_its_progress_with_an_eta(
+    tiny_bert: Callable[..., Path],
+    tmp_path: Path,
+    cache: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`nlgbench baseline` says what it does while it scores: not on a terminal (captured, as in a log), a
+    line when the model loads, then `baseline: DONE/TOTAL pairs scored, R pairs/s, ETA T` per tenth of the
+    pairs and a closing `done in` line; on a terminal (NLGBENCH_PROGRESS=1) a tqdm bar with its ETA.
+    stdout keeps only the table."""
+    model = tiny_bert(TEXTS, num_layers=2)
+    corpus = write(tmp_path, "".join(f"{text}\n" for text in TEXTS), "corpus.txt")
+    pairs = 10 * baselines.PAIRS_PER_CHUNK
+    argv = ["baseline", str(corpus), "--encoder", str(model), "--pairs", str(pairs), "--device", "cpu"]
+    monkeypatch.setenv("NLGBENCH_PROGRESS", "0")
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("LAYER,P,R,F\n") and "pairs scored" not in out
+    lines = err.splitlines()
+    assert lines[0] == f"baseline of {model}: loading the model on cpu"
+    steps = [line for line in lines if line.startswith("baseline: ")]
+    assert steps[0] == f"baseline: 0/{pairs} pairs scored"
+    assert [int(line.split()[1].split("/")[0]) for line in steps] == [k * baselines.PAIRS_PER_CHUNK for k in range(11)]
+    assert all(", ETA " in line for line in steps[1:-1])
+    assert steps[-1].startswith(f"baseline: {pairs}/{pairs} pairs scored, ") and ", done in " in steps[-1]
+    monkeypatch.setenv("NLGBENCH_PROGRESS", "1")
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("LAYER,P,R,F\n")
+    assert "baseline pairs scored" in err and f"/{pairs} [" in err and "<" in err  # tqdm: [elapsed<remaining, rate]

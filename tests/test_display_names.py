@@ -120,3 +120,20 @@ def test_compare_prints_the_names_and_its_json_the_labels(tmp_path: Path, capsys
     assert main([*args, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert (result["candidate"], result["baseline"]) == ("all-MiniLM-L6-v2[num_layers=3]", "all-mpnet-base-v2")
+
+
+@pytest.mark.integration
+def test_compare_takes_the_names_it_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The name compare prints for an encoder (its short form, or the one `--label` gives) names it on
+    the next command: copied from the output, it finds the same cells as the full label."""
+    example = committed_copy("example", tmp_path)
+    full = ["--candidate", "all-MiniLM-L6-v2[num_layers=3]", "--baseline", "all-mpnet-base-v2"]
+    shown = ["--candidate", "all-MiniLM-L6-v2 L3", "--baseline", "MPNet", "--label", "all-mpnet-base-v2=MPNet"]
+    results = []
+    for args in (full, shown):
+        assert main(["compare", str(example), *args, "--resamples", "100", "--json"]) == 0
+        results.append(json.loads(capsys.readouterr().out))
+    assert (results[1]["candidate"], results[1]["baseline"]) == ("all-MiniLM-L6-v2[num_layers=3]", "all-mpnet-base-v2")
+    assert results[1]["rows"] == results[0]["rows"]
+    assert main(["compare", str(example), "--candidate", "all-MiniLM-L6-v2 L2", "--baseline", "MPNet"]) == 2
+    assert "unknown encoder 'all-MiniLM-L6-v2 L2'" in capsys.readouterr().err

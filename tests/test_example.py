@@ -3,10 +3,12 @@ the package through the bench/nlgbench/examples link) listed, printed, or writte
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import nlgbench
 from nlgbench.cli import main
 from nlgbench.cli.example import SUMMARY_CHARS, example_files, relative_paths
 from nlgbench.foundations.package import package_file
@@ -28,25 +30,53 @@ def test_the_package_examples_are_the_repository_files() -> None:
     assert {name: path.resolve() for name, path in example_files().items()} == {p.stem: p.resolve() for p in EXAMPLES}
 
 
+def opening_sentence(path: Path) -> str:
+    """A spec's opening comment up to its first line ending a sentence, `#`s and the closing stop removed."""
+    words: list[str] = []
+    for text in path.read_text(encoding="utf-8").splitlines():
+        if not text.startswith("#"):
+            break
+        words += text[1:].split()
+        if words and words[-1].endswith((".", ":")):
+            break
+    return " ".join(words).rstrip(".:")
+
+
 def test_list_names_each_example_with_its_opening_sentence(capsys: pytest.CaptureFixture[str]) -> None:
+    """Not on a terminal (captured here, piped in use): each example's whole opening sentence, uncut."""
     assert main(["example"]) == 0
     lines = capsys.readouterr().out.splitlines()
     names = [line.split()[0] for line in lines]
     assert names[0] == "quickstart" and sorted(names) == sorted(p.stem for p in EXAMPLES)
     for line in lines:
-        path = REPO / "examples" / f"{line.split()[0]}.yaml"
-        comment = []
-        for text in path.read_text(encoding="utf-8").splitlines():
-            if not text.startswith("#"):
-                break
-            comment.append(text[1:].strip())
-        opening = " ".join(comment)
-        summary = line.split(None, 1)[1]
-        assert len(summary) <= SUMMARY_CHARS
-        # the opening comment's words, joined across lines, cut with "..." where longer than the listing allows
-        assert opening.startswith(summary.removesuffix("..."))
-        assert summary.endswith("...") or len(summary) < SUMMARY_CHARS
+        assert line.split(None, 1)[1] == opening_sentence(REPO / "examples" / f"{line.split()[0]}.yaml")
     assert lines[0].startswith("quickstart     Quickstart: BERTScore with a heavy encoder, a light one")
+    assert any(len(line.split(None, 1)[1]) > SUMMARY_CHARS for line in lines)  # some sentence is longer than a cut
+
+
+@pytest.mark.integration
+def test_piped_listing_is_not_cut() -> None:
+    """`nlgbench example | less` or `> list.txt`: a pipe gets whole sentences, no "..."."""
+    proc = nlgbench("example")
+    assert proc.returncode == 0, proc.stderr
+    assert "..." not in proc.stdout
+    summaries = dict(line.split(None, 1) for line in proc.stdout.splitlines())
+    assert summaries == {p.stem: opening_sentence(p) for p in EXAMPLES}
+
+
+def test_terminal_listing_fits_its_width(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal each line fits its width (at most SUMMARY_CHARS of summary), long sentences cut with "..."."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    for columns in (80, 200):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        assert main(["example"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert all(len(line) <= columns and len(line.split(None, 1)[1]) <= SUMMARY_CHARS for line in lines)
+        cut = [line for line in lines if line.endswith("...")]
+        assert cut and all(
+            opening_sentence(REPO / "examples" / f"{line.split()[0]}.yaml").startswith(line.split(None, 1)[1][:-3])
+            for line in cut
+        )
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])

@@ -115,6 +115,29 @@ def test_kendall_like_at_item_level_weighted_by_pairs_under_the_reference_conven
     assert convention_quality(seg, "kendall_like_all_pairs", "item", 1, REF) == pytest.approx(0.2, abs=1e-15)
 
 
+def test_the_tau_likes_count_a_group_with_a_constant_side_as_the_reference_does() -> None:
+    # Threshold 0, one lp, source level (WMT's item grouping), systems A, B, C:
+    #   source 1: human 1, 1, 1, metric 1, 2, 3   source 2: human 1, 2, 3, metric 1, 2, 3
+    # mt_metrics_eval.stats.Correlation(3, gold, metric).KendallLike(average_by='item', thresh=0):
+    # source 1's 3 pairs all count (|diff| >= 0) and, the human scores tied, are Discordant: tau -1
+    # over 3 pairs; source 2's 3 pairs are Concordant: tau 1 over 3; weighted by pairs (macro=False):
+    # (3 * -1 + 3 * 1) / 6 = 0.0. nlgbench's default leaves source 1 out (human constant): 1.0.
+    # DARR Kendall of the same data under the convention (one lp, pairs within each source): 0.0 too.
+    h = [1.0, 1, 1, 1, 2, 3]
+    seg = segments([1.0, 2, 3, 1, 2, 3], h, ["s1"] * 3 + ["s2"] * 3, system=["A", "B", "C"] * 2)
+    assert quality(seg, "kendall_like_all_pairs", "source", 0) == 1.0
+    assert convention_quality(seg, "kendall_like_all_pairs", "source", 0, REF) == 0.0
+    assert convention_quality(seg, "darr_kendall", "segment", 0, REF) == 0.0
+    # The same with the metric constant instead: source 1 human 1, 2, 3, metric 5, 5, 5. KendallLike:
+    # every pair differs in human score and ties in the metric, Discordant: again (3 * -1 + 3) / 6 = 0.0.
+    flat = segments([5.0, 5, 5, 1, 2, 3], [1.0, 2, 3] * 2, ["s1"] * 3 + ["s2"] * 3, system=["A", "B", "C"] * 2)
+    assert quality(flat, "kendall_like_all_pairs", "source", 0) == 1.0
+    assert convention_quality(flat, "kendall_like_all_pairs", "source", 0, REF) == 0.0
+    # Threshold 1: source 1's human ties differ by 0 < 1, no pair counts (KendallLike's num_pairs 0:
+    # weight 0): source 2 alone, 1.0 under both conventions.
+    assert convention_quality(seg, "kendall_like_all_pairs", "source", 1, REF) == 1.0
+
+
 # ----------------------------------------------------------------------------- acc_eq's epsilon
 
 
@@ -268,8 +291,28 @@ def test_the_permutation_test_names_the_segment_scores_it_swapped() -> None:
     (row,) = result["rows"]
     assert row["permuted"] == "600 segment scores swapped"  # 6 lps x 100 segments, each swapped or not
     assert "[permutation: 600 segment scores swapped]" in render(result)
-    assert 0 < row["p_permutation_one_sided"] <= 1 and row["p_williams_one_sided"] is None  # several lps
-    assert all(g["p_one_sided"] == pytest.approx(g["p"] / 2) for g in row["williams_by_group"])
+    assert 0 < row["p_permutation_candidate_better"] <= 1
+    assert row["p_williams_observed_direction"] is None  # several lps: per group below
+    assert all(g["p_observed_direction"] == pytest.approx(g["p"] / 2) for g in row["williams_by_group"])
+
+
+def test_the_one_sided_p_values_are_named_by_what_they_test() -> None:
+    """Williams' one-sided p is half the two-sided one whichever way the difference goes (the
+    reference's WilliamsTest default): `p_williams_observed_direction`, the same for either order of
+    the encoders. The permutation's is the p of "the candidate correlates better" (the reference's
+    PermutationSigDiff): `p_permutation_candidate_better`, large where the candidate is the worse
+    encoder, small when the two are swapped. No key says only "one_sided"."""
+    minilm, mpnet = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
+    worse, better = (
+        nlgbench.compare("reports/example", a, b, test="permutation", resamples=200)["rows"][0]
+        for a, b in ((minilm, mpnet), (mpnet, minilm))
+    )
+    assert worse["delta"] < 0 < better["delta"]
+    for row in (worse, better):
+        assert row["p_williams_observed_direction"] == pytest.approx(row["p_williams"] / 2)
+        assert not [key for key in row if key.endswith("one_sided")]
+    assert worse["p_williams_observed_direction"] == pytest.approx(better["p_williams_observed_direction"])
+    assert worse["p_permutation_candidate_better"] > 0.5 > better["p_permutation_candidate_better"]
 
 
 # ----------------------------------------------------------------------------- acc_eq's permutation of pairs
@@ -307,7 +350,7 @@ def test_acc_eq_permutation_of_pairs_keeps_each_metrics_epsilon_fixed() -> None:
     swapped = np.random.default_rng(0).random((1000, 9))[:, s1] < 0.5
     none_swapped = int(np.count_nonzero(~swapped.any(axis=1)))
     alike = none_swapped + int(np.count_nonzero(swapped.all(axis=1)))
-    assert perm.p_one_sided == none_swapped / 1000 and abs(perm.p_one_sided - 1 / 8) < 0.03
+    assert perm.p_candidate_better == none_swapped / 1000 and abs(perm.p_candidate_better - 1 / 8) < 0.03
     assert perm.p_value == (1 + alike) / 1001 and abs(perm.p_value - 1 / 4) < 0.04
     assert options.permuted(perm) == "9 pairs of translations swapped, epsilons fixed"
     assert options.test_label == "paired permutation of translation pairs (WMT23/24, epsilons fixed)"
@@ -359,3 +402,70 @@ def test_compare_counts_the_groups_left_out_of_the_level(tmp_path: Path) -> None
     assert left_out_count("segment", (0, 6), (0, 6)) == ""
     everything = compare(run, "cand", "base", n_resamples=10)  # global level: one group
     assert everything["rows"][0]["groups_left_out"] == "" and "left out," not in render(everything)
+
+
+def test_compare_counts_and_words_what_is_left_out_by_the_convention_in_force(tmp_path: Path) -> None:
+    # One lp, systems A, B, C translating sources u1 and u2:
+    #   u1 h 50, 25, 40   cand .3, .1, .2   base .1, .3, .2   (pairs differ by 25, 10 and 15)
+    #   u2 h 10, 10, 10   cand .4, .5, .6   base .6, .5, .4   (human constant)
+    # darr_kendall, threshold 25, segment level: nlgbench counts pairs differing by MORE than 25: none,
+    # n/a; KendallLike(thresh=25) counts (A, B) of u1, |diff| = 25: candidate 1.0, baseline -1.0, and
+    # no language pair is left out. At threshold 30 no pair counts under either rule.
+    # kendall_like_all_pairs, threshold 0, source level: nlgbench leaves u2 out (a constant side);
+    # the reference counts its 3 pairs (human ties: Discordant).
+    from nlgbench.runs.importscores import import_scores
+
+    keys = [(u, s) for u in ("u1", "u2") for s in "ABC"]
+    human = [50, 25, 40, 10, 10, 10]
+    scores = {"cand": [0.3, 0.1, 0.2, 0.4, 0.5, 0.6], "base": [0.1, 0.3, 0.2, 0.6, 0.5, 0.4]}
+    rows = [
+        {"lp": "aa-en", "seg_id": u, "system": s, "reference": f"r {u}", "hypothesis": f"h {u} {s}", "human": h}
+        for (u, s), h in zip(keys, human, strict=True)
+    ]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for encoder, x in scores.items():
+        csv = tmp_path / f"{encoder}.csv"
+        lines = [f"aa-en,{u},{s},{v!r}" for (u, s), v in zip(keys, x, strict=True)]
+        csv.write_text("lp,seg_id,system,score\n" + "\n".join(lines) + "\n", encoding="utf-8")
+        import_scores(csv, str(data), "mine", encoder, tmp_path / "run")
+    run = RunData.open(tmp_path / "run")
+
+    def one_row(**options: object) -> tuple[dict[str, object], str]:
+        result = compare(run, "cand", "base", options=QualityOptions(**options), n_resamples=10)  # type: ignore[arg-type]
+        return result["rows"][0], render(result)
+
+    darr = {"method": "darr_kendall", "level": "segment", "threshold": 25}
+    row, text = one_row(**darr)
+    assert math.isnan(row["quality_candidate"]) and row["n_groups_left_out_candidate"] == 1
+    assert "no pair of translations of one source differs by more than 25 in human score" in text
+    row, text = one_row(**darr, convention=REF)
+    assert (row["quality_candidate"], row["quality_baseline"]) == (1.0, -1.0)
+    assert (row["n_groups_left_out_candidate"], row["n_groups_left_out_baseline"], row["groups_left_out"]) == (0, 0, "")
+    assert "left out" not in text and "quality n/a" not in text
+    row, text = one_row(**{**darr, "threshold": 30}, convention=REF)
+    assert row["groups_left_out"] == (
+        "1 of 1 language pairs left out (no figure: fewer than 3 points or no pair counted)"
+    )
+    assert "candidate and baseline quality n/a: no pair of translations of one source differs by at least 30" in text
+    assert "more than" not in text
+    tau = {"method": "kendall_like_all_pairs", "level": "source"}
+    row, _ = one_row(**tau)
+    assert (row["n_groups"], row["n_groups_left_out_candidate"], row["quality_candidate"]) == (2, 1, 1.0)
+    row, text = one_row(**tau, convention=REF)
+    # pooled: u1's 3 pairs concordant for the candidate, u2's 3 discordant: (3 - 3) / 6
+    assert (row["n_groups"], row["n_groups_left_out_candidate"], row["quality_candidate"]) == (2, 0, 0.0)
+    assert "left out" not in text
+
+
+def test_a_small_group_is_named_as_left_out_only_where_it_has_no_figure() -> None:
+    # Language pair bb-en has 2 segments, two translations of one source (h 2, 1; x .2, .1): too few
+    # for Pearson (no figure, left out), but DARR Kendall pairs them (1 concordant pair: 1.0), so it
+    # is in that mean and not named as left out, under either convention.
+    seg = segments(
+        [0.1, 0.2, 0.3, 0.2, 0.1], [1.0, 3, 2, 2, 1], ["u1", "u2", "u3", "v1", "v1"], lp=["aa-en"] * 3 + ["bb-en"] * 2
+    )
+    assert QualityOptions(level="segment").too_small(seg) == ["bb-en"]
+    for convention in ("nlgbench", REF):
+        darr = QualityOptions("darr_kendall", "segment", convention=convention)
+        assert darr.too_small(seg) == [] and darr.value(seg) == 1.0

@@ -12,6 +12,7 @@ from typing import Any
 
 from nlgbench.encoders.languages import lang_choice, lang_encoder
 from nlgbench.encoders.registry import parse_encoder_ref
+from nlgbench.execution.progress import command_progress
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import check_output_file, read_lines, write_output
 from nlgbench.measurement.devices import auto_device
@@ -34,9 +35,12 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     if args.lang:
         print(lang_choice(args.lang), file=sys.stderr)
     texts = read_lines(Path(args.corpus))
-    table, stored, replaced = compute_baseline(
-        parse_encoder_ref(name, "--encoder"), texts, args.pairs, args.seed, auto_device(args.device), args.batch_size
-    )
+    device = auto_device(args.device)
+    print(f"baseline of {name}: loading the model on {device}", file=sys.stderr, flush=True)
+    with command_progress("baseline") as progress:  # a bar with its ETA on a terminal, a line per tenth elsewhere
+        table, stored, replaced = compute_baseline(
+            parse_encoder_ref(name, "--encoder"), texts, args.pairs, args.seed, device, args.batch_size, progress
+        )
     if replaced is not None:
         print(replaced_line(name, stored, replaced), file=sys.stderr)
     sys.stdout.write(table)

@@ -5,6 +5,7 @@ the wheel can start with `nlgbench example quickstart > q.yaml && nlgbench run q
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from nlgbench.foundations.lazyregistry import load_yaml
 from nlgbench.foundations.package import package_file
 
 FIRST = "quickstart"  # listed first: the spec to start with
-SUMMARY_CHARS = 100  # of a spec's opening comment in the listing
+SUMMARY_CHARS = 100  # of a spec's opening comment in the listing, on a terminal
+MIN_SUMMARY_CHARS = 20  # a narrow terminal still shows this much of it
 RELATIVE = ("./", "../")  # a string value starting so is a path relative to the spec's own folder
 
 
@@ -27,9 +29,10 @@ def example_files() -> dict[str, Path]:
     return {p.stem: p for p in files}
 
 
-def summary_line(text: str) -> str:
+def summary_line(text: str, limit: int | None = SUMMARY_CHARS) -> str:
     """A spec's opening comment up to the end of its first line that ends a sentence (what it runs),
-    without the `#`s, cut to `SUMMARY_CHARS`; empty where the spec opens with no comment."""
+    without the `#`s, cut to `limit` characters with "..." (None: whole); empty where the spec opens
+    with no comment."""
     words: list[str] = []
     for line in text.lstrip().splitlines():
         if not line.startswith("#"):
@@ -38,7 +41,16 @@ def summary_line(text: str) -> str:
         if words and words[-1].endswith((".", ":")):
             break
     summary = " ".join(words).rstrip(".:")
-    return summary if len(summary) <= SUMMARY_CHARS else summary[: SUMMARY_CHARS - 3].rstrip() + "..."
+    return summary if limit is None or len(summary) <= limit else summary[: limit - 3].rstrip() + "..."
+
+
+def summary_limit(name_width: int) -> int | None:
+    """How long a listed summary may be: on a terminal, what fits its width beside the names (at most
+    SUMMARY_CHARS); piped or redirected, no limit, so a script or a file gets whole sentences."""
+    if not sys.stdout.isatty():
+        return None
+    columns = shutil.get_terminal_size().columns
+    return max(MIN_SUMMARY_CHARS, min(SUMMARY_CHARS, columns - name_width - 2))
 
 
 def relative_paths(text: str) -> list[str]:
@@ -66,8 +78,9 @@ def cmd_example(args: argparse.Namespace) -> int:
         if args.out:
             raise UserError("--out needs an example NAME (nlgbench example quickstart --out q.yaml)")
         width = max(len(name) for name in files)
+        limit = summary_limit(width)
         for name, path in files.items():
-            print(f"{name:<{width}}  {summary_line(read_text(path))}".rstrip())
+            print(f"{name:<{width}}  {summary_line(read_text(path), limit)}".rstrip())
         return 0
     if args.name not in files:
         raise unknown_name("example", args.name, files)

@@ -191,7 +191,9 @@ def _add_baseline(sub: Commands) -> None:
         help="compute BERTScore's rescaling baselines of an encoder from a text corpus (rescale_with_baseline)",
         description="The mean BERTScore P, R and F (idf off) of random pairs of two different lines of CORPUS at "
         "every layer, as bert_score computed its baselines; stored in the cache under the model's content "
-        "fingerprint, where rescale_with_baseline finds it, and printed in bert_score's baseline file format.",
+        "fingerprint, where rescale_with_baseline finds it, and printed in bert_score's baseline file format. "
+        "Progress goes to stderr: a bar with its ETA on a terminal, else a line per tenth of the pairs "
+        "(NLGBENCH_PROGRESS=1 or 0 forces either).",
     )
     bl.add_argument("corpus", help="plain text, one sentence per line (blank lines skipped)")
     bl.add_argument("--encoder", help="encoder name, Hub id or local folder (default all-MiniLM-L6-v2)")

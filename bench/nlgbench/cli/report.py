@@ -49,6 +49,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         aligner=args.aligner,
         candidate_metric=args.candidate_metric,
         baseline_metric=args.baseline_metric,
+        names=names,
     )
     # undefined values as null; the JSON keeps the full labels
     print(json.dumps(json_safe(result), indent=2) if args.json else render(result, names))

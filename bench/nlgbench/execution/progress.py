@@ -1,4 +1,5 @@
-"""Live progress of a sweep: whether to show it, and the bar inside a running cell.
+"""Live progress of a sweep: whether to show it, and the bar inside a running cell; the same for a
+long command outside a sweep (`nlgbench baseline`: `command_progress`).
 
 On a terminal the worker draws a tqdm bar per pass and unit of work the metric reports to the
 cell's context (`nlgbench.foundations.cellcontext.CellContext.advance`: texts encoded, transport
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
+
+from nlgbench.foundations.fmt import duration
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -109,3 +113,52 @@ class CellProgress:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._close()
+
+
+class StepLines:
+    """Progress as lines, for a log file or a pipe: `PREFIX: DONE/TOTAL WHAT, R/s, ETA T` when the work
+    starts (done 0), at each tenth of it and at its end; the rate counts from the first report, so a
+    model's loading before it is not in the ETA."""
+
+    def __init__(self, prefix: str, stream: IO[str] | None = None, steps: int = 10) -> None:
+        self.prefix = prefix
+        self.stream = stream if stream is not None else sys.stderr
+        self.steps = steps
+        self._start: float | None = None
+        self._step = -1  # the last tenth printed
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if self._start is None:
+            self._start = now
+        step = self.steps if done >= total else done * self.steps // max(total, 1)
+        if step == self._step:
+            return
+        self._step = step
+        parts = [f"{self.prefix}: {done}/{total} {what}"]
+        elapsed = now - self._start
+        if done > 0 and elapsed > 0:
+            rate = done / elapsed
+            parts.append(f"{rate:.1f} {what.split(' ')[0]}/s")
+            parts.append(f"ETA {duration((total - done) / rate)}" if done < total else f"done in {duration(elapsed)}")
+        print(", ".join(parts), file=self.stream, flush=True)
+
+    def __enter__(self) -> StepLines:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        pass
+
+
+def command_progress(prefix: str, stream: IO[str] | None = None) -> CellProgress | StepLines:
+    """The progress display of a long command writing its progress on `stream` (default stderr): on a
+    terminal (or NLGBENCH_PROGRESS=1) a tqdm bar with its rate and ETA, named `prefix`, that vanishes
+    when done; elsewhere `StepLines`, a line per tenth of the work. Used as a context manager."""
+    stream = stream if stream is not None else sys.stderr
+    if live(stream):
+        bar = CellProgress(True, stream)
+        bar.stage(prefix)
+        return bar
+    return StepLines(prefix, stream)

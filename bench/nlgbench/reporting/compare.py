@@ -29,17 +29,11 @@ from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.reporting.encoder_lookup import find_encoder_label
 from nlgbench.reporting.markup import markdown
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
+from nlgbench.runs.provenance import read_provenance
 from nlgbench.runs.rundata import RunData, memory_columns
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAX_RESAMPLES, MIN_RESAMPLES
 from nlgbench.statistics.correlation import canonical_method, correlation
-from nlgbench.statistics.levels import (
-    Segments,
-    canonical_level,
-    left_out_note,
-    level_reason,
-    quality_note,
-    too_small_groups,
-)
+from nlgbench.statistics.levels import Segments, canonical_level, left_out_note, level_reason
 from nlgbench.statistics.resampling import UNIT_LABELS, unit_count
 from nlgbench.statistics.significance import WILLIAMS_NOT_AT, paired_from_replicates, williams_by_group
 from nlgbench.statistics.speedup import speedup
@@ -182,15 +176,18 @@ def compare(
     aligner: str | None = None,
     candidate_metric: str | None = None,
     baseline_metric: str | None = None,
+    names: Names | None = None,
 ) -> dict[str, Any]:
     """The comparison as plain data (what --json prints); `metric` and `aligner` as `select_metrics`;
     `candidate_metric` / `baseline_metric` compare across metrics (`metric_pairs`): the row's metric
-    reads "candidate metric vs baseline metric"."""
+    reads "candidate metric vs baseline metric". An encoder may be named as `render` shows it
+    (`names`; None: the run's own `labels:` map, else the short form), as `find_encoder_label` reads it."""
     check_bootstrap(n_resamples, seed, minimum=1)
     options.check()
     df = run.cells
     encoders = sorted(set(df["encoder"]))
-    found = {name: find_encoder_label(name, encoders) for name in (candidate, baseline)}
+    shown = names if names is not None else Names(read_provenance(run).labels)
+    found = {name: find_encoder_label(name, encoders, shown) for name in (candidate, baseline)}
     for name, label in found.items():
         if label is None:
             raise unknown_name("encoder", name, encoders)
@@ -293,7 +290,7 @@ def compare_cells(
         "p_value": perm.p_value if perm is not None else boot.p_value,
         "p_bootstrap": boot.p_value,
         "p_permutation": perm.p_value if perm is not None else math.nan,
-        "p_permutation_one_sided": perm.p_one_sided if perm is not None else math.nan,
+        "p_permutation_candidate_better": perm.p_candidate_better if perm is not None else math.nan,
         "permuted": options.permuted(perm) if perm is not None else "",
         "pearson_pooled_candidate": correlation("pearson", cs.score, cs.human),
         "pearson_pooled_baseline": correlation("pearson", bs.score, bs.human),
@@ -303,7 +300,7 @@ def compare_cells(
         "n_repeats": [len(b["ms_per_segment_repeats"]), len(c["ms_per_segment_repeats"])],
         "memory_ratio": ratio(peak_col) if timed else math.nan,
         "model_memory_ratio": ratio(model_col) if timed else math.nan,
-        "lps_left_out": too_small_groups(cs, options.level),
+        "lps_left_out": options.too_small(cs),
         **options.left_out(cs, bs),
     }
 
@@ -314,7 +311,7 @@ def williams_section(cs: Segments, bs: Segments, options: QualityOptions) -> dic
     has one group (global, or one language pair), NaN otherwise; `williams_test` names it or says
     why there is none (item level; a method other than Pearson's r)."""
     level = canonical_level(options.level)
-    none: dict[str, Any] = {"williams_t": math.nan, "p_williams": math.nan, "p_williams_one_sided": math.nan}
+    none: dict[str, Any] = {"williams_t": math.nan, "p_williams": math.nan, "p_williams_observed_direction": math.nan}
     none |= {"williams_n": 0, "williams_by_group": []}
     if canonical_method(options.method) != "pearson":
         return {**none, "williams_test": f"n/a: Williams' test compares Pearson correlations, not {options.method}"}
@@ -333,7 +330,7 @@ def williams_section(cs: Segments, bs: Segments, options: QualityOptions) -> dic
         "williams_test": f"Williams (Pearson r over {over[level]})",
         "williams_t": one["t"] if one else math.nan,
         "p_williams": one["p"] if one else math.nan,
-        "p_williams_one_sided": one["p_one_sided"] if one else math.nan,
+        "p_williams_observed_direction": one["p_observed_direction"] if one else math.nan,
         "williams_n": one["n"] if one else 0,
         "williams_by_group": groups,
     }
@@ -348,11 +345,7 @@ def pair_warnings(
     if row["lps_left_out"]:
         warnings.append(f"{where}: {left_out_note(options.level, row['lps_left_out'])}")
     sides = (("candidate", row["quality_candidate"], cs), ("baseline", row["quality_baseline"], bs))
-    notes = {
-        side: quality_note(seg, options.method, options.level, options.threshold)
-        for side, q, seg in sides
-        if not math.isfinite(q)
-    }
+    notes = {side: options.note(seg) for side, q, seg in sides if not math.isfinite(q)}
     if len(notes) == 2 and notes["candidate"] == notes["baseline"]:
         notes = {"candidate and baseline": notes["candidate"]}
     warnings += [f"{where}: {side} quality n/a: {note}" for side, note in notes.items()]

@@ -16,16 +16,23 @@ from nlgbench.statistics.levels import (
     LEVEL_ALIASES,
     LEVEL_SYNONYMS,
     LEVELS,
+    MIN_POINTS,
     Segments,
     canonical_level,
-    groups_left_out,
     has_docs,
     has_systems,
     left_out_count,
+    level_points,
     method_reason,
     several_per_source,
 )
-from nlgbench.statistics.reference import CONVENTIONS, convention_quality
+from nlgbench.statistics.reference import (
+    CONVENTIONS,
+    convention_groups_left_out,
+    convention_note,
+    convention_quality,
+    convention_statistic,
+)
 from nlgbench.statistics.resampling import RESAMPLE_CHOICES, UNIT_LABELS, resample_reason, resampling_unit
 from nlgbench.statistics.significance import PairedPermutation, pair_permutation, paired_permutation
 
@@ -140,14 +147,29 @@ class QualityOptions:
         return f"{perm.n_swapped} segment scores swapped{recalibrated}"
 
     def left_out(self, cs: Segments, bs: Segments) -> dict[str, Any]:
-        """compare's count of the level's groups without a figure (nlgbench's rule), per side, and its line."""
-        c, b = (groups_left_out(seg, self.method, self.level, self.threshold) for seg in (cs, bs))
+        """compare's count of the level's groups without a figure under the convention in force, per
+        side, and its line."""
+        args = (self.method, self.level, self.threshold, self.convention)
+        (c, why), (b, _) = (convention_groups_left_out(seg, *args) for seg in (cs, bs))
         return {
             "n_groups": c[1],
             "n_groups_left_out_candidate": c[0],
             "n_groups_left_out_baseline": b[0],
-            "groups_left_out": left_out_count(self.level, c, b),
+            "groups_left_out": left_out_count(self.level, c, b, why),
         }
+
+    def too_small(self, seg: Segments) -> list[str]:
+        """The level's groups left out for having fewer than MIN_POINTS points: those without a figure
+        under the convention in force (DARR Kendall counts the pairs of a 2-segment group)."""
+        if canonical_level(self.level) == "global":
+            return []
+        statistic = convention_statistic(self.method, self.threshold, self.convention)
+        small = [p for p in level_points(seg, self.level) if len(p.x) < MIN_POINTS]
+        return [p.name for p in small if not math.isfinite(statistic(p))]
+
+    def note(self, seg: Segments) -> str:
+        """Why this quality of one cell, or a group of it, is undefined, in the convention's terms ('' if defined)."""
+        return convention_note(seg, self.method, self.level, self.threshold, self.convention)
 
     def unit(self, seg: Segments) -> str:
         """What the bootstrap and permutation tests resample for this quality (a UNIT_LABELS key)."""

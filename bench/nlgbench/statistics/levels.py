@@ -351,14 +351,27 @@ def quality_note(seg: Segments, method: str = "pearson", level: str = "global", 
     reason = level_reason(seg, level) or method_reason(method, level)
     if reason is not None:
         return reason
-    statistic = group_statistic(method, threshold)
-    unit = {"system": "systems", "source": "translations"}.get(level, "segments")
+    unit = point_unit(level)
+
+    def why(p: Points) -> str:
+        return undefined_reason(p.x, p.h, unit) or pair_reason(method, p, threshold) or f"{method} undefined"
+
+    return undefined_groups_note(seg, level, group_statistic(method, threshold), why)
+
+
+def point_unit(level: str) -> str:
+    """What a group of `level` is made of, in words: systems, translations (of one source) or segments."""
+    return {"system": "systems", "source": "translations"}.get(canonical_level(level), "segments")
+
+
+def undefined_groups_note(seg: Segments, level: str, statistic: Statistic, why: Callable[[Points], str]) -> str:
+    """The groups of `level` whose `statistic` is not finite, by reason (`why`), e.g. 'human scores
+    constant in de-en, fr-en'; the reasons alone at the global level; '' when every figure is defined."""
     groups_by_reason: dict[str, list[str]] = {}
     for p in level_points(seg, level):
         if not math.isfinite(statistic(p)):
-            why = undefined_reason(p.x, p.h, unit) or pair_reason(method, p, threshold) or f"{method} undefined"
-            groups_by_reason.setdefault(why, []).append(p.name)
-    if level == "global":
+            groups_by_reason.setdefault(why(p), []).append(p.name)
+    if canonical_level(level) == "global":
         return "; ".join(groups_by_reason)
     return "; ".join(f"{reason} in {_names(names)}" for reason, names in groups_by_reason.items())
 
@@ -372,35 +385,38 @@ def too_small_groups(seg: Segments, level: str) -> list[str]:
     return [p.name for p in level_points(seg, level) if len(p.x) < MIN_POINTS]
 
 
-def groups_left_out(seg: Segments, method: str, level: str, threshold: float = 0.0) -> tuple[int, int]:
+def groups_left_out(
+    seg: Segments, method: str, level: str, threshold: float = 0.0, statistic: Statistic | None = None
+) -> tuple[int, int]:
     """(groups without a figure, groups) of a grouped level: fewer than MIN_POINTS points, a constant
-    side, or no pairs a pairwise method needs; (0, 0) at the global level, for an unavailable level
-    or a method without figures there."""
+    side, or no pairs a pairwise method needs (or, given, where `statistic` is not finite: another
+    convention's figure); (0, 0) at the global level, for an unavailable level or a method without
+    figures there."""
     level = canonical_level(level)
     if level == "global" or level_reason(seg, level) is not None or method_reason(method, level) is not None:
         return 0, 0
-    groups = level_groups(seg, level, group_statistic(method, threshold))
+    groups = level_groups(seg, level, statistic or group_statistic(method, threshold))
     return sum(not math.isfinite(g.value) for g in groups), len(groups)
 
 
-def left_out_count(level: str, candidate: tuple[int, int], baseline: tuple[int, int]) -> str:
+LEFT_OUT_WHY = f"fewer than {MIN_POINTS} points, a constant side or no pairs"  # why a group has no figure
+
+
+def left_out_count(level: str, candidate: tuple[int, int], baseline: tuple[int, int], why: str = LEFT_OUT_WHY) -> str:
     """compare's line for `groups_left_out` of both sides, e.g. '12 of 650 sources left out (...)',
-    each side's count where they differ; '' when no group is left out."""
+    each side's count where they differ, `why` in brackets; '' when no group is left out."""
     if candidate[0] == baseline[0] == 0:
         return ""
     groups = {"item": "documents", "source": "sources"}.get(canonical_level(level), "language pairs")
     count = f"{candidate[0]}" if candidate[0] == baseline[0] else f"candidate {candidate[0]}, baseline {baseline[0]}"
-    return (
-        f"{count} of {candidate[1]} {groups} left out (no figure: fewer than {MIN_POINTS} points, "
-        "a constant side or no pairs)"
-    )
+    return f"{count} of {candidate[1]} {groups} left out (no figure: {why})"
 
 
 def left_out_note(level: str, names: Sequence[str]) -> str:
     """The line report and compare print for the groups `too_small_groups` names."""
     level = canonical_level(level)
     groups = {"item": "document(s)", "source": "source(s)"}.get(level, "language pair(s)")
-    unit = {"system": "systems", "source": "translations"}.get(level, "segments")
+    unit = point_unit(level)
     return (
         f"{len(names)} {groups} with fewer than {MIN_POINTS} {unit} have no correlation and are left out "
         f"of the {level} level: {_names(list(names))}"

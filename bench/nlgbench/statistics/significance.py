@@ -134,14 +134,14 @@ PERMUTATION_SEED = 0
 @dataclass(frozen=True)
 class PairedPermutation:
     """Candidate minus baseline quality, the two-sided p-value of the paired permutation test and
-    the one-sided one mt-metrics-eval reports (PermutationSigDiff: #{delta* >= delta} / permutations,
-    the p of "the candidate correlates better", without its early stopping)."""
+    the one-sided one mt-metrics-eval reports, `p_candidate_better` (PermutationSigDiff: #{delta* >=
+    delta} / permutations, the p of "the candidate correlates better", without its early stopping)."""
 
     delta: float
     p_value: float
     n_permutations: int
     seed: int
-    p_one_sided: float = NAN
+    p_candidate_better: float = NAN
     n_swapped: int = 0  # what each permutation swaps: segments, or pairs of translations (perm_test 'pairs')
 
 
@@ -241,8 +241,9 @@ def williams_by_group(candidate: Segments, baseline: Segments, level: str) -> li
     """Williams' test at the level compared, one per group of that level: over the pooled segments
     (global), per language pair over its segments (segment) or over its systems' mean scores
     (system; n = systems). Each: `group`, `n`, the two Pearson correlations with the humans, theirs
-    with each other, `t`, `p` (two-sided) and `p_one_sided` (p / 2, mt-metrics-eval's WilliamsTest
-    default, whose tables report it). None at the item and source levels (`WILLIAMS_NOT_AT`): []."""
+    with each other, `t`, `p` (two-sided) and `p_observed_direction` (p / 2: the one-sided p in the
+    direction the difference lies, whichever it is, as mt-metrics-eval's WilliamsTest default and its
+    tables report it). None at the item and source levels (`WILLIAMS_NOT_AT`): []."""
     level = canonical_level(level)
     if level in WILLIAMS_NOT_AT:
         return []
@@ -260,7 +261,7 @@ def williams_by_group(candidate: Segments, baseline: Segments, level: str) -> li
                 "r_between": r_cb,
                 "t": t,
                 "p": p,
-                "p_one_sided": p / 2,
+                "p_observed_direction": p / 2,
             }
         )
     return rows
