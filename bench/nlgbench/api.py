@@ -15,7 +15,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nlgbench.core.apiwords import API_WHERE, bert_score_texts, caller_words, redirect_names
+from nlgbench.apiwords import API_WHERE, bert_score_texts, caller_words, redirect_names
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
 from nlgbench.core.recipe import Recipe
 from nlgbench.core.result import json_safe
