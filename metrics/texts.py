@@ -71,6 +71,13 @@ class BlankTextWarning(UserWarning):
     (`MetricInfo.blank_texts`: BERTScore P = R = F1 = 0 as bert_score, BLEU 0 ...)."""
 
 
+MIN_IDF_TEXTS = 10  # idf from fewer texts weighs tokens by chance; from one, each of its tokens weighs log(2/2) = 0
+
+
+class IdfWarning(UserWarning):
+    """idf computed from fewer than MIN_IDF_TEXTS texts of one call: pass a fixed corpus (`idf_sents`)."""
+
+
 def _line(items: Sequence[Item], field: str, position: int, number: int | None = None) -> str:
     """Where a text is, as the caller gave it: `hypotheses line 3`, `references line 2, reference 2`
     (1-based; the reference named where the line has several: `number`, 0-based, else its first blank one)."""

@@ -325,7 +325,7 @@ def test_cli_score_needs_no_encoder(tmp_path: Path, capsys: pytest.CaptureFixtur
     capsys.readouterr()
     assert main([*args, "--metric", "chrf", "--encoder", "all-MiniLM-L6-v2"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("nlgbench: error: score.encoders[0]: metric 'chrf' runs no model") and err.count("\n") == 1
+    assert err.startswith("nlgbench: error: encoder: metric 'chrf' runs no model") and err.count("\n") == 1
 
 
 # --------------------------------------------------------------------------- a real sweep

@@ -441,7 +441,7 @@ def test_uncached_hub_id_or_missing_folder_says_what_it_is(
     (tmp_path / "h.txt").write_text("a b\n", encoding="utf-8")
     assert main(["score", "-c", "h.txt", "-r", "h.txt", "--encoder", encoder, "--device", "cpu"]) == 2
     err = capsys.readouterr().err
-    assert err == f"nlgbench: error: score.encoders[0]: {message.format(cwd=tmp_path.resolve())}\n"
+    assert err == f"nlgbench: error: encoder: {message.format(cwd=tmp_path.resolve())}\n"
 
 
 @pytest.mark.component

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import io
 import sys
-import warnings
 from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nlgbench.apiwords import API_WHERE, bert_score_texts, caller_words, redirect_names
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
 from nlgbench.core.recipe import Recipe
 from nlgbench.core.result import json_safe
@@ -23,14 +23,17 @@ from nlgbench.core.scores import read_scores
 from nlgbench.core.spec import SweepSpec, load_spec, parse_spec
 from nlgbench.encoders.languages import lang_choice, lang_metric_encoder
 from nlgbench.execution.sweep import run as run_sweep
-from nlgbench.foundations.arguments import check_arguments, number_list, optional_sequence
+from nlgbench.foundations.arguments import check_arguments, number_list, optional_sequence, path_argument
+from nlgbench.foundations.callers import warn_caller
 from nlgbench.foundations.cellcontext import CellContext, TqdmProgress
 from nlgbench.foundations.errors import UserError
 from nlgbench.measurement.devices import auto_device
 from nlgbench.metrics import get_metric
 from nlgbench.metrics.base import CorpusScore, FixedIdf, PhaseTimer, ReferencePolicy
 from nlgbench.metrics.texts import (
+    MIN_IDF_TEXTS,
     BlankTextWarning,
+    IdfWarning,
     References,
     TokenCheck,
     as_list,
@@ -50,14 +53,8 @@ from nlgbench.statistics.summary import signed_segments
 if TYPE_CHECKING:
     import pandas as pd
 
+PRF = tuple[list[float], list[float], list[float]]
 EncoderSpec = str | dict[str, Any]  # a registered name, a Hub id, a local folder, or {name: ..., num_layers: 3, ...}
-
-
-MIN_IDF_TEXTS = 10  # idf from fewer texts weighs tokens by chance; from one, each of its tokens weighs log(2/2) = 0
-
-
-class IdfWarning(UserWarning):
-    """idf computed from fewer than MIN_IDF_TEXTS texts of one call: pass a fixed corpus (`idf_sents`)."""
 
 
 class Scorer:
@@ -95,6 +92,7 @@ class Scorer:
     ) -> None:
         if not isinstance(metric, str) or not metric.strip():
             raise UserError(f"metric must be a registered metric's name, got {metric!r} (nlgbench list metrics)")
+        encoder, options = redirect_names(metric, encoder, options)  # bert_score's model_type, num_layers
         if isinstance(encoder, str) and not encoder.strip():
             raise UserError("encoder is empty: give a registered name, a Hub id or a local folder (or leave it out)")
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -110,7 +108,8 @@ class Scorer:
             self.lang_choice = lang_choice(lang)
         if verbose and self.lang_choice is not None:
             print(self.lang_choice, file=sys.stderr, flush=True)
-        self.recipe = Recipe.parse(metric, encoder, options, aligner, "score")
+        with caller_words("encoder" if lang is None else f"lang={lang!r}"):  # `idf`, not `score.options.idf`
+            self.recipe = Recipe.parse(metric, encoder, options, aligner, API_WHERE)
         self.options: dict[str, Any] = self.recipe.options
         self.encoder = self.recipe.encoder.label
         self._check_tokens = TokenCheck(self.info, self.options, self.recipe.encoder)  # its tokenizer, once
@@ -137,10 +136,10 @@ class Scorer:
             raise UserError(f"metric {self.metric!r} takes no idf corpus (idf_sents): bertscore does")
         inner.fix_idf(texts)
         if len(texts) < MIN_IDF_TEXTS:
-            self._warn_idf(len(texts), "idf_sents", stacklevel=4)
+            self._warn_idf(len(texts), "idf_sents")
         self._idf_fixed, self._signature = True, None
 
-    def _warn_idf(self, count: int, where: str, stacklevel: int) -> None:
+    def _warn_idf(self, count: int, where: str) -> None:
         """Once per scorer: idf from too few texts to weigh tokens meaningfully."""
         if not self._idf_warned:
             self._idf_warned = True
@@ -149,7 +148,7 @@ class Scorer:
                 f"{MIN_IDF_TEXTS}): its weights are chance, and from one text every token weighs log(2/2) = 0; "
                 "give idf_sents=[...] (a fixed corpus; `--idf-sents FILE` on the command line)"
             )
-            warnings.warn(message, IdfWarning, stacklevel=stacklevel)
+            warn_caller(message, IdfWarning)
 
     def __repr__(self) -> str:
         described = self._scorer.describe()
@@ -173,17 +172,24 @@ class Scorer:
         return self._signature
 
     def score_outputs(
-        self, hypotheses: Iterable[str], references: References | None = None, *, sources: Iterable[str] | None = None
+        self,
+        hypotheses: Iterable[str] | None = None,
+        references: References | None = None,
+        *,
+        sources: Iterable[str] | None = None,
+        cands: Iterable[str] | None = None,
+        refs: References | None = None,
     ) -> dict[str, list[float]]:
         """Every output per hypothesis: `score` (the primary one, as in scores.csv) first, then the
-        metric's further columns (precision, recall, directions, distances)."""
-        items = texts_as_items(self.info, self.options, hypotheses, references, sources)
+        metric's further columns (precision, recall, directions, distances). `cands`/`refs`: bert_score's names."""
+        hyps, references = bert_score_texts(hypotheses, references, cands, refs)
+        items = texts_as_items(self.info, self.options, hyps, references, sources)
         self._check_tokens(items)  # a text without a token the metric weighs: its line, not a ValueError
         warning = blank_warning(self.info, self.options, items)
         if warning is not None:
-            warnings.warn(warning, BlankTextWarning, stacklevel=2)
+            warn_caller(warning, BlankTextWarning)
         if self.options.get("idf") and not self._idf_fixed and len(items) < MIN_IDF_TEXTS:
-            self._warn_idf(len(items), "this call's texts", stacklevel=3)
+            self._warn_idf(len(items), "this call's texts")
         if isinstance(self._scorer, ReferencePolicy):
             try:
                 self._scorer.policy(items)  # a metric that cannot use several references, and no reference_policy
@@ -194,16 +200,27 @@ class Scorer:
         return {"score": list(scores.score), **{k: list(v) for k, v in scores.columns.items() if k != scores.primary}}
 
     def score(
-        self, hypotheses: Iterable[str], references: References | None = None, *, sources: Iterable[str] | None = None
+        self,
+        hypotheses: Iterable[str] | None = None,
+        references: References | None = None,
+        *,
+        sources: Iterable[str] | None = None,
+        cands: Iterable[str] | None = None,
+        refs: References | None = None,
     ) -> list[float]:
         """The metric's primary score per hypothesis (BERTScore F1, MoverScore, BaryScore distance, ...)."""
-        return self.score_outputs(hypotheses, references, sources=sources)["score"]
+        return self.score_outputs(hypotheses, references, sources=sources, cands=cands, refs=refs)["score"]
 
     def score_prf(
-        self, hypotheses: Iterable[str], references: References | None = None
+        self,
+        hypotheses: Iterable[str] | None = None,
+        references: References | None = None,
+        *,
+        cands: Iterable[str] | None = None,
+        refs: References | None = None,
     ) -> tuple[list[float], list[float], list[float]]:
-        """Precision, recall and F per hypothesis, as bert_score's `P, R, F = score(cands, refs)`."""
-        outputs = self.score_outputs(hypotheses, references)
+        """Precision, recall and F per hypothesis, as bert_score's `P, R, F = scorer.score(cands, refs)`."""
+        outputs = self.score_outputs(hypotheses, references, cands=cands, refs=refs)
         if not {"precision", "recall"} <= set(outputs):
             raise UserError(f"metric {self.metric!r} has no precision and recall (its outputs: {', '.join(outputs)})")
         return outputs["precision"], outputs["recall"], outputs["score"]
@@ -222,8 +239,11 @@ class Scorer:
         return (self._scorer.corpus_score() or None) if isinstance(self._scorer, CorpusScore) else None
 
 
+SCORER_ARGUMENTS = ("aligner", "device", "batch_size", "idf_sents", "verbose")  # a Scorer's, beside lang and options
+
+
 def score_outputs(
-    hypotheses: Iterable[str],
+    hypotheses: Iterable[str] | None = None,
     references: References | None = None,
     metric: str = "bertscore",
     encoder: EncoderSpec | None = None,
@@ -235,52 +255,65 @@ def score_outputs(
     batch_size: int = 64,
     idf_sents: Iterable[str] | None = None,
     verbose: bool = False,
+    cands: Iterable[str] | None = None,
+    refs: References | None = None,
     **options: Any,
 ) -> dict[str, list[float]]:
     """Every output of the metric per hypothesis: `score` (the primary one, as in scores.csv)
     first, then the metric's further columns (precision, recall, directions, distances). Loads the
     model on every call: to score several batches, build one `Scorer` (whose arguments these are).
 
-    `hypotheses`, `references` and `sources` may be any iterable (a list, a tuple, a generator).
-    `references` gives one text per hypothesis, or a list of texts (several references) per
-    hypothesis; the metric uses several as its reference code does, or as `reference_policy`
-    (first, max or mean) says.
+    `hypotheses`, `references` and `sources` may be any iterable (a list, a tuple, a generator);
+    `cands` and `refs` are bert_score's names for the first two. `references` gives one text per
+    hypothesis, or a list of texts (several references) per hypothesis; the metric uses several as
+    its reference code does, or as `reference_policy` (first, max or mean) says.
 
     Examples:
         >>> out = nlgbench.score_outputs(["The cat sat on the mat."], ["A cat was sitting on the mat."])
         >>> list(out), out["precision"]
         (['score', 'precision', 'recall'], [0.9186349511146545])
     """
+    setup = {"aligner": aligner, "device": device, "batch_size": batch_size, "idf_sents": idf_sents, "verbose": verbose}
+    texts = (*bert_score_texts(hypotheses, references, cands, refs), sources)
+    return _scored(texts, metric, encoder, lang, {**setup, **options})[1]
+
+
+def _scored(
+    texts: tuple[Iterable[str], References | None, Iterable[str] | None],
+    metric: str,
+    encoder: EncoderSpec | None,
+    lang: str | None,
+    arguments: dict[str, Any],
+) -> tuple[Scorer, dict[str, list[float]]]:
+    """`score_outputs` of the texts (hypotheses, references, sources) and the Scorer that computed them."""
+    hypotheses, references, sources = texts
     hyps = as_list("hypotheses", hypotheses)
     refs = as_list("references", references, "a list of strings (or of lists of strings)") if references else references
     srcs = as_list("sources", sources) if sources is not None else None
+    setup = {key: arguments.pop(key) for key in SCORER_ARGUMENTS if key in arguments}
+    encoder, options = redirect_names(metric, encoder, arguments)  # bert_score's names: one line each, here
     check_texts(metric, hyps, refs, srcs, **options)  # before the model loads
     check_tokens(metric, encoder, lang, hyps, refs, srcs, **options)  # with the tokenizer alone
-    scorer = Scorer(
-        metric,
-        encoder,
-        lang=lang,
-        aligner=aligner,
-        device=device,
-        batch_size=batch_size,
-        idf_sents=idf_sents,
-        verbose=verbose,
-        **options,
-    )
-    return scorer.score_outputs(hyps, refs, sources=srcs)
+    scorer = Scorer(metric, encoder, lang=lang, **setup, **options)
+    return scorer, scorer.score_outputs(hyps, refs, sources=srcs)
 
 
 def score(
-    hypotheses: Iterable[str],
+    hypotheses: Iterable[str] | None = None,
     references: References | None = None,
     metric: str = "bertscore",
     encoder: EncoderSpec | None = None,
     *,
     return_all: bool = False,
+    return_hash: bool = False,
+    cands: Iterable[str] | None = None,
+    refs: References | None = None,
     **arguments: Any,
-) -> list[float] | tuple[list[float], list[float], list[float]]:
+) -> list[float] | PRF | tuple[list[float] | PRF, str]:
     """The metric's primary score per hypothesis (BERTScore F1, MoverScore, BaryScore distance, ...);
-    with `return_all=True` BERTScore's (P, R, F), as bert_score's `P, R, F = score(cands, refs)`.
+    with `return_all=True` BERTScore's (P, R, F), as bert_score's `P, R, F = score(cands, refs)`; with
+    `return_hash=True` a pair, that result and the scorer's signature (`Scorer.signature`), as
+    bert_score's `(P, R, F), hash = score(..., return_hash=True)`. `cands`, `refs`: bert_score's names.
 
     `arguments` are `score_outputs`'s (`sources`, `lang`, `aligner`, `device`, `batch_size`,
     `idf_sents`, `verbose`) and the metric's spec options (`nlgbench list metrics`), e.g. `idf=True,
@@ -295,14 +328,17 @@ def score(
         >>> nlgbench.score(hyps, refs, encoder={"name": "all-MiniLM-L6-v2", "num_layers": 3}, idf=False)
         [0.8733524680137634, 0.8841153979301453]
         >>> P, R, F = nlgbench.score(hyps, refs, return_all=True)
+        >>> (P, R, F), signature = nlgbench.score(cands=hyps, refs=refs, return_all=True, return_hash=True)
     """
-    check_arguments("flag", return_all=return_all)
-    outputs = score_outputs(hypotheses, references, metric, encoder, **arguments)
-    if not return_all:
-        return outputs["score"]
-    if not {"precision", "recall"} <= set(outputs):
-        raise UserError(f"metric {metric!r} has no precision and recall (its outputs: {', '.join(outputs)})")
-    return outputs["precision"], outputs["recall"], outputs["score"]
+    check_arguments("flag", return_all=return_all, return_hash=return_hash)
+    texts = (*bert_score_texts(hypotheses, references, cands, refs), arguments.pop("sources", None))
+    scorer, outputs = _scored(texts, metric, encoder, arguments.pop("lang", None), arguments)
+    result: list[float] | PRF = outputs["score"]
+    if return_all:
+        if not {"precision", "recall"} <= set(outputs):
+            raise UserError(f"metric {metric!r} has no precision and recall (its outputs: {', '.join(outputs)})")
+        result = outputs["precision"], outputs["recall"], outputs["score"]
+    return (result, scorer.signature) if return_hash else result
 
 
 def _as_spec(spec: str | Path | dict[str, Any] | SweepSpec) -> SweepSpec:
@@ -313,13 +349,6 @@ def _as_spec(spec: str | Path | dict[str, Any] | SweepSpec) -> SweepSpec:
     if not isinstance(spec, (str, PathLike)):
         raise UserError(f"spec must be a spec file's path, a dict or a SweepSpec, got {type(spec).__name__}")
     return load_spec(spec)
-
-
-def _path(name: str, value: str | PathLike[str], what: str) -> Path:
-    """A str or path-like argument as a Path; one clear error naming the argument otherwise."""
-    if not isinstance(value, (str, PathLike)):
-        raise UserError(f"{name} must be {what}, got {type(value).__name__}")
-    return Path(value)
 
 
 def run(
@@ -336,7 +365,7 @@ def run(
         >>> cells = nlgbench.run("examples/quickstart.yaml", out="runs/q")
         >>> cells[["encoder", "status", "ms_per_segment_median", "pearson_global"]]
     """
-    folder = _path("out", out, "a folder's path") if out is not None else None
+    folder = path_argument("out", out, "a folder's path") if out is not None else None
     check_arguments("flag", force=force, quiet=quiet)
     sweep = _as_spec(spec)
     folder = folder if folder is not None else Path("reports") / sweep.name
@@ -356,7 +385,7 @@ def load_run(path: str | Path) -> pd.DataFrame:
     """
     import pandas as pd
 
-    text = RunData.results_csv(_path("path", path, "a run folder's path"))
+    text = RunData.results_csv(path_argument("path", path, "a run folder's path"))
     text_columns = ("cell_id", "metric", "metric_options", "encoder", "aligner", "dataset", "device", "status", "error")
     return pd.read_csv(io.StringIO(text), dtype={c: str for c in text_columns})
 
@@ -373,7 +402,7 @@ def load_scores(path: str | Path, cell_id: str) -> pd.DataFrame:
     """
     import pandas as pd
 
-    folder = _path("path", path, "a run folder's path")
+    folder = path_argument("path", path, "a run folder's path")
     if not isinstance(cell_id, str) or Path(cell_id).name != cell_id or cell_id in ("", ".", ".."):
         raise UserError(f"cell_id must be a cell's id (a folder name under cells/), got {cell_id!r}")
     cell = cell_dir(folder, cell_id)
@@ -414,7 +443,7 @@ def compare(
         >>> round(row["retained"], 3), row["p_value"], round(row["speedup"], 2)
         (0.96, 0.068, 7.01)
     """
-    folder = _path("path", path, "a run folder's path")
+    folder = path_argument("path", path, "a run folder's path")
     check_arguments("string", candidate=candidate, baseline=baseline)
     check_arguments("string", optional=True, metric=metric, human=human)
     options = QualityOptions(

@@ -41,7 +41,6 @@ Where nlgbench differs, by choice:
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -50,6 +49,7 @@ from nlgbench.api import Scorer
 from nlgbench.encoders.languages import lang_encoder
 from nlgbench.encoders.registry import EncoderRef, default_layer, registry
 from nlgbench.foundations.arguments import check_arguments
+from nlgbench.foundations.callers import warn_caller
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.texts import References, as_list, check_texts, check_tokens
 
@@ -264,10 +264,10 @@ class BERTScorer:
         """idf weights from `sents`, used by every later `score` (bert_score's `compute_idf`); a second call
         replaces them, with bert_score's warning. With idf off they would never be used: warned."""
         if not self._idf:
-            warnings.warn("idf is off (idf=False): these weights are not used, as in bert_score", stacklevel=2)
+            warn_caller("idf is off (idf=False): these weights are not used, as in bert_score")
             return
         if self._idf_computed:
-            warnings.warn("Overwriting the previous importance weights.", stacklevel=2)
+            warn_caller("Overwriting the previous importance weights.")
         self._scorer.fix_idf(sents)
         self._idf_computed = True
 

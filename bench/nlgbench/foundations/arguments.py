@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Mapping, MappingView, Set
+from os import PathLike
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -84,3 +86,10 @@ def number_list(name: str, values: Iterable[Any]) -> list[Any]:
             if not isinstance(value, (numbers.Real, np.bool_)):
                 raise UserError(f"{name} item {i + 1} is {shown(value)}, not a number")
     return out
+
+
+def path_argument(name: str, value: str | PathLike[str], what: str) -> Path:
+    """A str or path-like argument as a Path; one clear error naming the argument otherwise."""
+    if not isinstance(value, (str, PathLike)):
+        raise UserError(f"{name} must be {what}, got {type(value).__name__}")
+    return Path(value)
