@@ -42,7 +42,7 @@ from nlgbench.metrics.texts import (
 from nlgbench.reporting.compare import compare as compare_encoders
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.folder import cell_dir
-from nlgbench.runs.migrate import read_result
+from nlgbench.runs.resultfile import read_result
 from nlgbench.runs.rundata import RunData
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from nlgbench.statistics.summary import signed_segments

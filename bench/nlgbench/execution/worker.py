@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING
 import psutil
 
 from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config
-from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
+from nlgbench.core.result import CellResult, MetricRecord, RepeatAgreement
 from nlgbench.core.scores import write_scores
 from nlgbench.core.signature import scorer_signature
 from nlgbench.execution.leakage import guard_cell
+from nlgbench.execution.measured import measured_result, memory_of_tracker, timing_of_protocol
 from nlgbench.execution.preload import cell_models, cell_modules, import_modules
 from nlgbench.execution.progress import CellProgress, live
 from nlgbench.foundations.cellcontext import CellContext
@@ -154,11 +155,11 @@ def cell_result(cell_dir: Path, cell: StartedCell) -> CellResult:
         },
         dataset=dataset,
         timing=replace(
-            Timing.of_protocol(measured.data_s, measured.load_s, measured.prepare_s, run, len(items)),
+            timing_of_protocol(measured.data_s, measured.load_s, measured.prepare_s, run, len(items)),
             startup_s=cell.startup_s,
             export_s=measured.export_s,
         ),
-        memory=Memory.of_tracker(measured.memory, measured.memory_pass_s),
+        memory=memory_of_tracker(measured.memory, measured.memory_pass_s),
         agreement=RepeatAgreement(max_abs_diff=run.max_abs_diff, agree=run.agree),
         environment=environment(cell.device),
         scores=run.scores.score,

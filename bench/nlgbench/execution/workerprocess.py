@@ -19,6 +19,7 @@ from nlgbench.foundations.lazyregistry import user_files_environment
 from nlgbench.foundations.package import PACKAGE_DIR
 from nlgbench.measurement.trackers import oom_kills
 from nlgbench.runs.folder import own_folder
+from nlgbench.runs.resultfile import read_result
 
 # The worker runs `nlgbench.execution.worker` (started by name: runpy; `forkserver.boot`) with the current
 # folder off its import path (a user's `metrics/` or `bench/` folder can never shadow it) and checks it
@@ -106,7 +107,7 @@ def run_worker(
             proc.wait()
             raise
     if (cell_dir / RESULT_FILE).exists():
-        return CellResult.read(cell_dir)
+        return read_result(cell_dir)
     kills_after = oom_kills()
     oom_killed = kills_before is not None and kills_after is not None and kills_after > kills_before
     error, oom = death_cause(code, oom_killed, server=server_died)

@@ -17,7 +17,7 @@ from pathlib import Path
 from nlgbench.core.cell import IMPORTED_DEVICE, RESULT_FILE, SCORES_FILE, CellConfig, DatasetRef, short_hash
 from nlgbench.core.datawarnings import data_warnings
 from nlgbench.core.labels import imported_label
-from nlgbench.core.result import OK, CellResult, DatasetRecord, MetricRecord, correlate_scores
+from nlgbench.core.result import OK, CellResult, DatasetRecord, MetricRecord
 from nlgbench.core.scores import read_scores as read_cell_scores
 from nlgbench.core.scores import write_scores
 from nlgbench.data.catalogue import names_a_file
@@ -30,8 +30,9 @@ from nlgbench.foundations.files import BOM, read_bytes, utf8_text
 from nlgbench.foundations.names import refuse_control, refuse_name
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.runs.folder import cell_dir, locked
-from nlgbench.runs.migrate import read_result
+from nlgbench.runs.resultfile import read_result
 from nlgbench.runs.store import open_store
+from nlgbench.statistics.summary import correlate_scores
 
 COLUMNS = ("lp", "seg_id", "system", "score")
 OWN_SCORES_HEAD = ("lp", "seg_id", "system", "score", "human")  # how nlgbench's own cells/<id>/scores.csv starts
@@ -127,7 +128,7 @@ def import_scores(
     values = [scores[key] for key in wanted]
     # a data file keyed as the config names it
     files = {ref.path: next(reversed(ds.files.values()))} if ref.path and ds.files else ds.files
-    correlation = correlate_scores(values, ds, higher_is_better=not lower_is_better)
+    correlation = correlate_scores(values, ds.items, ds.human_dims, higher_is_better=not lower_is_better)
     result = CellResult(
         cell_id=cell_id,
         label=imported_label(metric, config.encoder.label, ref.label),

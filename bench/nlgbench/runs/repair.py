@@ -31,7 +31,7 @@ from nlgbench.core.scores import read_scores, scores_record
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_bytes, utf8_text
 from nlgbench.runs.folder import CELLS, CSV_FILE, STORE_FILE, cell_dir, cells_dir, locked
-from nlgbench.runs.migrate import result_from_json
+from nlgbench.runs.resultfile import result_from_json
 from nlgbench.runs.store import STORE_SIDE_FILES, Store, StoreCorrupt, scan_cells
 
 

@@ -42,7 +42,8 @@ from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
 from nlgbench.foundations.jsonwalk import map_strings
 from nlgbench.runs.folder import CSV_FILE, STORE_FILE, cell_dir, report_dir
-from nlgbench.runs.migrate import result_from_json, upgrade_results_csv
+from nlgbench.runs.migrate import upgrade_results_csv
+from nlgbench.runs.resultfile import result_from_json
 from nlgbench.runs.store import Store, has_store, scan_cells
 from nlgbench.statistics.levels import Segments
 from nlgbench.statistics.resampling import resample_distribution

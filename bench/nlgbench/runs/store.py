@@ -34,7 +34,8 @@ from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, read_s
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.csvfiles import write_views
 from nlgbench.runs.folder import STORE_FILE, cells_dir, refuse_link
-from nlgbench.runs.migrate import check_known, read_result, result_from_json
+from nlgbench.runs.migrate import check_known
+from nlgbench.runs.resultfile import read_result, result_from_json
 
 STORE_SIDE_FILES = ("-journal", "-wal", "-shm")  # SQLite's files beside the store (results.sqlite-journal, ...)
 SCORES_KEY_COLUMNS = {"lp", "seg_id", "system", "score", "human", "doc_id"}  # scores.csv columns that are not outputs
