@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
 from nlgbench.core.result import json_safe
-from nlgbench.core.scores import read_scores
+from nlgbench.core.scores import UncheckedScores, read_scores
 from nlgbench.core.signature import reference_use, scorer_signature
 from nlgbench.core.spec import SweepSpec, load_spec, parse_metric_entry, parse_spec
 from nlgbench.encoders.languages import lang_choice, lang_encoder
@@ -411,7 +411,8 @@ def load_scores(path: str | Path, cell_id: str) -> pd.DataFrame:
     if not csv_path.is_file():
         raise UserError(f"{csv_path}: no such file (is {cell_id!r} a finished cell of {path}?)")
     # ids and texts stay text, checked against result.json where there is one
-    columns, rows = read_scores(csv_path, read_result(cell) if (cell / RESULT_FILE).is_file() else None)
+    result = read_result(cell) if (cell / RESULT_FILE).is_file() else None
+    columns, rows = read_scores(csv_path, result, unchecked=UncheckedScores())
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -18,8 +18,8 @@ from nlgbench.core.cell import IMPORTED_DEVICE, RESULT_FILE, SCORES_FILE, CellCo
 from nlgbench.core.datawarnings import data_warnings
 from nlgbench.core.labels import imported_label
 from nlgbench.core.result import OK, CellResult, DatasetRecord, MetricRecord
+from nlgbench.core.scores import UncheckedScores, write_scores
 from nlgbench.core.scores import read_scores as read_cell_scores
-from nlgbench.core.scores import write_scores
 from nlgbench.data.catalogue import names_a_file
 from nlgbench.data.items import Dataset, Item
 from nlgbench.data.loaders import load_dataset
@@ -56,7 +56,7 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
     # a cell's scores.csv: its further columns are outputs
     own = fields[: len(OWN_SCORES_HEAD)] == list(OWN_SCORES_HEAD)
     if own and (path.parent / RESULT_FILE).is_file():  # in its cell folder: whole and unchanged, or refused
-        read_cell_scores(path, read_result(path.parent))
+        read_cell_scores(path, read_result(path.parent), unchecked=UncheckedScores())
     unknown = [] if own else [f for f in fields if f not in COLUMNS]
     if missing or unknown:
         raise UserError(
