@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config
+from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config, use_registry_files
 from nlgbench.core.result import CellResult, MetricRecord, RepeatAgreement
 from nlgbench.core.scores import write_scores
 from nlgbench.core.signature import scorer_signature
@@ -96,6 +96,7 @@ def start_cell(cell_dir: Path, started: float | None = None) -> StartedCell:
     `started`: the launcher's `time.time()` when it started this cell's process (default: this
     process's creation), the origin of `startup_s`."""
     cell_id, label, cfg = read_config(cell_dir)
+    use_registry_files(cfg.registry_files)  # the sweep's own encoder and catalogue files, before any name is resolved
     device = Device(cfg.device)
     info = get_metric(cfg.metric)  # the metric's module imported: part of start-up, not of loading
     models = cell_models(cfg)
