@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from nlgbench.data.items import Item
+from nlgbench.data.training_texts import DISTILL_FILE
 from nlgbench.encoders.hfcache import HEAD_FILE, local_snapshot
 from nlgbench.encoders.registry import EncoderRef, resolve_source
 from nlgbench.encoders.runtime import Encoder, load_encoder
@@ -38,7 +39,6 @@ from nlgbench.metrics.common import weight_table
 from nlgbench.metrics.embedding import FlatEmbedding, Workspace, chunks, embed_flat, greedy_match_pairs
 
 HEAD_FORMAT = 1  # head.json's layout version
-DISTILL_RECORD = "distill.json"  # the training record beside the head (its digest names the student)
 BASE_FEATURES = ("precision", "recall", "f1", "cosine", "log_length_ratio", "abs_log_length_ratio")
 PROJECTED = ("abs_difference", "product")  # COMET's |h - r| and h * r of the unit pooled vectors
 
@@ -295,7 +295,7 @@ def student_folder(encoder_ref: EncoderRef) -> Path:
 
 def record_digest(folder: Path) -> str:
     """The first 12 hex of the sha256 of the student's training record (distill.json), '' without one."""
-    path = folder / DISTILL_RECORD
+    path = folder / DISTILL_FILE  # the training record beside the head: its digest names the student
     return file_sha256(path)[:12] if path.is_file() else ""
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from nlgbench.data.items import Item
+from nlgbench.data.training_texts import DISTILL_FILE
 from nlgbench.encoders.backends import BackendRunner
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.models import load_model
@@ -26,7 +27,7 @@ from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scorer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
-from nlgbench.metrics.featurehead import DISTILL_RECORD, FeatureHeadScorer, record_digest
+from nlgbench.metrics.featurehead import FeatureHeadScorer, record_digest
 
 
 def pair_scores(
@@ -97,7 +98,7 @@ class FrugalScoreScorer(ScorerBase[FrugalScoreOptions]):
     def describe(self) -> dict[str, Any]:
         described = {"max_length": self.options.max_length, **self.lm.describe()}
         folder = local_snapshot(self.lm.source)
-        if folder is not None and (folder / DISTILL_RECORD).is_file():  # a student `nlgbench distill` made
+        if folder is not None and (folder / DISTILL_FILE).is_file():  # a student `nlgbench distill` made
             described["student"] = f"cross-encoder@{record_digest(folder)}"
         return described
 

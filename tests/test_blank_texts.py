@@ -24,12 +24,12 @@ import nlgbench
 import nlgbench.api
 from nlgbench.api import BlankTextWarning
 from nlgbench.cli import main
-from nlgbench.core.result import CellResult
 from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.metrics.base import READ_FIELDS
+from nlgbench.runs.resultfile import read_result
 from test_cli import user_error
 from tiny import TEXTS, make_tiny_bart, make_tiny_bert, make_tiny_gpt2
 
@@ -390,7 +390,7 @@ def test_a_sweep_records_the_blank_text_warning(
     }
     for name, warning in expected.items():
         assert f"warning: {name}: {warning}" in err
-    cells = [CellResult.read(folder) for folder in sorted((out / "cells").iterdir())]
+    cells = [read_result(folder) for folder in sorted((out / "cells").iterdir())]
     assert sorted(c.metric.name for c in cells if c.metric) == ["bertscore", "chrf"]
     for cell in cells:
         assert cell.ok and cell.metric is not None and expected[cell.metric.name] in (cell.warnings or [])

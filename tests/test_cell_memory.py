@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from helpers import nlgbench, read_csv, write_spec
-from nlgbench.core.result import CellResult, Memory
+from nlgbench.core.result import Memory
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.execution import forkserver
 from nlgbench.measurement import allocator
+from nlgbench.runs.resultfile import read_result
 
 pytestmark = [
     pytest.mark.system,
@@ -60,7 +61,7 @@ def minilm_memory(folder: Path, encoders: list[object], forkserver_setting: str)
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     (row,) = [r for r in read_csv(out / "results.csv") if r["encoder"] == MINILM]
-    memory = CellResult.read(out / "cells" / row["cell_id"]).memory
+    memory = read_result(out / "cells" / row["cell_id"]).memory
     assert memory is not None
     return memory
 

@@ -97,6 +97,30 @@ def test_a_student_recorded_before_normalisation_is_still_recognised(
     assert "40 of 40 items" in line
 
 
+def test_a_record_of_a_newer_format_is_one_line_and_one_without_a_format_reads_as_format_1(
+    accented_student: DistillResult, tmp_path: Path
+) -> None:
+    """distill.json says its format like a run folder's files: a newer one is refused in one line naming
+    both formats; a record written before the field existed reads as format 1."""
+    assert accented_student.record["format"] == training_texts.DISTILL_FORMAT
+    nfc = load_dataset(path=own_data(tmp_path / "nfc.jsonl", accented_rows(40)))
+    for name, found in (("newer", training_texts.DISTILL_FORMAT + 1), ("unmarked", None)):
+        student = shutil.copytree(accented_student.out, tmp_path / name)
+        path = student / training_texts.DISTILL_FILE
+        record = json.loads(path.read_text(encoding="utf-8"))
+        record.pop("format")
+        path.write_text(json.dumps(record if found is None else {"format": found, **record}), encoding="utf-8")
+        if found is None:
+            (line,) = leakage.check_leakage(student, [nfc])
+            assert "40 of 40 items" in line
+            continue
+        with pytest.raises(UserError) as refused:
+            leakage.check_leakage(student, [nfc])
+        message = str(refused.value)
+        assert "\n" not in message and str(path) in message, message
+        assert f"format {found}, newer than" in message and f"(format {training_texts.DISTILL_FORMAT})" in message
+
+
 def test_the_holdout_removes_pairs_of_a_held_out_text_in_another_normal_form(tmp_path: Path) -> None:
     rows = accented_rows(6)
     held = own_data(tmp_path / "held.jsonl", in_form(rows[:3], "NFD"))

@@ -24,6 +24,7 @@ from helpers import read_csv
 from nlgbench.cli import main
 from nlgbench.core.result import Timing
 from nlgbench.data.loaders import load_dataset
+from nlgbench.execution.measured import timing_of_protocol
 from nlgbench.measurement.devices import Device
 from nlgbench.measurement.energy import (
     NONE,
@@ -242,7 +243,7 @@ def test_protocol_reads_energy_around_each_timed_repeat_only(tmp_path: Path) -> 
     )
     assert run.energy_counter == RAPL and run.energy_note and "package-0" in run.energy_note
     assert run.energy_j == pytest.approx([uj_per_item * len(items) / 1e6] * 5)
-    timing = Timing.of_protocol(0.1, 1.0, 0.2, run, len(items))
+    timing = timing_of_protocol(0.1, 1.0, 0.2, run, len(items))
     assert timing.energy_j == run.energy_j and timing.energy_counter == RAPL
     assert {"energy_j", "energy_counter", "energy_note"} <= set(timing.to_dict())
     assert Timing(**json.loads(json.dumps(timing.to_dict()))) == timing
@@ -252,7 +253,7 @@ def test_protocol_without_a_counter_records_none_and_the_reason(tmp_path: Path) 
     scorer = HeatingScorer(zone(tmp_path, "x", "package-0", 0, 10), 0, 10)
     run = measure_scoring(scorer, [1, 2], warmup=0, repeats=2, batch_size=1, energy=NoCounter("no counter here"))
     assert run.energy_j is None and run.energy_counter == NONE and run.energy_note == "no counter here"
-    timing = Timing.of_protocol(0.1, 1.0, 0.2, run, 2).to_dict()
+    timing = timing_of_protocol(0.1, 1.0, 0.2, run, 2).to_dict()
     assert "energy_j" not in timing and timing["energy_counter"] == NONE
 
 

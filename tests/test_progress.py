@@ -218,11 +218,12 @@ def test_time_split_reads_a_result(tmp_path: Path, tiny: Path) -> None:
     """What the local launcher hands the cost model: the repeats' and the start-up's seconds of a cell's
     result.json; None for a failed one."""
     from nlgbench.core.result import CellResult
+    from nlgbench.runs.resultfile import read_result
 
     proc = sweep(tmp_path, tiny, None)
     assert proc.returncode == 0
     for folder in sorted((tmp_path / "run" / "cells").iterdir()):
-        result = CellResult.read(folder)
+        result = read_result(folder)
         assert result.timing is not None and result.timing.startup_s is not None
         assert result.memory is not None and result.memory.pass_s is not None and result.memory.pass_s > 0
         assert time_split(result) == (sum(result.timing.repeat_s) + result.memory.pass_s, result.timing.startup_s)

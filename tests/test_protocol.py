@@ -26,6 +26,7 @@ from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.result import CellResult, Timing
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import Encoder, load_encoder
+from nlgbench.execution.measured import timing_of_protocol
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.measurement.devices import Device
 from nlgbench.measurement.environment import environment, job_record, parse_nvidia_smi
@@ -191,7 +192,7 @@ def scoring_run(repeat_s: list[float], **extra: Any) -> ScoringRun:
 
 
 def test_timing_records_cv_and_the_new_fields_only_where_measured() -> None:
-    cpu = Timing.of_protocol(0.1, 1.0, 0.2, scoring_run([1.0, 1.1, 0.9], repeat_cpu_s=[2.0, 2.1, 1.9]), 10)
+    cpu = timing_of_protocol(0.1, 1.0, 0.2, scoring_run([1.0, 1.1, 0.9], repeat_cpu_s=[2.0, 2.1, 1.9]), 10)
     assert cpu.ms_per_segment == pytest.approx([100.0, 110.0, 90.0])
     assert cpu.ms_per_segment_cv == pytest.approx(0.1)  # stdev 10 ms over mean 100 ms
     assert cpu.phase_ms_per_segment_mean["tokenize_overlapped"] == pytest.approx(10.0)
@@ -200,7 +201,7 @@ def test_timing_records_cv_and_the_new_fields_only_where_measured() -> None:
     assert "repeat_cuda_s" not in shown and "gpu_sm_clock_mhz" not in shown and "warmup_stable" not in shown
     assert Timing(**shown) == cpu
 
-    cuda = Timing.of_protocol(
+    cuda = timing_of_protocol(
         0.1, 1.0, 0.2, scoring_run([1.0], repeat_cuda_s=[0.95], gpu_sm_clock_mhz=[1980], warmup_stable=True), 10
     )
     assert cuda.ms_per_segment_cv is None and "ms_per_segment_cv" not in cuda.to_dict()  # one repeat: no CV

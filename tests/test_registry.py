@@ -3,6 +3,7 @@ dataset files (environment and spec keys); a metric installed by entry point, fo
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -227,6 +228,30 @@ def test_spec_files_relative_to_the_spec(
     assert "bertscore | my-minilm[num_layers=3] | fake | cpu | bs64" in capsys.readouterr().out
 
 
+def test_spec_files_travel_in_the_cells_config_not_the_environment(tmp_path: Path) -> None:
+    """A spec's registry files reach the worker in its cell's config.json (`registry_files`), not in
+    its environment; they join neither the cell id nor result.json's config, so ids stay as they were."""
+    from nlgbench.core.cell import read_config, use_registry_files, write_config
+    from nlgbench.core.spec import load_spec
+    from nlgbench.execution.workerprocess import worker_environment
+
+    enc = write_yaml(tmp_path / "enc.yaml", {"encoders": {"my-minilm": {"hub_id": MINILM, "layers": 6}}})
+    metrics = [{"metric": "chrf"}]
+    plain = load_spec(write_yaml(tmp_path / "plain.yaml", minimal_spec(metrics=metrics))).cells()
+    assert [c.registry_files for c in plain] == [{}]
+    (cell,) = load_spec(
+        write_yaml(tmp_path / "own.yaml", minimal_spec(encoders_file="enc.yaml", metrics=metrics))
+    ).cells()
+    assert cell.registry_files == {"encoders": (str(enc.resolve()),)}
+    assert cell.cell_id == plain[0].cell_id and "registry_files" not in cell.to_dict()
+    assert "NLGBENCH_ENCODERS" not in worker_environment(1)
+    write_config(tmp_path, cell.cell_id, cell.label, cell)
+    assert read_config(tmp_path)[2].registry_files == cell.registry_files
+    USER_ENCODERS.added.clear()  # a fresh worker: nothing merged until its config says so
+    use_registry_files(read_config(tmp_path)[2].registry_files)
+    assert USER_ENCODERS.added == [enc.resolve()] and "my-minilm" in registry().names()
+
+
 @pytest.mark.parametrize(
     "key, content, message",
     [
@@ -333,7 +358,7 @@ def test_entry_point_without_info_is_a_user_error(install: Callable[[str], None]
 
 def nlgbench_command(*args: str, pythonpath: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The installed `nlgbench` command in a fresh process, with `pythonpath` first on its path."""
-    env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(pythonpath), os.environ.get("PYTHONPATH")) if p))
     return subprocess.run(
         [str(Path(sys.executable).parent / "nlgbench"), *args],
         env=env,
@@ -382,6 +407,13 @@ def test_sweep_with_plugin_metric_and_spec_files(tmp_path: Path, monkeypatch: py
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 ok, 0 not ok" in done.stdout
     assert "hyplength | my-minilm | fake | cpu | bs64" in done.stdout
+    (config,) = (tmp_path / "out" / "cells").glob("*/config.json")
+    files = json.loads(config.read_text(encoding="utf-8"))["registry_files"]
+    assert files == {
+        "encoders": [str((tmp_path / "enc.yaml").resolve())],
+        "catalogue": [str((tmp_path / "cat.yaml").resolve())],
+    }
+    assert "registry_files" not in json.loads((config.parent / "result.json").read_text(encoding="utf-8"))["config"]
 
 
 def test_load_yaml_refuses_repeated_keys_at_any_depth() -> None:

@@ -24,8 +24,9 @@ from nlgbench.core.cell import RESULT_FILE, RUN_FORMAT
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.csvfiles import LEGACY_COLUMNS, RESULTS_COLUMNS
 from nlgbench.runs.folder import CSV_FILE, FORMAT_FILE, STORE_FILE, cells_dir
-from nlgbench.runs.migrate import FORMATS, read_result, upgrade_result
+from nlgbench.runs.migrate import FORMATS, upgrade_result
 from nlgbench.runs.repair import repair
+from nlgbench.runs.resultfile import read_result
 from nlgbench.runs.rundata import RunData
 from nlgbench.runs.store import Store
 

@@ -12,9 +12,9 @@ import pytest
 
 import nlgbench
 from nlgbench.cli import main
-from nlgbench.core.result import CellResult
 from nlgbench.core.signature import encoder_revision
 from nlgbench.data.loaders import load_dataset
+from nlgbench.runs.resultfile import read_result
 from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.component
@@ -49,10 +49,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_a_cell_records_the_scorers_signature(sweep: tuple[Path, Path]) -> None:
     out, model = sweep
     revision = encoder_revision(str(model))
-    cells = {
-        CellResult.read(folder).config.encoder.num_layers: CellResult.read(folder)
-        for folder in (out / "cells").iterdir()
-    }
+    cells = {read_result(folder).config.encoder.num_layers: read_result(folder) for folder in (out / "cells").iterdir()}
     whole, cut = cells[None].scorer or {}, cells[1].scorer or {}
     tail = f"idf:yes|refs:max|nlgbench:{nlgbench.__version__}"
     assert whole["signature"].startswith(f"bertscore|enc:{model.name}@{revision}|L2|{tail}|torch:")

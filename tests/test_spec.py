@@ -309,11 +309,15 @@ def test_cell_id_changes_with_each_config_field(change: dict[str, Any]) -> None:
 
 
 def test_cell_fields_all_covered() -> None:
-    """Every CellConfig field appears in the config that the id hashes (a new field must not be left out);
-    `inputs` and `batch_tokens` only where set, so cells without local files or a token budget keep their ids."""
+    """Every CellConfig field that defines the cell (compared) appears in the config that the id hashes (a
+    new field must not be left out); `inputs` and `batch_tokens` only where set, so cells without local
+    files or a token budget keep their ids. The one field that does not define it, `registry_files` (the
+    worker's instruction, paths of this machine), is left out of equality, the id and result.json."""
+    compared = {f.name for f in dataclasses.fields(CellConfig) if f.compare}
+    assert {f.name for f in dataclasses.fields(CellConfig)} - compared == {"registry_files"}
     with_inputs = dataclasses.replace(BASE_CELL, inputs={"/data/own.jsonl": "sha256:" + "0" * 64}, batch_tokens=4096)
-    assert set(with_inputs.to_dict()) == {f.name for f in dataclasses.fields(CellConfig)}
-    assert set(BASE_CELL.to_dict()) == {f.name for f in dataclasses.fields(CellConfig)} - {"inputs", "batch_tokens"}
+    assert set(with_inputs.to_dict()) == compared
+    assert set(BASE_CELL.to_dict()) == compared - {"inputs", "batch_tokens"}
     assert CellConfig.from_dict(with_inputs.to_dict()) == with_inputs
 
 

@@ -27,6 +27,7 @@ from nlgbench.execution.forkserver import ForkServer, resident_file_ranges
 from nlgbench.execution.preload import LIBRARIES, architecture_modules, cell_modules, forked_cells, shared_modules
 from nlgbench.execution.workerprocess import prepare_cell, run_worker, worker_environment
 from nlgbench.runs.csvfiles import csv_row
+from nlgbench.runs.resultfile import check_shape, read_result
 from tiny import TEXTS
 
 pytestmark = pytest.mark.integration
@@ -58,7 +59,7 @@ class Sweep:
 
     def results(self) -> list[CellResult]:
         with (self.out / "results.csv").open(encoding="utf-8", newline="") as fh:
-            return [CellResult.read(self.out / "cells" / row["cell_id"]) for row in csv.DictReader(fh)]
+            return [read_result(self.out / "cells" / row["cell_id"]) for row in csv.DictReader(fh)]
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +240,7 @@ def test_a_cell_failing_after_startup_records_its_startup(forked_worker: bool, t
     older = CellResult.from_dict(written)
     assert older.startup_seconds is None and csv_row(older)["startup_s"] == "" and older.to_dict() == written
     with pytest.raises(ValueError, match="field 'startup_s' must be seconds"):
-        CellResult.from_dict({**written, "startup_s": "4.2"})
+        check_shape({**written, "startup_s": "4.2"})
 
 
 def backend_cells(model: Path, data: Path, metric: str) -> list[CellConfig]:
@@ -306,7 +307,7 @@ def test_a_cell_without_a_model_never_imports_torch_or_a_neighbours_backend(
     assert set(rows_by_metric) == {"wordcount", "bertscore"} and all(
         r["status"] == "ok" for r in rows_by_metric.values()
     )
-    counted = CellResult.read(out / "cells" / rows_by_metric["wordcount"]["cell_id"])
+    counted = read_result(out / "cells" / rows_by_metric["wordcount"]["cell_id"])
     assert counted.scorer is not None and counted.scorer["loaded_libraries"] == []
     assert counted.environment is not None and counted.environment["torch_threads"] is None
     assert counted.environment["torch"] == importlib.metadata.version("torch")

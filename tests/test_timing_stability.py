@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from nlgbench.core.result import Timing
+from nlgbench.execution.measured import timing_of_protocol
 from nlgbench.measurement import protocol, trackers
 from nlgbench.measurement.devices import Device
 from nlgbench.measurement.protocol import (
@@ -93,7 +94,7 @@ def timing(repeat_s: list[float]) -> Timing:
         scores=Scores("f1", {"f1": [0.5] * 10}),
         max_abs_diff=0.0,
     )
-    return Timing.of_protocol(0.0, 0.0, 0.0, run, 10)
+    return timing_of_protocol(0.0, 0.0, 0.0, run, 10)
 
 
 def test_a_cell_over_five_percent_cv_is_flagged() -> None:

@@ -23,6 +23,7 @@ from nlgbench.data.items import Dataset, Item
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.execution.local import truncation_warning
 from nlgbench.runs.csvfiles import LEGACY_COLUMNS
+from nlgbench.runs.resultfile import check_shape, read_result
 from nlgbench.runs.store import Store
 from tiny import TEXTS
 
@@ -106,7 +107,7 @@ def expected_warnings() -> list[str]:
 
 def the_cell(run: Path) -> CellResult:
     (folder,) = (run / "cells").iterdir()
-    return CellResult.read(folder)
+    return read_result(folder)
 
 
 def test_run_keeps_the_warnings_in_result_json_store_and_results_csv(run_dir: Path) -> None:
@@ -217,7 +218,7 @@ def test_older_results_and_stores_have_no_warnings(run_dir: Path, tmp_path: Path
     result = CellResult.from_dict(old)
     assert result.warnings == [] and "warnings" not in result.to_dict() and result.to_dict() == old
     with pytest.raises(ValueError, match="field 'warnings' must be a list of texts"):
-        CellResult.from_dict({**raw, "warnings": "one text"})
+        check_shape({**raw, "warnings": "one text"})
     # a store without the warnings table (one nlgbench 0.1.0 wrote): none, and nothing written
     old_run = shutil.copytree(Path(__file__).parent / "data" / "run_0_1_0", tmp_path / "old")
     before = (old_run / "results.sqlite").read_bytes()

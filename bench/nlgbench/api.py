@@ -19,7 +19,7 @@ from nlgbench.apiwords import API_WHERE, bert_score_texts, caller_words, redirec
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
 from nlgbench.core.recipe import Recipe
 from nlgbench.core.result import json_safe
-from nlgbench.core.scores import read_scores
+from nlgbench.core.scores import UncheckedScores, read_scores
 from nlgbench.core.spec import SweepSpec, load_spec, parse_spec
 from nlgbench.encoders.languages import lang_choice, lang_metric_encoder
 from nlgbench.execution.sweep import run as run_sweep
@@ -45,7 +45,7 @@ from nlgbench.metrics.texts import (
 from nlgbench.reporting.compare import compare as compare_encoders
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.runs.folder import cell_dir
-from nlgbench.runs.migrate import read_result
+from nlgbench.runs.resultfile import read_result
 from nlgbench.runs.rundata import RunData
 from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from nlgbench.statistics.summary import signed_segments
@@ -410,7 +410,8 @@ def load_scores(path: str | Path, cell_id: str) -> pd.DataFrame:
     if not csv_path.is_file():
         raise UserError(f"{csv_path}: no such file (is {cell_id!r} a finished cell of {path}?)")
     # ids and texts stay text, checked against result.json where there is one
-    columns, rows = read_scores(csv_path, read_result(cell) if (cell / RESULT_FILE).is_file() else None)
+    result = read_result(cell) if (cell / RESULT_FILE).is_file() else None
+    columns, rows = read_scores(csv_path, result, unchecked=UncheckedScores())
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -12,19 +12,21 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 from nlgbench.core.labels import aligner_label, cell_label, dataset_label, metric_label, options_label
+from nlgbench.data.catalogue import USER_CATALOGUES
 from nlgbench.data.hubsource import HubSource
 from nlgbench.data.items import Dataset
 from nlgbench.data.loaders import load_dataset
-from nlgbench.encoders.registry import WEIGHTS_PREFIX, EncoderRef, backend_version, major_minor
+from nlgbench.encoders.registry import USER_ENCODERS, WEIGHTS_PREFIX, EncoderRef, backend_version, major_minor
 from nlgbench.foundations.deferred import library_version
 from nlgbench.foundations.files import write_atomic
+from nlgbench.foundations.lazyregistry import UserFiles
 from nlgbench.foundations.version import __version__
 from nlgbench.metrics import get_metric, metric_names
 
@@ -40,6 +42,8 @@ CONFIG_FILE, RESULT_FILE, SCORES_FILE, TRACEBACK_FILE = "config.json", "result.j
 # sidecar of results.csv), written by this nlgbench; older formats and how each is upgraded when read:
 # `FORMATS` in nlgbench.runs.migrate.
 RUN_FORMAT = 3
+# The user registry files a cell's worker merges over the packaged ones, by kind (`registry_files`).
+REGISTRY_FILES: dict[str, UserFiles] = {"encoders": USER_ENCODERS, "catalogue": USER_CATALOGUES}
 
 
 # ----------------------------------------------------------------------------- configuration
@@ -129,6 +133,10 @@ class CellConfig:
     threads: int | None
     inputs: dict[str, str] = field(default_factory=dict)
     batch_tokens: int | None = None  # per-batch token budget of model inputs (None: batch_size texts)
+    # The user's registry files (`user_registry_files`) the worker merges over the packaged ones before
+    # it resolves a name: config.json carries them beside the config; not part of the id, the result or
+    # equality (paths of this machine, which name the same encoders and datasets elsewhere).
+    registry_files: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         """A model folder fingerprinted in `inputs` is local: its label is the folder's name."""
@@ -271,12 +279,28 @@ def backend_versions(encoder: EncoderRef) -> dict[str, str]:
 
 
 def write_config(cell_dir: Path, cell_id: str, label: str, config: CellConfig) -> None:
-    """config.json: what the worker is asked to measure."""
-    payload = {"cell_id": cell_id, "label": label, "config": config.to_dict()}
+    """config.json: what the worker is asked to measure (and its `registry_files`, where there are any)."""
+    payload: dict[str, Any] = {"cell_id": cell_id, "label": label, "config": config.to_dict()}
+    if config.registry_files:
+        payload["registry_files"] = {kind: list(paths) for kind, paths in config.registry_files.items()}
     write_atomic(cell_dir / CONFIG_FILE, json.dumps(payload, indent=2))
 
 
 def read_config(cell_dir: Path) -> tuple[str, str, CellConfig]:
-    """(cell id, label, config) from config.json."""
+    """(cell id, label, config) from config.json, the config with its registry files."""
     raw = json.loads((cell_dir / CONFIG_FILE).read_text(encoding="utf-8"))
-    return raw["cell_id"], raw["label"], CellConfig.from_dict(raw["config"])
+    files = {kind: tuple(paths) for kind, paths in (raw.get("registry_files") or {}).items()}
+    return raw["cell_id"], raw["label"], replace(CellConfig.from_dict(raw["config"]), registry_files=files)
+
+
+def user_registry_files() -> dict[str, tuple[str, ...]]:
+    """This process's user registry files by kind: `$NLGBENCH_ENCODERS` / `$NLGBENCH_CATALOGUE`, then
+    those the spec names (`encoders_file`, `catalogue_file`); what its cells' workers merge."""
+    return {kind: tuple(str(p) for p in files.paths()) for kind, files in REGISTRY_FILES.items() if files.paths()}
+
+
+def use_registry_files(files: Mapping[str, Sequence[str]]) -> None:
+    """Merge a cell's registry files over this process's registries (the worker, before it resolves a name)."""
+    for kind, paths in files.items():
+        for path in paths:
+            REGISTRY_FILES[kind].add(Path(path))

@@ -1,7 +1,7 @@
 """A cell's data warnings: what a run says about the data behind a cell's figures, kept with the cell
 (result.json `warnings`, the store, results.csv's `warnings` column, the report page).
 
-One place builds them, for measured cells (`nlgbench.core.result.measured_result`) and imported
+One place builds them, for measured cells (`nlgbench.execution.measured.measured_result`) and imported
 ones (`nlgbench.runs.importscores`) alike, so both apply the same checks:
 
 - the dataset's own warnings (`Dataset.warnings`): a `max_segments` head ordered by human score

@@ -9,6 +9,7 @@ import io
 import math
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,29 +82,35 @@ def scores_record(data: bytes, rows: int) -> dict[str, Any]:
     return {"rows": rows, "sha256": hashlib.sha256(data).hexdigest()}
 
 
-_WARNED: set[str] = set()  # the files `warn_unchecked` has named in this process
+@dataclass
+class UncheckedScores:
+    """The scores.csv files one reader (a run's data, a repair, a load) read unchecked, each named in one
+    warning line the first time: their result.json (an older nlgbench's) records neither their rows nor
+    their sha256, so an edit since cannot be told. The reader owns it, so a file it reads twice is named once."""
+
+    named: set[Path] = field(default_factory=set)
+
+    def warn(self, path: Path) -> None:
+        """The warning line for `path`, unless this reader has named it already."""
+        if path in self.named:
+            return
+        self.named.add(path)
+        print(
+            f"warning: {path}: unchecked, {RESULT_FILE} (written by an older nlgbench) records no sha256 of it, "
+            "so an edit since the cell wrote it cannot be told; `nlgbench repair --upgrade` on its run folder "
+            "records it where the store holds the same scores, or run the cell again to have it checked",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
-def warn_unchecked(path: Path) -> None:
-    """One warning line, once per file and process, that a scores.csv is read unchecked: its result.json
-    (an older nlgbench's) records neither its rows nor its sha256, so an edit since cannot be told."""
-    if str(path) in _WARNED:
-        return
-    _WARNED.add(str(path))
-    print(
-        f"warning: {path}: unchecked, {RESULT_FILE} (written by an older nlgbench) records no sha256 of it, "
-        "so an edit since the cell wrote it cannot be told; `nlgbench repair --upgrade` on its run folder records "
-        "it where the store holds the same scores, or run the cell again to have it checked",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
-def read_scores(path: Path, result: CellResult | None) -> tuple[list[str], list[dict[str, Any]]]:
+def read_scores(
+    path: Path, result: CellResult | None, *, unchecked: UncheckedScores
+) -> tuple[list[str], list[dict[str, Any]]]:
     """scores.csv's columns and rows, checked against `result` (the cell's result.json; None: nothing to
     check against): its recorded row count (else `n_segments`, in results written before the record)
     and sha256, so a truncated or edited file is refused, not read as a smaller or other cell (an older
-    result.json, without that record: read with one warning line, `warn_unchecked`). Ids and
+    result.json, without that record: read with one warning line, `unchecked.warn`). Ids and
     texts stay text (seg_ids integers only where all are plain integers: `seg_id_values`), the other
     columns are numbers (blank: NaN). Every problem is one UserError naming the file (and row, column)."""
     data = read_bytes(path)
@@ -126,7 +133,7 @@ def read_scores(path: Path, result: CellResult | None) -> tuple[list[str], list[
             "it); run the cell again"
         )
     if result is not None and record is None:
-        warn_unchecked(path)
+        unchecked.warn(path)
     ids = seg_id_values([row["seg_id"] or "" for _, row in raw])
     rows = []
     for (line, row), seg_id in zip(raw, ids, strict=True):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from nlgbench.core.cell import CellConfig, DatasetRef
+from nlgbench.core.cell import CellConfig, DatasetRef, user_registry_files
 from nlgbench.core.executor_options import ExecutorOptions, parse_executor
 from nlgbench.core.labels import check_spec_labels, label_map, plain_encoder
 from nlgbench.data.catalogue import add_catalogue_file, dataset_names, sha256_file, unknown_dataset
@@ -125,6 +125,7 @@ class SweepSpec:
         """All cells in a stable order: metric entry, encoder, aligner, dataset, device, batch size, token budget."""
         fingerprints = self.input_fingerprints()
         data_inputs = self.dataset_inputs()
+        registry_files = user_registry_files()  # the workers' registries are this process's
         out: list[CellConfig] = []
         for entry in self.metrics:
             models = [entry.options[k] for k in get_metric(entry.metric).model_options if entry.options.get(k)]
@@ -151,6 +152,7 @@ class SweepSpec:
                                             threads=self.threads,
                                             inputs=inputs,
                                             batch_tokens=tokens,
+                                            registry_files=registry_files,
                                         )
                                     )
         unique: dict[str, CellConfig] = {}

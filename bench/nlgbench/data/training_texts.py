@@ -21,8 +21,10 @@ from typing import Any, Literal
 
 from nlgbench.data.items import Dataset, Item
 from nlgbench.foundations.errors import UserError
+from nlgbench.foundations.version import __version__
 
 DISTILL_FILE = "distill.json"
+DISTILL_FORMAT = 1  # distill.json's `format`: what this nlgbench writes; a record without one is format 1
 TEXTS_FILE = "training_texts.sha256"  # one hash per line: every reference and (reference, candidate) pair seen
 Form = Literal["NFC", "NFD"]  # a Unicode normal form the guard hashes texts in
 TEXT_FORM: Form = "NFC"  # distill.json's `data.texts_form`: the normal form texts are hashed in
@@ -84,7 +86,8 @@ def recorded_forms(record: dict[str, Any], path: Path) -> Sequence[Form | None]:
 
 
 def read_record(student_dir: Path) -> dict[str, Any] | None:
-    """A student folder's distill.json, or None where it has none (not made by `nlgbench distill`)."""
+    """A student folder's distill.json, or None where it has none (not made by `nlgbench distill`); its
+    format checked (`check_format`; a record without one is format 1)."""
     path = Path(student_dir) / DISTILL_FILE
     if not path.is_file():
         return None
@@ -94,7 +97,20 @@ def read_record(student_dir: Path) -> dict[str, Any] | None:
         raise UserError(f"{path}: cannot read the distillation record ({exc})") from None
     if not isinstance(record, dict):
         raise UserError(f"{path}: not a distillation record (a JSON object)")
+    check_format(record.get("format", 1), path)
     return record
+
+
+def check_format(found: Any, path: Path) -> None:
+    """One UserError line where a distill.json's `format` is not a format number, or newer than this
+    nlgbench reads (naming both), as a run folder's files are refused (`nlgbench.runs.migrate`)."""
+    if not isinstance(found, int) or isinstance(found, bool) or found < 1:
+        raise UserError(f"{path}: format {json.dumps(found)[:40]} is not a distill.json format number")
+    if found > DISTILL_FORMAT:
+        raise UserError(
+            f"{path} is in distill.json format {found}, newer than nlgbench {__version__} reads (format "
+            f"{DISTILL_FORMAT}): read it with the nlgbench that wrote it, or a newer one"
+        )
 
 
 def recorded_units(student_dir: Path, record: dict[str, Any]) -> set[str]:

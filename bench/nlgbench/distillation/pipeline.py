@@ -30,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from nlgbench.core.result import json_safe
-from nlgbench.data.training_texts import DISTILL_FILE, TEXT_FORM, TEXTS_FILE, training_hashes, units_text
+from nlgbench.data.training_texts import (
+    DISTILL_FILE,
+    DISTILL_FORMAT,
+    TEXT_FORM,
+    TEXTS_FILE,
+    training_hashes,
+    units_text,
+)
 from nlgbench.distillation.checkpoint import Checkpoints, check_checkpoints, checkpoint_folder
 from nlgbench.distillation.config import TrainConfig
 from nlgbench.distillation.curve import CURVE_FILE, plot_curve
@@ -47,8 +54,6 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import refuse_output_link
 from nlgbench.foundations.version import __version__
 from nlgbench.measurement.devices import check_device
-
-FORMAT = 1  # distill.json's layout version
 
 Row = tuple[Pair, float]  # a pair and its target: the teacher's score, negated for a lower-is-better teacher
 
@@ -212,7 +217,7 @@ def _student_record(cfg: TrainConfig, trained: Trained) -> dict[str, Any]:
 def record_header() -> dict[str, Any]:
     """distill.json's first fields, the same for every student kind: its format, the version, when, the metric."""
     return {
-        "format": FORMAT,
+        "format": DISTILL_FORMAT,
         "nlgbench": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "metric": "frugalscore",

@@ -25,7 +25,7 @@ What a plain worker gives, the forked one keeps:
   them quietly; the launcher says why.
 - The worker's "imported another nlgbench" check: the server exits 3 before forking, and the cell is
   recorded as failed, its fork server having exited with code 3.
-- Environment: the server starts with the cells' environment (threads, user registry files,
+- Environment: the server starts with the cells' environment (threads,
   NLGBENCH_PROGRESS: `workerprocess.worker_environment`), so what libraries read while importing is what a
   plain worker's would be; a cell that needs another environment restarts the server.
 - Threads: nothing in the server starts torch's thread pools (no torch op before fork: a forked child

@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config
+from nlgbench.core.cell import SCORES_FILE, TRACEBACK_FILE, CellConfig, read_config, use_registry_files
 from nlgbench.core.recipe import Recipe
-from nlgbench.core.result import CellResult, Memory, MetricRecord, RepeatAgreement, Timing, measured_result
+from nlgbench.core.result import CellResult, MetricRecord, RepeatAgreement
 from nlgbench.core.scores import write_scores
 from nlgbench.execution.leakage import guard_cell
+from nlgbench.execution.measured import measured_result, memory_of_tracker, timing_of_protocol
 from nlgbench.execution.preload import cell_models, cell_modules, import_modules
 from nlgbench.execution.progress import CellProgress, live
 from nlgbench.foundations.cellcontext import CellContext
@@ -95,6 +96,7 @@ def start_cell(cell_dir: Path, started: float | None = None) -> StartedCell:
     `started`: the launcher's `time.time()` when it started this cell's process (default: this
     process's creation), the origin of `startup_s`."""
     cell_id, label, cfg = read_config(cell_dir)
+    use_registry_files(cfg.registry_files)  # the sweep's own encoder and catalogue files, before any name is resolved
     device = Device(cfg.device)
     info = get_metric(cfg.metric)  # the metric's module imported: part of start-up, not of loading
     models = cell_models(cfg)
@@ -152,11 +154,11 @@ def cell_result(cell_dir: Path, cell: StartedCell) -> CellResult:
         },
         dataset=dataset,
         timing=replace(
-            Timing.of_protocol(measured.data_s, measured.load_s, measured.prepare_s, run, len(items)),
+            timing_of_protocol(measured.data_s, measured.load_s, measured.prepare_s, run, len(items)),
             startup_s=cell.startup_s,
             export_s=measured.export_s,
         ),
-        memory=Memory.of_tracker(measured.memory, measured.memory_pass_s),
+        memory=memory_of_tracker(measured.memory, measured.memory_pass_s),
         agreement=RepeatAgreement(max_abs_diff=run.max_abs_diff, agree=run.agree),
         environment=environment(cell.device),
         scores=run.scores.score,

@@ -15,10 +15,10 @@ from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, TRACEBACK_FILE, CellCon
 from nlgbench.core.result import CellResult
 from nlgbench.execution.forkserver import WORKER_MODULE, ForkServer, boot, die_with
 from nlgbench.execution.progress import PROGRESS_ENV, live
-from nlgbench.foundations.lazyregistry import user_files_environment
 from nlgbench.foundations.package import PACKAGE_DIR
 from nlgbench.measurement.trackers import oom_kills
 from nlgbench.runs.folder import own_folder
+from nlgbench.runs.resultfile import read_result
 
 # The worker runs `nlgbench.execution.worker` (started by name: runpy; `forkserver.boot`) with the current
 # folder off its import path (a user's `metrics/` or `bench/` folder can never shadow it) and checks it
@@ -34,11 +34,11 @@ def worker_command(cell_dir: Path, started: float | None = None) -> list[str]:
     return command if started is None else [*command, repr(started)]
 
 
-def worker_environment(threads: int | None, extra_env: dict[str, str] | None = None) -> dict[str, str]:
-    """A worker's environment: this process's, unbuffered output, the user's registry files
-    (`extra_env`, default `user_files_environment()` as this process sees them), NLGBENCH_PROGRESS
-    (the worker's bar and phase lines: on a terminal only) and OMP_NUM_THREADS for `threads`."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **(user_files_environment() if extra_env is None else extra_env))
+def worker_environment(threads: int | None) -> dict[str, str]:
+    """A worker's environment: this process's, unbuffered output, NLGBENCH_PROGRESS (the worker's bar
+    and phase lines: on a terminal only) and OMP_NUM_THREADS for `threads`. The user's registry files
+    travel in the cell's config (`CellConfig.registry_files`), not here."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.setdefault(PROGRESS_ENV, "1" if live() else "0")
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
@@ -80,7 +80,6 @@ def prepare_cell(cell: CellConfig, cell_dir: Path) -> None:
 def run_worker(
     cell_dir: Path,
     threads: int | None,
-    extra_env: dict[str, str] | None = None,
     *,
     server: ForkServer | None = None,
     started: float | None = None,
@@ -88,10 +87,9 @@ def run_worker(
     """Run the cell prepared in `cell_dir` in a fresh worker process and return its result: the
     worker's result.json, or, when it died without one, why (not written here). The process is a
     child forked from `server` (`nlgbench.execution.forkserver`), else a plain `worker_command`.
-    `extra_env`: the user's registry files (`user_files_environment`) as the caller saw them.
     `started`: the origin of the cell's `startup_s` (default: now; a Slurm task passes its own start).
     If this process is killed, the worker dies with it (Linux parent-death signal)."""
-    env = worker_environment(threads, extra_env)
+    env = worker_environment(threads)
     started = time.time() if started is None else started
     kills_before = oom_kills()
     server_died = False
@@ -106,7 +104,7 @@ def run_worker(
             proc.wait()
             raise
     if (cell_dir / RESULT_FILE).exists():
-        return CellResult.read(cell_dir)
+        return read_result(cell_dir)
     kills_after = oom_kills()
     oom_killed = kills_before is not None and kills_after is not None and kills_after > kills_before
     error, oom = death_cause(code, oom_killed, server=server_died)

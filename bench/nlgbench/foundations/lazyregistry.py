@@ -204,18 +204,13 @@ def read_registry_file(path: Path, key: str, what: str) -> dict[str, Any]:
     return doc[key]
 
 
-_ALL_USER_FILES: list[UserFiles] = []
-
-
 @dataclass
 class UserFiles:
-    """A user's own registry files for one kind: those in `$env_var`, then those added by specs."""
+    """A user's own registry files for one kind: those in `$env_var`, then those added by specs. A
+    cell's worker gets them in its config (`CellConfig.registry_files`), not through its environment."""
 
     env_var: str  # e.g. NLGBENCH_ENCODERS
     added: list[Path] = field(default_factory=list)  # files named by sweep specs in this process
-
-    def __post_init__(self) -> None:
-        _ALL_USER_FILES.append(self)
 
     def paths(self) -> list[Path]:
         """The files in merge order (environment first, then specs), each once."""
@@ -228,8 +223,3 @@ class UserFiles:
         path = path.expanduser().resolve()
         if path not in self.added:
             self.added.append(path)
-
-
-def user_files_environment() -> dict[str, str]:
-    """Environment variables that hand every user registry file of this process to a worker process."""
-    return {files.env_var: os.pathsep.join(str(p) for p in files.paths()) for files in _ALL_USER_FILES if files.paths()}

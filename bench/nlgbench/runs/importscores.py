@@ -17,9 +17,9 @@ from pathlib import Path
 from nlgbench.core.cell import IMPORTED_DEVICE, RESULT_FILE, SCORES_FILE, CellConfig, DatasetRef, short_hash
 from nlgbench.core.datawarnings import data_warnings
 from nlgbench.core.labels import imported_label
-from nlgbench.core.result import OK, CellResult, DatasetRecord, MetricRecord, correlate_scores
+from nlgbench.core.result import OK, CellResult, DatasetRecord, MetricRecord
+from nlgbench.core.scores import UncheckedScores, write_scores
 from nlgbench.core.scores import read_scores as read_cell_scores
-from nlgbench.core.scores import write_scores
 from nlgbench.data.catalogue import names_a_file
 from nlgbench.data.items import Dataset, Item
 from nlgbench.data.loaders import load_dataset
@@ -30,8 +30,9 @@ from nlgbench.foundations.files import BOM, read_bytes, utf8_text
 from nlgbench.foundations.names import refuse_control, refuse_name
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.runs.folder import cell_dir, locked
-from nlgbench.runs.migrate import read_result
+from nlgbench.runs.resultfile import read_result
 from nlgbench.runs.store import open_store
+from nlgbench.statistics.summary import correlate_scores
 
 COLUMNS = ("lp", "seg_id", "system", "score")
 OWN_SCORES_HEAD = ("lp", "seg_id", "system", "score", "human")  # how nlgbench's own cells/<id>/scores.csv starts
@@ -55,7 +56,7 @@ def read_scores(path: Path) -> dict[tuple[str, str, str], float]:
     # a cell's scores.csv: its further columns are outputs
     own = fields[: len(OWN_SCORES_HEAD)] == list(OWN_SCORES_HEAD)
     if own and (path.parent / RESULT_FILE).is_file():  # in its cell folder: whole and unchanged, or refused
-        read_cell_scores(path, read_result(path.parent))
+        read_cell_scores(path, read_result(path.parent), unchecked=UncheckedScores())
     unknown = [] if own else [f for f in fields if f not in COLUMNS]
     if missing or unknown:
         raise UserError(
@@ -127,7 +128,7 @@ def import_scores(
     values = [scores[key] for key in wanted]
     # a data file keyed as the config names it
     files = {ref.path: next(reversed(ds.files.values()))} if ref.path and ds.files else ds.files
-    correlation = correlate_scores(values, ds, higher_is_better=not lower_is_better)
+    correlation = correlate_scores(values, ds.items, ds.human_dims, higher_is_better=not lower_is_better)
     result = CellResult(
         cell_id=cell_id,
         label=imported_label(metric, config.encoder.label, ref.label),

@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nlgbench.core.cell import RESULT_FILE, RUN_FORMAT
-from nlgbench.core.result import CellResult
+from nlgbench.core.cell import RUN_FORMAT
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_bytes, utf8_text
 from nlgbench.foundations.version import __version__
@@ -86,24 +85,6 @@ def upgrade_result(raw: Any, where: object) -> dict[str, Any]:
         raise UserError(f"{where}: not a result (a JSON object), got {type(raw).__name__}")
     result_format(raw, where)
     return {"format": RUN_FORMAT, **{k: v for k, v in raw.items() if k != "format"}}
-
-
-def result_from_json(text: str, where: object) -> CellResult:
-    """The CellResult a result.json's text holds, upgraded; one UserError naming `where` (and the field)."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    try:
-        return CellResult.from_dict(upgrade_result(raw, where))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"{where}: {exc if not isinstance(exc, KeyError) else f'no field {exc}'}") from None
-
-
-def read_result(cell_dir: Path) -> CellResult:
-    """A cell folder's result.json, of any format this nlgbench knows, in the current shape."""
-    path = cell_dir / RESULT_FILE
-    return result_from_json(utf8_text(path, read_bytes(path)), path)
 
 
 # ----------------------------------------------------------------------------- results.csv

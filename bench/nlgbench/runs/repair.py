@@ -31,7 +31,7 @@ from nlgbench.core.scores import read_scores, scores_record
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.files import read_bytes, utf8_text
 from nlgbench.runs.folder import CELLS, CSV_FILE, STORE_FILE, cell_dir, cells_dir, locked
-from nlgbench.runs.migrate import result_from_json
+from nlgbench.runs.resultfile import result_from_json
 from nlgbench.runs.store import STORE_SIDE_FILES, Store, StoreCorrupt, scan_cells
 
 
@@ -81,7 +81,7 @@ def with_scores_record(result: CellResult, cell: Path, store: Store) -> CellResu
     if not result.ok or result.scores_csv is not None or not path.is_file():
         return result
     data = read_bytes(path)
-    _, rows = read_scores(path, result)
+    _, rows = read_scores(path, result, unchecked=store.unchecked)
     if not same_scores(store.segment_scores(result.cell_id), rows):
         return result
     return replace(result, scores_csv=scores_record(data, len(rows)))
@@ -138,7 +138,7 @@ def repair(folder: Path, *, upgrade: bool = False, log: Callable[[str], None] = 
         with Store(folder) as store:
             store_upgraded = store.upgrade() if upgrade else False
             stored = {r.cell_id: r.status for r in store.results()}
-            cells, skipped = scan_cells(folder)
+            cells, skipped = scan_cells(folder, store.unchecked)
             for reason in skipped:
                 log(f"skipped: {reason}")
             todo = [r for r in cells if stored.get(r.cell_id) != r.status]

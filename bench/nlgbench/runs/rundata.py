@@ -32,7 +32,7 @@ import numpy as np
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE, DatasetRef
 from nlgbench.core.labels import distinct_dataset_labels
 from nlgbench.core.result import OK, CellResult, json_safe
-from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, human_columns, read_scores
+from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, UncheckedScores, human_columns, read_scores
 from nlgbench.data.catalogue import catalogue_entry
 from nlgbench.data.items import HUMAN, Dataset
 from nlgbench.data.text import csv_table
@@ -42,7 +42,8 @@ from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.foundations.files import read_bytes, utf8_text, write_atomic
 from nlgbench.foundations.jsonwalk import map_strings
 from nlgbench.runs.folder import CSV_FILE, STORE_FILE, cell_dir, report_dir
-from nlgbench.runs.migrate import result_from_json, upgrade_results_csv
+from nlgbench.runs.migrate import upgrade_results_csv
+from nlgbench.runs.resultfile import result_from_json
 from nlgbench.runs.store import Store, has_store, scan_cells
 from nlgbench.statistics.levels import Segments
 from nlgbench.statistics.resampling import resample_distribution
@@ -79,11 +80,14 @@ class StoreSource:
 class CellFolderSource:
     folder: Path
     name: str = "cells/"
+    unchecked: UncheckedScores = field(default_factory=UncheckedScores)  # older scores.csv files, warned once each
 
     def rows(self, result: CellResult) -> tuple[list[SegmentRow], SegmentMeta]:
         """scores.csv read (and checked against the result) as the store reads it when it records the
         cell (nlgbench.runs.store.Store.record)."""
-        columns, parsed = read_scores(cell_dir(self.folder, result.cell_id) / SCORES_FILE, result)
+        columns, parsed = read_scores(
+            cell_dir(self.folder, result.cell_id) / SCORES_FILE, result, unchecked=self.unchecked
+        )
         rows: list[SegmentRow] = [(r["lp"], r["seg_id"], r["system"], r["score"], r["human"]) for r in parsed]
         if not ("doc_id" in columns or any(c.startswith(HUMAN_COLUMN_PREFIX) for c in columns)):
             return rows, None
@@ -305,7 +309,8 @@ def find_results(folder: Path) -> tuple[list[CellResult], SegmentSource]:
     if has_store(folder):
         with Store(folder) as store:
             return store.results(), StoreSource(folder)
-    cells, skipped = scan_cells(folder)
+    unchecked = UncheckedScores()  # shared with the source, which reads the same files again
+    cells, skipped = scan_cells(folder, unchecked)
     if skipped:  # a cell left out would change every figure it is part of, silently
         raise UserError(
             f"{skipped[0]}"
@@ -313,7 +318,7 @@ def find_results(folder: Path) -> tuple[list[CellResult], SegmentSource]:
             + f"; `nlgbench repair {folder}` lists them"
         )
     if cells:
-        return _results_in_csv_order(folder, cells), CellFolderSource(folder)
+        return _results_in_csv_order(folder, cells), CellFolderSource(folder, unchecked=unchecked)
     if (report_dir(folder) / PUBLISHED_CELLS).is_file() and (report_dir(folder) / PUBLISHED_SCORES).is_file():
         return _published_results(folder), PublishedSource(folder)
     raise UserError(

@@ -30,11 +30,12 @@ from typing import Any, TypeVar
 
 from nlgbench.core.cell import RESULT_FILE, RUN_FORMAT, SCORES_FILE
 from nlgbench.core.result import CellResult
-from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, read_scores
+from nlgbench.core.scores import HUMAN_COLUMN_PREFIX, ITEM_COLUMN_PREFIX, UncheckedScores, read_scores
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.csvfiles import write_views
 from nlgbench.runs.folder import STORE_FILE, cells_dir, refuse_link
-from nlgbench.runs.migrate import check_known, read_result, result_from_json
+from nlgbench.runs.migrate import check_known
+from nlgbench.runs.resultfile import read_result, result_from_json
 
 STORE_SIDE_FILES = ("-journal", "-wal", "-shm")  # SQLite's files beside the store (results.sqlite-journal, ...)
 SCORES_KEY_COLUMNS = {"lp", "seg_id", "system", "score", "human", "doc_id"}  # scores.csv columns that are not outputs
@@ -115,11 +116,12 @@ def sqlite_faults(path: Path) -> Iterator[None]:
         raise
 
 
-def scan_cells(folder: Path) -> tuple[list[CellResult], list[str]]:
+def scan_cells(folder: Path, unchecked: UncheckedScores) -> tuple[list[CellResult], list[str]]:
     """The results in `cells/*/result.json` that can be recorded (readable, written for the cell of
     their folder, when ok with a whole scores.csv: `read_scores`), in the order they were written;
     and a line per cell folder left out, naming it and why (half a file cannot be the cause: both
-    are written atomically, so the file was cut or changed since)."""
+    are written atomically, so the file was cut or changed since). A scores.csv read unchecked is named
+    through the caller's `unchecked`."""
     found: list[tuple[float, str, CellResult]] = []
     skipped: list[str] = []
     for path in sorted(cells_dir(folder).glob(f"*/{RESULT_FILE}")):
@@ -128,7 +130,7 @@ def scan_cells(folder: Path) -> tuple[list[CellResult], list[str]]:
             if result.cell_id != path.parent.name:
                 raise UserError(f"{path} is the result of cell {result.cell_id}, not of its folder's")
             if result.ok:
-                read_scores(path.parent / SCORES_FILE, result)
+                read_scores(path.parent / SCORES_FILE, result, unchecked=unchecked)
             found.append((path.stat().st_mtime, result.cell_id, result))
         except (UserError, OSError) as exc:
             skipped.append(str(exc))
@@ -137,7 +139,7 @@ def scan_cells(folder: Path) -> tuple[list[CellResult], list[str]]:
 
 def finished_cells(folder: Path) -> list[CellResult]:
     """The results of `scan_cells` that can be recorded (the others left out)."""
-    return scan_cells(folder)[0]
+    return scan_cells(folder, UncheckedScores())[0]
 
 
 def check_store(folder: Path) -> None:
@@ -185,6 +187,7 @@ class Store:
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
         self.path = out_dir / STORE_FILE
+        self.unchecked = UncheckedScores()  # the older scores.csv files `record` read, each warned about once
         out_dir.mkdir(parents=True, exist_ok=True)
         check_store_files(self.path)
         with sqlite_faults(self.path):
@@ -291,7 +294,7 @@ class Store:
         rows: list[tuple[Any, ...]] = []
         meta: list[tuple[Any, ...]] = []
         if scores_csv is not None:  # checked against the result (truncated or edited: refused), ids as written
-            columns, parsed = read_scores(scores_csv, result)
+            columns, parsed = read_scores(scores_csv, result, unchecked=self.unchecked)
             has_meta = "doc_id" in columns or any(k.startswith(HUMAN_COLUMN_PREFIX) for k in columns)
             for idx, r in enumerate(parsed):
                 dims = {

@@ -4,12 +4,12 @@ bootstrap intervals; `correlation_note` says why some are undefined."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-from nlgbench.statistics.bootstrap import BOOTSTRAP_SEED, percentile_interval
+from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, percentile_interval
 from nlgbench.statistics.correlation import MIN_POINTS, correlation_function
 from nlgbench.statistics.levels import (
     Segments,
@@ -217,3 +217,50 @@ def correlation_note(seg: Segments) -> str:
         note = quality_note(seg, "pearson", level)
         notes.append(f"{prefix}: {note}" if note else "")
     return "; ".join(n for n in notes if n)
+
+
+class JudgedItem(Protocol):
+    """What `correlate_scores` reads of an item (`nlgbench.data.items.Item` is one): its ids and its
+    human score per dimension."""
+
+    @property
+    def lp(self) -> str: ...
+    @property
+    def seg_id(self) -> int | str: ...
+    @property
+    def system(self) -> str: ...
+    @property
+    def doc_id(self) -> str: ...
+    @property
+    def humans(self) -> Mapping[str, float]: ...
+
+
+def correlate_scores(
+    score: Sequence[float], items: Sequence[JudgedItem], human_dims: Sequence[str], higher_is_better: bool
+) -> dict[str, Any]:
+    """A cell's correlation section: its scores against the items' human judgments, every level, with
+    bootstrap intervals (BOOTSTRAP_RESAMPLES with BOOTSTRAP_SEED, so they are reproducible).
+
+    Per human dimension in `human_dims`, over the items that have a score on it (`n_missing_human`
+    counts the others); the section is the first (primary) dimension's (`human_dim`), and with several
+    dimensions `dimensions` holds each one's section."""
+    docs = any(it.doc_id for it in items)
+    sections = {}
+    for dim in human_dims:
+        kept = [(s, it) for s, it in zip(score, items, strict=True) if dim in it.humans]
+        section = correlate(
+            [s for s, _ in kept],
+            [it.humans[dim] for _, it in kept],
+            [it.lp for _, it in kept],
+            [it.system for _, it in kept],
+            [it.doc_id for _, it in kept] if docs else None,
+            seg_ids=[it.seg_id for _, it in kept],
+            higher_is_better=higher_is_better,
+            bootstrap=BOOTSTRAP_RESAMPLES,
+            seed=BOOTSTRAP_SEED,
+        )
+        sections[dim] = {**section, "human_dim": dim, "n_missing_human": len(items) - len(kept)}
+    primary = dict(sections[human_dims[0]])
+    if len(sections) > 1:
+        primary["dimensions"] = sections
+    return primary

@@ -22,7 +22,6 @@ from nlgbench.execution.slurm.queue import find_job
 from nlgbench.execution.slurm.task import run_task
 from nlgbench.foundations.devicenames import CPU, CUDA, device_kind
 from nlgbench.foundations.errors import UserError
-from nlgbench.foundations.lazyregistry import user_files_environment
 from nlgbench.foundations.names import unprintable
 from nlgbench.runs.folder import cell_dir, submitit_dir
 from nlgbench.runs.store import Store, has_store
@@ -188,7 +187,6 @@ def submit(
     that dies before recording sbatch's answer leaves a job that can be found again) and again
     with its job id."""
     executor = slurm_executor(folder)
-    extra_env = user_files_environment()
     out = []
     for group in GROUPS:
         chosen = [(seq, c) for seq, c in cells if group_of(c) == group]
@@ -204,7 +202,7 @@ def submit(
         book.submissions.append(sub)
         book.write(folder)
         executor.update_parameters(**params)
-        submit_array(folder, book, sub, executor, [c for _, c in chosen], extra_env)
+        submit_array(folder, book, sub, executor, [c for _, c in chosen])
         log(
             f"submitted Slurm job {sub.job_id}: {len(tasks)} {group} cell(s), one per task"
             + (f", at most {options.max_parallel} at once" if options.max_parallel and len(tasks) > 1 else "")
@@ -214,19 +212,14 @@ def submit(
     return out
 
 
-def submit_array(
-    folder: Path, book: Book, sub: Submission, executor: Any, cells: Sequence[CellConfig], extra_env: dict[str, str]
-) -> None:
+def submit_array(folder: Path, book: Book, sub: Submission, executor: Any, cells: Sequence[CellConfig]) -> None:
     """sbatch one recorded submission (its tasks run `run_task`) and record its job and task ids; a
     refusal drops the record and is one line."""
     from submitit.core.utils import FailedJobError
 
     try:
         with executor.batch():
-            jobs = [
-                executor.submit(run_task, str(cell_dir(folder.resolve(), c.cell_id)), c.threads, extra_env)
-                for c in cells
-            ]
+            jobs = [executor.submit(run_task, str(cell_dir(folder.resolve(), c.cell_id)), c.threads) for c in cells]
     except (FailedJobError, OSError) as exc:
         book.submissions.remove(sub)
         book.write(folder)

@@ -34,7 +34,7 @@ def slurm_environment() -> dict[str, Any]:
     }
 
 
-def run_task(cell_dir: str, threads: int | None, extra_env: dict[str, str]) -> str:
+def run_task(cell_dir: str, threads: int | None) -> str:
     """One job array task, run by submitit on a node. Writes only the cell's folder: slurm.json when
     it starts and ends, result.json when the worker died without one (why it died). A finished
     result's environment gains the node and Slurm ids where the worker did not record them.
@@ -48,7 +48,7 @@ def run_task(cell_dir: str, threads: int | None, extra_env: dict[str, str]) -> s
         record.pop(key, None)
     write_task_record(folder, record)
     start = time.perf_counter()
-    result = run_worker(folder, threads, extra_env, started=psutil.Process().create_time())
+    result = run_worker(folder, threads, started=psutil.Process().create_time())
     worker_s = time.perf_counter() - start
     if not (folder / RESULT_FILE).exists():
         result.write(folder)  # the worker died: its cause (signal, exit code) is the cell's result

@@ -25,6 +25,7 @@ from nlgbench.execution.slurm.queue import EXPLAINED, PENDING_STATES, SlurmUnava
 from nlgbench.execution.slurm.submit import recover_unrecorded
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.folder import STORE_FILE, cell_dir, locked
+from nlgbench.runs.resultfile import read_result
 from nlgbench.runs.rundata import find_results
 from nlgbench.runs.store import Store, has_store, open_store
 
@@ -54,7 +55,7 @@ def written_result(folder: Path, cell_id: str) -> CellResult | None:
     if not (folder / RESULT_FILE).is_file():
         return None
     try:
-        result = CellResult.read(folder)
+        result = read_result(folder)
     except (OSError, ValueError, KeyError, TypeError):
         return None  # not ours or unreadable: treated as no result
     return result if result.cell_id == cell_id else None
