@@ -1,4 +1,4 @@
-"""Edges of `nlgbench score` / `compare` and the Python API (issue 25): text files split on '\\n'
+"""Edges of `nlgbench score` / `compare` and the Python API: text files split on '\\n'
 only, bad arguments as one line (exit 2) before any work, 1-based line numbers, the bootstrap's
 limits, and the exit statuses the help promises."""
 

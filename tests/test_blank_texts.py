@@ -1,4 +1,4 @@
-"""Blank texts (issue 28, item 3): an empty system output or reference is scored where the metric's
+"""Blank texts: an empty system output or reference is scored where the metric's
 definition or reference code gives it a value (BERTScore as bert_score: P = R = F1 = 0; the lexical
 metrics as their libraries), with one warning naming the 1-based lines, and refused otherwise with one
 line naming the metric and the line; the same through the API, `nlgbench score` and sweeps, whose

@@ -490,7 +490,7 @@ def test_user_file_missing_or_directory(tmp_path: Path) -> None:
 
 
 def test_check_user_file_and_sha256(tmp_path: Path) -> None:
-    """What a spec checks before anything runs (issue 13, item 6), and the content hash in a cell id (item 2)."""
+    """What a spec checks before anything runs, and the content hash in a cell id."""
     (tmp_path / "d.csv").write_text("lp\n", encoding="utf-8")
     (tmp_path / "folder.jsonl").mkdir()
     for path, message in [

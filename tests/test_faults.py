@@ -1,4 +1,4 @@
-"""Fault injection (issue 13): every bad input or fault a user can meet gives one line and a clear
+"""Fault injection: every bad input or fault a user can meet gives one line and a clear
 exit code, and the run folder keeps exactly the finished cells: nothing lost, nothing duplicated.
 
 Each case runs the real CLI (`python -m nlgbench.cli`, a subprocess) on tiny random models and

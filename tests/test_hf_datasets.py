@@ -1,4 +1,4 @@
-"""Hugging Face datasets as a data source (issue 31): `hf:` dataset entries, offline.
+"""Hugging Face datasets as a data source: `hf:` dataset entries, offline.
 
 Every dataset is built here and written as the Hub holds data files (Parquet in a folder, read by
 `datasets.load_dataset`, the Hub's own code path) or by `save_to_disk` (read by `load_from_disk`);
@@ -351,7 +351,7 @@ def test_unpinned_hub_revision_is_warned_about() -> None:
 
 
 def test_ids_of_catalogue_and_own_file_cells_unchanged() -> None:
-    """Ids computed before issue 31 under fixed versions: the `hf` key enters a config only where set."""
+    """Ids computed before `hf:` sources existed, under fixed versions: the `hf` key enters a config only where set."""
 
     def cell(ds: DatasetRef, inputs: dict[str, str] | None = None) -> CellConfig:
         return CellConfig("sentbleu", {}, EncoderRef("none"), None, ds, "cpu", 64, 3, 1, None, inputs or {})

@@ -1,4 +1,4 @@
-"""The GPU-grade measurement protocol (issue 15): warm-up until stable, CUDA events beside the wall
+"""The GPU-grade measurement protocol: warm-up until stable, CUDA events beside the wall
 clock, the coefficient of variation, per-phase times that add up (overlap shown apart), model
 inputs prepared ahead in a background thread, token-budget batching, and the environment record.
 
@@ -97,7 +97,7 @@ def test_warm_up_fixed_passes_without_the_stability_rule() -> None:
 
 
 def test_warm_up_goes_on_until_two_passes_agree_within_two_percent() -> None:
-    # issue 15's fp16 cell: 5.56 s, then 1.25, 1.21 (3.2% apart: not yet), then 1.22 (0.8%: stable)
+    # a measured fp16 cell: 5.56 s, then 1.25, 1.21 (3.2% apart: not yet), then 1.22 (0.8%: stable)
     calls, run = scripted([5.56, 1.25, 1.21, 1.22, 1.22])
     assert warm_up(run, 1, until_stable=True) == [5.56, 1.25, 1.21, 1.22]
     # one pass has nothing to agree with: at least two
@@ -504,7 +504,7 @@ def test_cuda_trackers_record_nothing_on_cpu() -> None:
 @pytest.mark.system
 @pytest.mark.parametrize("idf", [False, True])
 def test_cuda_scores_equal_cpu_scores(idf: bool) -> None:
-    """fp32 BERTScore on CUDA equals CPU to 1e-5 (issue 15 measured 5.7e-7 on an H100)."""
+    """fp32 BERTScore on CUDA equals CPU to 1e-5 (5.7e-7 was measured on an H100)."""
     from nlgbench.api import score_outputs
     from nlgbench.data.loaders import load_dataset
 
@@ -639,7 +639,7 @@ def test_gpu_benchmark_summary_reads_results_csv_rows() -> None:
     assert "| n/a (no counter) |" in gpu.table([no_counter])
 
 
-def test_gpu_benchmark_reads_results_csv_written_before_issue_28(tmp_path: Path) -> None:
+def test_gpu_benchmark_reads_results_csv_with_the_old_column_names(tmp_path: Path) -> None:
     """reports/gpu was measured before the columns were renamed: its results.csv (old names) still
     gives the CUDA memory and the global Pearson in the summary."""
     gpu = load_gpu_benchmark()

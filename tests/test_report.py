@@ -102,7 +102,7 @@ def test_quantity_correlations_average_per_metric_matrices() -> None:
     want = np.mean([np.corrcoef(df[df["metric"] == m][columns].to_numpy().T) for m in ("m1", "m2")], axis=0)
     order = ["CPU time", "model memory", "parameters", "disk", "quality"]
     assert np.allclose(got.r.loc[order, order].to_numpy(), want)
-    # the encoders behind each entry: the fewest of the metrics averaged (they share encoders; issue 29)
+    # the encoders behind each entry: the fewest of the metrics averaged (they share encoders)
     assert (got.n.loc[order, order].to_numpy() == 4).all() and (got.metrics.loc[order, order].to_numpy() == 2).all()
     assert got.r.loc["GPU time"].isna().all() and (got.n.loc["GPU time"] == 0).all()  # not measured: no number
     header, text = quantity_rows(got)
@@ -110,7 +110,7 @@ def test_quantity_correlations_average_per_metric_matrices() -> None:
     low, high = got.interval("CPU time", "quality")
     assert (
         cpu["CPU time"] == ""
-        and "GPU time" not in cpu  # measured with nothing: left out (issue 29)
+        and "GPU time" not in cpu  # measured with nothing: left out
         and cpu["quality"] == f"{got.r.loc['CPU time', 'quality']:.2f} [{low:.2f}, {high:.2f}] (n=4)"
     )
     # fewer than 3 encoders per metric: no matrix at all, said in words, not 1.00s
@@ -163,7 +163,7 @@ def test_report_files_and_relative_table(run_dir: Path) -> None:
     assert "\\begin{tabular}" in (out / "relative.tex").read_text() and "\\%" in (out / "relative.tex").read_text()
 
 
-# ----------------------------------------------------------------------------- labels (issue 27)
+# ----------------------------------------------------------------------------- labels
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +236,7 @@ def test_every_table_names_its_human_dimension_level_method_unit_and_test(
     unit: str,
     test: str,
 ) -> None:
-    """Issue 27 item 6: tradeoff, relative and quantities in every format (md note, tex % lines, csv
+    """Tradeoff, relative and quantities in every format (md note, tex % lines, csv
     columns, index.html) say which human dimension, level and method their quality is, what the
     bootstrap resampled and which test gave p; the CLI passes --human, --level and --resample through."""
     run = tmp_path / "run"
@@ -304,7 +304,7 @@ def test_every_table_names_its_human_dimension_level_method_unit_and_test(
 
 
 def test_figures_say_what_their_bars_resample(run_dir: Path) -> None:
-    """Issue 27, then 29: each figure's caption (index.html, figures.tex) names the unit the bars'
+    """Each figure's caption (index.html, figures.tex) names the unit the bars'
     bootstrap resampled, with the resamples and the seed; its title says what is plotted only."""
     import matplotlib.pyplot as plt
 
@@ -375,7 +375,7 @@ def test_compare_numbers_match_direct_computations(run_dir: Path, capsys: pytest
     b_rep = json.loads((run_dir / "cells" / base["cell_id"] / "result.json").read_text())["timing"]["ms_per_segment"]
     c_rep = json.loads((run_dir / "cells" / cand["cell_id"] / "result.json").read_text())["timing"]["ms_per_segment"]
     ratios = [b / c for b in b_rep for c in c_rep]
-    # one speed-up definition (issue 19 item 3): the ratio of the medians, the range over all repeat pairs
+    # one speed-up definition: the ratio of the medians, the range over all repeat pairs
     assert row["speedup"] == pytest.approx(float(np.median(b_rep)) / float(np.median(c_rep)), rel=1e-12)
     assert row["speedup_range"] == [min(ratios), max(ratios)]
     # same machine, same libraries (tiny cells on a busy test machine may vary over 5%: that warning may come)
@@ -545,15 +545,15 @@ def test_index_html_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
         images = browser.execute_script(
             "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);"
         )
-        assert len(images) == 3  # runtime, model memory and peak memory on cpu (issue 29)
+        assert len(images) == 3  # runtime, model memory and peak memory on cpu
         assert all(complete and width > 100 for _, complete, width in images), images
         rows = browser.execute_script(
             "return Array.from(document.querySelectorAll('table')).map(t => t.querySelectorAll('tbody tr').length);"
         )
         tradeoff = pd.read_csv(run_dir / "report" / "tradeoff.csv")
         relative = pd.read_csv(run_dir / "report" / "relative.csv")
-        # trade-off, relative, per encoder, quantities (GPU time left out: issue 29), then one signature
-        # per measured cell (issue 28)
+        # trade-off, relative, per encoder, quantities (GPU time left out), then one signature
+        # per measured cell
         assert rows == [len(tradeoff), len(relative), 3, 5, 3] and len(tradeoff) == 3
         first = browser.execute_script(
             "return document.querySelectorAll('table')[1].querySelector('tbody tr td:nth-child(2)').textContent;"

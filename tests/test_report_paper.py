@@ -1,4 +1,4 @@
-"""Issue 18: reports a paper can use. Figures (labels inside the axes, a legend, readable log
+"""Reports a paper can use. Figures (labels inside the axes, a legend, readable log
 ticks, a Pareto front for one point, PDF and SVG, bars equal to the bootstrap interval, one colour
 and marker per encoder, model memory in MiB, means only within one kind of human score), the
 trade-off table against compare, the one-dataset relative table, the metric name alone, and
@@ -150,7 +150,7 @@ def test_figures_per_dataset_and_a_mean_only_within_one_kind_of_human_score(run_
         assert mean["quality"] == pytest.approx(da["quality"].mean(), abs=1e-12)
     # the per-encoder table and the quantity matrix keep one quality per kind of human score
     assert "<th>quality (DA)</th><th>quality (MQM)</th>" in page.replace("\n", "")
-    # two encoders per metric: no quantity correlation is defined (issue 29: no bare r from too few
+    # two encoders per metric: no quantity correlation is defined (no bare r from too few
     # encoders): no quantities file, and the page says why, naming the per-kind quality columns it would use
     assert not (out / "quantities.csv").exists()
     assert "no metric has 3 or more encoders" in page and "per kind of human score" in page
@@ -233,7 +233,7 @@ def test_one_point_pareto_front_is_drawn_and_in_the_legend() -> None:
         for line in ax.lines
         if line.get_linestyle() == "--" and matplotlib.colors.same_color(line.get_color(), FRONT_COLOR)
     ]
-    assert dashed == []  # a front of one point is no line (issue 29: no staircase to the axes' edges) ...
+    assert dashed == []  # a front of one point is no line (no staircase to the axes' edges) ...
     rings = [c for c in ax.collections if matplotlib.colors.same_color(c.get_edgecolor()[0], FRONT_COLOR)]
     assert len(rings) == 1 and [tuple(o) for o in rings[0].get_offsets()] == [(7.0, 0.5)]  # ... but its ring
     assert "Pareto front" in [t.get_text() for t in fig.legends[0].get_texts()]
@@ -294,7 +294,7 @@ def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
     for _, p in points.iterrows():
         (cell_id,) = p["cell_ids"]
         seg = run.segments(cell_id)
-        # segments resampled within each language pair (issue 27), by an independent loop: seed 0, 1000 draws
+        # segments resampled within each language pair, by an independent loop: seed 0, 1000 draws
         rng = np.random.default_rng(0)
         draws = []
         for _ in range(1000):
@@ -345,7 +345,7 @@ def test_one_colour_and_marker_per_encoder_in_every_figure(run_dir: Path, figure
 def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(
     run_dir: Path, figures: list[tuple[str, object]]
 ) -> None:
-    # model memory and the process peak, each its own figure (issue 29), short axis labels in MiB
+    # model memory and the process peak, each its own figure, short axis labels in MiB
     xlabels = [ax.get_xlabel() for ax in dict(figures)["memory_cpu_wmt16_5"].axes]  # type: ignore[attr-defined]
     assert set(xlabels) == {"model memory (MiB, log)"}
     xlabels = [ax.get_xlabel() for ax in dict(figures)["peak_memory_cpu_wmt16_5"].axes]  # type: ignore[attr-defined]
@@ -406,7 +406,7 @@ def test_tradeoff_table_is_compares_numbers(run_dir: Path, capsys: pytest.Captur
     rng = np.random.default_rng(0)
     ratios = []
     for _ in range(1000):
-        idx = stratified_draw(lps, rng)  # segments within each language pair (issue 27)
+        idx = stratified_draw(lps, rng)  # segments within each language pair
         ratios.append(stats.pearsonr(x[idx], h[idx])[0] / stats.pearsonr(y[idx], h[idx])[0])
     (row,) = table[(table["encoder"] == cand["encoder"]) & (table["dataset"] == "wmt16[:5]")].to_dict("records")
     assert [row["retained_ci_low"], row["retained_ci_high"]] == pytest.approx(
@@ -461,7 +461,7 @@ def test_metric_name_alone_when_unambiguous_and_aligner() -> None:
     assert select_metrics(df, "moverscore", "wmd") == ["moverscore (wmd)"]
     assert select_metrics(df, aligner="wcd") == ["moverscore (wcd)"]
     assert select_metrics(df[df["aligner"] != "wcd"], "moverscore") == ["moverscore (wmd)"]  # one aligner ran
-    # a name with several labels picks them all: one row per aligner, named by its label (issue 28)
+    # a name with several labels picks them all: one row per aligner, named by its label
     assert select_metrics(df, "moverscore") == ["moverscore (wmd)", "moverscore (wcd)"]
     with pytest.raises(UserError, match="did you mean 'moverscore'"):
         select_metrics(df, "moverscor")
@@ -489,7 +489,7 @@ def test_compare_and_report_take_the_metric_name(run_dir: Path, tmp_path: Path) 
 def test_compare_across_metrics_pairs_each_dataset_cell_of_the_two_metrics(
     run_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 17: a student's metric against its teacher's. Here BERTScore with the 1-layer cut vs
+    """A student's metric against its teacher's. Here BERTScore with the 1-layer cut vs
     sentBLEU: one row per dataset named "bertscore vs sentbleu", each side's quality SciPy's Pearson
     of that cell's own scores.csv, speed-up the ratio of the two cells' median times."""
     run = RunData.open(run_dir)

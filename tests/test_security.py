@@ -1,4 +1,4 @@
-"""Security and data integrity at the edges (issue 25): what reaches a Slurm batch script is
+"""Security and data integrity at the edges: what reaches a Slurm batch script is
 checked at spec time (a spec's sbatch options are resource and accounting ones only), nothing
 nlgbench writes into a run folder follows a symbolic link out of it, and no command writes its
 output file (`--out`) through a symbolic or hard link.

@@ -1,4 +1,4 @@
-"""Sweeps on Slurm (issue 16), against a real single-node cluster.
+"""Sweeps on Slurm, against a real single-node cluster.
 
 The `slurm` tests start Debian's slurmctld, slurmd and munged through scripts/slurm-single-node.sh
 (a state folder and free ports of their own; stopped at the end of the session) and run the real

@@ -1,4 +1,4 @@
-"""Issue 30, start-up: every cell records `startup_s`; a local sweep forks its cells from a fork server
+"""Start-up: every cell records `startup_s`; a local sweep forks its cells from a fork server
 (`nlgbench.execution.forkserver`) that imported torch and transformers once, still one fresh process per
 cell with the spec's threads and a plain worker's memory baseline; NLGBENCH_FORKSERVER=0 runs plain
 `python -c` workers. (Kills, Ctrl-C and exit codes of both: tests/test_faults.py.)"""
@@ -235,7 +235,7 @@ def test_a_cell_failing_after_startup_records_its_startup(forked_worker: bool, t
     assert CellResult.from_dict(written).startup_seconds == result.startup_seconds
     row = csv_row(result)
     assert row["status"] == "failed" and float(row["startup_s"]) == pytest.approx(result.startup_seconds, abs=5e-4)
-    del written["startup_s"]  # a failed cell written before issue 30
+    del written["startup_s"]  # a failed cell written before start-up was recorded
     older = CellResult.from_dict(written)
     assert older.startup_seconds is None and csv_row(older)["startup_s"] == "" and older.to_dict() == written
     with pytest.raises(ValueError, match="field 'startup_s' must be seconds"):
