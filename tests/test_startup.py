@@ -1,7 +1,7 @@
 """Start-up: every cell records `startup_s`; a local sweep forks its cells from a fork server
 (`nlgbench.execution.forkserver`) that imported torch and transformers once, still one fresh process per
 cell with the spec's threads and a plain worker's memory baseline; NLGBENCH_FORKSERVER=0 runs plain
-`python -c` workers. (Kills, Ctrl-C and exit codes of both: tests/test_faults.py.)"""
+`python -c` workers. (Kills, Ctrl-C and exit codes of both: tests/test_faults_signals.py.)"""
 
 from __future__ import annotations
 
