@@ -36,7 +36,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 # Test tiers (tests/tiers.py): every test has one; plain `pytest` runs unit and component.
 # pytester: tests/test_structure.py runs the tier rule on probe tests; fixtures: the shared fixtures.
-pytest_plugins = ["pytester", "fixtures"]
+pytest_plugins = ["pytester", "fixtures", "paperkit"]
 from tiers import pytest_addoption, pytest_collection_modifyitems, tier_guard  # noqa: E402,F401
 
 # ----------------------------------------------------------------------------- shared fixtures
