@@ -22,6 +22,7 @@ import pytest
 
 import nlgbench
 import nlgbench.api
+from clikit import user_error
 from nlgbench.api import BlankTextWarning
 from nlgbench.cli import main
 from nlgbench.core.result import CellResult
@@ -30,7 +31,6 @@ from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.metrics.base import READ_FIELDS
-from test_cli import user_error
 from tiny import TEXTS, make_tiny_bart, make_tiny_bert, make_tiny_gpt2
 
 pytestmark = pytest.mark.component
