@@ -234,6 +234,12 @@ def tests_sources() -> list[Path]:
     return sorted([*TESTS.glob("*.py"), *(TESTS / "plugins").glob("*.py")])
 
 
+def test_no_test_file_over_500_lines() -> None:
+    """The line cap holds for the tests too: a longer test file holds several topics (split it by topic)."""
+    long = {path.name: n for path in tests_sources() if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500}
+    assert not long, f"test files over 500 lines: {long}"
+
+
 TIER_PROBES = {
     "subprocess": "import subprocess\n\ndef test_probe():\n    subprocess.run(['true'], check=True)\n",
     "fork": (
