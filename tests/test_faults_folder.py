@@ -32,7 +32,7 @@ from faultkit import (
     wait_for,
     workers_of,
 )
-from helpers import assert_one_line, committed_copy, nlgbench
+from helpers import assert_one_line, cli_subprocess, committed_copy
 
 pytestmark = pytest.mark.integration
 
@@ -45,12 +45,12 @@ def test_second_writer_of_a_locked_folder_exits_naming_the_holder(tmp_path: Path
     scores = write_import_file(tmp_path / "scores.csv")
     try:
         wait_for(lambda: workers_of(first), what="the first sweep's worker")
-        second = nlgbench("run", str(spec), "--out", str(out))
+        second = cli_subprocess("run", str(spec), "--out", str(out))
         assert_one_line(second, f"{out} is in use by another nlgbench process (pid {first.pid})", "--wait")
         assert ": ok in " not in second.stdout
-        assert_one_line(nlgbench("repair", str(out)), f"pid {first.pid}")
+        assert_one_line(cli_subprocess("repair", str(out)), f"pid {first.pid}")
         assert_one_line(
-            nlgbench(
+            cli_subprocess(
                 "import-scores",
                 str(scores),
                 "--dataset",
@@ -102,9 +102,9 @@ def test_out_is_an_existing_file(tmp_path: Path, wordcount_metric: str) -> None:
     spec = two_count_cells(tmp_path, wordcount_metric)
     target = tmp_path / "taken.txt"
     target.write_text("mine\n", encoding="utf-8")
-    assert_one_line(nlgbench("run", str(spec), "--out", str(target)), str(target), "is a file")
+    assert_one_line(cli_subprocess("run", str(spec), "--out", str(target)), str(target), "is a file")
     assert target.read_text(encoding="utf-8") == "mine\n"
-    assert_one_line(nlgbench("run", str(spec), "--out", str(target / "sub")), "cannot create the run folder")
+    assert_one_line(cli_subprocess("run", str(spec), "--out", str(target / "sub")), "cannot create the run folder")
 
 
 def can_run_python_as_nobody() -> bool:
@@ -172,7 +172,7 @@ def test_read_only_run_folder(case: str, shared_dir: Path, tiny_model: Path) -> 
     parent = shared_dir / "runs"
     out = parent / "out"
     if case == "read-only folder":
-        assert nlgbench("run", str(spec), "--out", str(out)).returncode == 0
+        assert cli_subprocess("run", str(spec), "--out", str(out)).returncode == 0
         before = ((out / "results.csv").read_bytes(), stored_cells(out), sorted(p.name for p in out.rglob("*")))
     else:
         parent.mkdir()
@@ -190,17 +190,17 @@ def test_read_only_run_folder(case: str, shared_dir: Path, tiny_model: Path) -> 
 def test_disk_full_keeps_finished_cells(mode: str, tmp_path: Path, wordcount_metric: str) -> None:
     spec = two_count_cells(tmp_path, wordcount_metric)
     out = tmp_path / "out"
-    full = nlgbench("run", str(spec), "--out", str(out), env=faulty(tmp_path, mode=mode, after="1"))
+    full = cli_subprocess("run", str(spec), "--out", str(out), env=faulty(tmp_path, mode=mode, after="1"))
     if mode == "sqlite":  # the second cell's record fails: the store and results.csv keep the first
         assert_one_line(full, "results.sqlite", "database or disk is full", "finished cells are kept")
         assert_consistent(out, 1)
-        repaired = nlgbench("repair", str(out))  # its result.json is in cells/: repair records it
+        repaired = cli_subprocess("repair", str(out))  # its result.json is in cells/: repair records it
         assert repaired.returncode == 0 and "added 1 cell(s)" in repaired.stdout, repaired.stdout + repaired.stderr
         assert_consistent(out, 2)
     else:  # results.csv cannot be rewritten after the second cell: the store holds both
         assert_one_line(full, "no space left", "results.csv", "finished cells are kept")
         assert [status for _, status in stored_cells(out)] == ["ok", "ok"]
-    again = nlgbench("run", str(spec), "--out", str(out))
+    again = cli_subprocess("run", str(spec), "--out", str(out))
     assert again.returncode == 0 and again.stdout.count("skipped") == 2 and ": ok in " not in again.stdout
     assert_consistent(out, 2)
 
@@ -222,7 +222,7 @@ def test_report_and_compare_over_the_file_size_limit_are_one_line(tmp_path: Path
     limit = 100 * 1024
     run = committed_copy("example", tmp_path)
     pair = ["--candidate", "all-MiniLM-L6-v2", "--baseline", "all-mpnet-base-v2", "--resamples", "100"]
-    assert nlgbench("compare", str(run), *pair).returncode == 0  # the dataset fetched into the cache, unlimited
+    assert cli_subprocess("compare", str(run), *pair).returncode == 0  # the dataset fetched into the cache, unlimited
     command = [sys.executable, "-m", "nlgbench.cli", "report", str(run), "--figure-width", "20"]  # PNGs over the limit
     proc = subprocess.run(command, capture_output=True, text=True, timeout=600, preexec_fn=file_size_limit(limit))
     line = assert_one_line(proc, str(run / "report"), "file too large", "ulimit -f")
@@ -249,7 +249,7 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> 
     folder = tmp_path_factory.mktemp("finished")
     spec = two_cell_spec(folder, tiny_model)
     out = folder / "out"
-    assert nlgbench("run", str(spec), "--out", str(out)).returncode == 0
+    assert cli_subprocess("run", str(spec), "--out", str(out)).returncode == 0
     return spec, out
 
 
@@ -266,14 +266,14 @@ def test_corrupt_store_is_refused_and_repaired(case: str, finished_run: tuple[Pa
     spec, original = finished_run
     out = Path(shutil.copytree(original, tmp_path / "out"))
     CORRUPTIONS[case](out / "results.sqlite")
-    refused = nlgbench("run", str(spec), "--out", str(out))
+    refused = cli_subprocess("run", str(spec), "--out", str(out))
     line = assert_one_line(refused, f"nlgbench repair {out}")
     assert ("corrupt" in line) if case in {"garbage", "truncated"} else ("no results.sqlite" in line), line
     assert ": ok in " not in refused.stdout
     if case == "garbage":  # readers say so too
-        assert_one_line(nlgbench("report", str(out)), "corrupt", "nlgbench repair")
+        assert_one_line(cli_subprocess("report", str(out)), "corrupt", "nlgbench repair")
 
-    repaired = nlgbench("repair", str(out))
+    repaired = cli_subprocess("repair", str(out))
     assert repaired.returncode == 0, repaired.stderr
     assert "2 cell(s)" in repaired.stdout and "2 ok" in repaired.stdout, repaired.stdout
     if case in {"garbage", "truncated"}:
@@ -283,7 +283,7 @@ def test_corrupt_store_is_refused_and_repaired(case: str, finished_run: tuple[Pa
     keep = ["cell_id", "status", "pearson_global", "kendall_global", "pearson_segment", "ms_per_segment_mean"]
     keep.append("truncated_segments")
     assert [{k: r[k] for k in keep} for r in csv_rows(out)] == [{k: r[k] for k in keep} for r in csv_rows(original)]
-    again = nlgbench("run", str(spec), "--out", str(out))
+    again = cli_subprocess("run", str(spec), "--out", str(out))
     assert again.returncode == 0 and again.stdout.count("skipped") == 2 and ": ok in " not in again.stdout
     if case == "deleted":
-        assert nlgbench("repair", str(out)).stdout.startswith("nothing to repair")
+        assert cli_subprocess("repair", str(out)).stdout.startswith("nothing to repair")

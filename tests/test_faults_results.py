@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from faultkit import assert_consistent, csv_rows, user_rows
-from helpers import assert_one_line, nlgbench, write_jsonl
+from helpers import assert_one_line, cli_subprocess, write_jsonl
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def write_import(path: Path, rows: Sequence[dict], score) -> Path:
 def import_scores(
     run: Path, data: Path, scores: Path, encoder: str, metric: str = "bertscore", *flags: str
 ) -> subprocess.CompletedProcess[str]:
-    return nlgbench(
+    return cli_subprocess(
         "import-scores",
         str(scores),
         "--dataset",
@@ -73,7 +73,7 @@ def undefined_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) ->
         encoding="utf-8",
     )
     run = root / "run"
-    proc = nlgbench("run", str(spec), "--out", str(run))
+    proc = cli_subprocess("run", str(spec), "--out", str(run))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr + proc.stdout
     progress = [line for line in proc.stdout.splitlines() if ": ok in " in line]
@@ -110,7 +110,7 @@ def test_undefined_correlation_is_an_ok_cell_with_a_note(undefined_run: tuple[Pa
 
 def test_report_and_compare_show_n_a_for_undefined_quality(undefined_run: tuple[Path, Path], tmp_path: Path) -> None:
     run, const = undefined_run
-    proc = nlgbench("report", str(run))
+    proc = cli_subprocess("report", str(run))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     index = (run / "report" / "index.html").read_text(encoding="utf-8")
     assert "quality n/a for bertscore" in index and "human scores constant" in index and "No plot" in index
@@ -120,7 +120,7 @@ def test_report_and_compare_show_n_a_for_undefined_quality(undefined_run: tuple[
     # an imported cell of the same data compares with the measured one: quality n/a, speed unknown
     scores = write_import(tmp_path / "s.csv", user_rows(), lambda i: 0.1 * (i % 3))
     assert import_scores(run, const, scores, "other").returncode == 0
-    proc = nlgbench("compare", str(run), "--candidate", "other", "--baseline", csv_rows(run)[0]["encoder"])
+    proc = cli_subprocess("compare", str(run), "--candidate", "other", "--baseline", csv_rows(run)[0]["encoder"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     row = [line for line in proc.stdout.splitlines() if line.startswith("| bertscore")]
     assert len(row) == 1 and "nan" not in proc.stdout, proc.stdout
@@ -152,12 +152,12 @@ def test_compare_identical_scores(tmp_path: Path) -> None:
     scores = write_import(tmp_path / "s.csv", user_rows(), lambda i: WILLIAMS_CRASH[i])
     for name in ("a", "b"):
         assert import_scores(run, data, scores, name).returncode == 0
-    proc = nlgbench("compare", str(run), "--candidate", "a", "--baseline", "b", "--json")
+    proc = cli_subprocess("compare", str(run), "--candidate", "a", "--baseline", "b", "--json")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     row = strict_json(proc.stdout)["rows"][0]
     assert row["device"] == "imported" and row["delta"] == 0.0 and row["p_williams"] == 1.0 and row["williams_t"] == 0.0
     assert row["speedup"] is None and row["memory_ratio"] is None  # unknown, not NaN
-    proc = nlgbench("compare", str(run), "--candidate", "a", "--baseline", "b")
+    proc = cli_subprocess("compare", str(run), "--candidate", "a", "--baseline", "b")
     assert proc.returncode == 0 and "nan" not in proc.stdout
     assert "| 1.000 [bootstrap: 8 segments] | 1.000 [8] | - | - |" in proc.stdout, proc.stdout
 
@@ -169,7 +169,7 @@ def test_system_level_without_systems_is_one_line(command: str, tmp_path: Path) 
     for name in ("a", "b"):
         assert import_scores(run, data, scores, name).returncode == 0
     args = ["--candidate", "a", "--baseline", "b"] if command == "compare" else []
-    proc = nlgbench(command, str(run), *args, "--level", "system")
+    proc = cli_subprocess(command, str(run), *args, "--level", "system")
     assert_one_line(proc, "system-level correlation needs datasets with system names")
     assert "Warning" not in proc.stderr and "nan" not in proc.stdout
     assert not (run / "report").exists()

@@ -31,7 +31,7 @@ from faultkit import (
     workers_of,
     write_spec,
 )
-from helpers import nlgbench, write_jsonl
+from helpers import cli_subprocess, write_jsonl
 
 pytestmark = pytest.mark.integration
 
@@ -165,7 +165,7 @@ def test_truncated_segments_are_counted_and_warned_once(tmp_path: Path, tiny_mod
     (model / "tokenizer_config.json").write_text(json.dumps({**config, "model_max_length": 7}), encoding="utf-8")
     spec = two_cell_spec(tmp_path, model)
     out = tmp_path / "out"
-    proc = nlgbench("run", str(spec), "--out", str(out))
+    proc = cli_subprocess("run", str(spec), "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
 
     tokenizer = AutoTokenizer.from_pretrained(model)
@@ -193,7 +193,7 @@ def test_soak_kill_9_at_random_moments_then_resume(tmp_path: Path, tiny_model: P
     )
     spec = write_spec(tmp_path, tiny_model, data, name="soak", metrics=metrics)
     reference = tmp_path / "reference"
-    assert nlgbench("run", str(spec), "--out", str(reference)).returncode == 0
+    assert cli_subprocess("run", str(spec), "--out", str(reference)).returncode == 0
     assert_consistent(reference, 3)
 
     out = tmp_path / "out"
@@ -211,7 +211,7 @@ def test_soak_kill_9_at_random_moments_then_resume(tmp_path: Path, tiny_model: P
         _, alive = psutil.wait_procs(workers, timeout=10)
         assert not alive, "a worker outlived its killed parent"
     assert time.monotonic() - started < 80  # 10 kills at most 7 s after each start
-    final = nlgbench("run", str(spec), "--out", str(out))
+    final = cli_subprocess("run", str(spec), "--out", str(out))
     assert final.returncode == 0, final.stderr[-2000:]
     assert_consistent(out, 3)
     assert sorted(p.name for p in (out / "cells").iterdir()) == sorted(scores_of(reference))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from faultkit import assert_consistent, csv_rows, user_rows, write_spec
-from helpers import assert_one_line, nlgbench, write_jsonl
+from helpers import assert_one_line, cli_subprocess, write_jsonl
 from tiny import TEXTS
 
 pytestmark = pytest.mark.integration
@@ -41,10 +41,10 @@ def test_changed_user_data_is_a_new_cell(tmp_path: Path, tiny_model: Path) -> No
     """2: the cell id holds the data file's sha256: negated human scores are measured again, not skipped."""
     data = write_jsonl(tmp_path / "own.jsonl", user_rows())
     spec, run = write_spec(tmp_path, tiny_model, data), tmp_path / "run"
-    first = nlgbench("run", str(spec), "--out", str(run))
+    first = cli_subprocess("run", str(spec), "--out", str(run))
     assert first.returncode == 0, first.stderr[-3000:]
     write_jsonl(data, user_rows(human=lambda i: -((i * 7) % 5)))
-    second = nlgbench("run", str(spec), "--out", str(run))
+    second = cli_subprocess("run", str(spec), "--out", str(run))
     assert second.returncode == 0, second.stderr[-3000:]
     assert "done already" not in second.stdout and ": ok in " in second.stdout
     assert_consistent(run, expected_ok=2)
@@ -55,7 +55,7 @@ def test_changed_user_data_is_a_new_cell(tmp_path: Path, tiny_model: Path) -> No
     assert config["inputs"][str(data)].startswith("sha256:") and config["inputs"][str(tiny_model)].startswith(
         "weights:"
     )
-    third = nlgbench("run", str(spec), "--out", str(run))  # unchanged since: resumed, nothing run
+    third = cli_subprocess("run", str(spec), "--out", str(run))  # unchanged since: resumed, nothing run
     assert third.returncode == 0 and "done already" in third.stdout and ": ok in " not in third.stdout
     assert_consistent(run, expected_ok=2)
 
@@ -64,9 +64,9 @@ def test_changed_local_weights_are_a_new_cell(tmp_path: Path, tiny_model: Path, 
     """2: the cell id holds a local model folder's weights fingerprint (size, mtime, safetensors header)."""
     model = copy_model(tiny_model, tmp_path / "model")
     spec = write_spec(tmp_path, model, write_jsonl(tmp_path / "own.jsonl", user_rows()))
-    before = nlgbench("run", str(spec), "--dry-run")
+    before = cli_subprocess("run", str(spec), "--dry-run")
     shutil.copyfile(tiny_model_2 / "model.safetensors", model / "model.safetensors")  # same shapes, other values
-    after = nlgbench("run", str(spec), "--dry-run")
+    after = cli_subprocess("run", str(spec), "--dry-run")
     assert before.returncode == after.returncode == 0, (before.stderr, after.stderr)
     (before_id, *before_label), (after_id, *after_label) = before.stdout.split("  "), after.stdout.split("  ")
     assert before_id != after_id and before_label == after_label
@@ -82,7 +82,7 @@ def test_hub_id_and_registry_name_are_one_cell(tmp_path: Path) -> None:
         "    encoders: [sentence-transformers/all-MiniLM-L6-v2, all-MiniLM-L6-v2]\n",
         encoding="utf-8",
     )
-    proc = nlgbench("run", str(spec), "--dry-run")
+    proc = cli_subprocess("run", str(spec), "--dry-run")
     assert proc.returncode == 0, proc.stderr[-3000:]
     from nlgbench.core.spec import load_spec
 
@@ -128,14 +128,14 @@ def test_broken_encoder_folder_stops_before_any_cell(case: str, tmp_path: Path, 
     """5: checked at spec time, --dry-run included; nothing is run or written; models import refuses it too."""
     model = broken_folder(case, tiny_model, tmp_path / "model")
     spec, run = write_spec(tmp_path, model, write_jsonl(tmp_path / "own.jsonl", user_rows())), tmp_path / "run"
-    line = assert_one_line(nlgbench("run", str(spec), "--dry-run"), BROKEN[case], str(model))
+    line = assert_one_line(cli_subprocess("run", str(spec), "--dry-run"), BROKEN[case], str(model))
     assert "encoders[0]" in line
     if case == "truncated":  # `run` makes the same spec-time check (one case suffices: the spec is loaded alike)
-        assert assert_one_line(nlgbench("run", str(spec), "--out", str(run))) == line
+        assert assert_one_line(cli_subprocess("run", str(spec), "--out", str(run))) == line
         assert not run.exists()
     cache = tmp_path / "hub"
     assert_one_line(
-        nlgbench("models", "import", str(model), "--as", "org/broken", env={"HF_HUB_CACHE": str(cache)}),
+        cli_subprocess("models", "import", str(model), "--as", "org/broken", env={"HF_HUB_CACHE": str(cache)}),
         BROKEN[case],
     )
     assert not (cache / "models--org--broken").exists()
@@ -147,20 +147,20 @@ def test_list_encoders_shows_a_broken_cache_entry(tmp_path: Path, tiny_model: Pa
     (tmp_path / "enc.yaml").write_text(
         "encoders:\n  tiny: {hub_id: org/tiny, family: bert, layers: 2}\n", encoding="utf-8"
     )
-    imported = nlgbench("models", "import", str(tiny_model), "--as", "org/tiny", env=env)
+    imported = cli_subprocess("models", "import", str(tiny_model), "--as", "org/tiny", env=env)
     assert imported.returncode == 0, imported.stderr[-3000:]
-    listed = nlgbench("list", "encoders", env=env)
+    listed = cli_subprocess("list", "encoders", env=env)
     assert listed.returncode == 0 and [r.split()[5] for r in listed.stdout.splitlines() if r.startswith("tiny ")] == [
         "yes"
     ]
     (weights,) = (tmp_path / "hub" / "models--org--tiny" / "snapshots").glob("*/model.safetensors")
     weights.write_bytes(weights.read_bytes()[:100])
-    listed = nlgbench("list", "encoders", env=env)
+    listed = cli_subprocess("list", "encoders", env=env)
     assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr[-3000:]
     assert [r.split()[5] for r in listed.stdout.splitlines() if r.startswith("tiny ")] == ["broken"]
     assert "tiny:" in listed.stderr and "is truncated" in listed.stderr
     spec = write_spec(tmp_path, Path("tiny"), write_jsonl(tmp_path / "own.jsonl", user_rows()))
-    assert_one_line(nlgbench("run", str(spec), "--dry-run", env=env), "is truncated")
+    assert_one_line(cli_subprocess("run", str(spec), "--dry-run", env=env), "is truncated")
 
 
 def test_long_name_without_out_refused(tmp_path: Path, tiny_model: Path) -> None:
@@ -168,7 +168,7 @@ def test_long_name_without_out_refused(tmp_path: Path, tiny_model: Path) -> None
     spec = write_spec(tmp_path, tiny_model, write_jsonl(tmp_path / "own.jsonl", user_rows()))
     spec.write_text(spec.read_text(encoding="utf-8").replace("name: faults", "name: " + "n" * 300), encoding="utf-8")
     for extra in ((), ("--dry-run",)):
-        assert_one_line(nlgbench("run", str(spec), *extra, cwd=tmp_path), "300 characters", "at most 100")
+        assert_one_line(cli_subprocess("run", str(spec), *extra, cwd=tmp_path), "300 characters", "at most 100")
     assert not (tmp_path / "reports").exists()
 
 
@@ -182,7 +182,7 @@ def test_name_with_path_refused(tmp_path: Path, tiny_model: Path) -> None:
         write_spec(tmp_path, tiny_model, data).read_text(encoding="utf-8").replace("name: faults", "name: ../../x"),
         encoding="utf-8",
     )
-    assert_one_line(nlgbench("run", str(spec), cwd=work), "'../../x' is not a plain folder name")
+    assert_one_line(cli_subprocess("run", str(spec), cwd=work), "'../../x' is not a plain folder name")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "faults.yaml", "own.jsonl", "spec.yaml"]
     assert list(work.iterdir()) == []
 
@@ -193,7 +193,7 @@ def test_repeated_yaml_key_refused(tmp_path: Path, tiny_model: Path) -> None:
     assert spec.read_text(encoding="utf-8").splitlines()[5] == "repeats: 5"
     for extra in ((), ("--dry-run",)):
         assert_one_line(
-            nlgbench("run", str(spec), "--out", str(tmp_path / "run"), *extra),
+            cli_subprocess("run", str(spec), "--out", str(tmp_path / "run"), *extra),
             "at line 6",
             "repeated key 'repeats' (first at line 3)",
         )
@@ -213,8 +213,8 @@ def test_dry_run_checks_data_as_run_does(case: str, tmp_path: Path, tiny_model: 
         data = write_jsonl(tmp_path / "data.jsonl", [*user_rows(), {"lp": "de-en", "seg_id": 9, "human": 1.0}])
     needle = {"folder": "is a directory", "csv": "unsupported type '.csv'", "bad-row": "missing column(s)"}[case]
     spec = write_spec(tmp_path, tiny_model, data)
-    dry = assert_one_line(nlgbench("run", str(spec), "--dry-run"), needle, str(data))
-    real = assert_one_line(nlgbench("run", str(spec), "--out", str(tmp_path / "run")), needle)
+    dry = assert_one_line(cli_subprocess("run", str(spec), "--dry-run"), needle, str(data))
+    real = assert_one_line(cli_subprocess("run", str(spec), "--out", str(tmp_path / "run")), needle)
     assert dry == real
     assert not (tmp_path / "run").exists()
 

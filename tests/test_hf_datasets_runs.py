@@ -115,7 +115,7 @@ def test_ids_of_catalogue_and_own_file_cells_unchanged() -> None:
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The CLI in a fresh process in `cwd`, the Hub and its datasets offline."""
-    return helpers.nlgbench(*args, cwd=cwd, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    return helpers.cli_subprocess(*args, cwd=cwd, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
 
 
 @pytest.mark.integration

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from helpers import nlgbench, read_csv, write_jsonl
+from helpers import cli_subprocess, read_csv, write_jsonl
 from nlgbench.core.spec import parse_spec
 from nlgbench.data.items import HUMAN
 from nlgbench.data.loaders import load_dataset
@@ -235,7 +235,7 @@ IMPORTERS = Path(__file__).parent / "data" / "importers"
 
 def cli(*args: str, cwd: Path) -> str:
     """The real CLI in a fresh process (as a user runs it); its stdout, or a failure showing stderr."""
-    proc = nlgbench(*args, cwd=cwd, env={"HF_HUB_OFFLINE": "1"}, timeout=900)
+    proc = cli_subprocess(*args, cwd=cwd, env={"HF_HUB_OFFLINE": "1"}, timeout=900)
     assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-3000:])
     assert "Traceback" not in proc.stderr
     return proc.stdout

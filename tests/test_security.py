@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import assert_one_line, nlgbench, write_jsonl
+from helpers import assert_one_line, cli_subprocess, write_jsonl
 from securitykit import write_spec
 from tiny import TEXTS
 
@@ -25,7 +25,7 @@ def dry_run_error(*args: str) -> str:
     """`nlgbench run ... --dry-run` in a fresh process: exit 2 and one error line, returned. (Not in
     this process: importing submitit binds its log handlers to the sys.stdout/sys.stderr of the
     moment, here pytest's capture streams, which are closed after the test.)"""
-    proc = nlgbench("run", *args, "--dry-run")
+    proc = cli_subprocess("run", *args, "--dry-run")
     line = assert_one_line(proc)
     assert "#SBATCH" not in proc.stdout and "PWNED" not in proc.stdout, proc.stdout
     return line
@@ -107,7 +107,7 @@ def test_spec_slurm_export_is_refused_in_dry_run_and_allowed_options_pass(tiny_m
         ),
         encoding="utf-8",
     )
-    proc = nlgbench("run", str(spec), "--out", str(tmp_path / "run"), "--dry-run")
+    proc = cli_subprocess("run", str(spec), "--out", str(tmp_path / "run"), "--dry-run")
     assert proc.returncode == 0, proc.stderr[-3000:]
     directives = {line for line in proc.stdout.splitlines() if line.startswith("#SBATCH")}
     for wanted in ("--mail-type=END", "--mail-user=me@x.org", "--mem-per-cpu=2G", "--gpus-per-task=1", "--nodes=1"):
@@ -118,14 +118,14 @@ def test_spec_slurm_export_is_refused_in_dry_run_and_allowed_options_pass(tiny_m
 def test_slurm_arg_on_the_command_line_may_set_export(tiny_model: Path, tmp_path: Path) -> None:
     """The user's own command line may set what a spec may not; `--help` says so."""
     spec = write_spec(tmp_path, tiny_model)
-    proc = nlgbench(
+    proc = cli_subprocess(
         "run", str(spec), "--out", str(tmp_path / "run"), "--executor", "slurm", "--dry-run",
         "--slurm-arg", "export=ALL,OMP_PROC_BIND=true", "--slurm-arg", "chdir=/tmp",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "#SBATCH --export=ALL,OMP_PROC_BIND=true" in proc.stdout.splitlines(), proc.stdout
     assert "#SBATCH --chdir=/tmp" in proc.stdout.splitlines(), proc.stdout
-    assert "--export" in " ".join(nlgbench("run", "--help").stdout.split())
+    assert "--export" in " ".join(cli_subprocess("run", "--help").stdout.split())
 
 
 def test_newline_in_partition_or_run_folder_never_reaches_the_script(tiny_model: Path, tmp_path: Path) -> None:
@@ -221,14 +221,14 @@ def test_a_formula_name_is_one_line_from_run_and_datasets_import(tiny_model: Pat
     spec = write_spec(tmp_path, tiny_model)
     data = tmp_path / "data.jsonl"
     write_rows(data, data_rows(system=FORMULA))
-    assert_one_line(nlgbench("run", str(spec), "--dry-run"), f"{data} line 3: system '=HYPERLINK(")
+    assert_one_line(cli_subprocess("run", str(spec), "--dry-run"), f"{data} line 3: system '=HYPERLINK(")
     named = write_rows(tmp_path / "=cmd.jsonl", data_rows())
     spec.write_text(spec.read_text(encoding="utf-8").replace(str(data), str(named)), encoding="utf-8")
-    assert_one_line(nlgbench("run", str(spec), "--dry-run"), f"{named}: the dataset's name '=cmd'")
+    assert_one_line(cli_subprocess("run", str(spec), "--dry-run"), f"{named}: the dataset's name '=cmd'")
     table = tmp_path / "t.tsv"
     table.write_text("lp\tseg_id\tsystem\tref\thyp\tscore\nde-en\t1\t@cmd\ta b\ta c\t1.5\n", encoding="utf-8")
     columns = ["--column", "reference=ref", "--column", "hypothesis=hyp", "--human", "human=score"]
-    proc = nlgbench("datasets", "import", "table", str(table), "--out", str(tmp_path / "o.jsonl"), *columns)
+    proc = cli_subprocess("datasets", "import", "table", str(table), "--out", str(tmp_path / "o.jsonl"), *columns)
     assert_one_line(proc, f"{table}, item 1: system '@cmd'")
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -269,10 +269,10 @@ def test_import_scores_names_a_spreadsheet_would_run_are_refused(option: str, tm
     scores.write_text("lp,seg_id,system,score\n" + "".join(f"de-en,{k // 2 + 1},sys{k % 2},0.{k}\n" for k in range(4)))
     names = {"--metric": "m", "--encoder": "e", option: "+cmd|' /C calc'!A0"}
     args = [arg for pair in names.items() for arg in pair]
-    proc = nlgbench("import-scores", str(scores), "--dataset", str(data), *args, "--out", str(tmp_path / "run"))
+    proc = cli_subprocess("import-scores", str(scores), "--dataset", str(data), *args, "--out", str(tmp_path / "run"))
     assert_one_line(proc, f"import-scores: {option} \"+cmd|' /C calc'!A0\" starts with '+'")
     assert not (tmp_path / "run").exists()
     names[option] = "-"  # a lone dash is no formula
     args = [arg for pair in names.items() for arg in pair]
-    proc = nlgbench("import-scores", str(scores), "--dataset", str(data), *args, "--out", str(tmp_path / "run"))
+    proc = cli_subprocess("import-scores", str(scores), "--dataset", str(data), *args, "--out", str(tmp_path / "run"))
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import assert_one_line, nlgbench
+from helpers import assert_one_line, cli_subprocess
 from securitykit import KEEP, snapshot, write_spec
 
 pytestmark = pytest.mark.integration
@@ -27,7 +27,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> tupl
     folder = tmp_path_factory.mktemp("sec-run")
     spec = write_spec(folder, tiny_model)
     run = folder / "run"
-    proc = nlgbench("run", str(spec), "--out", str(run))
+    proc = cli_subprocess("run", str(spec), "--out", str(run))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return spec, run
 
@@ -52,7 +52,7 @@ def test_symlinked_lock_is_refused_and_its_target_untouched(run: Path, tmp_path:
     v1 = outside_file(tmp_path, "v1")
     (run / ".lock").unlink()
     (run / ".lock").symlink_to(v1)
-    assert_one_line(nlgbench("repair", str(run)), str(run / ".lock"), "symbolic link")
+    assert_one_line(cli_subprocess("repair", str(run)), str(run / ".lock"), "symbolic link")
     assert v1.read_text(encoding="utf-8") == KEEP
 
 
@@ -60,7 +60,7 @@ def test_hard_linked_lock_is_refused_and_its_target_untouched(run: Path, tmp_pat
     v1 = outside_file(tmp_path, "v1")
     (run / ".lock").unlink()
     os.link(v1, run / ".lock")
-    assert_one_line(nlgbench("repair", str(run)), str(run / ".lock"), "hard link")
+    assert_one_line(cli_subprocess("repair", str(run)), str(run / ".lock"), "hard link")
     assert v1.read_text(encoding="utf-8") == KEEP
 
 
@@ -70,13 +70,13 @@ def test_symlinked_temporary_is_never_written_through(run: Path, tmp_path: Path)
     v2, v3 = outside_file(tmp_path, "v2"), outside_file(tmp_path, "v3")
     before = (run / "results.csv").read_text(encoding="utf-8")
     (run / "results.csv.tmp").symlink_to(v2)
-    proc = nlgbench("repair", str(run))
+    proc = cli_subprocess("repair", str(run))
     assert proc.returncode == 0, proc.stderr
     assert v2.read_text(encoding="utf-8") == KEEP
     assert not (run / "results.csv").is_symlink() and (run / "results.csv").read_text(encoding="utf-8") == before
     (run / "results.csv").unlink()
     (run / "results.csv").symlink_to(v3)
-    assert nlgbench("repair", str(run)).returncode == 0
+    assert cli_subprocess("repair", str(run)).returncode == 0
     assert v3.read_text(encoding="utf-8") == KEEP
     assert not (run / "results.csv").is_symlink() and (run / "results.csv").read_text(encoding="utf-8") == before
     assert sorted(p.name for p in run.iterdir() if p.name.endswith(".tmp")) == ["results.csv.tmp"]  # no leftovers
@@ -87,7 +87,7 @@ def test_symlinked_report_folder_is_refused(run: Path, tmp_path: Path) -> None:
     outside.mkdir()
     (outside / "index.html").write_text(KEEP, encoding="utf-8")
     (run / "report").symlink_to(outside, target_is_directory=True)
-    assert_one_line(nlgbench("report", str(run)), str(run / "report"), "symbolic link")
+    assert_one_line(cli_subprocess("report", str(run)), str(run / "report"), "symbolic link")
     assert snapshot(outside) == {"index.html": KEEP.encode()}
 
 
@@ -96,7 +96,7 @@ def test_symlinked_file_in_report_is_replaced_not_followed(run: Path, tmp_path: 
     (run / "report").mkdir()
     (run / "report" / "index.html").symlink_to(v4)
     (run / "report" / "tradeoff.csv").symlink_to(v4)
-    proc = nlgbench("report", str(run))
+    proc = cli_subprocess("report", str(run))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert v4.read_text(encoding="utf-8") == KEEP
     assert not (run / "report" / "index.html").is_symlink() and "<html" in (run / "report" / "index.html").read_text()
@@ -112,9 +112,9 @@ def test_run_force_never_deletes_through_a_symlinked_cell_folder(
     before = snapshot(outside)
     assert {"config.json", "result.json", "scores.csv"} <= set(before)
     cell.symlink_to(outside, target_is_directory=True)
-    assert_one_line(nlgbench("run", str(spec), "--out", str(run), "--force"), str(cell), "symbolic link")
+    assert_one_line(cli_subprocess("run", str(spec), "--out", str(run), "--force"), str(cell), "symbolic link")
     assert snapshot(outside) == before
-    assert_one_line(nlgbench("repair", str(run)), str(cell), "symbolic link")
+    assert_one_line(cli_subprocess("repair", str(run)), str(cell), "symbolic link")
     assert snapshot(outside) == before
 
 
@@ -129,7 +129,7 @@ def test_symlinked_store_is_refused(name: str, finished: tuple[Path, Path], run:
     before = snapshot(target)
     (run / name).symlink_to(target)
     for args in (("run", str(finished[0]), "--out", str(run), "--force"), ("repair", str(run)), ("report", str(run))):
-        assert_one_line(nlgbench(*args), str(run / name), "symbolic link")
+        assert_one_line(cli_subprocess(*args), str(run / name), "symbolic link")
         assert snapshot(target) == before, args
 
 
@@ -172,7 +172,7 @@ def test_output_file_that_is_a_link_is_refused_and_its_target_untouched(
     victim = outside_file(tmp_path, "victim.jsonl")
     out = tmp_path / ("sc.csv" if command == "score" else "out.jsonl")
     plant_link(kind, out, victim)
-    proc = nlgbench(*output_command(command, tmp_path, out, tiny_model))
+    proc = cli_subprocess(*output_command(command, tmp_path, out, tiny_model))
     assert_one_line(proc, str(out), "link")
     assert victim.read_text(encoding="utf-8") == KEEP
 
@@ -183,12 +183,12 @@ def test_distill_out_that_is_a_symlink_is_refused_and_its_target_untouched(tiny_
     (victim / "distill.json").write_text(KEEP, encoding="utf-8")  # a previous student, which --out may replace
     out = tmp_path / "student"
     out.symlink_to(victim)
-    proc = nlgbench(*output_command("distill", tmp_path, out, tiny_model))
+    proc = cli_subprocess(*output_command("distill", tmp_path, out, tiny_model))
     assert_one_line(proc, f"--out {out} is a symbolic link")
     assert snapshot(victim) == {"distill.json": KEEP.encode()} and out.is_symlink()
     out.unlink()  # the checkpoint folder beside it (OUT.partial), a link: refused as well, before any training
     (tmp_path / "student.partial").symlink_to(victim)
-    proc = nlgbench(*output_command("distill", tmp_path, out, tiny_model))
+    proc = cli_subprocess(*output_command("distill", tmp_path, out, tiny_model))
     assert_one_line(proc, f"the checkpoint folder {tmp_path / 'student.partial'} is a symbolic link")
     assert snapshot(victim) == {"distill.json": KEEP.encode()} and not out.exists()
 
@@ -197,7 +197,7 @@ def test_score_out_replaces_a_plain_file_whole(tmp_path: Path, tiny_model: Path)
     """An existing plain file is replaced (as before), through a temporary file: nothing else left."""
     out = tmp_path / "sc.csv"
     out.write_text("old\n", encoding="utf-8")
-    proc = nlgbench(*output_command("score", tmp_path, out, tiny_model))
+    proc = cli_subprocess(*output_command("score", tmp_path, out, tiny_model))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert out.read_text(encoding="utf-8").splitlines()[0] == "line,score"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import nlgbench, read_csv, write_jsonl, write_spec
+from helpers import cli_subprocess, read_csv, write_jsonl, write_spec
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.result import CellResult
 from nlgbench.encoders.registry import EncoderRef
@@ -294,7 +294,7 @@ def test_a_cell_without_a_model_never_imports_torch_or_a_neighbours_backend(
         ],
     }
     out = tmp_path / "out"
-    done = nlgbench(
+    done = cli_subprocess(
         "run",
         str(write_spec(tmp_path, spec)),
         "--out",
