@@ -15,8 +15,9 @@ KEEP = "outside the run folder: must stay as it is\n"
 # ----------------------------------------------------------------------------- helpers
 
 
-def write_spec(folder: Path, model: Path, *, extra: str = "") -> Path:
-    """A one-cell sweep (BERTScore with the tiny model, 1 repeat, no warm-up) over 2 x 4 own segments."""
+def write_spec(folder: Path, model: Path, *, extra: str = "", metric: str = "") -> Path:
+    """A one-cell sweep (BERTScore with the tiny model, or `metric` that needs none; 1 repeat, no warm-up)
+    over 2 x 4 own segments."""
     data = folder / "data.jsonl"
     rows = [
         {
@@ -31,9 +32,10 @@ def write_spec(folder: Path, model: Path, *, extra: str = "") -> Path:
     ]
     write_jsonl(data, rows)
     spec = folder / "sec.yaml"
+    entry = f"metric: {metric}\n" if metric else f"metric: bertscore\n    encoders: [{model}]\n"
     spec.write_text(
         f"name: sec\ndatasets: [{{path: {data}}}]\nrepeats: 1\nwarmup: 0\nbatch_size: 4\nthreads: 1\n"
-        f"{extra}metrics:\n  - metric: bertscore\n    encoders: [{model}]\n",
+        f"{extra}metrics:\n  - {entry}",
         encoding="utf-8",
     )
     return spec

@@ -121,14 +121,27 @@ def one_torch_thread() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
-@pytest.fixture
-def wordcount_metric(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The test-only metric `wordcount` (tests/plugins/nlgbench_testmetrics.py: runs no model, imports no
-    torch), installed through its entry point for this test and every process it starts: its name. The
-    default metric of a test of a sweep's mechanics (workers, the store, resume, faults, report plumbing)."""
+def install_wordcount(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """`wordcount` on the path of this process and of every process it starts while `monkeypatch` holds."""
     monkeypatch.syspath_prepend(str(PLUGINS))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(PLUGINS), os.environ.get("PYTHONPATH", "")) if p))
     metric_registry.cache_clear()
     yield "wordcount"
     metric_registry.cache_clear()  # before sys.path is restored: the next use reads the real entry points
     sys.modules.pop("nlgbench_testmetrics", None)
+
+
+@pytest.fixture
+def wordcount_metric(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The test-only metric `wordcount` (tests/plugins/nlgbench_testmetrics.py: runs no model, imports no
+    torch), installed through its entry point for this test and every process it starts: its name. The
+    default metric of a test of a sweep's mechanics (workers, the store, resume, faults, report plumbing)."""
+    yield from install_wordcount(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def wordcount_for_module() -> Iterator[str]:
+    """`wordcount_metric` from its first use to the module's end: for a module-scoped sweep of it, whose
+    tests run the CLI on that run folder again."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield from install_wordcount(monkeypatch)

@@ -244,10 +244,10 @@ def test_report_and_compare_over_the_file_size_limit_are_one_line(tmp_path: Path
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> tuple[Path, Path]:
+def finished_run(tmp_path_factory: pytest.TempPathFactory, wordcount_for_module: str) -> tuple[Path, Path]:
     """(spec, run folder) of a finished 2-cell sweep; tests copy the folder before breaking it."""
     folder = tmp_path_factory.mktemp("finished")
-    spec = two_cell_spec(folder, tiny_model)
+    spec = two_count_cells(folder, wordcount_for_module)
     out = folder / "out"
     assert cli_subprocess("run", str(spec), "--out", str(out)).returncode == 0
     return spec, out

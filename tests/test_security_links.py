@@ -22,10 +22,10 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> tuple[Path, Path]:
+def finished(tmp_path_factory: pytest.TempPathFactory, wordcount_for_module: str) -> tuple[Path, Path]:
     """(spec, run folder) of a finished one-cell sweep; tests copy the folder before planting links."""
     folder = tmp_path_factory.mktemp("sec-run")
-    spec = write_spec(folder, tiny_model)
+    spec = write_spec(folder, folder / "no-model", metric=wordcount_for_module)
     run = folder / "run"
     proc = cli_subprocess("run", str(spec), "--out", str(run))
     assert proc.returncode == 0, proc.stderr[-3000:]
