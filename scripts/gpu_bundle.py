@@ -45,7 +45,7 @@ cp -r .gpu/hub/* ~/.cache/huggingface/hub/
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 python3 -c "import torch, transformers, ot, bert_score, nlgbench; print(torch.__version__, transformers.__version__, \
 ot.__version__, nlgbench.__version__, torch.cuda.get_device_name())"
-timeout 170 python3 -m pytest -q -p no:cacheprovider --tier all tests/test_protocol.py tests/test_baryscore.py \
+timeout 170 python3 -m pytest -q -p no:cacheprovider --tier all tests/test_protocol_devices.py tests/test_baryscore.py \
 tests/test_alignment.py tests/test_energy.py tests/test_startup.py tests/test_warm_transport.py \
 -k "cuda or nvml or energy or startup or fork" 2>&1 | tail -25
 """

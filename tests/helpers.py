@@ -1,4 +1,5 @@
-"""Builders shared by several test modules: data and spec files, CSV reading, the CLI in a fresh process,
+"""Builders shared by several test modules: data and spec files, CSV reading, the CLI in a fresh process
+(`cli_subprocess`; the `cli_subprocess` and `cli_in_process` fixtures of tests/shared_fixtures.py wrap the two forms),
 fake catalogue datasets, minimal specs, copies of committed reports; the min-max round-off bound."""
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def write_spec(folder: Path, spec: dict[str, Any] | str, name: str = "spec.yaml"
     return path
 
 
-def nlgbench(
+def cli_subprocess(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
     """Run the CLI as a user would, in a fresh process (this environment plus `env`); output captured as text."""

@@ -242,7 +242,7 @@ def test_signature_names_aligner_variant_and_reference_use(tmp_path: Path) -> No
     sig = signature("moverscore", {"idf": True, "aligner": "rwmd", "n_gram": 1}, described, "mean")
     assert sig.split("|")[:7] == [
         "moverscore",
-        f"enc:{folder.name}@{encoder_revision(str(folder))}",  # a local folder by its name (issue 28)
+        f"enc:{folder.name}@{encoder_revision(str(folder))}",  # a local folder by its name
         "L1",
         "num_layers=1",
         "aligner:rwmd",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import nlgbench
-from helpers import nlgbench as run_cli
+from helpers import cli_subprocess as run_cli
 from nlgbench.api import MIN_IDF_TEXTS, IdfWarning
 from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset

@@ -1,4 +1,4 @@
-"""Edges of `nlgbench score` / `compare` and the Python API (issue 25): text files split on '\\n'
+"""Edges of `nlgbench score` / `compare` and the Python API: text files split on '\\n'
 only, bad arguments as one line (exit 2) before any work, 1-based line numbers, the bootstrap's
 limits, and the exit statuses the help promises."""
 
@@ -15,11 +15,11 @@ import torch
 
 import nlgbench
 import nlgbench.cli.score
+from clikit import user_error
 from nlgbench.cli import main
 from nlgbench.cli.parser import build_parser
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import MAX_RESAMPLES, MIN_RESAMPLES, check_bootstrap
-from test_cli import user_error
 from test_own_data import imported_run
 
 pytestmark = pytest.mark.integration
@@ -306,7 +306,7 @@ def test_help_documents_the_exit_statuses() -> None:
 def test_exit_statuses_are_the_documented_ones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """2 for bad input (ours and argparse's), 130 for Ctrl-C; 0 and 1 by the cells (test_faults, test_runner)."""
+    """2 for bad input (ours and argparse's), 130 for Ctrl-C; 0 and 1 by the cells (test_faults_*, test_runner)."""
     assert main(["compare", str(tmp_path / "nothing"), "--candidate", "a", "--baseline", "b"]) == 2
     with pytest.raises(SystemExit) as exit_info:
         main(["score"])  # -c is required: argparse's usage error

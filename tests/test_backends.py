@@ -1,4 +1,4 @@
-"""Inference backends (issue 30): ONNX Runtime and OpenVINO as encoder variants.
+"""Inference backends: ONNX Runtime and OpenVINO as encoder variants.
 
 Agreement with torch on real MiniLM-L6 (slow), the export cache (a second load exports nothing),
 the spec's refusal lines, and cell ids. The backends are optional: without their extras these

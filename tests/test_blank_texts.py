@@ -1,4 +1,4 @@
-"""Blank texts (issue 28, item 3): an empty system output or reference is scored where the metric's
+"""Blank texts: an empty system output or reference is scored where the metric's
 definition or reference code gives it a value (BERTScore as bert_score: P = R = F1 = 0; the lexical
 metrics as their libraries), with one warning naming the 1-based lines, and refused otherwise with one
 line naming the metric and the line; the same through the API, `nlgbench score` and sweeps, whose
@@ -22,6 +22,7 @@ import pytest
 
 import nlgbench
 import nlgbench.api
+from clikit import user_error
 from nlgbench.api import BlankTextWarning
 from nlgbench.cli import main
 from nlgbench.data.loaders import load_dataset
@@ -30,7 +31,6 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric, metric_names
 from nlgbench.metrics.base import READ_FIELDS
 from nlgbench.runs.resultfile import read_result
-from test_cli import user_error
 from tiny import TEXTS, make_tiny_bart, make_tiny_bert, make_tiny_gpt2
 
 pytestmark = pytest.mark.component

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import nlgbench, read_csv, write_spec
+from helpers import cli_subprocess, read_csv, write_spec
 from nlgbench.core.result import Memory
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.execution import forkserver
@@ -56,7 +56,7 @@ def minilm_memory(folder: Path, encoders: list[object], forkserver_setting: str)
         "metrics": [{"metric": "bertscore", "encoders": encoders}],
     }
     out = folder / "out"
-    done = nlgbench(
+    done = cli_subprocess(
         "run", str(write_spec(folder, spec)), "--out", str(out), env={"NLGBENCH_FORKSERVER": forkserver_setting}
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""Machine-readable output and listings that fit a terminal (issue 28): `--json` on list, status,
+"""Machine-readable output and listings that fit a terminal: `--json` on list, status,
 run and score (score: tests/test_signature.py); `list` cut to the terminal's width, in full when piped."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import yaml
 from sacrebleu.metrics import BLEU, CHRF
 
 import nlgbench
-from helpers import nlgbench as run_cli
+from helpers import cli_subprocess as run_cli
 from nlgbench.data.items import Item
 from nlgbench.data.loaders import load_dataset
 from nlgbench.foundations.errors import UserError

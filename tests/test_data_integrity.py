@@ -1,4 +1,4 @@
-"""Data integrity at the edges (issue 25): catalogue file names that leave the dataset cache, one
+"""Data integrity at the edges: catalogue file names that leave the dataset cache, one
 verbatim TSV reading rule for the importer and the own-data loader, sampling of rows without a
 document, and the smaller promises of "Your own data" (duplicate keys and columns, empty human
 scores, unknown carried columns, file names given where a catalogue name is expected)."""
@@ -25,7 +25,7 @@ from nlgbench.foundations.errors import UserError
 
 pytestmark = pytest.mark.unit
 
-# The reproduction of issue 25 item 5, byte for byte: a field that opens a quote it never closes.
+# A reported reproduction, byte for byte: a field that opens a quote it never closes.
 QUOTED_TSV = (
     "lp\tseg_id\tsystem\treference\thypothesis\thuman\n"
     'de-en\t1\tA\ta b\t"Hello" he said\t0.5\n'

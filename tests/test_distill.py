@@ -123,7 +123,7 @@ def test_the_folder_is_a_cut_student_with_its_record(trained: DistillResult, tin
     assert list(out.glob("*.safetensors")) and (out / "tokenizer.json").is_file()
     record = json.loads((out / training_texts.DISTILL_FILE).read_text())
     assert record["teacher"]["metric"] == "chrf" and record["input_order"] == "candidate [SEP] reference"
-    # no path of this machine: the student folder and the data file by their names (issue 28)
+    # no path of this machine: the student folder and the data file by their names
     assert record["student"] == {**record["student"], "base": tiny_dir.name, "layers": 1, "base_layers": 2}
     assert record["student"]["source"] == tiny_dir.name
     assert list(record["data"]["sources"][0]["files"]) == ["train.jsonl"]
@@ -410,7 +410,7 @@ def leak_spec(train_file: Path, encoder: str, name: str = "leak") -> dict[str, A
 def test_the_leakage_guard_holds_at_every_entry_point_and_under_any_name(
     trained: DistillResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 25.4: the guard was only in the CLI's `run` and only looked for distill.json in a local
+    """The leakage guard was only in the CLI's `run` and only looked for distill.json in a local
     folder of the encoder's name. Now the API, the CLI and an imported student (a Hub-style id whose
     snapshot holds the copied distill.json) are all refused, before any cell."""
     import nlgbench
@@ -466,7 +466,7 @@ def test_each_cell_checks_again_and_records_that_it_did(trained: DistillResult, 
 
 
 def test_pairs_files_follow_the_data_loaders_reading_rules(tmp_path: Path) -> None:
-    """Issue 25.5/6: one reading rule for every data file: TSV fields verbatim (a `"` is text, no
+    """One reading rule for every data file: TSV fields verbatim (a `"` is text, no
     quoting swallows tabs or lines), lines end at \\n only (U+2028 stays inside its text), and a JSONL
     key given twice is refused, not silently the last."""
     tsv = tmp_path / "pairs.tsv"

@@ -44,7 +44,7 @@ class Interrupted(Exception):
     """Raised from the log after a given number of checkpoints: the run stops as if killed."""
 
 
-# the same tiny student as tests/test_distill.py (its fixture, shared); one torch thread from conftest
+# the same tiny student as tests/test_distill.py (its fixture, shared); one torch thread from tests/shared_fixtures.py
 tiny_dir = test_distill.tiny_dir
 
 

@@ -1,4 +1,4 @@
-"""Energy from hardware counters (issue 30): the RAPL powercap reader on a folder the test writes
+"""Energy from hardware counters: the RAPL powercap reader on a folder the test writes
 (package zones only, a counter wrap, an unreadable counter), the NVML reader with a stand-in for
 pynvml, the protocol's per-repeat bracket, result.json and results.csv, and the n/a path of a
 machine without a counter (this one has no /sys/class/powercap). Never a timed test."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import nlgbench
+from helpers import cli_subprocess
 from nlgbench.cli import main
 from nlgbench.cli.example import SUMMARY_CHARS, example_files, relative_paths
 from nlgbench.foundations.package import package_file
@@ -57,7 +57,7 @@ def test_list_names_each_example_with_its_opening_sentence(capsys: pytest.Captur
 @pytest.mark.integration
 def test_piped_listing_is_not_cut() -> None:
     """`nlgbench example | less` or `> list.txt`: a pipe gets whole sentences, no "..."."""
-    proc = nlgbench("example")
+    proc = cli_subprocess("example")
     assert proc.returncode == 0, proc.stderr
     assert "..." not in proc.stdout
     summaries = dict(line.split(None, 1) for line in proc.stdout.splitlines())

@@ -1,4 +1,4 @@
-"""Issue 29: the report's figures are print-ready, checked from matplotlib's own geometry.
+"""The report's figures are print-ready, checked from matplotlib's own geometry.
 
 Every figure type (runtime, model memory, peak memory; one dataset and the mean over datasets) of
 copies of the committed reports/example and reports/similarity is drawn at a single column (3.3 in)
@@ -332,7 +332,7 @@ def test_planted_collisions_are_caught(runs: dict[str, Run]) -> None:
 
 
 def test_placement_blind_to_lines_is_caught(runs: dict[str, Run], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Labels placed as before issue 29, seeing markers but not the bars and the front's segments,
+    """Labels placed the old way, seeing markers but not the bars and the front's segments,
     cover some of them in the similarity figures: the check reports it."""
     seeing_all = placement.axes_obstacles
 

@@ -25,7 +25,7 @@ import pytest
 
 import nlgbench
 from helpers import assert_one_line, read_csv, write_jsonl, write_spec
-from helpers import nlgbench as run_cli
+from helpers import cli_subprocess as run_cli
 from nlgbench.cli import main
 from nlgbench.distillation import headfit
 from nlgbench.distillation.headfit import cross_validate, fit_head, layer_sets

@@ -232,7 +232,7 @@ def test_encoders_yaml() -> None:
             assert "no published tuned layer" in entry["notes"], name
 
 
-# --------------------------------------------------------------------------- checking model folders (issue 13, item 5)
+# --------------------------------------------------------------------------- checking model folders
 
 
 def broken_copy(tiny_bert: Path, tmp_path: Path, cut: int | None = None, header: bytes | None = None) -> Path:

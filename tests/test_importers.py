@@ -1,4 +1,4 @@
-"""Importers of public human-judgment releases (issue 14 item 4), on tiny synthetic files in the
+"""Importers of public human-judgment releases, on tiny synthetic files in the
 releases' layouts (tests/data/importers/), plus the real WMT16 DA folder through the data mirror."""
 
 from __future__ import annotations
@@ -379,7 +379,7 @@ def test_table_bad_input_is_one_line(tmp_path: Path, edit: Any, kwargs: dict[str
 
 
 def test_table_single_human_column_empty_cell_is_missing(tmp_path: Path) -> None:
-    """An empty cell of the one human column is a missing score (null), as in the loader (issue 25);
+    """An empty cell of the one human column is a missing score (null), as in the loader;
     a column empty in every row is refused."""
     src = tmp_path / "scores.parquet"
     _frame().to_parquet(src)

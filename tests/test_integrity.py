@@ -1,4 +1,4 @@
-"""Data integrity at the edges (issue 25, items 7, 8, 10 and part of 11): seg_ids survive every file
+"""Data integrity at the edges: seg_ids survive every file
 of a run folder as written, `load_scores` keeps id and text columns as text, a truncated or edited
 scores.csv is refused where it is read back, and broken run files are one line naming the file.
 
@@ -471,8 +471,8 @@ def test_repair_leaves_a_published_folder_as_it_is(capsys: pytest.CaptureFixture
 
 
 def test_import_scores_lines_end_at_newline_only(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """Issue 25.6 in import-scores: a seg_id holding U+2028 (or U+0085) is one text, not two CSV records;
-    as a name holding a control character it is refused, naming its own line (issue 53.7)."""
+    """Line separators in import-scores: a seg_id holding U+2028 (or U+0085) is one text, not two CSV records;
+    as a name holding a control character it is refused, naming its own line."""
     data = data_with_ids(tmp_path / "d.jsonl", ["x", "y", "e"])
     for seg in ("a\u2028b", "c\x85d"):
         scores = write_import(tmp_path / "s.csv", [("de-en", s) for s in (seg, "y", "e")])

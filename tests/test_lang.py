@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import nlgbench
-from helpers import nlgbench as run_cli
+from helpers import cli_subprocess as run_cli
 from nlgbench.encoders.languages import LANGUAGE_ENCODERS, lang_choice, lang_encoder
 from nlgbench.encoders.registry import EncoderRef, default_layer, registry
 from nlgbench.foundations.errors import UserError

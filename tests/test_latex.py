@@ -1,4 +1,4 @@
-"""The report's .tex files compile (issue 29, defect 6): every .tex that `nlgbench report` writes
+"""The report's .tex files compile: every .tex that `nlgbench report` writes
 into DIR/report (the tables, figures.tex, preview.tex) is set by pdflatex inside a minimal document
 that loads the packages the file's header names, at a paper's text width (6.3 in), without an
 error, an undefined command or an overfull line; its first page is rendered to PNG with pdftoppm

@@ -1,4 +1,4 @@
-"""Lexical baselines (issue 14 item 5): sentbleu and chrf (sacrebleu), rouge1/rouge2/rougeL (rouge-score).
+"""Lexical baselines: sentbleu and chrf (sacrebleu), rouge1/rouge2/rougeL (rouge-score).
 
 Their scores are the libraries' own, exactly: on real WMT16 segments (through the data mirror)
 and on multi-reference items built here. They take no encoder (`none`), and a real sweep runs

@@ -1,4 +1,4 @@
-"""Issue 28, item 6: a local model folder is labelled by its name (or the spec's `label:`), never by a
+"""A local model folder is labelled by its name (or the spec's `label:`), never by a
 path of the machine; two folders that would share a label are refused; an old run folder whose
 labels were paths still reads; imported cells show device `imported` and no batch size, while their
 config (and so their cell id) keeps device `none`."""

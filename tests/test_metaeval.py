@@ -1,4 +1,4 @@
-"""Significance at the level compared (issue 27): Williams' test per group of the level with the
+"""Significance at the level compared: Williams' test per group of the level with the
 right n, the resampling unit of each level (relabelled copies, stratified by language pair, the
 same draws for two cells), boot-both, and the permutation test."""
 

@@ -1,4 +1,4 @@
-"""Several references per item (issue 14 item 1): the harness option `reference_policy`, the
+"""Several references per item: the harness option `reference_policy`, the
 `ReferencePolicy` wrapper (max / mean / first over references), each metric's own rule, the
 refusal of a metric without one, and parity with bert_score's multi-reference BERTScore (slow)."""
 
@@ -205,7 +205,7 @@ def test_metrics_without_a_rule_refuse_in_one_line(tiny_dir: Path, student_dir: 
 def test_a_refusing_metric_is_refused_before_any_cell(
     student_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 25 (lower severity): the refusal came from inside the cell, after the model loaded; now
+    """The refusal came from inside the cell, after the model loaded; now
     the sweep's data check refuses it (API and CLI, --dry-run included), and no cell is made."""
     from nlgbench.cli import main
 

@@ -1,4 +1,4 @@
-"""One model, one name (issue 28): a registered Hub id and its registry name are one encoder in
+"""One model, one name: a registered Hub id and its registry name are one encoder in
 compare and report, a variant suffix kept."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No committed report or example holds a path of the machine that made it (issue 28): a local model
+"""No committed report or example holds a path of the machine that made it: a local model
 folder is labelled by its name, distill.json names files by their names, import-scores records data
 relative to the run folder. Every file git would commit under reports/ and examples/ is read
 (binary ones as bytes), and any absolute path of a machine fails the test, with the file and path."""

@@ -1,4 +1,4 @@
-"""Own data beyond one reference and one human score (issue 14): several references, several human
+"""Own data beyond one reference and one human score: several references, several human
 dimensions with missing values, documents, string seg_ids; one results.csv row per dimension, the
 long correlations.csv, and `--human DIM` in report and compare.
 
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from helpers import nlgbench, read_csv, write_jsonl
+from helpers import cli_subprocess, read_csv, write_jsonl
 from nlgbench.core.spec import parse_spec
 from nlgbench.data.items import HUMAN
 from nlgbench.data.loaders import load_dataset
@@ -210,7 +210,7 @@ def test_single_score_data_keeps_one_row_named_human(tmp_path: Path) -> None:
 
 
 def test_import_scores_accepts_a_cells_own_scores_csv(tmp_path: Path) -> None:
-    """Issue 19 item 6: a cell's scores.csv (with human, doc_id, human.DIM and output columns) imports as is."""
+    """A cell's scores.csv (with human, doc_id, human.DIM and output columns) imports as is."""
     run, sets, raw = imported_run(tmp_path)
     rows = read_csv(run / "results.csv")
     own = run / "cells" / rows[0]["cell_id"] / "scores.csv"
@@ -235,7 +235,7 @@ IMPORTERS = Path(__file__).parent / "data" / "importers"
 
 def cli(*args: str, cwd: Path) -> str:
     """The real CLI in a fresh process (as a user runs it); its stdout, or a failure showing stderr."""
-    proc = nlgbench(*args, cwd=cwd, env={"HF_HUB_OFFLINE": "1"}, timeout=900)
+    proc = cli_subprocess(*args, cwd=cwd, env={"HF_HUB_OFFLINE": "1"}, timeout=900)
     assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-3000:])
     assert "Traceback" not in proc.stderr
     return proc.stdout
@@ -253,7 +253,7 @@ def end_to_end_spec(folder: Path, data: Path, model: Path) -> Path:
 
 
 def test_summeval_layout_imports_and_runs_sweep_report_compare(tmp_path: Path) -> None:
-    """Issue 14 acceptance: a SummEval-layout file -> import -> sweep -> report -> compare, four
+    """End to end: a SummEval-layout file -> import -> sweep -> report -> compare, four
     dimensions, summary (item) and system level; figures checked against SciPy on scores.csv."""
     from tiny import make_tiny_bert
 
@@ -326,7 +326,7 @@ def test_summeval_layout_imports_and_runs_sweep_report_compare(tmp_path: Path) -
 
 
 def test_wmt_da_folder_imports_and_runs_sweep_report_compare(tmp_path: Path) -> None:
-    """Issue 14 acceptance: a WMT DA folder layout -> import -> sweep -> report -> compare (one human score)."""
+    """End to end: a WMT DA folder layout -> import -> sweep -> report -> compare (one human score)."""
     from tiny import make_tiny_bert
 
     data = tmp_path / "da.jsonl"

@@ -85,7 +85,7 @@ def test_wheel_contents(wheel: Path) -> None:
     assert wheel.name.startswith(f"nlgbench-{nlgbench.__version__}-")
     assert "nlgbench/encoders.yaml" in names and "nlgbench/catalogue.yaml" in names and "nlgbench/py.typed" in names
     assert "nlgbench/metrics/bertscore.py" in names
-    assert "nlgbench/reporting/figures/nlgbench.mplstyle" in names  # the figures' style (issue 29)
+    assert "nlgbench/reporting/figures/nlgbench.mplstyle" in names  # the figures' style
     assert not [n for n in names if n.split("/")[0] in ("bench", "metrics", "examples")]
     assert any(n.endswith("licenses/LICENSE") for n in names)
     examples = sorted((REPO / "examples").glob("*.yaml"))
@@ -268,7 +268,7 @@ def _site_megabytes(python: Path) -> tuple[Path, float]:
 
 @pytest.mark.system
 def test_wheel_in_a_fresh_environment_runs_the_quickstart_example(wheel: Path, tmp_path: Path) -> None:
-    """Issue 31's acceptance: a fresh virtual environment (inside a git repository of the user's, as a
+    """A fresh virtual environment (inside a git repository of the user's, as a
     project's .venv is) gets the CPU torch, then the wheel with its runtime dependencies only, from the
     registry; from a foreign folder `nlgbench example quickstart > q.yaml` and `nlgbench run q.yaml --dry-run`
     work, `--executor slurm` says which extra it needs, and a real cell (sentBLEU on an own data file: no

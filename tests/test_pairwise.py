@@ -1,4 +1,4 @@
-"""The pairwise statistics of nlgbench.statistics.pairwise on hand-counted examples (issue 27):
+"""The pairwise statistics of nlgbench.statistics.pairwise on hand-counted examples:
 pairwise accuracy and its tie rule, DARR Kendall grouped by source with its threshold, acc_eq with and
 without tie calibration, soft pairwise accuracy with p-values by enumeration; and how the levels apply them."""
 

@@ -1,4 +1,4 @@
-"""Issue 18, items 7 and 8: the progress line names its two Pearson figures; a live bar inside each
+"""The progress line names its two Pearson figures; a live bar inside each
 cell and an ETA from a cost model on a terminal; one line per cell elsewhere."""
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def test_eta_scales_by_parameters_not_by_the_mean_of_finished_cells(tmp_path: Pa
 
 
 def test_eta_learns_the_fixed_cost_of_a_cell_from_its_result(tmp_path: Path, tiny: Path) -> None:
-    """Issue 30: a finished cell's time outside its timed repeats (start-up, data and model load,
+    """A finished cell's time outside its timed repeats (start-up, data and model load,
     prepare, warm-up, writing) is the fixed cost of the next ones, and only its repeats set the rate;
     the start-up predicted is the last finished cell's (after the first, a warm fork server's)."""
     big, small = str(tiny), str(make_tiny_bert(tmp_path / "small", TEXTS, num_layers=1))

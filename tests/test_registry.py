@@ -430,7 +430,7 @@ def test_load_yaml_refuses_repeated_keys_at_any_depth() -> None:
 def test_uncached_registry_model_is_refused_at_spec_time_when_the_hub_is_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 25.12: `roberta-large` (registered, not cached) passed --dry-run with a warning and then
+    """`roberta-large` (registered, not cached) passed --dry-run with a warning and then
     failed inside the cell; with HF_HUB_OFFLINE=1 it is now one line and exit 2, before any cell.
     With the Hub on, a registered name stays valid (it downloads on first use)."""
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
@@ -488,7 +488,7 @@ def test_uncached_hub_id_or_missing_folder_says_what_it_is(
 def test_empty_model_name_in_a_spec_is_refused(
     metric: dict[str, object], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An empty name was read as Path('') = the current folder, a model folder '.' (issue 25, lower severity)."""
+    """An empty name was read as Path('') = the current folder, a model folder '.'."""
     spec = write_yaml(tmp_path / "spec.yaml", minimal_spec(metrics=[metric]))
     assert main(["run", str(spec), "--dry-run"]) == 2
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Issue 29 item 7: the report's index.html says what the numbers came from (versions, run dates,
+"""The report's index.html says what the numbers came from (versions, run dates,
 machine, threads, batch sizes; the sweep spec's name as its title), shows every figure at a readable
 size with a click to its full-size file and a caption, and Table 4 (quantities.*) gives each r with
 its n and 95% interval, leaving out quantities measured with nothing else. Checked on a regenerated

@@ -11,7 +11,7 @@ import pytest
 
 import nlgbench
 from helpers import assert_one_line
-from helpers import nlgbench as run_cli
+from helpers import cli_subprocess as run_cli
 from nlgbench.data.loaders import load_dataset
 from nlgbench.encoders.hfcache import local_snapshot
 from nlgbench.encoders.registry import EncoderRef

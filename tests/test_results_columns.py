@@ -1,4 +1,4 @@
-"""results.csv's columns (issue 28 item 6): one quality figure by default everywhere, every correlation
+"""results.csv's columns: one quality figure by default everywhere, every correlation
 column naming its level, MiB columns named MiB, and the old names kept for one release with the same
 values. Checked on the committed run folders (real MiniLM / MPNet cells, read back from their published
 report/ as report and compare read them) and on a fresh folder of imported scores."""

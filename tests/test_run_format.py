@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import assert_one_line, nlgbench, read_csv
+from helpers import assert_one_line, cli_subprocess, read_csv
 from nlgbench.core.cell import RESULT_FILE, RUN_FORMAT
 from nlgbench.foundations.errors import UserError
 from nlgbench.runs.csvfiles import LEGACY_COLUMNS, RESULTS_COLUMNS
@@ -169,24 +169,24 @@ def test_report_compare_and_resume_on_an_old_folder(old: tuple[Path, int]) -> No
     repair --upgrade writes it in the current format."""
     folder, _ = old
     old_ids = set(cell_results(folder))
-    proc = nlgbench("report", str(folder))
+    proc = cli_subprocess("report", str(folder))
     assert proc.returncode == 0, proc.stderr[-3000:]
     published = (folder / "report" / "cells.jsonl").read_text(encoding="utf-8").splitlines()
     assert {json.loads(line)["format"] for line in published} == {RUN_FORMAT}
-    proc = nlgbench(
+    proc = cli_subprocess(
         *("compare", str(folder), "--candidate", "none", "--baseline", "none"),
         *("--candidate-metric", "chrf", "--baseline-metric", "sentbleu", "--resamples", "100"),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "chrf vs sentbleu" in proc.stdout
-    proc = nlgbench("run", str(SPEC), "--out", str(folder))
+    proc = cli_subprocess("run", str(SPEC), "--out", str(folder))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert user_version(folder) == RUN_FORMAT
     with Store(folder) as store:
         statuses = {r.cell_id: r.status for r in store.results()}
     assert old_ids <= set(statuses) and set(statuses.values()) == {"ok"}
     assert {r["cell_id"] for r in read_csv(folder / CSV_FILE)} == set(statuses)
-    proc = nlgbench("repair", "--upgrade", str(folder))
+    proc = cli_subprocess("repair", "--upgrade", str(folder))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"upgraded to format {RUN_FORMAT}" in proc.stdout
     assert {json.loads(p.read_text(encoding="utf-8"))["format"] for p in cells_dir(folder).glob("*/result.json")} == {
@@ -206,7 +206,7 @@ def test_a_newer_folder_is_one_line_on_the_command_line(old: tuple[Path, int]) -
         ["repair", "--upgrade", str(folder)],
         ["run", str(SPEC), "--out", str(folder)],
     ):
-        assert_one_line(nlgbench(*command), f"format {RUN_FORMAT + 1}", f"(format {RUN_FORMAT})")
+        assert_one_line(cli_subprocess(*command), f"format {RUN_FORMAT + 1}", f"(format {RUN_FORMAT})")
 
 
 def test_a_newer_distillation_checkpoint_is_refused_naming_both(tmp_path: Path) -> None:

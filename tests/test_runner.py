@@ -194,7 +194,7 @@ def test_cuda_spec_without_gpu_is_refused_before_any_cell(
     tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A local sweep (and its --dry-run) asking for CUDA on a machine without it: one line, exit 2,
-    nothing run or written (issue 28; before, every CUDA cell was run and recorded as failed)."""
+    nothing run or written (before, every CUDA cell was run and recorded as failed)."""
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         json.dumps(

@@ -1,4 +1,4 @@
-"""The reproducibility signature (issue 28): one line naming metric, encoder@revision, layer,
+"""The reproducibility signature: one line naming metric, encoder@revision, layer,
 variant, options, use of several references and versions; the same for `nlgbench.Scorer`,
 `nlgbench score` and a sweep cell (result.json, results.csv, the report page)."""
 

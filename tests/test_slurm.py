@@ -1,4 +1,4 @@
-"""Sweeps on Slurm (issue 16), against a real single-node cluster.
+"""Sweeps on Slurm, against a real single-node cluster.
 
 The `slurm` tests start Debian's slurmctld, slurmd and munged through scripts/slurm-single-node.sh
 (a state folder and free ports of their own; stopped at the end of the session) and run the real
@@ -40,9 +40,9 @@ SCRIPT = REPO / "scripts" / "slurm-single-node.sh"
 # ----------------------------------------------------------------------------- helpers
 
 
-def nlgbench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def slurm_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The CLI in a fresh process, allowed 900 s (a cluster's queue may be slow)."""
-    return helpers.nlgbench(*args, env=env, timeout=900)
+    return helpers.cli_subprocess(*args, env=env, timeout=900)
 
 
 def start_nlgbench(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -179,7 +179,7 @@ def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_ce
 ) -> None:
     spec = write_spec(tmp_path, models, write_data(tmp_path / "data.jsonl", 12), [2, 4], "four")
     local, run = tmp_path / "local", tmp_path / "slurm"
-    done = nlgbench("run", str(spec), "--out", str(local))
+    done = slurm_cli("run", str(spec), "--out", str(local))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert [r["status"] for r in csv_rows(local).values()] == ["ok"] * 4
 
@@ -218,14 +218,14 @@ def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_ce
     assert task_record(run, victim["cell_id"])["state"] == "CANCELLED"
     assert json.loads((run / "cells" / victim["cell_id"] / "result.json").read_text())["status"] == "failed"
 
-    status = nlgbench("status", str(run), env=cluster)
+    status = slurm_cli("status", str(run), env=cluster)
     assert status.returncode == 0, status.stderr
     assert "0 pending, 0 running, 3 done, 1 failed" in status.stdout, status.stdout
     assert f"job {job} (cpu, 4 task(s)" in status.stdout and "1 CANCELLED, 3 COMPLETED" in status.stdout, status.stdout
     assert "per cell (mean of 3): submit -> result recorded" in status.stdout, status.stdout
 
     # the rerun submits the cancelled cell alone
-    rerun = nlgbench("run", str(spec), "--out", str(run), "--executor", "slurm", "--poll-seconds", "0.5", env=cluster)
+    rerun = slurm_cli("run", str(spec), "--out", str(run), "--executor", "slurm", "--poll-seconds", "0.5", env=cluster)
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
     assert "3 finished already, 0 still in Slurm from an earlier submission, 1 to submit" in rerun.stdout, rerun.stdout
     submissions = book(run)
@@ -250,7 +250,7 @@ def test_sweep_on_slurm_equals_local_and_a_rerun_resubmits_only_the_cancelled_ce
     assert f"Slurm job {submissions[1]['job_id']}" in rerun.stdout
 
     # nothing left to submit
-    again = nlgbench("run", str(spec), "--out", str(run), "--executor", "slurm", env=cluster)
+    again = slurm_cli("run", str(spec), "--out", str(run), "--executor", "slurm", env=cluster)
     assert (
         again.returncode == 0
         and "4 finished already, 0 still in Slurm from an earlier submission, 0 to submit" in again.stdout
@@ -292,15 +292,15 @@ def test_ctrl_c_leaves_jobs_running_unless_cancel_on_exit_and_collect_records_th
     assert "1 to submit" in output and f"Slurm job(s) {job2} keep running" in output, output
     assert "nlgbench: interrupted" in output
     assert squeue_state(job2, cluster) in ("PENDING", "RUNNING")
-    status = nlgbench("status", str(run), env=cluster)
+    status = slurm_cli("status", str(run), env=cluster)
     assert status.returncode == 0 and f"(Slurm job {job2})" in status.stdout, status.stdout
     assert "1 pending" in status.stdout or "1 running" in status.stdout, status.stdout
     wait_for(lambda: squeue_state(job2, cluster) == "COMPLETED", 300, "the job to finish", interval=1)
-    collected = nlgbench("collect", str(run), env=cluster)
+    collected = slurm_cli("collect", str(run), env=cluster)
     assert collected.returncode == 0, collected.stderr
     assert "collected 1 cell(s) (1 ok, 0 not ok)" in collected.stdout, collected.stdout
     assert [r["status"] for r in csv_rows(run).values()] == ["ok"]
-    again = nlgbench("collect", str(run), env=cluster)
+    again = slurm_cli("collect", str(run), env=cluster)
     assert "collected 0 cell(s)" in again.stdout
 
 
@@ -311,7 +311,7 @@ def test_sbatch_refusal_is_one_line_and_leaves_no_submission(
 ) -> None:
     spec = write_spec(tmp_path, models[:1], write_data(tmp_path / "data.jsonl", 4), [4], "refused")
     run = tmp_path / "run"
-    proc = nlgbench(
+    proc = slurm_cli(
         "run", str(spec), "--out", str(run), "--executor", "slurm", "--partition", "nosuchpartition", env=cluster
     )
     assert_one_line(proc, "sbatch refused the cpu cells' job array", "partition")
@@ -368,7 +368,7 @@ def test_spec_executor_block_and_dry_run_print_the_job_array(models: tuple[Path,
         encoding="utf-8",
     )
     run = tmp_path / "run"
-    proc = nlgbench("run", str(spec), "--out", str(run), "--dry-run", "--time", "45")
+    proc = slurm_cli("run", str(spec), "--out", str(run), "--dry-run", "--time", "45")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "8 cells;" in out and "slurm: would submit 8 of 8 cells (0 finished already)" in out, out
@@ -394,7 +394,7 @@ def test_full_study_dry_run_prints_the_job_arrays_without_submitting(tmp_path: P
     """With the Hub on (models not cached here would download in the cells; the dry run loads
     nothing), as on a cluster that plans the full study."""
     run = tmp_path / "full"
-    proc = nlgbench(
+    proc = slurm_cli(
         "run",
         str(REPO / "examples" / "full-study.yaml"),
         "--out",
@@ -420,13 +420,13 @@ def test_full_study_dry_run_prints_the_job_arrays_without_submitting(tmp_path: P
 
 
 def test_status_of_a_folder_without_submissions(tmp_path: Path) -> None:
-    proc = nlgbench("status", str(tmp_path))
+    proc = slurm_cli("status", str(tmp_path))
     assert (
         proc.returncode == 0
         and proc.stdout.strip() == f"{tmp_path}: 0 cell(s) recorded (0 ok, 0 not ok); no Slurm submissions"
     )
-    assert_one_line(nlgbench("status", str(tmp_path / "missing")), "no such run folder")
-    assert_one_line(nlgbench("collect", str(tmp_path / "missing")), "no such run folder")
+    assert_one_line(slurm_cli("status", str(tmp_path / "missing")), "no such run folder")
+    assert_one_line(slurm_cli("collect", str(tmp_path / "missing")), "no such run folder")
 
 
 def test_collect_records_slurm_states_of_tasks_without_a_result(models: tuple[Path, Path], tmp_path: Path) -> None:

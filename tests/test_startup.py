@@ -1,7 +1,7 @@
-"""Issue 30, start-up: every cell records `startup_s`; a local sweep forks its cells from a fork server
+"""Start-up: every cell records `startup_s`; a local sweep forks its cells from a fork server
 (`nlgbench.execution.forkserver`) that imported torch and transformers once, still one fresh process per
 cell with the spec's threads and a plain worker's memory baseline; NLGBENCH_FORKSERVER=0 runs plain
-`python -c` workers. (Kills, Ctrl-C and exit codes of both: tests/test_faults.py.)"""
+`python -c` workers. (Kills, Ctrl-C and exit codes of both: tests/test_faults_signals.py.)"""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import nlgbench, read_csv, write_jsonl, write_spec
+from helpers import cli_subprocess, read_csv, write_jsonl, write_spec
 from nlgbench.core.cell import CellConfig, DatasetRef
 from nlgbench.core.result import CellResult
 from nlgbench.encoders.registry import EncoderRef
@@ -236,7 +236,7 @@ def test_a_cell_failing_after_startup_records_its_startup(forked_worker: bool, t
     assert CellResult.from_dict(written).startup_seconds == result.startup_seconds
     row = csv_row(result)
     assert row["status"] == "failed" and float(row["startup_s"]) == pytest.approx(result.startup_seconds, abs=5e-4)
-    del written["startup_s"]  # a failed cell written before issue 30
+    del written["startup_s"]  # a failed cell written before start-up was recorded
     older = CellResult.from_dict(written)
     assert older.startup_seconds is None and csv_row(older)["startup_s"] == "" and older.to_dict() == written
     with pytest.raises(ValueError, match="field 'startup_s' must be seconds"):
@@ -295,7 +295,7 @@ def test_a_cell_without_a_model_never_imports_torch_or_a_neighbours_backend(
         ],
     }
     out = tmp_path / "out"
-    done = nlgbench(
+    done = cli_subprocess(
         "run",
         str(write_spec(tmp_path, spec)),
         "--out",

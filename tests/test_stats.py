@@ -81,7 +81,7 @@ def test_undefined_correlations_say_why() -> None:
     assert c["note"] == (
         "fewer than 3 segments in a, b; pooled: metric scores constant; system level: fewer than 3 systems in a, b"
     )
-    # every system once per language pair: the system level would repeat the segment level (issue 19 item 8)
+    # every system once per language pair: the system level would repeat the segment level
     c = correlate([0.5] * 4, [1, 2, 3, 4], ["a", "a", "b", "b"], ["s1", "s2", "s1", "s2"])
     assert c["system"] is None and c["note"] == (
         "fewer than 3 segments in a, b; pooled: metric scores constant; system level: every system has one segment "

@@ -204,7 +204,7 @@ def test_report(run: dict, method: str, level: str) -> None:
     note = "2 language pair(s) with fewer than 3 {} have no correlation and are left out of the {} level: cc-en, dd-en"
     if level == "pooled":
         assert "left out" not in page
-    else:  # the note names the level by its name since issue 14 (lp_mean is the segment level)
+    else:  # the note names the level by its name (lp_mean is the segment level)
         assert note.format("systems" if level == "system" else "segments", canonical_level(level)) in page
 
 

@@ -22,11 +22,11 @@ from stats_cases import N_CASES, random_case
 pytestmark = pytest.mark.unit
 
 GOLDEN = json.loads((Path(__file__).parent / "stats_golden.json").read_text(encoding="utf-8"))["cases"]
-# The old engines' methods and levels, under the names the golden file uses (issue 14 renamed
+# The old engines' methods and levels, under the names the golden file uses (later renamed
 # pooled -> global and lp_mean -> segment, kept as aliases; kendall_c and the item level are new).
 OLD_METHODS = ("pearson", "kendall", "spearman", "kendall_like")
 OLD_LEVELS = ("pooled", "lp_mean", "system")
-# Keys added since: counts, notes, Spearman (issue 19 item 7), the item level and the long table (issue 14),
+# Keys added since: counts, notes, Spearman, the item level and the long table,
 # the source level (None without seg_ids)
 NEW_KEYS = {
     "n_lps",
@@ -78,7 +78,7 @@ def test_cell_correlations_equal_the_old_worker_engine(seed: int) -> None:
         bootstrap=200,
         seed=seed,
     )
-    # Issue 27: the pooled intervals resample segments stratified by language pair (each lp keeps its
+    # The pooled intervals resample segments stratified by language pair (each lp keeps its
     # size), no longer all segments at once; the old engine's intervals are not compared, the new ones
     # are recomputed below by an independent stratified loop.
     same(

@@ -1,4 +1,4 @@
-"""Correlation levels and methods of nlgbench.statistics (issue 14 item 3, issue 19 items 1, 7, 8),
+"""Correlation levels and methods of nlgbench.statistics,
 checked against independent computations: groups formed by hand with plain Python loops, each
 group's coefficient from SciPy (pearsonr, spearmanr, kendalltau variant b and c) or from a
 hand-written pair count (WMT's Kendall-like), means over groups by hand, system means as exact
@@ -324,7 +324,7 @@ def test_kendall_like_follows_wmt_darr_on_random_ties() -> None:
 
 
 def test_equal_system_means_tie_exactly() -> None:
-    """Issue 19 item 1. Systems A, B, C, D of one lp, 3 segments each:
+    """Systems A, B, C, D of one lp, 3 segments each:
         human A [0.1, 0.2, 0.3], B [0.3, 0.2, 0.1] (both mean 0.2), C [0.1] * 3, D [0.3] * 3
         metric A 2, B 1, C 0, D 3 (every segment)
     Pairs of systems: A-B tied in humans, not in the metric; the other 5 concordant. Hand count:
@@ -360,7 +360,7 @@ def test_equal_system_means_tie_exactly() -> None:
 
 
 def test_system_level_is_undefined_with_one_segment_per_system() -> None:
-    """Issue 19 item 8: each system scored once per lp, so its 'means' are the segments themselves."""
+    """Each system scored once per lp, so its 'means' are the segments themselves."""
     rows = [r for r in constructed() if r["doc"] == "d0"]  # one document: every system once per lp
     scores, human, lps, systems = ([r[k] for r in rows] for k in ("score", "human", "lp", "system"))
     c = correlate(scores, human, lps, systems)

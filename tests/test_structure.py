@@ -2,7 +2,7 @@
 every sub-package is one layer and imports only its own or lower layers; no import loop between
 modules; nlgbench modules and the standard library are imported at module level (function-level
 imports only of the libraries `nlgbench.foundations.deferred` names); no private name imported
-across modules; no SQL outside the store; no issue numbers in the package; rooms that hold what
+across modules; no SQL outside the store; no issue numbers in the package or the tests; rooms that hold what
 their name says (`core` only the cell, the figures in one sub-package, no two modules of one file name)."""
 
 from __future__ import annotations
@@ -227,6 +227,20 @@ def test_no_grab_bag_module(name: str) -> None:
     assert lines <= 500, f"{name}: {lines} lines"
 
 
+TESTS = REPO / "tests"
+
+
+def tests_sources() -> list[Path]:
+    """Every .py of the tests: test modules, conftest, helpers and the test-only plugins."""
+    return sorted([*TESTS.glob("*.py"), *(TESTS / "plugins").glob("*.py")])
+
+
+def test_no_test_file_over_500_lines() -> None:
+    """The line cap holds for the tests too: a longer test file holds several topics (split it by topic)."""
+    long = {path.name: n for path in tests_sources() if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500}
+    assert not long, f"test files over 500 lines: {long}"
+
+
 TIER_PROBES = {
     "subprocess": "import subprocess\n\ndef test_probe():\n    subprocess.run(['true'], check=True)\n",
     "fork": (
@@ -278,22 +292,36 @@ def test_every_test_has_one_tier_and_plain_pytest_runs_the_fast_two(pytester: py
     assert result.ret != 0
 
 
-ISSUE_NUMBER = re.compile(r"\bissues?[ -]?#?\d+", re.IGNORECASE)
+ISSUE_NUMBER = re.compile(r"(?<![a-z])issues?[ _-]?#?\d+", re.IGNORECASE)  # `_`: a test's name too
+
+
+def issue_numbers(files: list[Path], root: Path) -> list[str]:
+    """Each line of `files` that names an issue number, as `path:line: text` (path relative to `root`)."""
+    found = []
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if ISSUE_NUMBER.search(line):
+                found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    return found
 
 
 def test_no_issue_numbers_in_the_package() -> None:
     """Code, comments, docstrings, messages and the packaged examples say what and why, never which
-    issue asked for it (the CHANGELOG keeps the history): no `issue N`, `Issue N.M`, `issue-N`."""
-    found = []
-    for folder, _, files in os.walk(PACKAGE, followlinks=True):  # metrics/ and examples/ are links
-        for file in sorted(files):
-            path = Path(folder) / file
-            if path.suffix not in {".py", ".yaml"}:
-                continue
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if ISSUE_NUMBER.search(line):
-                    found.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
+    issue asked for it (the CHANGELOG keeps the history): no `issue N`, `Issue N.M`, `issue-N`, `issue_N`."""
+    files = [  # metrics/ and examples/ are links
+        Path(folder) / file
+        for folder, _, names in os.walk(PACKAGE, followlinks=True)
+        for file in sorted(names)
+        if Path(file).suffix in {".py", ".yaml"}
+    ]
+    found = issue_numbers(files, PACKAGE)
     assert not found, "issue numbers in the package:\n" + "\n".join(found)
+
+
+def test_no_issue_numbers_in_the_tests() -> None:
+    """A test's docstring and comments say what it checks, not which issue asked for it."""
+    found = issue_numbers(tests_sources(), REPO)
+    assert not found, "issue numbers in the tests:\n" + "\n".join(found)
 
 
 # What each room holds, where a name alone would not keep it so: `core` is the cell (the spec and its

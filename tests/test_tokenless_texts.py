@@ -20,7 +20,7 @@ import pytest
 import nlgbench
 import nlgbench.api
 from helpers import assert_one_line, minimal_spec, write_jsonl, write_spec
-from helpers import nlgbench as cli
+from helpers import cli_subprocess as cli
 from nlgbench.core.recipe import Recipe
 from nlgbench.core.spec import load_spec
 from nlgbench.data.items import Item

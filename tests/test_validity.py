@@ -1,4 +1,4 @@
-"""Validity of the figures (issue 19): unbiased subsets (`sample`), the warning on sorted heads,
+"""Validity of the figures: unbiased subsets (`sample`), the warning on sorted heads,
 one speed-up definition, dataset identity, extra columns carried through."""
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def test_sorted_head_warns_unsorted_head_does_not(tmp_path: Path, capsys: pytest
 
 
 def test_one_speedup_definition_in_compare_and_report() -> None:
-    """Issue 19 item 3: compare's and the relative table's speed-up are the same number, the ratio of
+    """Compare's and the relative table's speed-up are the same number, the ratio of
     the medians; with an even number of repeats that differs from the median of pair ratios."""
     import pandas as pd
 
@@ -153,7 +153,7 @@ def test_one_speedup_definition_in_compare_and_report() -> None:
 
 
 def test_same_stem_different_files_are_told_apart(tmp_path: Path) -> None:
-    """Issue 19 item 4: two different `summeval.jsonl` files give distinct dataset labels (stem plus
+    """Two different `summeval.jsonl` files give distinct dataset labels (stem plus
     a short content hash) in results.csv and in report/compare; the full path and sha256 are stored."""
     import csv
     import hashlib
@@ -179,7 +179,7 @@ def test_same_stem_different_files_are_told_apart(tmp_path: Path) -> None:
         table = list(csv.DictReader(fh))
     shas = [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
     assert [r["dataset"] for r in table] == [f"summeval@{sha[:8]}" for sha in shas]
-    # imported cells store the data path relative to the run folder (issue 25: no machine path in a published run)
+    # imported cells store the data path relative to the run folder (no machine path in a published run)
     assert [(r["dataset_path"], r["dataset_sha256"]) for r in table] == [
         (os.path.relpath(p, tmp_path / "run"), sha) for p, sha in zip(paths, shas, strict=True)
     ]
@@ -194,7 +194,7 @@ def test_same_stem_different_files_are_told_apart(tmp_path: Path) -> None:
 
 
 def test_text_seg_ids_and_listed_columns_reach_scores_csv(tmp_path: Path) -> None:
-    """Issue 19 item 5: text seg_ids keep the stable order rule, and the columns a spec lists
+    """Text seg_ids keep the stable order rule, and the columns a spec lists
     (`columns: [domain, rating_round]`) are carried into scores.csv as item.<name>; doc_id always is."""
     import csv
     import os

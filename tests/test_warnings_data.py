@@ -1,4 +1,4 @@
-"""Warnings are data (issue 27): a cell's data warnings (a `max_segments` head ordered by human score,
+"""Warnings are data: a cell's data warnings (a `max_segments` head ordered by human score,
 truncated segments, missing human scores, undefined correlations) are kept in result.json
 (`warnings`), the store, results.csv's `warnings` column, report/index.html and report/cells.jsonl;
 `import-scores --max-segments` applies the same checks (`nlgbench.core.datawarnings`)."""
@@ -214,7 +214,7 @@ def test_truncated_segments_and_several_dimensions_are_data_warnings() -> None:
 
 def test_older_results_and_stores_have_no_warnings(run_dir: Path, tmp_path: Path) -> None:
     raw = the_cell(run_dir).to_dict()
-    old = {k: v for k, v in raw.items() if k != "warnings"}  # a result.json written before issue 27
+    old = {k: v for k, v in raw.items() if k != "warnings"}  # a result.json written before warnings were recorded
     result = CellResult.from_dict(old)
     assert result.warnings == [] and "warnings" not in result.to_dict() and result.to_dict() == old
     with pytest.raises(ValueError, match="field 'warnings' must be a list of texts"):
