@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 
 from nlgbench.foundations.devicenames import CPU, is_cuda
+from nlgbench.reporting.quality import QualityOptions
 from nlgbench.statistics.correlation import canonical_method
 
 METRIC_NAMES = {
@@ -57,6 +58,12 @@ def method_name(method: str) -> str:
     """A correlation method as papers name it: `pearson` -> 'Pearson'."""
     canonical = canonical_method(method)
     return METHOD_NAMES.get(canonical, canonical.replace("_", " "))
+
+
+def quality_title(options: QualityOptions) -> str:
+    """The quality as axes, tables and notes name it: 'Pearson (global)', 'Kendall (segment, by lp)'."""
+    label = options.label
+    return method_name(options.method) + label[label.index(" (") :] if " (" in label else label
 
 
 def device_name(device: str) -> str:

@@ -16,7 +16,7 @@ from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import compare
 from nlgbench.reporting.markup import TextTable
-from nlgbench.reporting.published import dataset_name
+from nlgbench.reporting.published import dataset_name, quality_title
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.relative_table import (
     QualityIntervals,
@@ -284,7 +284,8 @@ def tradeoff_note(table: pd.DataFrame, options: QualityOptions, n_resamples: int
     else:
         test = f"p = two-sided {options.test_label} test of equal quality"
     return (
-        f"quality = {options.label}, against {human_words(table)}, with its 95% bootstrap percentile interval; "
+        f"quality = {quality_title(options)}, against {human_words(table)}, with its 95% bootstrap "
+        "percentile interval; "
         f"retained = quality / the baseline's quality (each group's first row), with its 95% paired-bootstrap "
         f"percentile interval; {test}; bootstrap resampling {resampled} ({n_resamples} resamples, seed {seed}; "
         "the compare command's numbers); speed-up = the baseline's median time per segment / the row's, range "

@@ -229,12 +229,6 @@ LEVEL_SHORT = {
 }
 
 
-def quality_title(options: QualityOptions) -> str:
-    """The quality as axes and tables name it: 'Pearson (global)', 'Kendall (segment, by lp)'."""
-    label = options.label
-    return method_name(options.method) + label[label.index(" (") :] if " (" in label else label
-
-
 def group_words(group: DatasetGroup) -> str:
     """The datasets of a figure as a caption names them: 'WMT16, first 30 segments per language
     pair', or a mean: 'mean over WMT15, WMT16 and WMT21 (DA)'."""

@@ -39,7 +39,6 @@ from nlgbench.reporting.figures.content import (
     method_text,
     point_gid,
     point_tooltips,
-    quality_title,
     slug,
 )
 from nlgbench.reporting.figures.placement import PointLabel, drop_unseen, hotspots, place_all
@@ -67,6 +66,7 @@ from nlgbench.reporting.figures.style import (
     y_limits,
 )
 from nlgbench.reporting.markup import unique_name
+from nlgbench.reporting.published import quality_title
 from nlgbench.reporting.quality import QualityOptions
 from nlgbench.reporting.relative_table import QualityIntervals, Reference, pareto_front
 
