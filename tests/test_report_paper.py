@@ -41,9 +41,15 @@ from nlgbench.reporting.figures.drawing import (
     tradeoff_figure,
     write_figures,
 )
-from nlgbench.reporting.figures.style import FigureOptions, log_ticks
+from nlgbench.reporting.figures.style import FigureOptions, axis_label, log_ticks
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.reporting.relative_table import QualityIntervals, choose_baselines, relative_table, with_quality
+from nlgbench.reporting.relative_table import (
+    QualityIntervals,
+    Reference,
+    choose_baselines,
+    relative_table,
+    with_quality,
+)
 from nlgbench.reporting.report import write_report
 from nlgbench.runs.rundata import CellFolderSource, PublishedSource, RunData, StoreSource
 from tiny import make_tiny_bert
@@ -203,7 +209,12 @@ def test_crowded_long_labels_stay_inside(tmp_path: Path) -> None:
         ]
     )
     fig = tradeoff_figure(
-        points, [("ms_per_segment", "ms")], "pearson", encoder_styles(names), {"bertscore": names[3]}, "t"
+        points,
+        [("ms_per_segment", "ms")],
+        "pearson",
+        encoder_styles(names),
+        {"bertscore": Reference("bertscore", names[3])},
+        "t",
     )
     assert fig is not None and fig.legends
     assert len(fig.axes[0].texts) == 6
@@ -340,17 +351,16 @@ def test_one_colour_and_marker_per_encoder_in_every_figure(run_dir: Path, figure
                     encoder = encoder_of[gid.split("-")[1]]
                     style = (matplotlib.colors.to_hex(line.get_color()), line.get_marker())
                     assert seen.setdefault(encoder, style) == style, (name, encoder)
-    assert len(seen) == 2 and len(set(seen.values())) == 2
+    assert len(seen) == 3 and len(set(seen.values())) == 3  # the tiny BERT, its cut, sentBLEU (encoder none)
 
 
 def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(
     run_dir: Path, figures: list[tuple[str, object]]
 ) -> None:
     # model memory and the process peak, each its own figure (issue 29), short axis labels in MiB
-    xlabels = [ax.get_xlabel() for ax in dict(figures)["memory_cpu_wmt16_5"].axes]  # type: ignore[attr-defined]
-    assert set(xlabels) == {"model memory (MiB, log)"}
-    xlabels = [ax.get_xlabel() for ax in dict(figures)["peak_memory_cpu_wmt16_5"].axes]  # type: ignore[attr-defined]
-    assert set(xlabels) == {"peak RSS (MiB, log)"}
+    for name, label in (("memory_cpu_wmt16_5", "model memory (MiB)"), ("peak_memory_cpu_wmt16_5", "peak RSS (MiB)")):
+        for ax in dict(figures)[name].axes:  # type: ignore[attr-defined]
+            assert ax.get_xlabel() == axis_label(label, ax.get_xscale() == "log")
     tex = (run_dir / "report" / "figures.tex").read_text(encoding="utf-8")  # what they are: the method comment
     assert "model memory (the growth of the process's resident set size over its post-import baseline, MiB)" in tex
     run = RunData.open(run_dir)
@@ -359,6 +369,9 @@ def test_memory_figure_shows_model_memory_beside_process_peak_in_mib(
     points = figure_points(df, group, ["rss_growth_mb", "peak_rss_mb"], QualityIntervals(run, PEARSON))
     for _, p in points.iterrows():
         (cell_id,) = p["cell_ids"]
+        if p["encoder"] == "none":  # sentBLEU: no model, no model memory
+            assert math.isnan(p["rss_growth_mb"]) and p["peak_rss_mb"] > 0
+            continue
         memory = run.results[cell_id].memory
         assert memory is not None and p["rss_growth_mb"] == memory.rss_growth_mb
         assert memory.rss_growth_mb == pytest.approx(memory.peak_rss_mb - memory.baseline_rss_mb, abs=1e-9)
@@ -387,8 +400,8 @@ def test_tradeoff_table_is_compares_numbers(run_dir: Path, capsys: pytest.Captur
     cand = min((c for c in cells if c["metric"] == "bertscore"), key=lambda c: int(c["params"]))
     assert main(["compare", str(run_dir), "--candidate", cand["encoder"], "--baseline", base["encoder"], "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert len(result["rows"]) == 3 and set(table[table["baseline"] != "none"]["metric"]) == {"bertscore"}
-    assert set(table[table["baseline"] == "none"]["metric"]) == {"sentbleu"}  # no encoder to trade: a baseline
+    assert len(result["rows"]) == 3 and set(table["group"]) == {"bertscore"}
+    assert set(table[table["metric"] == "sentbleu"]["baseline"]) == {base["encoder"]}  # compared like an encoder
     for r in result["rows"]:
         (row,) = table[(table["encoder"] == cand["encoder"]) & (table["dataset"] == r["dataset"])].to_dict("records")
         assert row["quality"] == r["quality_candidate"] and row["retained"] == r["retained"]
