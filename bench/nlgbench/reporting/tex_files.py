@@ -154,12 +154,12 @@ def tradeoff_cells(r: pd.Series, n_resamples: int, with_n: bool, names: Names = 
         latex_text(row_name(r, names)),
         *([str(r["n"])] if with_n else []),
         number(r["quality"], 3, fmt.UNDEFINED),
-        interval(r["quality_ci_low"], r["quality_ci_high"], 3),
+        interval(r["quality_ci_low"], r["quality_ci_high"], 2),  # 2 decimals: the table fits a text width
         number(r.get("ms_per_segment", math.nan), 1),
         number(100 * r["retained"], 1, fmt.UNDEFINED),
         interval(100 * r["retained_ci_low"], 100 * r["retained_ci_high"], 1),
         number(r["speedup"], 2),
-        interval(r["speedup_low"], r["speedup_high"], 2),
+        interval(r["speedup_low"], r["speedup_high"], 1),
         p,
     ]
 
