@@ -34,7 +34,6 @@ from matplotlib.text import Text  # noqa: E402
 
 from helpers import committed_copy  # noqa: E402
 from nlgbench.cli import main  # noqa: E402
-from nlgbench.reporting.figures import drawing as figures  # noqa: E402
 from nlgbench.reporting.figures import placement  # noqa: E402
 from nlgbench.reporting.figures.drawing import DrawnFigure, build_figures, write_figures  # noqa: E402
 from nlgbench.reporting.figures.style import COLUMN_WIDTHS, FRONT_COLOR, SPREAD_LABEL, FigureOptions  # noqa: E402
