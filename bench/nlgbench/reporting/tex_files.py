@@ -97,8 +97,8 @@ def tradeoff_caption(dataset: str, device: str, n: int | None) -> str:
     enough for three lines of a paper's column; the method is the file's % comment."""
     n_words = f", $n = {n}$" if n is not None else ""
     return (
-        f"{latex_text(dataset_name(dataset))}; {latex_text(device_name(device))}{n_words}. Quality with its "
-        "95\\% interval, time per segment, and quality retained, speed-up and $p$ against each group's first row."
+        f"{latex_text(dataset_name(dataset))}; {latex_text(device_name(device))}{n_words}. Quality (95\\% CI), "
+        "ms per segment, and retained quality, speed-up and $p$ against the baseline."
     )
 
 
