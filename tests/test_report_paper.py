@@ -318,7 +318,7 @@ def test_bars_are_the_cells_bootstrap_interval(run_dir: Path) -> None:
         # the pooled Pearson interval the worker stored (same resamples, same seed) is the same interval
         row = next(r for r in read_csv(run_dir / "results.csv") if r["cell_id"] == cell_id)
         assert float(row["pearson_global_ci_low"]) == pytest.approx(want[0], abs=1e-12)
-    # and the bars drawn in the figure are these numbers (a lexical baseline is a line: no bar)
+    # and the bars drawn in the figure are these numbers (the encoders' points)
     points = points[points["encoder"] != "none"]
     fig = tradeoff_figure(
         points, [("ms_per_segment", "ms")], "pearson", encoder_styles(list(points["encoder"])), {}, "t"
