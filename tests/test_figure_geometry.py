@@ -26,6 +26,7 @@ import pandas as pd
 import pytest
 
 pytestmark = pytest.mark.integration
+INCLUDE = "\\includegraphics[width=\\linewidth,height=0.9\\textheight,keepaspectratio]"  # figures.tex's
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -381,7 +382,7 @@ def test_files_captions_and_figures_tex(runs: dict[str, Run], tmp_path: Path) ->
         png, pdf, svg = f.paths
         assert png_size(png)[0] == round(3.3 * 300) and pdf_width_points(pdf) == pytest.approx(3.3 * 72, abs=0.01)
         assert svg.read_text(encoding="utf-8").startswith("<?xml")
-        assert (f"\\includegraphics[width=\\linewidth]{{{pdf.name}}}" in tex) == (f in runtime)
+        assert (f"{INCLUDE}{{{pdf.name}}}" in tex) == (f in runtime)
         assert len(f.caption.split()) <= 50 and "nlgbench." not in f.caption
         c = f.method  # the full text: index.html, and a comment in figures.tex
         assert c.startswith(f"{f.title.split(' vs ')[0]} against quality on cpu, {f.group.title}: ")
@@ -407,7 +408,7 @@ def test_report_command_takes_width_and_formats(runs: dict[str, Run], tmp_path: 
     assert all(pdf_width_points(out / p) == pytest.approx(3.3 * 72, abs=0.01) for p in pdfs)
     assert main(["report", str(run), "--figure-width", "5", "--format", "png"]) == 0
     assert png_size(out / "runtime_cpu_wmt16_100.png")[0] == 1500 and not list(out.glob("*_cpu_*.pdf"))
-    assert "\\includegraphics[width=\\linewidth]{runtime_cpu_wmt16_100.png}" in (out / "figures.tex").read_text()
+    assert INCLUDE + "{runtime_cpu_wmt16_100.png}" in (out / "figures.tex").read_text()
     capsys.readouterr()
     assert main(["report", str(run), "--figure-width", "1"]) == 2
     assert main(["report", str(run), "--format", "png,jpg"]) == 2

@@ -55,6 +55,7 @@ from nlgbench.runs.rundata import CellFolderSource, PublishedSource, RunData, St
 from tiny import make_tiny_bert
 
 pytestmark = pytest.mark.integration
+INCLUDE = "\\includegraphics[width=\\linewidth,height=0.9\\textheight,keepaspectratio]"  # figures.tex's
 
 REPO = Path(__file__).resolve().parents[1]
 PEARSON = QualityOptions()
@@ -762,7 +763,7 @@ def test_report_out_and_figures_pick_the_folder_and_the_floats(
     assert main(["report", str(run_dir), "--out", str(tmp_path / "a"), "--format", "png"]) == 0
     tex = (tmp_path / "a" / "figures.tex").read_text(encoding="utf-8")
     assert tex.count("\\begin{figure}[tbp]") == 4 and "\\begin{figure*}" not in tex
-    assert tex.count("\\includegraphics[width=\\linewidth]{runtime_cpu_") == 4 and "{memory_cpu_" not in tex
+    assert tex.count(INCLUDE + "{runtime_cpu_") == 4 and "{memory_cpu_" not in tex
     page = (tmp_path / "a" / "index.html").read_text(encoding="utf-8")
     assert page.count("<figure") == 12 and "`" not in page  # every figure; no raw backtick shown
     assert (run_dir / "report" / "figures.tex").read_text(encoding="utf-8") == before

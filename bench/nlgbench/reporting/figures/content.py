@@ -353,7 +353,8 @@ def method_text(
 def figures_tex(entries: Sequence[tuple[Path, str, str, str]], width: float) -> str:
     """figures.tex: one `figure` float per figure (`entries`: the PDF (or PNG) file, its caption,
     its name, and how it was made (`method_text`), kept above the float as a LaTeX comment),
-    `\\includegraphics[width=\\linewidth]`, `\\caption`, `\\label{fig:<name>}`; figures
+    `\\includegraphics` at the line width (at most 0.9 of the text height: a tall figure stays on its
+    page), `\\caption`, `\\label{fig:<name>}`; figures
     wider than a single column as `figure*` (both columns of a two-column paper; a plain figure in
     a one-column one). Needs graphicx."""
     env = "figure*" if width > 3.6 else "figure"
@@ -371,7 +372,7 @@ def figures_tex(entries: Sequence[tuple[Path, str, str, str]], width: float) -> 
             *(f"% {line}" for line in re.split(r"(?<=\.) (?=[A-Z])", f"How fig:{name} was made: {method}")),
             f"\\begin{{{env}}}[tbp]",
             "  \\centering",
-            f"  \\includegraphics[width=\\linewidth]{{{file}}}",
+            f"  \\includegraphics[width=\\linewidth,height=0.9\\textheight,keepaspectratio]{{{file}}}",
             f"  \\caption{{{latex_text(caption)}}}",
             f"  \\label{{fig:{name}}}",
             f"\\end{{{env}}}",
