@@ -230,7 +230,7 @@ def test_specials_in_names_print_as_written(tmp_path: Path) -> None:
         assert "n/a" in text and "¡" not in text
     tex = (folder / "tradeoff.tex").read_text(encoding="utf-8")
     assert "{$<$ 0.01}" in tex and "2.1e-05" in tex and "S[table-format=1.1e-2]" in tex
-    assert "p $<$ 0.05, r $\\pm$1, `x', `-': none" in tex
+    assert "% a note: p < 0.05, r +-1, 'x', '-': none\n" in tex  # the note: a comment, not the caption
 
 
 def test_names_pdflatex_cannot_print_compile_as_code_points(tmp_path: Path) -> None:
