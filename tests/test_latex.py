@@ -23,7 +23,7 @@ import pytest
 
 from nlgbench.reporting.markup import latex_printable, latex_text, table_format
 from nlgbench.reporting.report import write_report
-from nlgbench.reporting.tex_files import MAX_ROWS, relative_latex, tradeoff_latex
+from nlgbench.reporting.tex_files import MAX_ROWS, tradeoff_latex
 
 pytestmark = pytest.mark.system
 
@@ -32,7 +32,7 @@ TOOLS = ("pdflatex", "pdftoppm", "pdftotext")
 TEXT_WIDTH = "6.3in"  # a two-column paper's text width (a table* float spans it)
 MAX_OVERFULL_PT = 1.0
 LOG_ERRORS = ("Undefined control sequence", "Missing", "Unicode character", "Float too large", "LaTeX Error")
-TABLES = ("tradeoff", "relative", "quantities")
+TABLES = ("tradeoff", "quantities")  # relative.* has no LaTeX: the trade-off table holds its numbers
 
 
 def need_tex() -> None:
@@ -155,7 +155,7 @@ def test_tables_are_complete_floats_that_print_their_numbers(report_folder: Path
     trade = pd.read_csv(report_folder / "tradeoff.csv")
     parts = trade[["dataset", "device"]].drop_duplicates()
     assert tex.count("\\begin{table*}") == len(parts) == tex.count("\\caption[") == tex.count("\\label{tab:tradeoff-")
-    assert tex.count("\\multicolumn") == len(trade[["dataset", "device", "metric"]].drop_duplicates())
+    assert tex.count("\\multicolumn") == len(trade[["dataset", "device", "group"]].drop_duplicates())
     assert "S[table-format=" in tex and "\\toprule" in tex and "\\bottomrule" in tex
     assert len(re.findall(r"\\label\{(tab:[^}]*)\}", tex)) == len(set(re.findall(r"\\label\{(tab:[^}]*)\}", tex)))
     pdf, _ = compile_tex(report_folder / "tradeoff.tex", report_folder.parent / "latex-text")
@@ -163,25 +163,31 @@ def test_tables_are_complete_floats_that_print_their_numbers(report_folder: Path
     flat = " ".join(text.split())
     for _, row in trade.iterrows():
         assert f"{100 * row['retained']:.1f}" in text, row["encoder"]
-        if math.isfinite(row["speedup_low"]):
-            assert f"[{row['speedup_low']:.2f}, {row['speedup_high']:.2f}]" in text
+        assert f"{row['speedup']:.2f}" in text  # its range: tradeoff.md and .csv
     assert "speed-up (×)" in text and "[:" not in text and "¡" not in text and "x [" not in text
     assert "< 0.0" in text or "<" not in tex  # p below 2/resamples printed as a less-than sign
     for dataset in dict.fromkeys(trade["dataset"]):
-        m = re.fullmatch(r"(.+)\[:(\d+)\]", dataset)
+        m = re.fullmatch(r"wmt(\d+)\[:(\d+)\]", dataset)
         assert m, dataset
-        assert f"Trade-off on {m[1]}, the first {m[2]} segments per language pair" in flat
-    assert re.search(r"Quality = pearson \(global\), against the dataset.s human scores", flat)  # ’ in the PDF
-    pdf, _ = compile_tex(report_folder / "relative.tex", report_folder.parent / "latex-text")
-    relative = pdf_text(pdf)
-    assert "[:" not in relative and "¡" not in relative and "Quality retained and speed-up on" in relative
+        assert f"WMT{m[1]}, first {m[2]} segments per language pair" in flat
+    assert "% quality = Pearson (global), against the dataset's human scores" in tex  # the method: a comment
+    assert not (report_folder / "relative.tex").exists()
 
 
 def frames(name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A trade-off and a relative table whose names hold every LaTeX special character, with an
     undefined quality, a negative one, a p below 2/resamples and a tiny p."""
     nan = math.nan
-    base = {"metric": name, "dataset": f"{name}[:10]", "device": "cpu", "baseline": "big", "n": 20, "human_dim": "x"}
+    base = {
+        "group": name,
+        "metric": name,
+        "dataset": f"{name}[:10]",
+        "device": "cpu",
+        "baseline_metric": name,
+        "baseline": "big",
+        "n": 20,
+        "human_dim": "x",
+    }
     trade = pd.DataFrame(
         [
             {**base, "encoder": "big", "quality": 0.5, "retained": 1.0, "speedup": 1.0, "p_value": nan},
@@ -192,6 +198,7 @@ def frames(name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
     is_base = trade["encoder"] == "big"
     for low, high, column in (
+        ("quality_ci_low", "quality_ci_high", "quality"),
         ("retained_ci_low", "retained_ci_high", "retained"),
         ("speedup_low", "speedup_high", "speedup"),
     ):
@@ -208,15 +215,14 @@ def test_specials_in_names_print_as_written(tmp_path: Path) -> None:
     the PDF prints them as written; p = 0 prints as '< 0.01', an undefined quality as 'n/a'."""
     need_tex()
     name = "[x]_%&#${}~^\\a"
-    trade, relative = frames(name)
+    trade, _ = frames(name)
     folder = tmp_path / "report"
     folder.mkdir()
     (folder / "tradeoff.tex").write_text(
         tradeoff_latex(trade, "a note: p < 0.05, r +-1, 'x', '-': none", 200), encoding="utf-8"
     )
-    (folder / "relative.tex").write_text(relative_latex(relative, "a note"), encoding="utf-8")
     printed = name.replace("_", " ").replace("~", "˜").replace("^", "ˆ")  # how pdftotext reads OT1's _ ~ ^
-    for table in ("tradeoff", "relative"):
+    for table in ("tradeoff",):
         pdf, log = compile_tex(folder / f"{table}.tex", tmp_path / table)
         check_log(table, log)
         text = pdf_text(pdf)
@@ -224,25 +230,22 @@ def test_specials_in_names_print_as_written(tmp_path: Path) -> None:
         assert "n/a" in text and "¡" not in text
     tex = (folder / "tradeoff.tex").read_text(encoding="utf-8")
     assert "{$<$ 0.01}" in tex and "2.1e-05" in tex and "S[table-format=1.1e-2]" in tex
-    assert "p $<$ 0.05, r $\\pm$1, `x', `-': none" in tex
+    assert "% a note: p < 0.05, r +-1, 'x', '-': none\n" in tex  # the note: a comment, not the caption
 
 
 def test_names_pdflatex_cannot_print_compile_as_code_points(tmp_path: Path) -> None:
     """A dataset, metric and encoder named in Chinese: the tables (and so preview.tex) compile, each such
     character printed as its code point; accented Latin letters print as themselves."""
     need_tex()
-    trade, relative = frames("数据 Łódź")
+    trade, _ = frames("数据 Łódź")
     folder = tmp_path / "report"
     folder.mkdir()
     (folder / "tradeoff.tex").write_text(tradeoff_latex(trade, "human dimension 流畅度", 200), encoding="utf-8")
-    (folder / "relative.tex").write_text(relative_latex(relative, "a note"), encoding="utf-8")
-    for table in ("tradeoff", "relative"):
-        pdf, log = compile_tex(folder / f"{table}.tex", tmp_path / table)
-        check_log(table, log)
-        text = unicodedata.normalize("NFC", pdf_text(pdf))
-        assert "[U+6570][U+636E]" in text and "ódź" in text, text  # pdftotext reads OT1's Ł as L
-    flat = " ".join(pdf_text(tmp_path / "tradeoff" / "wrap-tradeoff.pdf").split())
-    assert "Human dimension [U+6D41][U+7545][U+5EA6]." in flat  # the note, as the caption's sentence
+    pdf, log = compile_tex(folder / "tradeoff.tex", tmp_path / "tradeoff")
+    check_log("tradeoff", log)
+    text = unicodedata.normalize("NFC", pdf_text(pdf))
+    assert "[U+6570][U+636E]" in text and "ódź" in text, text  # pdftotext reads OT1's Ł as L
+    assert "% human dimension 流畅度" in (folder / "tradeoff.tex").read_text(encoding="utf-8")  # the note: a comment
 
 
 def test_every_character_latex_text_keeps_compiles(tmp_path: Path) -> None:
@@ -269,7 +272,9 @@ def test_labels_stay_unique_where_names_differ_only_in_dropped_characters(tmp_pa
     for name, device, copies in (("a+b", "cpu", 1), ("a_b", "cpu", 1), ("x", "cuda:2", 1), ("x", "cuda", 14)):
         trade, _ = frames("m")
         for k in range(copies):  # 14 metrics of 4 rows: more than MAX_ROWS, so a float `...-cuda-2` follows
-            parts.append(trade.assign(dataset=name, device=device, metric=f"m{k}"))
+            parts.append(
+                trade.assign(dataset=name, device=device, metric=f"m{k}", group=f"m{k}", baseline_metric=f"m{k}")
+            )
     table = pd.concat(parts, ignore_index=True)
     tex = tradeoff_latex(table, "a note", 200)
     labels = re.findall(r"\\label\{([^}]*)\}", tex)
@@ -308,9 +313,15 @@ def test_long_tables_continue_in_a_next_float_and_empty_ones_compile(tmp_path: P
     """48 rows of one dataset in 3 metric groups: floats of at most MAX_ROWS rows (whole metric groups), the later ones
     labelled `-2` and captioned as continued; a table without rows is a file without floats."""
     need_tex()
-    trade, relative = frames("m")
+    trade, _ = frames("m")
     rows = [
-        {**r, "metric": f"metric{k}", "encoder": r["encoder"] if r["encoder"] == "big" else f"{r['encoder']}{j}"}
+        {
+            **r,
+            "metric": f"metric{k}",
+            "group": f"metric{k}",
+            "baseline_metric": f"metric{k}",
+            "encoder": r["encoder"] if r["encoder"] == "big" else f"{r['encoder']}{j}",
+        }
         for k in range(3)
         for j in range(5)
         for r in trade.to_dict("records")
@@ -321,14 +332,15 @@ def test_long_tables_continue_in_a_next_float_and_empty_ones_compile(tmp_path: P
     folder = tmp_path / "report"
     folder.mkdir()
     (folder / "tradeoff.tex").write_text(tradeoff_latex(long, "a note", 200), encoding="utf-8")
-    (folder / "relative.tex").write_text(relative_latex(relative.iloc[:0], "no rows"), encoding="utf-8")
     tex = (folder / "tradeoff.tex").read_text(encoding="utf-8")
     labels = re.findall(r"\\label\{([^}]*)\}", tex)
     assert labels == ["tab:tradeoff-m-10-cpu", "tab:tradeoff-m-10-cpu-2"]  # 17 + 17 lines, then 17
     for body in tex.split("\\begin{table*}")[1:]:
         assert body.count(" \\\\\n") - 1 <= MAX_ROWS  # rows and group headings, less the header row
     assert tex.count("Continued from Table~\\ref{tab:tradeoff-m-10-cpu}") == 1
-    for table in ("tradeoff", "relative"):
-        _, log = compile_tex(folder / f"{table}.tex", tmp_path / table)
-        check_log(table, log)
-    assert "\\begin{table*}" not in (folder / "relative.tex").read_text(encoding="utf-8")
+    _, log = compile_tex(folder / "tradeoff.tex", tmp_path / "tradeoff")
+    check_log("tradeoff", log)
+    (folder / "empty.tex").write_text(tradeoff_latex(long.iloc[:0], "no rows", 200), encoding="utf-8")
+    _, log = compile_tex(folder / "empty.tex", tmp_path / "empty")
+    check_log("empty", log)
+    assert "\\begin{table*}" not in (folder / "empty.tex").read_text(encoding="utf-8")

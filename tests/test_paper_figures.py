@@ -1,7 +1,8 @@
 """Figures as a paper prints them, read from the figure's own artists: no title inside by default, a
 legend of at most two rows holding only what point labels cannot say (and its share of a
-single-column figure), lexical baselines as labelled reference lines in every panel, and the timed
-repeats' bars only where they can be seen at the figure's size."""
+single-column figure), no entry for what is not drawn, model-free metrics as labelled points in every
+panel on the time axis (log only where the span needs it), a y range fitted to what is drawn, and
+the timed repeats' bars only where they can be seen at the figure's size."""
 
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ from matplotlib.figure import Figure  # noqa: E402
 from nlgbench.reporting.figures.content import spread_words  # noqa: E402
 from nlgbench.reporting.figures.drawing import tradeoff_figure  # noqa: E402
 from nlgbench.reporting.figures.style import COLUMN_WIDTHS, SPREAD_LABEL, FigureOptions, encoder_styles  # noqa: E402
+from nlgbench.reporting.relative_table import Reference  # noqa: E402
 
 pytestmark = pytest.mark.component
 
 SINGLE = FigureOptions(COLUMN_WIDTHS["single"])
-X = [("ms_per_segment", "time per segment (ms, log)")]
+X = [("ms_per_segment", "time per segment (ms)")]
 ENCODERS = ["all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2[num_layers=3]"]
 CHRF_QUALITY, SENTBLEU_QUALITY = 0.529, 0.498
 
@@ -68,7 +70,7 @@ def figure(frame: pd.DataFrame, drawn: list[Figure], options: FigureOptions = SI
         X,
         "pearson (global)",
         encoder_styles(ENCODERS),
-        {"bertscore": ENCODERS[0]},
+        {"bertscore": Reference("bertscore", ENCODERS[0])},
         "Runtime vs quality",
         options,
     )
@@ -105,25 +107,64 @@ def test_legend_holds_what_labels_cannot_say_in_two_rows_and_a_small_share(drawn
     assert {"all-mpnet-base-v2", "all-MiniLM-L6-v2", "chrf", "sentbleu"} <= labels
 
 
-def test_lexical_baselines_are_reference_lines_in_every_panel(drawn: list[Figure]) -> None:
+def test_model_free_metrics_are_points_on_the_time_axis_in_every_panel(drawn: list[Figure]) -> None:
+    """chrF (0.84 ms) and sentBLEU (0.42 ms) are points of every panel at their time, with their
+    interval and their name, on a log axis (55 / 0.42 ms is over LOG_SPAN), and on its Pareto front;
+    no line across the panel stands for them."""
     fig = figure(points(1.01, ("bertscore", "moverscore")), drawn)
     assert [ax.get_title() for ax in fig.axes] == ["bertscore", "moverscore"]
     for ax in fig.axes:
-        across = [
-            line.get_ydata()[0]
-            for line in ax.lines
-            if list(line.get_xdata()) == [0, 1] and line.get_ydata()[0] == line.get_ydata()[1]
-        ]  # lines from the axes' left edge to its right (axhline)
-        assert sorted(across) == [SENTBLEU_QUALITY, CHRF_QUALITY]
+        across = [line for line in ax.lines if list(line.get_xdata()) == [0, 1]]
+        assert not across  # no axhline
         marked = [
             (x, y)
             for line in ax.lines
             if line.get_marker() not in (None, "None", "", "none")
             for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
         ]
-        assert (0.84, CHRF_QUALITY) not in marked and (0.42, SENTBLEU_QUALITY) not in marked  # not a point of the panel
-        assert ax.get_xlim()[0] > 1.0  # the x range is the encoders' (4.1 to 55 ms), not stretched to 0.42 ms
+        assert (0.84, CHRF_QUALITY) in marked and (0.42, SENTBLEU_QUALITY) in marked
+        assert ax.get_xscale() == "log" and ax.get_xlim()[0] < 0.42
+        assert ax.get_xlabel() == "time per segment (ms, log)"
         assert {"chrf", "sentbleu"} <= {t.get_text() for t in ax.texts}
+        front = [line for line in ax.lines if line.get_gid() == "pareto"]
+        assert len(front) == 1 and 0.42 in list(front[0].get_xdata())  # sentBLEU is the fastest point
+
+
+def test_a_narrow_time_range_is_a_linear_axis(drawn: list[Figure]) -> None:
+    """Times from 4.1 to 8 ms (no model-free metric) span less than LOG_SPAN: a linear axis, its label
+    without 'log'."""
+    frame = points(1.01)
+    frame = frame[frame["encoder"] != "none"].assign(ms_per_segment=[8.0, 6.0, 4.1])
+    frame = frame.assign(ms_per_segment_low=frame["ms_per_segment"], ms_per_segment_high=frame["ms_per_segment"])
+    fig = figure(frame, drawn)
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "linear" and ax.get_xlabel() == "time per segment (ms)"
+    assert 0 <= ax.get_xlim()[0] < 4.1 and ax.get_xlim()[1] > 8.0
+
+
+def test_no_legend_entry_for_a_front_line_that_is_not_drawn(drawn: list[Figure]) -> None:
+    """One encoder faster and better than the others: a front of one point, drawn as its ring alone;
+    the legend's Pareto-front entry is a ring without the dashed line."""
+    frame = points(1.01)
+    frame = frame[frame["encoder"] != "none"].assign(quality=[0.5, 0.55, 0.7], ci_low=0.45, ci_high=0.75)
+    fig = figure(frame, drawn)
+    assert not [line for ax in fig.axes for line in ax.lines if line.get_gid() == "pareto"]
+    (legend,) = fig.legends
+    (entry,) = [h for h, t in zip(legend.legend_handles, legend_texts(fig), strict=True) if t == "Pareto front"]
+    assert entry.get_linestyle() in ("None", "none", "")
+
+
+def test_the_y_range_is_the_drawn_points_and_intervals(drawn: list[Figure]) -> None:
+    """The y limits reach no further than 12% of the drawn range (with 0.01 at least) beyond the
+    lowest and highest interval end drawn: nothing undrawn stretches the axis."""
+    fig = figure(points(1.01), drawn)
+    for ax in fig.axes:
+        ends = [float(y) for line in ax.lines if line.get_gid() not in ("pareto",) for y in line.get_ydata()] + [
+            float(y) for c in ax.collections for seg in getattr(c, "get_segments", list)() for _, y in seg
+        ]
+        lo, hi = min(ends), max(ends)
+        pad = max(0.12 * (hi - lo), 0.01) + 1e-9
+        assert lo - pad <= ax.get_ylim()[0] and ax.get_ylim()[1] <= hi + pad, (ax.get_ylim(), lo, hi)
 
 
 def test_time_spread_bars_only_where_they_can_be_seen(drawn: list[Figure]) -> None:
@@ -135,7 +176,7 @@ def test_time_spread_bars_only_where_they_can_be_seen(drawn: list[Figure]) -> No
     assert not [c for ax in tight.axes for c in ax.collections if c.get_gid() == "spread"]
     wide = figure(points(1.5), drawn)
     assert SPREAD_LABEL in legend_texts(wide)
-    assert len([c for ax in wide.axes for c in ax.collections if c.get_gid() == "spread"]) == 3
+    assert len([c for ax in wide.axes for c in ax.collections if c.get_gid() == "spread"]) == 5  # chrF, sentBLEU too
 
 
 @pytest.mark.parametrize("repeats", [[[5.0, 5.0001]], [[1.0, 2.875]], [[3.0, 3.2, 3.1], [10.0, 14.0]]])

@@ -407,9 +407,9 @@ def test_point_tooltips_and_sortable_tables_in_chromium(example: Path, tmp_path:
             ms, quality = expected[cell_id]
             assert f"time per segment: {ms}" in text and f"quality {quality} [95% " in text
         assert {text.splitlines()[0] for text in runtime} == {
-            "all-mpnet-base-v2 (bertscore)",
-            "all-MiniLM-L6-v2 (bertscore)",
-            "all-MiniLM-L6-v2 L3 (bertscore)",
+            "all-mpnet-base-v2 (BERTScore)",  # the metric's published name
+            "all-MiniLM-L6-v2 (BERTScore)",
+            "all-MiniLM-L6-v2 L3 (BERTScore)",
         }
         table = browser.find_elements(By.TAG_NAME, "table")[0]  # the trade-off table
         header = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]

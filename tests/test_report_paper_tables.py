@@ -25,12 +25,15 @@ from nlgbench.cli import main
 from nlgbench.cli.parser import build_parser
 from nlgbench.foundations.errors import UserError
 from nlgbench.reporting.compare import compare, select_metrics
-from nlgbench.reporting.relative_table import relative_table
+from nlgbench.reporting.figures.drawing import write_figures
+from nlgbench.reporting.figures.style import FigureOptions
+from nlgbench.reporting.relative_table import QualityIntervals, choose_baselines, relative_table, with_quality
 from nlgbench.reporting.report import write_report
 from nlgbench.runs.rundata import CellFolderSource, PublishedSource, RunData, StoreSource
-from paperkit import REPO, stratified_draw
+from paperkit import PEARSON, REPO, stratified_draw
 
 pytestmark = pytest.mark.integration
+INCLUDE = "\\includegraphics[width=\\linewidth,height=0.9\\textheight,keepaspectratio]"  # figures.tex's
 
 # ----------------------------------------------------------------------------- tables
 
@@ -45,8 +48,8 @@ def test_tradeoff_table_is_compares_numbers(paper_run: Path, capsys: pytest.Capt
         main(["compare", str(paper_run), "--candidate", cand["encoder"], "--baseline", base["encoder"], "--json"]) == 0
     )
     result = json.loads(capsys.readouterr().out)
-    assert len(result["rows"]) == 3 and set(table[table["baseline"] != "none"]["metric"]) == {"bertscore"}
-    assert set(table[table["baseline"] == "none"]["metric"]) == {"sentbleu"}  # no encoder to trade: a baseline
+    assert len(result["rows"]) == 3 and set(table["group"]) == {"bertscore"}
+    assert set(table[table["metric"] == "sentbleu"]["baseline"]) == {base["encoder"]}  # compared like an encoder
     for r in result["rows"]:
         (row,) = table[(table["encoder"] == cand["encoder"]) & (table["dataset"] == r["dataset"])].to_dict("records")
         assert row["quality"] == r["quality_candidate"] and row["retained"] == r["retained"]
@@ -75,7 +78,7 @@ def test_tradeoff_table_is_compares_numbers(paper_run: Path, capsys: pytest.Capt
     assert all(rule in tex for rule in ("\\toprule", "\\midrule", "\\bottomrule"))
     assert "{retained (\\%)} & 95\\% CI" in tex  # tests/test_latex.py compiles it
     md = (out / "tradeoff.md").read_text(encoding="utf-8")
-    assert md.count("| bertscore |") == 6 and md.count("| baseline |") == 3
+    assert md.count("| BERTScore |") == 6 and md.count("| baseline |") == 3  # published names
 
 
 def test_one_dataset_relative_table_has_no_mean_rows_and_means_stay_within_a_kind() -> None:
@@ -319,45 +322,156 @@ def test_no_empty_quantities_table_is_written_and_the_page_says_why(paper_run: P
     assert "\\IfFileExists{quantities.tex}" in (out / "preview.tex").read_text(encoding="utf-8")
 
 
-def test_lexical_baselines_are_not_compared_with_themselves_but_listed_in_the_tradeoff_table(paper_run: Path) -> None:
-    """sentBLEU has no encoder: no row of relative.* (it would read 100.0%, 1.00x against itself); in
-    tradeoff.* one row per dataset marked as a lexical baseline, with its quality (Pearson of its
-    segment scores, recomputed here with scipy) and its median ms/segment (result.json's repeats)."""
+def test_model_free_metrics_are_compared_rows_of_the_tradeoff_table(paper_run: Path) -> None:
+    """sentBLEU has no model: no row of relative.* (it would read 100.0%, 1.00x against itself); in
+    tradeoff.* one row per dataset in BERTScore's group, with its quality (Pearson of its segment
+    scores, recomputed here with scipy) and interval, its median ms/segment (result.json's repeats),
+    and compare's retained, speed-up and p against BERTScore's baseline (compare across metrics)."""
     out = paper_run / "report"
     assert {r["metric"] for r in read_csv(out / "relative.csv")} == {"bertscore"}
     assert "sentbleu" not in (out / "relative.md").read_text(encoding="utf-8")
     run = RunData.open(paper_run)
-    lexical = [r for r in read_csv(out / "tradeoff.csv") if r["metric"] == "sentbleu"]
-    assert len(lexical) == 3 and {(r["encoder"], r["baseline"]) for r in lexical} == {("none", "none")}
+    trade = pd.read_csv(out / "tradeoff.csv")
+    base = str(trade[trade["group"] == "bertscore"]["baseline"].iloc[0])
+    lexical = trade[trade["metric"] == "sentbleu"].to_dict("records")
+    assert len(lexical) == 3
+    assert {(r["group"], r["encoder"], r["baseline_metric"], r["baseline"]) for r in lexical} == {
+        ("bertscore", "none", "bertscore", base)
+    }
+    result = compare(run, "none", base, candidate_metric="sentbleu", baseline_metric="bertscore")
+    by_dataset = {r["dataset"]: r for r in result["rows"]}
     cells = run.cells[run.cells["metric"] == "sentbleu"]
     for row in lexical:
         (cell_id,) = cells[cells["dataset"] == row["dataset"]]["cell_id"]
         seg = run.segments(cell_id)
-        assert float(row["quality"]) == pytest.approx(stats.pearsonr(seg.score, seg.human)[0], abs=1e-9)
+        assert row["quality"] == pytest.approx(stats.pearsonr(seg.score, seg.human)[0], abs=1e-9)
+        assert row["quality_ci_low"] < row["quality"] < row["quality_ci_high"]
         timing = run.results[cell_id].timing
         assert timing is not None
-        assert float(row["ms_per_segment"]) == pytest.approx(float(np.median(timing.ms_per_segment)), rel=1e-9)
-        assert row["retained"] == "" and row["speedup"] == ""  # nothing to retain or speed up against
+        assert row["ms_per_segment"] == pytest.approx(float(np.median(timing.ms_per_segment)), rel=1e-9)
+        compared = by_dataset[row["dataset"]]
+        assert row["retained"] == pytest.approx(compared["retained"]) and row["speedup"] == compared["speedup"]
+        assert row["p_value"] == compared["p_value"] and math.isfinite(row["p_value"])
     md = (out / "tradeoff.md").read_text(encoding="utf-8")
-    assert md.count("| sentbleu |") == 3 and md.count("| none (lexical) |") == 3 and "lexical baseline |" in md
+    assert md.count("| sentBLEU |") == 3 and md.count("| no model |") == 3 and "lexical baseline" not in md
     tex = (out / "tradeoff.tex").read_text(encoding="utf-8")
-    assert tex.count("sentbleu; lexical baseline (no encoder)") == 3
+    assert tex.count("\\multicolumn") == 3 and tex.count("\nsentBLEU & ") == 3
+
+
+def test_a_cheap_metric_as_the_baseline_of_every_row(paper_run: Path, tmp_path: Path) -> None:
+    """`--baseline sentbleu`: sentBLEU is each group's first row ('baseline') and every BERTScore
+    encoder is compared with it; `--baseline bertscore:ENCODER` names one metric's encoder; a metric's
+    unknown encoder is one line naming the known ones."""
+    run = RunData.open(paper_run)
+    encoders = list(dict.fromkeys(run.cells[run.cells["metric"] == "bertscore"]["encoder"]))
+    assert main(["report", str(paper_run), "--baseline", "sentbleu", "--out", str(tmp_path / "cheap")]) == 0
+    trade = pd.read_csv(tmp_path / "cheap" / "tradeoff.csv")
+    assert set(trade["baseline_metric"]) == {"sentbleu"} and set(trade["baseline"]) == {"none"}
+    firsts = trade.groupby("dataset", sort=False).head(1)
+    assert set(firsts["metric"]) == {"sentbleu"} and firsts["p_value"].isna().all()
+    rest = trade[trade["metric"] == "bertscore"]
+    assert len(rest) == 3 * len(encoders) and rest["p_value"].notna().all() and (rest["speedup"] < 1).all()
+    md = (tmp_path / "cheap" / "tradeoff.md").read_text(encoding="utf-8")
+    assert md.count("| sentBLEU |") == 3 and md.count("| baseline |") == 3
+    one = choose_baselines(with_quality(run, PEARSON), f"bertscore:{encoders[1]}")
+    assert {r.encoder for r in one.values()} == {encoders[1]}
+    with pytest.raises(UserError, match="encoder of bertscore"):
+        choose_baselines(with_quality(run, PEARSON), "bertscore:no-such-encoder")
+
+
+def test_a_metric_without_a_model_has_no_model_memory(paper_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """sentBLEU: its model memory is blank in index.html's per-encoder table, its point is absent from
+    the model-memory figures (the process peak keeps it), and compare's memory ratio against it reads
+    'no model'."""
+    page = (paper_run / "report" / "index.html").read_text(encoding="utf-8")
+    table = page[page.index("<h2>Per encoder") :]
+    row = next(r for r in table.split("<tr>") if r.startswith("<td class='t'>sentBLEU</td>"))
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+    header = re.findall(r"<th>([^<]*)</th>", table[: table.index("</thead>")])
+    assert cells[header.index("model memory MiB")] == "-" and cells[header.index("peak memory MiB")] != "-"
+    svg = (paper_run / "report" / "memory_cpu_wmt16_5.svg").read_text(encoding="utf-8")
+    assert "sentbleu" not in svg and "sentBLEU" not in svg
+    assert "sentBLEU" in (paper_run / "report" / "peak_memory_cpu_wmt16_5.svg").read_text(encoding="utf-8")
+    run = RunData.open(paper_run)
+    base = str(run.cells[run.cells["metric"] == "bertscore"]["encoder"].iloc[0])
+    args = ["compare", str(paper_run), "--candidate", "none", "--baseline", base, "--resamples", "200"]
+    assert main([*args, "--candidate-metric", "sentbleu", "--baseline-metric", "bertscore"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("| no model |") == 3, printed
+
+
+def test_report_out_and_figures_pick_the_folder_and_the_floats(
+    paper_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out` writes the report there (DIR/report untouched); figures.tex sets the runtime figures
+    by default, single-column `figure` floats, and `--figures` adds the memory ones (index.html shows
+    every figure either way); a kind it does not know is one line."""
+    before = (paper_run / "report" / "figures.tex").read_text(encoding="utf-8")
+    assert main(["report", str(paper_run), "--out", str(tmp_path / "a"), "--format", "png"]) == 0
+    tex = (tmp_path / "a" / "figures.tex").read_text(encoding="utf-8")
+    assert tex.count("\\begin{figure}[tbp]") == 4 and "\\begin{figure*}" not in tex
+    assert tex.count(INCLUDE + "{runtime_cpu_") == 4 and "{memory_cpu_" not in tex
+    page = (tmp_path / "a" / "index.html").read_text(encoding="utf-8")
+    assert page.count("<figure") == 12 and "`" not in page  # every figure; no raw backtick shown
+    assert (paper_run / "report" / "figures.tex").read_text(encoding="utf-8") == before
+    every = ["--figures", "runtime,memory,peak_memory"]
+    assert main(["report", str(paper_run), "--out", str(tmp_path / "b"), *every]) == 0
+    assert (tmp_path / "b" / "figures.tex").read_text(encoding="utf-8").count("\\begin{figure}") == 12
+    assert main(["report", str(paper_run), "--out", str(tmp_path / "c"), "--figures", "speed"]) == 2
+    assert "--figures takes a comma-separated list of runtime, memory, peak_memory" in capsys.readouterr().err
+
+
+def test_the_repeats_spread_in_a_caption_is_over_the_plotted_points_only(paper_run: Path, tmp_path: Path) -> None:
+    """A cell left out of the figure (its quality undefined) whose repeats lie 50x apart: the caption's
+    spread is the plotted cells' largest, not that cell's."""
+    run = RunData.open(paper_run)
+    df = with_quality(run, PEARSON)
+    df = df[~df["imported"]].copy()
+    hidden = (df["metric"] == "sentbleu") & (df["dataset"] == "wmt16[:5]")
+    df.loc[hidden, "quality"] = math.nan
+    df["ms_per_segment_repeats"] = [
+        [1.0, 50.0] if h else list(r) for h, r in zip(hidden, df["ms_per_segment_repeats"], strict=True)
+    ]
+    files = write_figures(
+        df,
+        tmp_path,
+        PEARSON,
+        choose_baselines(df, None),
+        QualityIntervals(run, PEARSON, 20),
+        FigureOptions(formats=("png",)),
+    )
+    (caption,) = [f.caption for f in files if f.name == "runtime_cpu_wmt16_5"]
+    plotted = df[(df["dataset"] == "wmt16[:5]") & ~hidden]
+    worst = max(max(r) / min(r) - 1 for r in plotted["ms_per_segment_repeats"])
+    assert "4900" not in caption
+    assert f"{100 * worst:.1f}% apart" in caption or "Horizontal bars" in caption, caption
 
 
 def test_captions_are_short_and_the_method_stays_in_a_comment(paper_run: Path) -> None:
-    """Each caption of figures.tex is at most 50 words of a paper (no module path, no internal name of
-    the human dimension); the full method text is a LaTeX comment above its float, and in index.html."""
+    """Each caption of figures.tex (the runtime figures by default) is under 50 words of a paper: no
+    command syntax (backtick, slice, tool name, 'ms/seg ('), the data named as the trade-off table
+    names it, the correlation by its published name; the trade-off table's caption fits three lines
+    of a column (150 printed characters: about 50 a line at 9 pt); the full method text is a LaTeX comment above each
+    float, and in index.html."""
     tex = (paper_run / "report" / "figures.tex").read_text(encoding="utf-8")
     captions = [
         line.strip()[len("\\caption{") : -1] for line in tex.splitlines() if line.strip().startswith("\\caption{")
     ]
-    assert len(captions) == 12  # 3 kinds x (3 datasets + the mean over the two DA ones)
-    for caption in captions:
-        assert len(caption.split()) <= 50, caption
-        assert "nlgbench." not in caption and "one human score" not in caption and "human dimension" not in caption
-        # wmt15/16 DA: one translation per source; wmt21: several, so whole sources are drawn
-        assert re.search(r"95\\% bootstrap intervals over (segments|sources)\b.*stratified by language pair", caption)
-    assert tex.count("% How fig:") == 12
+    assert len(captions) == 4  # runtime x (3 datasets + the mean over the two DA ones)
+    table = (paper_run / "report" / "tradeoff.tex").read_text(encoding="utf-8")
+    table_captions = re.findall(r"\\caption\[\{[^}]*\}\]\{(.*)\}\n", table)
+    assert len(table_captions) == 3
+    for caption in captions + table_captions:
+        assert len(caption.split()) < 50, caption
+        for tool in ("`", "[:", "nlgbench", "ms/seg (", "\\texttt"):
+            assert tool not in caption, (tool, caption)
+        assert "one human score" not in caption and "human dimension" not in caption
+    assert sum("WMT16, first 5 segments per language pair" in c for c in captions + table_captions) == 2
+    assert all(c.startswith("Pearson correlation with human") for c in captions)
+    for caption in table_captions:
+        printed = re.sub(r"\\[a-z]+|[{}$\\]", "", caption)
+        assert len(printed) <= 150, printed
+    assert tex.count("% How fig:") == 4
     comments = " ".join(line[2:] for line in tex.splitlines() if line.startswith("% "))
     assert "the pearson correlation of the metric's scores with the dataset's human scores" in comments
     page = html.unescape((paper_run / "report" / "index.html").read_text(encoding="utf-8"))

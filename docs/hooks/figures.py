@@ -17,7 +17,7 @@ log = logging.getLogger("mkdocs.hooks.figures")
 #: docs/img/<copy> -> the committed figure it copies (repository path).
 COPIES = {
     "quickstart_runtime_cpu_wmt16_100.png": "reports/example/report/runtime_cpu_wmt16_100.png",
-    "similarity_runtime_cpu_wmt16_40.png": "reports/similarity/report/runtime_cpu_wmt16_40.png",
+    "similarity_runtime_cpu_wmt16_40_part1.png": "reports/similarity/report/runtime_cpu_wmt16_40_part1.png",
     "backends_runtime_cpu_wmt16_40.png": "reports/backends/report/runtime_cpu_wmt16_40.png",
     "gpu_batch_sweep.png": "reports/gpu/batch_sweep.png",
     "distill_runtime_cpu_wmt16.png": "reports/distill/report/runtime_cpu_wmt16.png",

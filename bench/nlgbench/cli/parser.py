@@ -258,14 +258,21 @@ def _add_distill(sub: Commands) -> None:
 def _add_report(sub: Commands) -> None:
     rep = sub.add_parser("report", help="plots and tables of a run folder into DIR/report/ (index.html)")
     rep.add_argument("dir", help="run folder (results.sqlite, cells/ or a committed report/)")
-    rep.add_argument("--baseline", help="baseline encoder label (default: per metric, the one with most parameters)")
+    rep.add_argument(
+        "--baseline",
+        metavar="ENCODER|METRIC[:ENCODER]",
+        help="what each row is compared with: an encoder label (each metric's own cells of it), or one metric's "
+        "cell for all rows, e.g. chrf or bertscore:all-mpnet-base-v2 (default: per metric, the encoder with "
+        "most parameters)",
+    )
+    rep.add_argument("--out", metavar="FOLDER", help="write the report into FOLDER (default: DIR/report)")
     _add_selection_args(rep)
     _add_quality_args(rep)
     size = rep.add_mutually_exclusive_group()
     size.add_argument(
         "--column",
         choices=("single", "double"),
-        help="figures as wide as a paper's single column (3.3 in) or both columns (6.9 in, the default); "
+        help="figures as wide as a paper's single column (3.3 in, the default) or both columns (6.9 in); "
         "text is 7-9 pt at that width",
     )
     size.add_argument("--figure-width", type=float, metavar="INCHES", help="figure width in inches (2.5 to 20)")
@@ -273,6 +280,12 @@ def _add_report(sub: Commands) -> None:
         "--format",
         default="png,pdf,svg",
         help="figure files to write, comma-separated: png, pdf, svg (default all three; figures.tex takes the PDF)",
+    )
+    rep.add_argument(
+        "--figures",
+        default="runtime",
+        help="the figures figures.tex sets, comma-separated: runtime, memory, peak_memory (default runtime; "
+        "index.html shows all)",
     )
     rep.add_argument(
         "--titles",

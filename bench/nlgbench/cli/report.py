@@ -27,6 +27,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         aligner=args.aligner,
         figure_options=_figure_options(args),
         labels=_labels(args),
+        out_dir=Path(args.out) if args.out else None,
     )
     print(f"report: {index}")
     return 0
@@ -71,10 +72,11 @@ def _quality_options(args: argparse.Namespace) -> QualityOptions:
 
 
 def _figure_options(args: argparse.Namespace) -> FigureOptions:
-    """--column or --figure-width, --format and --titles, checked before the run folder is read."""
+    """--column or --figure-width, --format, --titles and --figures, checked before the run folder is read."""
     width = COLUMN_WIDTHS[args.column] if args.column else args.figure_width
     formats = tuple(f.strip().lower() for f in str(args.format).split(",") if f.strip())
-    options = FigureOptions(DEFAULT_FIGURES.width if width is None else width, formats, args.titles)
+    kinds = tuple(f.strip().lower() for f in str(args.figures).split(",") if f.strip())
+    options = FigureOptions(DEFAULT_FIGURES.width if width is None else width, formats, args.titles, kinds)
     options.check()
     return options
 

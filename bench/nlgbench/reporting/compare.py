@@ -24,6 +24,7 @@ import numpy as np
 from nlgbench.core.cell import IMPORTED
 from nlgbench.core.labels import DEFAULT_NAMES, Names
 from nlgbench.data.items import HUMAN
+from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations import fmt
 from nlgbench.foundations.errors import UserError, unknown_name
 from nlgbench.reporting.encoder_lookup import find_encoder_label
@@ -459,7 +460,9 @@ def render(result: dict[str, Any], names: Names = DEFAULT_NAMES) -> str:
                 f"{fmt.p_value(r['p_value'], result['bootstrap_resamples'], missing=na)} [{test_text(r)}]",
                 _williams_cell(r),
                 fmt.times_range(r["speedup"], speed_lo, speed_hi),
-                fmt.times(r["model_memory_ratio"])
+                "no model"
+                if NO_ENCODER in (result["candidate"], result["baseline"])
+                else fmt.times(r["model_memory_ratio"])
                 + (f" / {fmt.times(r['memory_ratio'])}" if math.isfinite(r["model_memory_ratio"]) else ""),
             ]
         )

@@ -180,7 +180,7 @@ def latex_float(table: LatexFloat) -> str:
         "\\begin{table*}[tbp]",
         "\\centering",
         "\\small",
-        "\\setlength{\\tabcolsep}{3.5pt}",  # 6 pt by default: long encoder names leave little room
+        "\\setlength{\\tabcolsep}{3pt}",  # 6 pt by default: long encoder names leave little room
         f"\\caption[{{{table.short_caption}}}]{{{table.caption}}}",  # braces: a ] in the short caption
         f"\\label{{{table.label}}}",
         "\\begin{tabular}{@{}" + " ".join(columns) + "@{}}",

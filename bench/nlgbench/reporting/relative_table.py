@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,12 +36,17 @@ if TYPE_CHECKING:
 def with_quality(run: RunData, options: QualityOptions, cells: pd.DataFrame | None = None) -> pd.DataFrame:
     """The run's cells (or `cells`, some of them) with a `quality` column recomputed from segment
     scores, `lps_left_out`: the language pairs too small for the level (see
-    nlgbench.statistics.levels.too_small_groups), and `quality_note`: why quality is undefined ('' when defined)."""
+    nlgbench.statistics.levels.too_small_groups), and `quality_note`: why quality is undefined ('' when defined);
+    a metric without a model has no model memory (blank, not the process's growth)."""
     options.check()
     df = (run.cells if cells is None else cells).copy()
     segments = [run.segments(c) for c in df["cell_id"]]
     options.check_segments(segments)
     df["quality"] = [options.value(seg) for seg in segments]
+    free = df["encoder"] == NO_ENCODER
+    for column in ("rss_growth_mb", "cuda_peak_allocated_mb"):  # a metric without a model has no model memory
+        if column in df:
+            df[column] = df[column].astype(float).where(~free)
     df["lps_left_out"] = [tuple(too_small_groups(seg, options.level)) for seg in segments]
     df["quality_note"] = [
         quality_note(seg, options.method, options.level, options.threshold) if not math.isfinite(q) else ""
@@ -115,16 +121,21 @@ def test_words(options: QualityOptions) -> str:
     return f"{options.test_label} test, over the intervals' resamples"
 
 
-def relative_note(quality: str, human: str, test: str, resampled: str) -> str:
-    """The note under Table 3 (relative.{md,tex}, index.html): which quality, and where its interval
-    (`resampled`: the unit) and its test (`test`: `test_words`) are."""
+def relative_note(quality: str, human: str, means: bool) -> str:
+    """The note under Table 3 (relative.md, index.html): which quality, what retained and speed-up
+    are, the mean rows where the table has any; intervals and tests are the trade-off table's."""
     return (
         f"quality = {quality}, against {human}; retained = quality / the baseline encoder's quality on the same "
-        "dataset; speed-up = median baseline ms/segment / median ms/segment; "
-        "mean rows: the mean over the datasets of one kind of human score. "
-        f"No interval or test here: the trade-off table has them (95% paired-bootstrap intervals resampling "
-        f"{resampled}; p: {test})."
+        "dataset; speed-up = median baseline ms/segment / median ms/segment"
+        + ("; mean rows: the mean over the datasets of one kind of human score" if means else "")
+        + ". Intervals and tests: the trade-off table."
     )
+
+
+def own_encoders(baselines: dict[str, Reference]) -> dict[str, str]:
+    """Each metric's baseline encoder where its reference is one of its own cells (Table 3 compares
+    within a metric only)."""
+    return {m: ref.encoder for m, ref in baselines.items() if ref.metric == m}
 
 
 def pareto_front(times: Sequence[float], qualities: Sequence[float]) -> list[int]:
@@ -143,24 +154,79 @@ def pareto_front(times: Sequence[float], qualities: Sequence[float]) -> list[int
     return [i for _, i in sorted(front)]
 
 
-def choose_baselines(df: pd.DataFrame, baseline: str | None) -> dict[str, str]:
-    """The baseline encoder of each metric: the one asked for, else the one with the most parameters."""
-    out: dict[str, str] = {}
-    for label, group in df.groupby("metric", sort=False):
-        metric = str(label)
-        encoders = list(dict.fromkeys(group["encoder"]))
+@dataclass(frozen=True)
+class Reference:
+    """The cell a metric's rows are compared with: its metric (the metric itself, or another: a cheap
+    model-free one) and its encoder (NO_ENCODER for a metric without a model)."""
+
+    metric: str
+    encoder: str
+
+
+def reference_name(metric: str, encoder: str, group: str, names: Names = DEFAULT_NAMES) -> str:
+    """A group's reference in words: its encoder (the group's own metric), a model-free metric's name,
+    or 'metric encoder'."""
+    if encoder == NO_ENCODER:
+        return names(metric)
+    return names(encoder) if metric == group else f"{names(metric)} {names(encoder)}"
+
+
+def modelled_metrics(df: pd.DataFrame) -> list[str]:
+    """The metrics with an encoder, in the run's order; every metric where none has one."""
+    metrics = [str(m) for m in dict.fromkeys(df["metric"])]
+    with_model = [m for m in metrics if (df[df["metric"] == m]["encoder"] != NO_ENCODER).any()]
+    return with_model or metrics
+
+
+def model_free_metrics(df: pd.DataFrame) -> list[str]:
+    """The metrics without a model (sentBLEU, chrF, ROUGE), in the run's order."""
+    return [str(m) for m in dict.fromkeys(df["metric"]) if (df[df["metric"] == m]["encoder"] == NO_ENCODER).all()]
+
+
+def choose_baselines(df: pd.DataFrame, baseline: str | None) -> dict[str, Reference]:
+    """Each metric's reference (per metric with an encoder; per metric where none has one):
+    `baseline` as METRIC[:ENCODER] is every metric's one reference (the metric's encoder with the
+    most parameters where ENCODER is not given); as an encoder label, each metric's own cells of
+    it; by default each metric's encoder with the most parameters."""
+    metrics = modelled_metrics(df)
+    if baseline is not None and (ref := _metric_reference(df, baseline)) is not None:
+        return dict.fromkeys(metrics, ref)
+    out: dict[str, Reference] = {}
+    for metric in metrics:
+        group = df[df["metric"] == metric]
         if baseline is not None:
-            found = find_encoder_label(baseline, encoders)  # a Hub id names its registry name's cells too
-            if found is not None:
-                out[metric] = found
+            found = find_encoder_label(baseline, list(dict.fromkeys(group["encoder"])))
+            if found is not None:  # a Hub id names its registry name's cells too
+                out[metric] = Reference(metric, found)
             continue
-        timed = group.dropna(subset=["params"])
-        out[metric] = (
-            str(timed.sort_values("params", ascending=False)["encoder"].iloc[0]) if len(timed) else encoders[0]
-        )
+        out[metric] = Reference(metric, _largest(group))
     if baseline is not None and not out:
-        raise unknown_name("baseline encoder", baseline, sorted(set(df["encoder"])))
+        raise unknown_name("baseline encoder or metric", baseline, sorted({*df["encoder"], *df["metric"]}))
     return out
+
+
+def _largest(group: pd.DataFrame) -> str:
+    """The encoder with the most parameters among a metric's cells (the first where none is counted)."""
+    timed = group.dropna(subset=["params"])
+    if len(timed):
+        return str(timed.sort_values("params", ascending=False, kind="stable")["encoder"].iloc[0])
+    return str(group["encoder"].iloc[0])
+
+
+def _metric_reference(df: pd.DataFrame, text: str) -> Reference | None:
+    """`--baseline METRIC[:ENCODER]` as a reference; None where METRIC is no metric of the run (then
+    the text is an encoder label)."""
+    metric, colon, encoder = text.partition(":")
+    group = df[df["metric"] == metric]
+    if not len(group):
+        return None
+    if not colon:
+        return Reference(metric, _largest(group))
+    encoders = list(dict.fromkeys(group["encoder"]))
+    found = find_encoder_label(encoder, encoders)
+    if found is None:
+        raise unknown_name(f"encoder of {metric}", encoder, encoders)
+    return Reference(metric, found)
 
 
 def score_types(df: pd.DataFrame) -> pd.Series:

@@ -1,20 +1,23 @@
 """`nlgbench report DIR`: the efficiency-quality trade-off of a run folder, for people to read and
 for papers to print.
 
-Writes DIR/report/:
+Writes DIR/report/ (or `--out`):
 
 - per device and dataset, runtime-, model-memory- and peak-memory-vs-quality figures (PNG, PDF,
   SVG; `--format`) at a paper's column width (`--column`, `--figure-width`): one panel per metric,
   every encoder in its own colour and marker throughout, the 95% bootstrap interval of each quality
   as a vertical bar, the timed repeats' spread as a horizontal bar, the Pareto front, the baseline
-  ringed, lexical baselines (no encoder) as grey diamonds in every panel, labels covering nothing;
-  a figure of the mean over datasets only for datasets of one kind of human score (`score_type`:
-  DA, MQM, a named dimension), titled as such; each figure's caption in index.html and in
-  figures.tex, one LaTeX `figure` float per figure (nlgbench.reporting.figures.drawing);
-- the trade-off table (`tradeoff.{md,tex,csv}`): per metric x dataset x device, each encoder's
-  quality, quality retained with its paired-bootstrap interval, speed-up with its range and the
-  p-value of the chosen test against the baseline, the numbers `nlgbench compare` prints;
-- the baseline-relative table (`relative.*`, quality retained and speed-up per dataset, with a
+  ringed, metrics without a model (chrF, sentBLEU, ROUGE) as grey diamonds in every panel, labels
+  covering nothing; a figure of the mean over datasets only for datasets of one kind of human score
+  (`score_type`: DA, MQM, a named dimension), titled as such; each figure's caption in index.html,
+  and the kinds `--figures` names (runtime by default) in figures.tex, one LaTeX `figure` float per
+  figure (nlgbench.reporting.figures.drawing);
+- the trade-off table (`tradeoff.{md,tex,csv}`): per metric x dataset x device, each encoder's and
+  each model-free metric's quality with its interval, quality retained with its paired-bootstrap
+  interval, speed-up with its range and the p-value of the chosen test against the baseline
+  (`--baseline`: an encoder, or METRIC[:ENCODER] for one reference of all), the numbers
+  `nlgbench compare` prints;
+- the baseline-relative table (`relative.{md,csv}`, quality retained and speed-up per dataset, with a
   mean per kind of human score where there are several datasets of it; the study's Table 3), the
   correlation matrix of the measured quantities, each r with n, the encoders behind it, and its 95%
   Fisher z interval (`quantities.*`; Table 4; nlgbench.reporting.quantities_table), and an offline
@@ -47,14 +50,18 @@ from nlgbench.reporting.compare import select_metrics
 from nlgbench.reporting.figures.drawing import FigureFile, write_figures
 from nlgbench.reporting.figures.style import DEFAULT_FIGURES, FigureOptions
 from nlgbench.reporting.markup import html_table, markdown, markdown_text
+from nlgbench.reporting.published import metric_names
 from nlgbench.reporting.quality import DEFAULT_QUALITY, QualityOptions
 from nlgbench.reporting.quantities_table import quantity_correlations, quantity_csv, quantity_note, quantity_rows
 from nlgbench.reporting.relative_table import (
     QualityIntervals,
+    Reference,
     choose_baselines,
     human_words,
     left_out_notes,
+    own_encoders,
     per_encoder_rows,
+    reference_name,
     relative_note,
     relative_rows,
     relative_table,
@@ -65,7 +72,7 @@ from nlgbench.reporting.relative_table import (
     with_quality,
 )
 from nlgbench.reporting.runinfo import run_info
-from nlgbench.reporting.tex_files import preview_document, quantities_latex, relative_latex, tradeoff_latex
+from nlgbench.reporting.tex_files import preview_document, quantities_latex, tradeoff_latex
 from nlgbench.reporting.tradeoff_table import tradeoff_note, tradeoff_rows, tradeoff_table
 from nlgbench.reporting.webpage import SORT_SCRIPT, STYLE, figures_html, run_html, without_empty_columns
 from nlgbench.runs.folder import check_links, own_folder, report_dir
@@ -97,11 +104,14 @@ def write_report(
     seed: int = BOOTSTRAP_SEED,
     figure_options: FigureOptions = DEFAULT_FIGURES,
     labels: Mapping[str, str] | None = None,
+    out_dir: Path | None = None,
 ) -> Path:
-    """Write DIR/report/ and return the path of its index.html; `human` names the human dimension
+    """Write DIR/report/ (or `out_dir`) and return the path of its index.html; `baseline` is an
+    encoder label or METRIC[:ENCODER] (`choose_baselines`); `human` names the human dimension
     (data with several), default each cell's first; `metric` and `aligner` select metrics as
-    `nlgbench.reporting.compare.select_metrics`; `figure_options` the figures' width and formats;
-    `labels` the names to show for encoders and metrics (`--label`), over the specs' `labels:` maps."""
+    `nlgbench.reporting.compare.select_metrics`; `figure_options` the figures' width, formats and
+    the kinds figures.tex takes; `labels` the names to show for encoders and metrics (`--label`),
+    over the specs' `labels:` maps, over the metrics' published spellings (BERTScore, chrF)."""
     figure_options.check()
     run = RunData.open(folder, human)
     picked = select_metrics(run.cells, metric, aligner)
@@ -109,14 +119,14 @@ def write_report(
     cells = run.cells if picked is None else run.cells[run.cells["metric"].isin(picked)]
     df = with_quality(run, options, cells)
     check_links(folder)
-    out = own_folder(report_dir(folder))
+    out = own_folder(report_dir(folder) if out_dir is None else out_dir)
     baselines = choose_baselines(df, baseline)
-    names = Names({**read_provenance(run).labels, **(labels or {})})
+    names = Names({**metric_names(df["metric"]), **read_provenance(run).labels, **(labels or {})})
     names.check([*df["encoder"], *df["metric"]], "--label")
     intervals = QualityIntervals(run, options, n_resamples, seed)
     figures = write_figures(df[~df["imported"]], out, options, baselines, intervals, figure_options, names)
     trade = write_tradeoff(out, run, df, baselines, options, n_resamples, seed, names)
-    relative = write_relative(out, df, baselines, options, resampling_words(run, options, df), names)
+    relative = write_relative(out, df, own_encoders(baselines), options, names)
     quantities = write_quantities(out, df, f"{options.label}, against {human_words(df)}")
     write_atomic(out / "preview.tex", preview_document())
     write_published(run, out)
@@ -133,7 +143,7 @@ def write_tradeoff(
     out: Path,
     run: RunData,
     df: pd.DataFrame,
-    baselines: dict[str, str],
+    baselines: dict[str, Reference],
     options: QualityOptions,
     n_resamples: int,
     seed: int,
@@ -155,18 +165,19 @@ def write_relative(
     df: pd.DataFrame,
     baselines: dict[str, str],
     options: QualityOptions,
-    resampled: str,
     names: Names = DEFAULT_NAMES,
 ) -> Table:
-    """relative.{csv,md,tex}: Table 3, quality retained and speed-up against the baseline; its note
-    names the quality and where its test is (`resampled`: `resampling_words`); the CSV with full
-    labels, the others with `names`."""
+    """relative.{csv,md}: Table 3, quality retained and speed-up against each metric's baseline
+    encoder, with the means over datasets of one kind of human score; the CSV with full labels, the
+    Markdown with `names`. No LaTeX float: the trade-off table holds its numbers with intervals (an
+    earlier report's relative.tex is removed)."""
     rel = relative_table(df, baselines, options)
     write_atomic(out / "relative.csv", rel.to_csv(index=False))
+    (out / "relative.tex").unlink(missing_ok=True)
     header, rows = relative_rows(rel, names)
-    note = relative_note(options.label, human_words(df), test_words(options), resampled)
+    means = bool(len(rel)) and bool(rel["dataset"].astype(str).str.startswith("mean").any())
+    note = relative_note(options.label, human_words(df), means)
     write_atomic(out / "relative.md", markdown(header, rows) + f"\n{markdown_text(note)}\n")
-    write_atomic(out / "relative.tex", relative_latex(rel, note, names))
     return Table(header, rows, note)
 
 
@@ -192,7 +203,7 @@ def summary_html(
     run: RunData,
     df: pd.DataFrame,
     options: QualityOptions,
-    baselines: dict[str, str],
+    baselines: dict[str, Reference],
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
     names: Names = DEFAULT_NAMES,
@@ -200,13 +211,14 @@ def summary_html(
     """index.html's first paragraph: the cells, the quality, the human scores, what the intervals and
     the test resample, the baselines, where the cells were read from (the machine: `run_html`)."""
     kinds = ", ".join(f"{d}: {k}" for d, k in dict(zip(df["dataset"], df["score_type"], strict=True)).items())
+    refs = ", ".join(f"{names(m)}: {reference_name(r.metric, r.encoder, m, names)}" for m, r in baselines.items())
     return (
         f"<p>{len(df)} finished cells; quality = {html.escape(options.label)} with human judgments "
         f"({html.escape(', '.join(dict.fromkeys(df['human_dim'])))}); kinds of human score: {html.escape(kinds)}; "
         f"95% percentile bootstrap intervals (figures, trade-off table) resampling "
         f"{html.escape(resampling_words(run, options, df))} ({n_resamples} resamples, seed {seed}); "
         f"p against the baseline (trade-off table): {html.escape(test_words(options))}; "
-        f"baselines: {html.escape(', '.join(f'{names(m)}: {names(e)}' for m, e in baselines.items()))}. "
+        f"baselines: {html.escape(refs)}. "
         f"Read from {html.escape(run.source.name if run.source else 'results.sqlite')}.</p>"
     )
 
@@ -260,7 +272,7 @@ def index_html(
     run: RunData,
     df: pd.DataFrame,
     options: QualityOptions,
-    baselines: dict[str, str],
+    baselines: dict[str, Reference],
     figures: list[FigureFile],
     trade: Table,
     relative: Table,
@@ -303,7 +315,7 @@ def index_html(
             trade.header, trade.rows, "Quality retained, speed-up and significance against the baseline encoder", 4
         ),
         "<h2>Relative to the baseline (quality retained, speed-up)</h2>",
-        f"<p>{html.escape(relative.note)} Files: <a href='relative.md'>Markdown</a>, <a href='relative.tex'>LaTeX</a>, "
+        f"<p>{html.escape(relative.note)} Files: <a href='relative.md'>Markdown</a>, "
         "<a href='relative.csv'>CSV</a>.</p>",
         html_table(
             relative.header,

@@ -1,8 +1,9 @@
-"""The report's tables as LaTeX for a paper: tradeoff.tex and relative.tex hold one complete table
-float per dataset and device (rows grouped under each metric, not the metric, dataset and device
-repeated on every row), quantities.tex one; each caption names the dataset, its subset, the human
-dimension, the level and the method (the table's note), and each label is stable: table, dataset
-and device, `tab:tradeoff-wmt16-100-cpu`. preview.tex sets them all (and figures.tex where present)
+"""The report's tables as LaTeX for a paper: tradeoff.tex holds one complete table float per
+dataset and device (rows grouped under each metric, not the metric, dataset and device repeated on
+every row), quantities.tex one; a caption says what a reader needs in a paper's words, in at most
+three lines of a column (the dataset as every caption names it: `published.dataset_name`); how it
+was computed (the table's note) is a % comment above the floats. Each label is stable: table,
+dataset and device, `tab:tradeoff-wmt16-100-cpu`. preview.tex sets them all (and figures.tex where present)
 in one document. The floats themselves are drawn by `nlgbench.reporting.markup.latex`."""
 
 from __future__ import annotations
@@ -12,49 +13,23 @@ import re
 from typing import TYPE_CHECKING
 
 from nlgbench.core.labels import DEFAULT_NAMES, Names
-from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations import fmt
 from nlgbench.reporting.markup import LATEX_PACKAGES, LatexFloat, LatexGroup, latex, latex_text, unique_name
+from nlgbench.reporting.published import dataset_name, device_name
 from nlgbench.reporting.quantities_table import QuantityMatrix, quantity_csv
-from nlgbench.reporting.relative_table import CUT, SAMPLE, mean_label, score_types
-from nlgbench.reporting.tradeoff_table import LEXICAL, base_word
+from nlgbench.reporting.relative_table import reference_name
+from nlgbench.reporting.tradeoff_table import base_word, row_name
 from nlgbench.statistics.correlation import MIN_FISHER_POINTS
 
 if TYPE_CHECKING:
     import pandas as pd
 
 MAX_ROWS = 40  # rows of one float (a \small table of more does not fit a page): more go to the next float
-PREVIEW_TABLES = ("tradeoff", "relative")
+PREVIEW_TABLES = ("tradeoff",)
 PREVIEW_OPTIONAL = (
     "quantities",
     "figures",
 )  # .tex files of the report folder that preview.tex inputs only where present
-
-
-def dataset_words(label: str, means: dict[str, list[str]] | None = None) -> str:
-    """A dataset label as words for a caption (LaTeX): `wmt16[:100]` -> 'wmt16, the first 100 segments
-    per language pair'; `wmt17[~50,seed=0]` -> 'wmt17, 50 segments per language pair drawn with seed 0';
-    a mean label (`mean (DA)`) -> 'the mean over the DA datasets (wmt15, the first ...; wmt16, ...)',
-    the datasets from `means`."""
-    if means and label in means:
-        kind = label.removeprefix("mean").strip(" ()")
-        over = "; ".join(dataset_words(d) for d in means[label])
-        return f"the mean over the {latex_text(kind) + ' ' if kind else ''}datasets ({over})"
-    if m := CUT.fullmatch(label):
-        return f"\\texttt{{{latex_text(m['name'])}}}, the first {m['n']} segments per language pair"
-    if m := SAMPLE.fullmatch(label):
-        return f"\\texttt{{{latex_text(m['name'])}}}, {m['n']} segments per language pair drawn with seed {m['seed']}"
-    return f"\\texttt{{{latex_text(label)}}}"
-
-
-def dataset_short(label: str) -> str:
-    """A dataset label for a short caption (the list of tables), LaTeX: `wmt16[:100]` -> 'wmt16 (first
-    100 per pair)', `wmt17[~50,seed=0]` -> 'wmt17 (50 per pair, seed 0)'."""
-    if m := CUT.fullmatch(label):
-        return f"{latex_text(m['name'])} (first {m['n']} per pair)"
-    if m := SAMPLE.fullmatch(label):
-        return f"{latex_text(m['name'])} ({m['n']} per pair, seed {m['seed']})"
-    return latex_text(label)
 
 
 def label(*parts: str) -> str:
@@ -114,132 +89,76 @@ def split(
     ]
 
 
-def other_dimension(table: pd.DataFrame, part: pd.DataFrame) -> str:
-    """Where the table's datasets have different human dimensions (the note lists them all), the
-    sentence naming this part's; '' otherwise."""
-    if len(set(table["human_dim"])) <= 1:
-        return ""
-    return f" Human dimension here: {latex_text('; '.join(dict.fromkeys(part['human_dim'])))}."
-
-
 # ----------------------------------------------------------------------------- the trade-off table
+
+
+def tradeoff_caption(dataset: str, device: str, n: int | None) -> str:
+    """The trade-off table's caption (LaTeX): the data, the device and what the columns are, short
+    enough for three lines of a paper's column; the method is the file's % comment."""
+    n_words = f", $n = {n}$" if n is not None else ""
+    return (
+        f"{latex_text(dataset_name(dataset))}; {latex_text(device_name(device))}{n_words}. Quality (95\\% CI), "
+        "ms per segment, and retained quality, speed-up and $p$ against the baseline."
+    )
 
 
 def tradeoff_latex(table: pd.DataFrame, note: str, n_resamples: int, names: Names = DEFAULT_NAMES) -> str:
     """tradeoff.tex from `nlgbench.reporting.tradeoff_table.tradeoff_table`: per dataset and device a float,
-    rows grouped by metric, the baseline first; quality, quality retained (%) with its 95% interval,
-    speed-up with its range, p against the baseline; n in the caption where every row has the same;
-    encoders and metrics under their `names`."""
+    rows grouped by metric (each group's reference first); quality with its 95% interval, ms per
+    segment, quality retained (%) with its 95% interval, speed-up (its range: .md, .csv), p against the
+    reference; n in the caption where every row has the same; encoders and metrics under their
+    `names`; `note` (how the numbers were computed) as a % comment."""
     floats: list[LatexFloat] = []
     labels: set[str] = set()
     for (dataset, device), part in table.groupby(["dataset", "device"], sort=False):
         same_n = part["n"].nunique() == 1
         groups = [
             LatexGroup(
-                f"{latex_text(names(str(metric)))}; "
-                + (
-                    "lexical baseline (no encoder)"
-                    if rows["baseline"].iloc[0] == NO_ENCODER
-                    else f"baseline {latex_text(names(str(rows['baseline'].iloc[0])))}"
+                f"{latex_text(names(str(group)))}; baseline "
+                + latex_text(
+                    reference_name(
+                        str(rows["baseline_metric"].iloc[0]), str(rows["baseline"].iloc[0]), str(group), names
+                    )
                 ),
                 [tradeoff_cells(r, n_resamples, not same_n, names) for _, r in rows.iterrows()],
             )
-            for metric, rows in part.groupby("metric", sort=False)
+            for group, rows in part.groupby("group", sort=False)
         ]
         header = [
             "encoder",
             "quality",
+            "95\\% CI",
             "ms",
             "retained (\\%)",
             "95\\% CI",
             "speed-up ($\\times$)",
-            "range",
             "$p$",
         ]
-        numeric = [False, True, True, True, False, True, False, True]
+        numeric = [False, True, False, True, True, False, True, True]
         if not same_n:
             header.insert(1, "$n$")
             numeric.insert(1, True)
-        n_words = f", $n = {int(part['n'].iloc[0])}$ segments" if same_n else ""
-        where = f"{dataset_words(str(dataset))}, device {latex_text(str(device))}"
-        caption = (
-            f"Trade-off on {where}{n_words}: per metric, each encoder against the metric's baseline encoder "
-            f"(its first row).{other_dimension(table, part)} {sentence(note)}"
-        )
-        short = f"Trade-off on {dataset_short(str(dataset))}, {latex_text(str(device))}"
+        caption = tradeoff_caption(str(dataset), str(device), int(part["n"].iloc[0]) if same_n else None)
+        short = f"Trade-off on {latex_text(dataset_name(str(dataset)))}, {latex_text(device_name(str(device)))}"
         floats += split(label("tradeoff", str(dataset), str(device)), short, caption, header, numeric, groups, labels)
     what = "tradeoff.tex, written by `nlgbench report`: the trade-off table, one table float per dataset and device"
     return latex(floats, what, [note])
 
 
 def tradeoff_cells(r: pd.Series, n_resamples: int, with_n: bool, names: Names = DEFAULT_NAMES) -> list[str]:
-    """One trade-off row's LaTeX cells: retained in percent, 'baseline' for the baseline's own p (and
-    'lexical baseline' for a metric without an encoder, whose time and quality alone are known)."""
+    """One trade-off row's LaTeX cells: quality with its interval, retained in percent with its
+    interval, 'baseline' for the reference's own p."""
     p = base_word(r) or latex_text(fmt.p_value(r["p_value"], n_resamples, missing=fmt.UNDEFINED))
     return [
-        latex_text(LEXICAL if r["encoder"] == NO_ENCODER else names(str(r["encoder"]))),
+        latex_text(row_name(r, names)),
         *([str(r["n"])] if with_n else []),
         number(r["quality"], 3, fmt.UNDEFINED),
+        interval(r["quality_ci_low"], r["quality_ci_high"], 2),  # 2 decimals: the table fits a text width
         number(r.get("ms_per_segment", math.nan), 1),
         number(100 * r["retained"], 1, fmt.UNDEFINED),
         interval(100 * r["retained_ci_low"], 100 * r["retained_ci_high"], 1),
-        number(r["speedup"], 2),
-        interval(r["speedup_low"], r["speedup_high"], 2),
+        number(r["speedup"], 2),  # its range over the repeats: tradeoff.md and .csv (a column too many here)
         p,
-    ]
-
-
-# ----------------------------------------------------------------------------- Table 3: relative
-
-
-def relative_latex(table: pd.DataFrame, note: str, names: Names = DEFAULT_NAMES) -> str:
-    """relative.tex from `nlgbench.reporting.relative_table.relative_table`: per dataset (and per mean over
-    the datasets of one kind of human score) and device a float, rows grouped by metric, the
-    baseline first; quality, quality retained (%), ms per segment, speed-up."""
-    floats: list[LatexFloat] = []
-    if not len(table):
-        return latex(floats, "relative.tex, written by `nlgbench report`: no rows", [note])
-    kinds = score_types(table)
-    means: dict[str, list[str]] = {}  # a mean row's label -> the datasets it averages
-    for dataset, kind in zip(table["dataset"], kinds, strict=True):
-        key = mean_label(kind)
-        if dataset != key and dataset not in means.setdefault(key, []):
-            means[key].append(dataset)
-    header = ["encoder", "quality", "retained (\\%)", "ms/segment", "speed-up ($\\times$)"]
-    numeric = [False, True, True, True, True]
-    labels: set[str] = set()
-    for (dataset, device), part in table.groupby(["dataset", "device"], sort=False):
-        groups = []
-        for metric, rows in part.groupby("metric", sort=False):
-            base = str(rows["baseline"].iloc[0])
-            ordered = rows.iloc[sorted(range(len(rows)), key=lambda i: rows["encoder"].iloc[i] != base)]
-            groups.append(
-                LatexGroup(
-                    f"{latex_text(names(str(metric)))}; baseline {latex_text(names(base))}",
-                    [relative_cells(r, names) for _, r in ordered.iterrows()],
-                )
-            )
-        caption = (
-            f"Quality retained and speed-up on {dataset_words(str(dataset), means)}, device "
-            f"{latex_text(str(device))}: per metric, each encoder against the metric's baseline encoder "
-            f"(its first row).{other_dimension(table, part)} {sentence(note)}"
-        )
-        short = f"Quality retained and speed-up on {dataset_short(str(dataset))}, {latex_text(str(device))}"
-        floats += split(label("relative", str(dataset), str(device)), short, caption, header, numeric, groups, labels)
-    what = "relative.tex, written by `nlgbench report`: Table 3, one table float per dataset (or mean) and device"
-    return latex(floats, what, [note])
-
-
-def relative_cells(r: pd.Series, names: Names = DEFAULT_NAMES) -> list[str]:
-    """One row of Table 3 as LaTeX cells: 'n/a' for an undefined quality (and its retained share),
-    '-' for what is unknown (no baseline cell, no timing)."""
-    undefined = not math.isfinite(r["quality"])
-    return [
-        latex_text(names(str(r["encoder"]))),
-        number(r["quality"], 3, fmt.UNDEFINED),
-        number(100 * r["retained"], 1, fmt.UNDEFINED if undefined else fmt.UNKNOWN),
-        number(r["ms_per_segment"], 1),
-        number(r["speedup"], 2),
     ]
 
 

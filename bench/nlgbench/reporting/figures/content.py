@@ -17,8 +17,17 @@ from nlgbench.core.labels import DEFAULT_NAMES, Names
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.devicenames import CPU
 from nlgbench.reporting.markup import latex_text
+from nlgbench.reporting.published import dataset_name, dataset_short, device_name, method_name
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.reporting.relative_table import QualityIntervals, human_words, mean_label, resampling_words, score_types
+from nlgbench.reporting.relative_table import (
+    QualityIntervals,
+    Reference,
+    human_words,
+    mean_label,
+    reference_name,
+    resampling_words,
+    score_types,
+)
 from nlgbench.runs.rundata import memory_columns
 from nlgbench.statistics.correlation import canonical_method
 from nlgbench.statistics.levels import canonical_level
@@ -94,13 +103,13 @@ def figure_kinds(device: str) -> list[FigureKind]:
     if device == CPU:
         model_words = "model memory (the growth of the process's resident set size over its post-import baseline, MiB)"
         peak_words = "the process's peak resident set size (RSS, MiB)"
-        model_label, peak_label = "model memory (MiB, log)", "peak RSS (MiB, log)"
+        model_label, peak_label = "model memory (MiB)", "peak RSS (MiB)"
     else:
         model_words = "model memory (the peak CUDA memory allocated, MiB)"
         peak_words = "the peak CUDA memory reserved by the process (MiB)"
-        model_label, peak_label = "CUDA allocated (MiB, log)", "CUDA reserved (MiB, log)"
+        model_label, peak_label = "CUDA allocated (MiB)", "CUDA reserved (MiB)"
     return [
-        FigureKind("runtime", "Runtime", "ms_per_segment", "time per segment (ms, log)", "time per segment (ms)"),
+        FigureKind("runtime", "Runtime", "ms_per_segment", "time per segment (ms)", "time per segment (ms)"),
         FigureKind("memory", "Model memory", model, model_label, model_words),
         FigureKind("peak_memory", "Peak memory", peak, peak_label, peak_words),
     ]
@@ -179,7 +188,9 @@ def bars_note(cells: pd.DataFrame, options: QualityOptions, intervals: QualityIn
 
 
 def _words(values: Sequence[object]) -> str:
-    distinct = [str(v) for v in dict.fromkeys(values) if v is not None and str(v) not in ("", "nan")]
+    """Distinct values as a list in words ('unknown' for none); whole floats as integers (1.0 -> 1)."""
+    whole = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values]
+    distinct = [str(v) for v in dict.fromkeys(whole) if v is not None and str(v) not in ("", "nan")]
     return ", ".join(distinct) if distinct else "unknown"
 
 
@@ -209,45 +220,68 @@ def machine_words(cells: pd.DataFrame, device: str) -> str:
     return f"{text}; batch size {_words(list(cells['batch_size']))}"
 
 
+LEVEL_SHORT = {
+    "global": "pooled over all segments",
+    "segment": "averaged over language pairs",
+    "item": "averaged over documents",
+    "source": "averaged over sources",
+    "system": "over systems",
+}
+
+
+def group_words(group: DatasetGroup) -> str:
+    """The datasets of a figure as a caption names them: 'WMT16, first 30 segments per language
+    pair', or a mean: 'mean over WMT15, WMT16 and WMT21 (DA)'."""
+    if len(group.datasets) == 1:
+        return dataset_name(group.datasets[0])
+    names = [dataset_short(d) for d in group.datasets]
+    listed = f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"mean over {listed}" + (f" ({group.score_type})" if group.score_type else "")
+
+
 def figure_caption(
     kind: FigureKind,
     group: DatasetGroup,
     device: str,
     cells: pd.DataFrame,
-    baselines: dict[str, str],
+    baselines: dict[str, Reference],
     options: QualityOptions,
-    intervals: QualityIntervals,
     spread_shown: bool,
+    log_x: bool,
     names: Names = DEFAULT_NAMES,
 ) -> str:
-    """One figure's caption as a paper prints it (at most about 50 words): what is plotted, the data and
-    the machine, the quality, the interval and its resampling unit, the timed repeats' spread (in words
-    where the figure cannot draw it: `spread_shown`), the baseline, the lexical baselines; the full text
-    is `method_text`."""
-    method = canonical_method(options.method).replace("_", "-").capitalize()
+    """One figure's caption as a paper prints it (under 50 words, no command syntax): what is plotted
+    against what (and a log axis where there is one), the data and the machine, the quality, the
+    bars, the timed repeats' spread (in words where the figure cannot draw it: `spread_shown`), the
+    baseline, the metrics without a model. `cells`: the plotted points' cells. How it was made in
+    full is `method_text`."""
     kinds = _words(list(score_types(cells)))
-    human = f"human {kinds} scores" if kinds != "unknown" else human_words(cells)
+    human = f"human {kinds} scores" if kinds != "unknown" else "human scores"
     cpu = _words(list(cells["cpu_model"])) if "cpu_model" in cells else "unknown CPU"
     gpu = _words(list(cells["gpu"])) if device != CPU and "gpu" in cells else ""
-    data = f"{group.name} of {len(group.datasets)} datasets" if len(group.datasets) > 1 else group.name
+    what = kind.label.split(" (")[0]
+    level = LEVEL_SHORT.get(canonical_level(options.level), canonical_level(options.level))
     text = [
-        f"{kind.label[:1].upper() + kind.label[1:]} against quality; {data} on {device} ({gpu or cpu}).",
-        f"Quality: {method} correlation with {human} ({canonical_level(options.level)}); bars: 95% bootstrap "
-        f"intervals over {resampling_words(intervals.run, options, cells)}.",
+        f"{method_name(options.method)} correlation with {human} ({level}) against {what}"
+        f"{' (log axis)' if log_x else ''}; {group_words(group)}; {device_name(device)} ({gpu or cpu}).",
+        "Bars: 95% bootstrap intervals.",
     ]
     if kind.column in SPREADS:
         text.append(spread_words(cells, spread_shown))
-    chosen = [b for b in dict.fromkeys(baselines.get(m, NO_ENCODER) for m in cells["metric"]) if b != NO_ENCODER]
+    chosen = dict.fromkeys(
+        reference_name(r.metric, r.encoder, m, names) for m, r in baselines.items() if m in set(cells["metric"])
+    )
     if chosen:
-        text.append(f"Baseline: {', '.join(names(c) for c in chosen)}.")
+        text.append(f"Ringed: the baseline ({', '.join(chosen)}).")
     if (cells["encoder"] == NO_ENCODER).any():
-        text.append("Dotted: lexical baselines.")
+        text.append("Grey diamonds: metrics without a model.")
     return " ".join(text)
 
 
 def spread_words(cells: pd.DataFrame, shown: bool) -> str:
-    """The timed repeats' spread in words: what the horizontal bars are where some are drawn (`shown`),
-    else (too small to see at the figure's size) the largest slowest-to-fastest ratio over the cells."""
+    """The timed repeats' spread over the plotted points' cells in words: what the horizontal bars
+    are where some are drawn (`shown`), else (too small to see at the figure's size) the largest
+    slowest-to-fastest ratio."""
     repeats = [list(r) for r in cells["ms_per_segment_repeats"] if len(r) > 1 and min(r) > 0]
     if not repeats:
         return "One timed repeat per cell."
@@ -255,7 +289,6 @@ def spread_words(cells: pd.DataFrame, shown: bool) -> str:
     if shown:
         return f"Horizontal bars: range of {counts} timed repeats, where visible."
     worst = max(max(r) / min(r) - 1 for r in repeats)
-    # no longer than the drawn variant, so a caption's length does not depend on the measured timings
     return f"{counts} timed repeats, at most {100 * worst:.1f}% apart (not drawn)."
 
 
@@ -265,9 +298,10 @@ def method_text(
     device: str,
     cells: pd.DataFrame,
     metrics: Sequence[str],
-    baselines: dict[str, str],
+    baselines: dict[str, Reference],
     options: QualityOptions,
     intervals: QualityIntervals,
+    log_x: bool = True,
 ) -> str:
     """How one figure was made, in full: what is plotted, the human dimension, the quality's level and
     method, the interval and its resampling unit, the repeats, the marks, the data subset, the machine
@@ -278,8 +312,9 @@ def method_text(
     repeats = [len(r) for r in cells["ms_per_segment_repeats"]] if "ms_per_segment_repeats" in cells else []
     mean = len(group.datasets) > 1
     text = [
-        f"{kind.title} against quality on {device}, {group.title}: {kind.words} (x, log scale) and quality (y) "
-        f"per encoder, one panel per metric ({', '.join(metrics)}).",
+        f"{kind.title} against quality on {device}, {group.title}: {kind.words} "
+        f"(x{', log scale' if log_x else ''}) and quality (y) per encoder, "
+        f"one panel per metric ({', '.join(metrics)}).",
         f"Quality: {options.label}, the {method} correlation of the metric's scores with {human_words(cells)}, "
         f"at the {level} level ({LEVEL_WORDS.get(level, level)}).",
     ]
@@ -300,13 +335,15 @@ def method_text(
             + "; horizontal bars, where wide enough to be seen: the fastest to the slowest repeat"
             + (" (means over the datasets)." if mean else ".")
         )
-    chosen = ", ".join(f"{baselines[m]} for {m}" for m in metrics if m in baselines)
+    chosen = ", ".join(
+        f"{reference_name(baselines[m].metric, baselines[m].encoder, m)} for {m}" for m in metrics if m in baselines
+    )
     lexical = sorted({str(m) for m, e in zip(cells["metric"], cells["encoder"], strict=True) if e == NO_ENCODER})
     text.append(
         "Dashed line and orange rings: the Pareto front (no other encoder of the panel has both a lower or equal "
         "x and a higher or equal quality)"
-        + (f"; black ring: the baseline encoder ({chosen})" if chosen else "")
-        + (f"; grey dotted lines: lexical baselines without an encoder ({', '.join(lexical)})" if lexical else "")
+        + (f"; black ring: the baseline ({chosen})" if chosen else "")
+        + (f"; grey diamonds, in every panel: metrics without a model ({', '.join(lexical)})" if lexical else "")
         + "."
     )
     text.append(f"Data: {subset_words(intervals, cells)}. Machine: {machine_words(cells, device)}.")
@@ -316,7 +353,8 @@ def method_text(
 def figures_tex(entries: Sequence[tuple[Path, str, str, str]], width: float) -> str:
     """figures.tex: one `figure` float per figure (`entries`: the PDF (or PNG) file, its caption,
     its name, and how it was made (`method_text`), kept above the float as a LaTeX comment),
-    `\\includegraphics[width=\\linewidth]`, `\\caption`, `\\label{fig:<name>}`; figures
+    `\\includegraphics` at the line width (at most 0.9 of the text height: a tall figure stays on its
+    page), `\\caption`, `\\label{fig:<name>}`; figures
     wider than a single column as `figure*` (both columns of a two-column paper; a plain figure in
     a one-column one). Needs graphicx."""
     env = "figure*" if width > 3.6 else "figure"
@@ -324,7 +362,8 @@ def figures_tex(entries: Sequence[tuple[Path, str, str, str]], width: float) -> 
         "% figures.tex, written by `nlgbench report`: one float per figure; \\input it from this folder",
         "% needs \\usepackage{graphicx}",
         f"% drawn {width:g} in wide with text of 7-9 pt at that width: to print them at 100%, give",
-        "% `nlgbench report --figure-width` your paper's \\linewidth (\\textwidth for figure*) in inches.",
+        "% `nlgbench report --figure-width` your paper's \\linewidth (\\textwidth for figure*) in inches;",
+        "% `--figures runtime,memory,peak_memory` picks the figures set here (index.html shows all).",
     ]
     for path, caption, name, method in entries:
         file = f"{{{path.stem}}}{path.suffix}" if "." in path.stem else path.name  # graphicx and dotted names
@@ -333,7 +372,7 @@ def figures_tex(entries: Sequence[tuple[Path, str, str, str]], width: float) -> 
             *(f"% {line}" for line in re.split(r"(?<=\.) (?=[A-Z])", f"How fig:{name} was made: {method}")),
             f"\\begin{{{env}}}[tbp]",
             "  \\centering",
-            f"  \\includegraphics[width=\\linewidth]{{{file}}}",
+            f"  \\includegraphics[width=\\linewidth,height=0.9\\textheight,keepaspectratio]{{{file}}}",
             f"  \\caption{{{latex_text(caption)}}}",
             f"  \\label{{fig:{name}}}",
             f"\\end{{{env}}}",

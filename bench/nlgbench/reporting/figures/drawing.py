@@ -16,11 +16,10 @@ from __future__ import annotations
 import html
 import io
 import math
-import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -42,7 +41,7 @@ from nlgbench.reporting.figures.content import (
     point_tooltips,
     slug,
 )
-from nlgbench.reporting.figures.placement import PointLabel, drop_unseen, hotspots, place_labels
+from nlgbench.reporting.figures.placement import PointLabel, drop_unseen, hotspots, place_all
 from nlgbench.reporting.figures.style import (
     ANCHOR_COLOR,
     BASELINE_COLOR,
@@ -57,23 +56,25 @@ from nlgbench.reporting.figures.style import (
     STYLE_FILE,
     FigureOptions,
     Style,
+    axis_label,
     encoder_styles,
+    fit_title_and_legend,
     legend_handles,
+    needs_log,
     row_sizes,
-    set_log_x,
+    set_x,
     y_limits,
 )
 from nlgbench.reporting.markup import unique_name
+from nlgbench.reporting.published import quality_title
 from nlgbench.reporting.quality import QualityOptions
-from nlgbench.reporting.relative_table import QualityIntervals, pareto_front
+from nlgbench.reporting.relative_table import QualityIntervals, Reference, pareto_front
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-SPREAD_GID = "spread"  # the gid of the time-spread bars
-LEGEND_ROWS = 2  # at most: the legend holds only what the point labels cannot say
-MAKE_ROOM = 3  # times the y range may grow to give a label a free place
+SPREAD_GID, FRONT_GID, BASE_GID = "spread", "pareto", "baseline"  # gids: spread bars, the front's line, the ring
 
 
 # ----------------------------------------------------------------------------- one panel
@@ -91,7 +92,7 @@ def _draw_pareto(ax: Axes, xs: np.ndarray, qs: np.ndarray) -> None:
         for i in range(1, len(front)):
             px += [fx[i], fx[i]]
             py += [fq[i - 1], fq[i]]
-        ax.plot(px, py, linestyle="--", color=FRONT_COLOR, linewidth=0.9, zorder=1)
+        ax.plot(px, py, linestyle="--", color=FRONT_COLOR, linewidth=0.9, zorder=1, gid=FRONT_GID)
     ax.scatter(fx, fq, s=FRONT_RING**2, facecolors="none", edgecolors=FRONT_COLOR, linewidths=0.9, zorder=2)
 
 
@@ -133,12 +134,13 @@ def _panel(
     pts: pd.DataFrame,
     x: str,
     styles: dict[str, Style],
-    baseline: str | None,
+    baseline: Reference | None,
     names: Names,
 ) -> list[PointLabel]:
-    """One metric's points, front and baseline ring; returns the labels to place (encoders' `names`)."""
+    """One metric's points (and the model-free metrics'), front and baseline ring; returns the labels
+    to place (encoders' `names`; a model-free metric's name, in grey)."""
     _draw_points(ax, pts, x, styles)
-    base = pts[pts["encoder"] == baseline]
+    base = pts[(pts["metric"] == baseline.metric) & (pts["encoder"] == baseline.encoder)] if baseline else pts[:0]
     if len(base):
         ax.scatter(
             base[x],
@@ -147,23 +149,19 @@ def _panel(
             s=BASELINE_RING**2,
             facecolors="none",
             edgecolors=BASELINE_COLOR,
+            gid=BASE_GID,
             linewidths=0.8,
             zorder=2,
         )
     _draw_pareto(ax, pts[x].to_numpy(float), pts["quality"].to_numpy(float))
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.1)
-    return [PointLabel(p[x], p["quality"], names(p["encoder"]), "black") for _, p in pts.iterrows()]
-
-
-def _reference_lines(ax: Axes, anchors: pd.DataFrame, names: Names) -> list[PointLabel]:
-    """Metrics without an encoder (lexical baselines) as reference lines across the panel at their
-    quality, each labelled with its name at the right end: a reference for the panel's metric, not
-    one of its points. Call once the x range is set."""
-    right = ax.get_xlim()[1]
-    for q, cells in zip(anchors["quality"], anchors["cell_ids"], strict=True):
-        ax.axhline(float(q), color=ANCHOR_COLOR, linestyle=":", linewidth=0.9, zorder=1, gid=point_gid(cells))
-    return [PointLabel(right, a["quality"], names(str(a["metric"])), ANCHOR_COLOR) for _, a in anchors.iterrows()]
+    return [
+        PointLabel(p[x], p["quality"], names(str(p["metric"])), ANCHOR_COLOR)
+        if p["encoder"] == NO_ENCODER
+        else PointLabel(p[x], p["quality"], names(p["encoder"]), "black")
+        for _, p in pts.iterrows()
+    ]
 
 
 def _x_values(frame: pd.DataFrame, x: str) -> list[float]:
@@ -179,7 +177,7 @@ def tradeoff_figure(
     columns: Sequence[tuple[str, str]],
     quality_label: str,
     styles: dict[str, Style],
-    baselines: dict[str, str],
+    baselines: dict[str, Reference],
     title: str,
     options: FigureOptions = DEFAULT_FIGURES,
     names: Names = DEFAULT_NAMES,
@@ -188,9 +186,10 @@ def tradeoff_figure(
     title is the metric, with the column's label where there are several), quality on y (one range
     for all panels) with its interval, x on a log scale with its spread where it can be seen at this
     size (`placement.drop_unseen`), the Pareto front, the baseline ringed, each point labelled, the
-    legend below in at most LEGEND_ROWS rows (what labels cannot say: `legend_handles`), the title
-    only with `options.titles`; metrics without an encoder (lexical baselines) are labelled reference
-    lines in every panel (their own panels when there is nothing else); encoders and metrics under
+    legend below in at most LEGEND_ROWS rows (what labels cannot say and is drawn: `legend_handles`),
+    the title only with `options.titles`; metrics without a model (chrF) are points in every panel,
+    on its front (their own panels when there is nothing else); x on a log axis where the figure's x
+    values span LOG_SPAN or more (`needs_log`), linear otherwise; encoders and metrics under
     their `names` (nlgbench.core.labels.Names). `options.width` wide, rows of
     `options.per_row` panels, a shorter last row centred (no empty slot). Point labels are placed
     last and cover nothing. None when there is nothing to plot. An open pyplot figure: the caller
@@ -227,75 +226,33 @@ def tradeoff_figure(
                 axes += [fig.add_subplot(grid[r, start + 2 * k : start + 2 * k + 2]) for k in range(n)]
             firsts = {sum(rows[:r]) for r in range(len(rows))}  # the first panel of each row
             labels: list[tuple[Axes, list[PointLabel]]] = []
-            ys = [*points["quality"], *points["ci_low"], *points["ci_high"]]
-            ylim = y_limits(ys)
+            ylim = y_limits([*points["quality"], *points["ci_low"], *points["ci_high"]])
+            log = {x: needs_log(_x_values(points, x)) for x, _ in columns}
             for k, (ax, (metric, (x, xlabel))) in enumerate(zip(axes, cells, strict=True)):
-                pts = data[data["metric"] == metric]
-                items = _panel(ax, pts, x, styles, baselines.get(metric), names)
-                set_log_x(ax, _x_values(pts, x))
-                labels.append((ax, items + _reference_lines(ax, anchors, names)))
+                pts = pd.concat([data[data["metric"] == metric], anchors])
+                labels.append((ax, _panel(ax, pts, x, styles, baselines.get(metric), names)))
+                set_x(ax, _x_values(pts, x), log[x])
                 ax.set_ylim(*ylim)
                 ax.set_title(f"{names(metric)}: {xlabel.split(' (')[0]}" if len(columns) > 1 else names(metric))
-                ax.set_xlabel(xlabel)
+                ax.set_xlabel(axis_label(xlabel, log[x]))
                 if k in firsts:
                     ax.set_ylabel(quality_label)
                 else:
                     ax.tick_params(axis="y", labelleft=False)
-            has_base = any((data["encoder"] == baselines.get(m)).any() for m in metrics)
             spread = drop_unseen(fig, SPREAD_GID, MARKER_SIZE, MIN_SPREAD)
-            _fit_title_and_legend(fig, title if options.titles else "", legend_handles(has_base, spread))
-            _place(fig, labels, ylim)
+            drawn = {str(a.get_gid()) for ax in axes for a in ax.get_children()}
+            handles = legend_handles(
+                BASE_GID in drawn,
+                spread,
+                FRONT_GID in drawn,
+                bool(np.isfinite(points["ci_low"].astype(float)).any()),
+            )
+            fit_title_and_legend(fig, title if options.titles else "", handles)
+            place_all(fig, labels, ylim)
         except BaseException:
             plt.close(fig)  # drawing failed half-way: the figure is nobody's to close
             raise
     return fig
-
-
-def _place(fig: Figure, labels: list[tuple[Axes, list[PointLabel]]], ylim: tuple[float, float]) -> None:
-    """Every panel's point labels, placed on the final layout (frozen, so it stays as they saw it);
-    where a label finds no free place, the y range (of every panel) grows by a fifth each way and
-    all are placed again, up to MAKE_ROOM times."""
-    for attempt in range(MAKE_ROOM + 1):
-        fig.set_layout_engine("constrained")
-        fig.draw_without_rendering()
-        fig.set_layout_engine("none")  # the layout is final: labels are placed against it, and it stays
-        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-        placed = [place_labels(ax, items, renderer) for ax, items in labels]
-        if attempt == MAKE_ROOM or not any(p.covering for p in placed):
-            return
-        for p in placed:
-            for ann in p.annotations:
-                ann.remove()
-        lo, hi = ylim
-        ylim = (lo - 0.2 * (hi - lo), hi + 0.2 * (hi - lo))
-        for ax, _ in labels:
-            ax.set_ylim(*ylim)
-
-
-def _fit_title_and_legend(fig: Figure, title: str, handles: list[Any]) -> None:
-    """The legend below the panels in as many columns as fit the figure's width, at most LEGEND_ROWS
-    rows (fewer columns would only add rows), and the title (none where '') wrapped to the width; the
-    figure made taller by the legend and the title (the panels keep their height); laid out (not
-    rendered), so the layout is final."""
-    width = fig.bbox.width - 4
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    legend = None
-    fewest = math.ceil(len(handles) / LEGEND_ROWS)
-    for columns in range(len(handles), fewest - 1, -1):
-        legend = fig.legend(handles=handles, loc="outside lower center", ncols=columns)
-        if legend.get_window_extent(renderer).width <= width or columns == fewest:
-            break
-        legend.remove()
-    assert legend is not None
-    extra = legend.get_window_extent(renderer).height / fig.dpi + 0.05
-    if title:
-        for chars in range(110, 20, -5):
-            text = fig.suptitle("\n".join(textwrap.fill(line, chars) for line in title.splitlines()))
-            if text.get_window_extent(renderer).width <= width:
-                break
-        extra += (text.get_text().count("\n") + 1) * float(text.get_fontsize()) * 1.2 / 72
-    fig.set_figheight(fig.get_figheight() + extra)
-    fig.draw_without_rendering()
 
 
 def save_figure(
@@ -345,6 +302,7 @@ class FigureFile:
     method: str = ""  # how it was made, in full (`method_text`): index.html, and a comment in figures.tex
     hotspots: tuple[tuple[float, float, str], ...] = ()  # each point's centre in the PNG (pixels) and tooltip
     pixels: tuple[float, float] = (0.0, 0.0)  # the PNG's width and height
+    kind: str = "runtime"  # FigureKind.name: what `--figures` picks for figures.tex
 
 
 @dataclass(frozen=True)
@@ -360,10 +318,15 @@ class DrawnFigure:
     metrics: list[str]
     figure: Figure
     tooltips: dict[str, str]  # by point_gid
+    cell_ids: tuple[str, ...] = ()  # the plotted points' cells
 
     @property
     def spread_shown(self) -> bool:
         return any(c.get_gid() == SPREAD_GID for ax in self.figure.axes for c in ax.collections)
+
+    @property
+    def log_x(self) -> bool:
+        return any(ax.get_xscale() == "log" for ax in self.figure.axes)
 
 
 def _group_cells(df: pd.DataFrame, device: str, group: DatasetGroup) -> pd.DataFrame:
@@ -384,7 +347,7 @@ def _parts(metrics: list[str], cap: int) -> list[list[str]]:
 def build_figures(
     df: pd.DataFrame,
     options: QualityOptions,
-    baselines: dict[str, str],
+    baselines: dict[str, Reference],
     intervals: QualityIntervals,
     figure_options: FigureOptions = DEFAULT_FIGURES,
     names: Names = DEFAULT_NAMES,
@@ -415,7 +378,7 @@ def build_figures(
                     fig = tradeoff_figure(
                         shown,
                         [(kind.column, kind.label)],
-                        group.quality_label(options.label),
+                        group.quality_label(quality_title(options)),
                         styles,
                         baselines,
                         title + (f" ({k + 1}/{len(parts)})" if len(parts) > 1 else ""),
@@ -426,20 +389,22 @@ def build_figures(
                         continue
                     name = f"{kind.name}_{device}_{slug(group.name)}" + (f"_part{k + 1}" if len(parts) > 1 else "")
                     tips = point_tooltips(shown, kind, names)
-                    yield DrawnFigure(unique_name(name, taken), title, device, group, kind, part, fig, tips)
+                    ids = tuple(c for cells_of in shown["cell_ids"] for c in cells_of)
+                    yield DrawnFigure(unique_name(name, taken), title, device, group, kind, part, fig, tips, ids)
 
 
 def write_figures(
     df: pd.DataFrame,
     out: Path,
     options: QualityOptions,
-    baselines: dict[str, str],
+    baselines: dict[str, Reference],
     intervals: QualityIntervals,
     figure_options: FigureOptions = DEFAULT_FIGURES,
     names: Names = DEFAULT_NAMES,
 ) -> list[FigureFile]:
     """`build_figures`, each saved in the formats asked for into `out` with its caption, and
-    figures.tex (one float per figure, where PDF or PNG is written); figure files of an earlier
+    figures.tex (one float per figure of the kinds `figure_options.tex_kinds` names, where PDF or
+    PNG is written); the captions speak of the plotted points' cells only; figure files of an earlier
     report (another width may have split them otherwise) removed first."""
     import matplotlib.pyplot as plt
 
@@ -451,11 +416,20 @@ def write_figures(
     for drawn in build_figures(df, options, baselines, intervals, figure_options, names):
         try:
             cells = _group_cells(df, drawn.device, drawn.group)
+            plotted = cells[cells["cell_id"].isin(drawn.cell_ids)]
             caption = figure_caption(
-                drawn.kind, drawn.group, drawn.device, cells, baselines, options, intervals, drawn.spread_shown, names
+                drawn.kind,
+                drawn.group,
+                drawn.device,
+                plotted,
+                baselines,
+                options,
+                drawn.spread_shown,
+                drawn.log_x,
+                names,
             )
             method = method_text(
-                drawn.kind, drawn.group, drawn.device, cells, drawn.metrics, baselines, options, intervals
+                drawn.kind, drawn.group, drawn.device, cells, drawn.metrics, baselines, options, intervals, drawn.log_x
             )
             paths = save_figure(drawn.figure, out / drawn.name, figure_options.formats, drawn.tooltips)
             spots = hotspots(drawn.figure, drawn.tooltips)
@@ -474,13 +448,14 @@ def write_figures(
                 method,
                 spots,
                 pixels,
+                drawn.kind.name,
             )
         )
     tex = out / "figures.tex"
     printable = [
         (min(shown, key=lambda p: p.suffix != ".pdf"), f.caption, f.name, f.method)  # the PDF, else the PNG
         for f in files
-        if (shown := [p for p in f.paths if p.suffix in (".pdf", ".png")])
+        if f.kind in figure_options.tex_kinds and (shown := [p for p in f.paths if p.suffix in (".pdf", ".png")])
     ]
     if printable:
         write_atomic(tex, figures_tex(printable, figure_options.width))

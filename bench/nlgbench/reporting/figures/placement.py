@@ -380,3 +380,27 @@ def hotspots(fig: Figure, tooltips: Mapping[str, str]) -> tuple[tuple[float, flo
                 x, y = line.get_transform().transform(np.column_stack(line.get_data()).astype(float))[0]
                 out.append((round(float(x), 1), round(float(height - y), 1), tooltips[str(line.get_gid())]))
     return tuple(out)
+
+
+MAKE_ROOM = 3  # times the y range may grow to give a label a free place
+
+
+def place_all(fig: Figure, labels: list[tuple[Axes, list[PointLabel]]], ylim: tuple[float, float]) -> None:
+    """Every panel's point labels, placed on the final layout (frozen, so it stays as they saw it);
+    where a label finds no free place, the y range (of every panel) grows by a fifth each way and
+    all are placed again, up to MAKE_ROOM times."""
+    for attempt in range(MAKE_ROOM + 1):
+        fig.set_layout_engine("constrained")
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")  # the layout is final: labels are placed against it, and it stays
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        placed = [place_labels(ax, items, renderer) for ax, items in labels]
+        if attempt == MAKE_ROOM or not any(p.covering for p in placed):
+            return
+        for p in placed:
+            for ann in p.annotations:
+                ann.remove()
+        lo, hi = ylim
+        ylim = (lo - 0.2 * (hi - lo), hi + 0.2 * (hi - lo))
+        for ax, _ in labels:
+            ax.set_ylim(*ylim)

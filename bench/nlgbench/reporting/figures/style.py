@@ -6,6 +6,7 @@ encoder, the log axes' labelled ticks and the one y range of a figure's panels."
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from nlgbench.foundations.errors import UserError
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 FIGURE_FORMATS = ("png", "pdf", "svg")
 COLUMN_WIDTHS = {"single": 3.3, "double": 6.9}  # inches: a paper's column and its full text width
@@ -33,15 +35,21 @@ MIN_SPREAD = 3.0  # points a horizontal bar must reach out of its marker and rin
 FRONT_RING, BASELINE_RING = MARKER_SIZE + 4, MARKER_SIZE + 9  # ring diameters (points), drawn behind the marker
 
 
+FIGURE_KINDS = ("runtime", "memory", "peak_memory")  # what `--figures` names: figure_kinds' names
+LOG_SPAN = 10.0  # an x range at least this wide (largest / smallest) is drawn on a log axis
+
+
 @dataclass(frozen=True)
 class FigureOptions:
-    """How figures are drawn: `width` in inches (COLUMN_WIDTHS: `--column single|double`), the file
-    formats written, and whether a title is drawn inside the figure (`--titles`: for slides; a paper's
-    caption says it instead)."""
+    """How figures are drawn: `width` in inches (COLUMN_WIDTHS: `--column single|double`, a single
+    column by default), the file formats written, whether a title is drawn inside the figure
+    (`--titles`: for slides; a paper's caption says it instead), and the kinds of figure figures.tex
+    takes (`--figures`; index.html shows all)."""
 
-    width: float = COLUMN_WIDTHS["double"]
+    width: float = COLUMN_WIDTHS["single"]
     formats: tuple[str, ...] = FIGURE_FORMATS
     titles: bool = False
+    tex_kinds: tuple[str, ...] = ("runtime",)
 
     def check(self) -> None:
         lo, hi = WIDTH_RANGE
@@ -51,6 +59,11 @@ class FigureOptions:
         if unknown or not self.formats:
             raise UserError(
                 f"--format takes a comma-separated list of {', '.join(FIGURE_FORMATS)}, got {','.join(self.formats)!r}"
+            )
+        unknown = [k for k in self.tex_kinds if k not in FIGURE_KINDS]
+        if unknown or not self.tex_kinds:
+            raise UserError(
+                f"--figures takes a comma-separated list of {', '.join(FIGURE_KINDS)}, got {','.join(self.tex_kinds)!r}"
             )
 
     @property
@@ -126,6 +139,31 @@ def log_ticks(
     return max(fitting, key=score), lo, hi
 
 
+def needs_log(values: Sequence[float]) -> bool:
+    """Whether an x range needs a log axis: its largest value LOG_SPAN times its smallest or more."""
+    finite = [v for v in values if math.isfinite(v) and v > 0]
+    return bool(finite) and max(finite) >= LOG_SPAN * min(finite)
+
+
+def axis_label(label: str, log: bool) -> str:
+    """An x axis label with ', log' in its unit's brackets on a log axis: 'time per segment (ms, log)'."""
+    return f"{label[:-1]}, log)" if log and label.endswith(")") else (f"{label} (log)" if log else label)
+
+
+def set_x(ax: Axes, values: Sequence[float], log: bool) -> None:
+    """The x axis over the values: a log one (`set_log_x`), or a linear one with 12% spare each way."""
+    if log:
+        set_log_x(ax, values)
+        return
+    from matplotlib.ticker import MaxNLocator
+
+    finite = [v for v in values if math.isfinite(v)]
+    lo, hi = min(finite), max(finite)
+    pad = max(0.12 * (hi - lo), 0.05 * abs(hi) or 0.1)
+    ax.set_xlim(max(0.0, lo - pad) if lo >= 0 else lo - pad, hi + pad)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))
+
+
 def set_log_x(ax: Axes, values: Sequence[float]) -> None:
     """A log x axis over the values (12% spare each way, at least 0.08 decades) with ticks labelled
     far enough apart for their labels at the axes' width (the style's tick label size)."""
@@ -163,9 +201,10 @@ def row_sizes(n_panels: int, per_row: int) -> list[int]:
     return [base + 1] * extra + [base] * (rows - extra)
 
 
-def legend_handles(baseline: bool, spread: bool) -> list[Any]:
-    """What the point labels cannot say: the baseline's ring, the Pareto front, the bars; each
-    encoder and each lexical baseline is named by its label in the panel, not here."""
+def legend_handles(baseline: bool, spread: bool, front_line: bool = True, intervals: bool = True) -> list[Any]:
+    """What the point labels cannot say, and only what is drawn: the baseline's ring, the Pareto
+    front (its dashed line only where some panel draws one: `front_line`), the quality intervals,
+    the repeats' spread; each encoder and each model-free metric is named by its label in the panel."""
     from matplotlib.lines import Line2D
 
     def point(label: str, **kw: Any) -> Line2D:
@@ -187,7 +226,7 @@ def legend_handles(baseline: bool, spread: bool) -> list[Any]:
         Line2D(
             [],
             [],
-            linestyle="--",
+            linestyle="--" if front_line else "none",
             linewidth=0.9,
             color=FRONT_COLOR,
             marker="o",
@@ -198,7 +237,37 @@ def legend_handles(baseline: bool, spread: bool) -> list[Any]:
             label=FRONT_LABEL,
         )
     )
-    handles.append(point(INTERVAL_LABEL, marker="|", markersize=10, color="black", markeredgewidth=0.8))
+    if intervals:
+        handles.append(point(INTERVAL_LABEL, marker="|", markersize=10, color="black", markeredgewidth=0.8))
     if spread:
         handles.append(point(SPREAD_LABEL, marker="_", markersize=10, color="black", markeredgewidth=0.8))
     return handles
+
+
+LEGEND_ROWS = 2  # at most: the legend holds only what the point labels cannot say
+
+
+def fit_title_and_legend(fig: Figure, title: str, handles: list[Any]) -> None:
+    """The legend below the panels in as many columns as fit the figure's width, at most LEGEND_ROWS
+    rows (fewer columns would only add rows), and the title (none where '') wrapped to the width; the
+    figure made taller by the legend and the title (the panels keep their height); laid out (not
+    rendered), so the layout is final."""
+    width = fig.bbox.width - 4
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    legend = None
+    fewest = math.ceil(len(handles) / LEGEND_ROWS)
+    for columns in range(len(handles), fewest - 1, -1):
+        legend = fig.legend(handles=handles, loc="outside lower center", ncols=columns)
+        if legend.get_window_extent(renderer).width <= width or columns == fewest:
+            break
+        legend.remove()
+    assert legend is not None
+    extra = legend.get_window_extent(renderer).height / fig.dpi + 0.05
+    if title:
+        for chars in range(110, 20, -5):
+            text = fig.suptitle("\n".join(textwrap.fill(line, chars) for line in title.splitlines()))
+            if text.get_window_extent(renderer).width <= width:
+                break
+        extra += (text.get_text().count("\n") + 1) * float(text.get_fontsize()) * 1.2 / 72
+    fig.set_figheight(fig.get_figheight() + extra)
+    fig.draw_without_rendering()
