@@ -230,14 +230,14 @@ def test_no_grab_bag_module(name: str) -> None:
 TESTS = REPO / "tests"
 
 
-def tests_sources() -> list[Path]:
+def suite_files() -> list[Path]:
     """Every .py of the tests: test modules, conftest, helpers and the test-only plugins."""
     return sorted([*TESTS.glob("*.py"), *(TESTS / "plugins").glob("*.py")])
 
 
 def test_no_test_file_over_500_lines() -> None:
     """The line cap holds for the tests too: a longer test file holds several topics (split it by topic)."""
-    long = {path.name: n for path in tests_sources() if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500}
+    long = {path.name: n for path in suite_files() if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500}
     assert not long, f"test files over 500 lines: {long}"
 
 
@@ -320,7 +320,7 @@ def test_no_issue_numbers_in_the_package() -> None:
 
 def test_no_issue_numbers_in_the_tests() -> None:
     """A test's docstring and comments say what it checks, not which issue asked for it."""
-    found = issue_numbers(tests_sources(), REPO)
+    found = issue_numbers(suite_files(), REPO)
     assert not found, "issue numbers in the tests:\n" + "\n".join(found)
 
 
