@@ -78,7 +78,10 @@ def bert_score_texts(hypotheses: T | None, references: U | None, cands: T | None
     """The hypotheses and references, by nlgbench's names or by bert_score's (`cands`, `refs`)."""
     hyps = either("hypotheses", hypotheses, "cands", cands)
     if hyps is None:
-        raise UserError("no hypotheses: give them first (or as cands=, bert_score's name)")
+        raise UserError(
+            "hypotheses must be a list of strings, got NoneType (no hypotheses: give them first, or as cands=, "
+            "bert_score's name)"
+        )
     return hyps, either("references", references, "refs", refs)
 
 
