@@ -52,9 +52,10 @@ class Recipe:
             raw["aligners"] = [aligner]
         entry = parse_metric_entry(raw, where, Path.cwd())
         harness = {REFERENCE_POLICY: options[REFERENCE_POLICY]} if REFERENCE_POLICY in options else {}
+        checked = {**entry.options, **harness}
         info = get_metric(metric)
-        info.check_options({**entry.options, **harness}, f"{where}.options")
-        return cls(info, entry.encoders[0], {**entry.options, **harness}, entry.aligners[0])
+        info.check_options(checked, f"{where}.options")
+        return cls(info, entry.encoders[0], checked, entry.aligners[0])
 
     @classmethod
     def of_cell(cls, config: CellConfig) -> Recipe:
