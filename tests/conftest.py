@@ -25,6 +25,10 @@ if "NLGBENCH_CACHE" not in os.environ or os.environ.get("NLGBENCH_TEST_CACHE") =
     os.environ["NLGBENCH_TEST_CACHE"] = os.environ["NLGBENCH_CACHE"]
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# The API's scorers on torch, as sweep cells run: tests of other mechanics compare the two exactly, and a
+# calibration per tiny model per process would cost each test seconds. The default (`backend: auto`) is
+# tested where it is the subject (test_backend_auto.py, the bert_score drop-in tests), with this unset.
+os.environ["NLGBENCH_BACKEND"] = "torch"
 
 # Test tiers (tests/tiers.py): every test has one; plain `pytest` runs unit and component.
 # pytester: tests/test_structure.py runs the tier rule on probe tests; shared_fixtures: the shared fixtures (spec

@@ -208,7 +208,7 @@ def test_a_damaged_cached_export_is_made_again(tiny: Path, cache: Path, capsys: 
 @pytest.mark.parametrize(
     ("variant", "message"),
     [
-        ({"backend": "onnx"}, "backend must be one of torch, onnxruntime, openvino, got 'onnx'"),
+        ({"backend": "onnx"}, "backend must be one of torch, onnxruntime, openvino, auto, got 'onnx'"),
         ({"backend": "onnxruntime", "dtype": "bf16"}, "no bf16 CPU kernels"),
         ({"backend": "openvino", "dtype": "fp16"}, "dtype fp16 is not offered on CPU"),
         ({"backend": "onnxruntime", "early_exit": 0.1}, "early_exit needs torch"),

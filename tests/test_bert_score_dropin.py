@@ -34,16 +34,23 @@ SAME = {"batch_size": 16, "device": "cpu", "use_fast_tokenizer": True, "nthreads
 TABLE = "LAYER,P,R,F\n" + "".join(f"{k},{0.30 + 0.05 * k},{0.20 + 0.04 * k},{0.25 + 0.045 * k}\n" for k in range(7))
 
 
+@pytest.fixture
+def default_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drop-in as users get it: its default backend (auto), which the test set-up sets to torch elsewhere."""
+    monkeypatch.delenv("NLGBENCH_BACKEND", raising=False)
+
+
 def test_signatures_are_bert_scores() -> None:
-    """Every parameter of bert_score's public calls, in its order, with its default."""
+    """Every parameter of bert_score's public calls, in its order, with its default; then nlgbench's one
+    addition to the two that load a model, `backend` (None: auto)."""
     bert_score = pytest.importorskip("bert_score")
 
     def parameters(function: Any) -> list[tuple[str, Any]]:
         return [(p.name, p.default) for p in inspect.signature(function).parameters.values()]
 
-    assert parameters(dropin.score) == parameters(bert_score.score)
+    assert parameters(dropin.score) == [*parameters(bert_score.score), ("backend", None)]
     assert parameters(dropin.plot_example) == parameters(bert_score.plot_example)
-    assert parameters(dropin.BERTScorer.__init__) == parameters(bert_score.BERTScorer.__init__)
+    assert parameters(dropin.BERTScorer.__init__) == [*parameters(bert_score.BERTScorer.__init__), ("backend", None)]
     assert parameters(dropin.BERTScorer.score) == parameters(bert_score.BERTScorer.score)
     assert parameters(dropin.BERTScorer.plot_example) == parameters(bert_score.BERTScorer.plot_example)
     assert set(dropin.__all__) == {"score", "plot_example", "BERTScorer"}
@@ -111,6 +118,7 @@ def assert_same(ours: Any, theirs: Any, n: int) -> None:
 
 @pytest.mark.system
 @needs_minilm
+@pytest.mark.usefixtures("default_backend")
 def test_the_same_calls_return_the_same_tensors(wmt16: list[Item], tmp_path: Path) -> None:
     """score(...) through both packages: plain, layer 4, idf over the references, a baseline file (bert_score
     wants lang for it), lang beside model_type (model_type wins), several references with and without idf."""
@@ -139,11 +147,13 @@ def test_the_same_calls_return_the_same_tensors(wmt16: list[Item], tmp_path: Pat
     )
     assert_same(ours, theirs, len(hyps))
     assert their_hash.startswith(f"{MINILM}_L6_no-idf_version=")
-    assert signature.startswith("bertscore|enc:sentence-transformers/all-MiniLM-L6-v2@") and "|L6|idf:no|" in signature
+    assert signature.startswith("bertscore|enc:sentence-transformers/all-MiniLM-L6-v2@")
+    assert re.search(r"\|L6\|backend=(torch|onnxruntime|openvino)\|idf:no\|", signature)  # the backend chosen
 
 
 @pytest.mark.system
 @needs_minilm
+@pytest.mark.usefixtures("default_backend")
 def test_bert_scorer_returns_bert_scorers_tensors(wmt16: list[Item], capsys: pytest.CaptureFixture[str]) -> None:
     """BERTScorer: idf from idf_sents, then from compute_idf (bert_score's warning when it replaces them),
     return_hash; scoring with idf and no weights, and plot_example, refused in one line."""
@@ -200,6 +210,7 @@ print(f"idf-weighted F1: {F_idf.mean():.3f}; best line {int(F_idf.argmax()) + 1}
 
 @pytest.mark.system
 @needs_minilm
+@pytest.mark.usefixtures("default_backend")
 def test_a_bert_score_script_runs_with_its_import_changed(
     wmt16: list[Item], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

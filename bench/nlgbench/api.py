@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nlgbench.apiwords import API_WHERE, bert_score_texts, caller_words, redirect_names
 from nlgbench.core.cell import RESULT_FILE, SCORES_FILE
-from nlgbench.core.recipe import Recipe
+from nlgbench.core.recipe import Recipe, api_encoder
 from nlgbench.core.result import json_safe
 from nlgbench.core.scores import UncheckedScores, read_scores
 from nlgbench.core.spec import SweepSpec, load_spec, parse_spec
@@ -68,6 +68,8 @@ class Scorer:
     unless `idf_sents` (with `idf=True`) fixes it from a corpus for the scorer's life. `verbose=True`
     draws a tqdm progress bar (and says which model `lang` chose). `context` (its own `CellContext`)
     holds what its models record: texts cut to their maximum length, seconds exporting for a backend.
+    `backend`: the encoder's inference backend; by default `auto`, the fastest installed one that scores equal
+    to torch, measured once per model and machine (`NLGBENCH_BACKEND` sets another default; `torch` opts out).
 
     Examples:
         >>> scorer = nlgbench.Scorer("bertscore", encoder="all-MiniLM-L6-v2")
@@ -88,6 +90,7 @@ class Scorer:
         batch_size: int = 64,
         idf_sents: Iterable[str] | None = None,
         verbose: bool = False,
+        backend: str | None = None,
         **options: Any,
     ) -> None:
         if not isinstance(metric, str) or not metric.strip():
@@ -108,6 +111,7 @@ class Scorer:
             self.lang_choice = lang_choice(lang)
         if verbose and self.lang_choice is not None:
             print(self.lang_choice, file=sys.stderr, flush=True)
+        encoder = api_encoder(metric, encoder, backend)  # `backend: auto` unless named (or NLGBENCH_BACKEND)
         with caller_words("encoder" if lang is None else f"lang={lang!r}"):  # `idf`, not `score.options.idf`
             self.recipe = Recipe.parse(metric, encoder, options, aligner, API_WHERE)
         self.options: dict[str, Any] = self.recipe.options
@@ -239,7 +243,8 @@ class Scorer:
         return (self._scorer.corpus_score() or None) if isinstance(self._scorer, CorpusScore) else None
 
 
-SCORER_ARGUMENTS = ("aligner", "device", "batch_size", "idf_sents", "verbose")  # a Scorer's, beside lang and options
+# a Scorer's arguments, beside lang and options
+SCORER_ARGUMENTS = ("aligner", "device", "batch_size", "idf_sents", "verbose", "backend")
 
 
 def score_outputs(
@@ -447,15 +452,7 @@ def compare(
     folder = path_argument("path", path, "a run folder's path")
     check_arguments("string", candidate=candidate, baseline=baseline)
     check_arguments("string", optional=True, metric=metric, human=human)
-    options = QualityOptions(
-        method=method,
-        level=level,
-        threshold=threshold,
-        resample=resample,
-        test=test,
-        convention=convention,
-        perm_test=perm_test,
-    )
+    options = QualityOptions(method, level, threshold, resample, test, convention, perm_test)  # its field order
     options.check()  # before the run folder is read
     return json_safe(
         compare_encoders(RunData.open(folder, human), candidate, baseline, metric, options, resamples, seed)

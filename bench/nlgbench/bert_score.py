@@ -10,6 +10,12 @@ each candidate keeps the best P, R and F over its references, each on its own, a
 `score(..., idf=True)` computes idf over that call's references (all of them, as bert_score);
 `BERTScorer(idf=True)` over `idf_sents` or `compute_idf(sents)`, fixed for the scorer's life.
 
+The encoder runs on the fastest exact backend installed (`backend="auto"`, the default): on first use of
+a model on a machine, torch, ONNX Runtime and OpenVINO (float32) encode a calibration batch, those whose
+F is within 1e-5 of torch's are timed, and the fastest is kept for that model, CPU and library versions
+(one line on stderr says which; the hash names it). `backend="torch"` (or `NLGBENCH_BACKEND=torch`)
+keeps to torch; bert_score has no such argument, so a script that never names it gets the default.
+
 Where nlgbench differs, by choice:
 
 - Padding: bert_score multiplies the similarity matrix by the padding mask, so a padding position
@@ -170,6 +176,7 @@ def score(
     rescale_with_baseline: bool = False,
     baseline_path: str | None = None,
     use_fast_tokenizer: bool = False,
+    backend: str | None = None,
 ) -> PRF | tuple[PRF, str]:
     """BERTScore's (P, R, F) per candidate, float32 tensors of shape (N,), as bert_score's `score`; with
     `return_hash=True` `((P, R, F), signature)`. The model loads on every call (use `BERTScorer` to load it
@@ -184,7 +191,9 @@ def score(
     check_texts("bertscore", hyps, references, None, **options)  # before the model loads
     check_tokens("bertscore", model, None, hyps, references, None, **options)
     where = "auto" if device is None else device
-    scorer = Scorer("bertscore", model, device=where, batch_size=batch_size, verbose=verbose, **options)
+    scorer = Scorer(
+        "bertscore", model, device=where, batch_size=batch_size, verbose=verbose, backend=backend, **options
+    )
     with _announced(verbose, references):
         out = _tensors(scorer.score_prf(hyps, references))
     return (out, scorer.signature) if return_hash else out
@@ -210,6 +219,7 @@ class BERTScorer:
         rescale_with_baseline: bool = False,
         baseline_path: str | None = None,
         use_fast_tokenizer: bool = False,
+        backend: str | None = None,
     ) -> None:
         _check_common(all_layers, rescale_with_baseline)
         self._idf = _idf_flag(idf)
@@ -225,7 +235,9 @@ class BERTScorer:
         self.use_custom_baseline = baseline_path is not None
         options = _options(self._num_layers, self._idf, self._rescale_with_baseline, baseline_path)
         where = "auto" if device is None else device
-        self._scorer = Scorer("bertscore", self._model_type, device=where, batch_size=batch_size, **options)
+        self._scorer = Scorer(
+            "bertscore", self._model_type, device=where, batch_size=batch_size, backend=backend, **options
+        )
         self.device = self._scorer.device
         self._idf_computed = False
         if idf_sents is not None and self._idf:  # without idf bert_score computes the weights and never uses them

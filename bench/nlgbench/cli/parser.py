@@ -18,6 +18,10 @@ from nlgbench.statistics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, M
 from nlgbench.statistics.correlation import METHODS
 from nlgbench.statistics.levels import LEVELS
 
+# `--backend`'s values: nlgbench.encoders.registry's AUTO and BACKENDS, written out so that `--help` does not
+# import the registry (tests/test_backend_auto.py checks that they agree)
+BACKEND_CHOICES = ("auto", "torch", "onnxruntime", "openvino")
+
 EXIT_STATUSES = (
     "exit status: 0 every cell ok (other commands: done); 1 some cell not ok (run: see results.csv); "
     "2 usage or input error (one line on stderr); 130 interrupted (Ctrl-C: run the same "
@@ -168,6 +172,12 @@ def _add_score(sub: Commands) -> None:
     )
     sc.add_argument("--device", default="auto", help="auto (CUDA where available, else cpu), cpu, cuda, cuda:N")
     sc.add_argument("--batch-size", type=int, default=64)
+    sc.add_argument(
+        "--backend",
+        choices=BACKEND_CHOICES,
+        help="the encoder's inference backend (default auto: of torch, ONNX Runtime and OpenVINO the fastest that "
+        "scores equal to torch, measured once per model and machine; torch to keep to torch)",
+    )
     sc.add_argument("--out", help="CSV file (default: stdout): line, score, further outputs")
     for names, spelling in (
         (("--model", "--model_type", "-m"), "--encoder NAME (a registered name, Hub id or local folder)"),

@@ -55,6 +55,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             device=_device(args.metric, args.encoder, args.device),
             batch_size=args.batch_size,
             idf_sents=idf_sents,
+            backend=args.backend,
             **options,
         )
         outputs = scorer.score_outputs(hyps, refs, sources=srcs)

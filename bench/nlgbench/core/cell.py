@@ -23,7 +23,7 @@ from nlgbench.data.catalogue import USER_CATALOGUES
 from nlgbench.data.hubsource import HubSource
 from nlgbench.data.items import Dataset
 from nlgbench.data.loaders import load_dataset
-from nlgbench.encoders.registry import USER_ENCODERS, WEIGHTS_PREFIX, EncoderRef, backend_version, major_minor
+from nlgbench.encoders.registry import AUTO, USER_ENCODERS, WEIGHTS_PREFIX, EncoderRef, backend_version, major_minor
 from nlgbench.foundations.deferred import library_version
 from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.lazyregistry import UserFiles
@@ -273,7 +273,7 @@ def metric_versions(metric: str) -> dict[str, str]:
 def backend_versions(encoder: EncoderRef) -> dict[str, str]:
     """major.minor of the inference backend an encoder runs on (`onnxruntime`, `openvino`),
     part of its cells' ids; {} for torch, whose version every id holds already."""
-    if encoder.backend is None:
+    if encoder.backend is None or encoder.backend == AUTO:  # auto: the result records the backend chosen
         return {}
     return {encoder.backend: major_minor(backend_version(encoder.backend))}
 

@@ -5,6 +5,7 @@ distillation teacher each hold one, so a score and its signature come out the sa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 from nlgbench.core.cell import CellConfig
 from nlgbench.core.signature import signature
 from nlgbench.core.spec import parse_metric_entry
-from nlgbench.encoders.registry import EncoderRef
+from nlgbench.encoders.registry import AUTO, BACKENDS, TORCH, EncoderRef
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import default_encoder, get_metric
@@ -99,3 +100,37 @@ class Recipe:
         if self.aligner is not None and self.info.accepts_aligners:
             signed["aligner"] = self.aligner
         return signature(self.info.name, signed, described, self.references)
+
+
+#: The backend of the API's, `nlgbench.bert_score`'s and `nlgbench score`'s encoders where the caller names
+#: none: `auto` unless this variable says another (`torch` keeps every such scorer on torch).
+BACKEND_ENV = "NLGBENCH_BACKEND"
+OWN_ARITHMETIC = ("quantize", "early_exit")  # variants that stay on the backend they name (torch by default)
+
+
+def api_encoder(metric: str, encoder: str | dict[str, Any] | None, backend: str | None) -> str | dict[str, Any] | None:
+    """The encoder a scorer outside a sweep runs: `backend` where given (an encoder that names another is
+    refused); else, for a float32 token-embedding encoder that names none, `$NLGBENCH_BACKEND` or `auto`
+    (the fastest exact backend, measured once: `nlgbench.encoders.backendchoice`). Sweep cells keep the
+    backend written, being what they measure. Checked afterwards as a spec's encoder (`Recipe.parse`)."""
+    if encoder is not None and not isinstance(encoder, (str, dict)):
+        return encoder  # (refused by `Recipe.parse`, in the caller's words)
+    named = isinstance(encoder, dict) and "backend" in encoder
+    if backend is not None:
+        if not isinstance(backend, str):
+            raise UserError(f"backend must be one of torch, onnxruntime, openvino, auto; got {backend!r}")
+        if named and encoder["backend"] != backend:  # type: ignore[index]
+            raise UserError(
+                f"encoder names backend {encoder['backend']!r} and backend={backend!r} another: give one"  # type: ignore[index]
+            )
+        base = dict(encoder) if isinstance(encoder, dict) else {"name": encoder or default_encoder(metric)}
+        return {**base, "backend": backend}
+    default = os.environ.get(BACKEND_ENV, "").strip() or AUTO
+    if default not in (*BACKENDS, AUTO):
+        raise UserError(f"{BACKEND_ENV}={default!r}: must be one of {', '.join((*BACKENDS, AUTO))} (or unset: auto)")
+    if named or default == TORCH or "encoder" not in get_metric(metric).encoder_kinds:
+        return encoder
+    raw = dict(encoder) if isinstance(encoder, dict) else {"name": encoder or default_encoder(metric)}
+    if any(raw.get(key) is not None for key in OWN_ARITHMETIC) or raw.get("dtype") not in (None, "fp32"):
+        return encoder
+    return {**raw, "backend": default}

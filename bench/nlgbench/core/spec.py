@@ -19,6 +19,7 @@ from nlgbench.data.hubsource import HUB_KEYS, HubSource, check_library
 from nlgbench.data.items import ALL_DIMENSIONS
 from nlgbench.data.userfile import check_user_file
 from nlgbench.encoders.registry import (
+    AUTO,
     NO_ENCODER,
     WEIGHTS_PREFIX,
     EncoderRef,
@@ -330,11 +331,12 @@ def _encoder(raw: Any, where: str, info: MetricInfo, base: Path) -> tuple[Encode
             f"{where}: metric {info.name!r} runs no model; write 'encoders: [{NO_ENCODER}]' or leave "
             f"the key out, got {enc.label!r}"
         )
-    if enc.backend is not None and "encoder" not in models and "cross-encoder" not in models:
+    runs = ["encoder"] if enc.backend == AUTO else ["encoder", "cross-encoder"]  # auto: compared on encoders only
+    if enc.backend is not None and not set(runs) & set(models):
         raise UserError(
-            f"{where}: backend {enc.backend} runs token-embedding encoders (bertscore, moverscore, baryscore, "
-            f"sentsim, xmoverscore) and cross-encoders (frugalscore); metric {info.name!r} runs a whole "
-            f"{' or '.join(models)} model on torch"
+            f"{where}: backend {enc.backend} runs token-embedding encoders (bertscore, moverscore, baryscore, sentsim, "
+            f"xmoverscore){'' if enc.backend == AUTO else ' and cross-encoders (frugalscore)'}; metric {info.name!r} "
+            f"runs a whole {' or '.join(models)} model on torch"
         )
     enc = plain_encoder(_registered(_local_folder(enc, base)), where)  # before the model's messages show it
     model = resolve_encoder(enc.name)

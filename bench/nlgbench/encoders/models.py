@@ -10,14 +10,14 @@ A cross-encoder may run on an inference backend (`backend: onnxruntime` / `openv
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from nlgbench.encoders import backends
 from nlgbench.encoders.backends import BackendRunner
 from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, reach_hub
-from nlgbench.encoders.registry import EncoderRef, resolve_encoder
+from nlgbench.encoders.registry import AUTO, EncoderRef, resolve_encoder
 from nlgbench.encoders.variants import check_dtype, count_params, quantize_int8, weight_bytes
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
@@ -68,6 +68,8 @@ def load_model(
 
     if ref.num_layers is not None or ref.early_exit is not None:
         raise UserError(f"{ref.label}: num_layers and early_exit apply to encoders, not to a whole {kind} model")
+    if ref.backend == AUTO:  # (the spec refuses it here; a whole model is compared by no calibration: torch)
+        ref = replace(ref, backend=None)
     if ref.backend is not None and kind != "cross-encoder":  # (BARTScore's seq2seq model, with its state_dict)
         raise UserError(
             f"{ref.label}: backend {ref.backend} runs token-embedding encoders and cross-encoders, "

@@ -8,6 +8,7 @@ check of layer numbers. The runtime encoder (tokenizer + model) is `nlgbench.enc
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,14 +38,17 @@ KINDS = ("encoder", "seq2seq", "causal-lm", "cross-encoder", "feature-head")
 
 # Variant options an encoder may carry in a spec, with their types (see nlgbench.encoders.variants).
 VARIANT_OPTIONS: dict[str, type] = {
-    "backend": str,  # torch (default), onnxruntime, openvino (nlgbench.encoders.backends)
+    "backend": str,  # torch (default), onnxruntime, openvino (nlgbench.encoders.backends), auto (backendchoice)
     "num_layers": int,
     "early_exit": float,
     "quantize": str,
     "dtype": str,
 }
 TORCH = "torch"
-BACKENDS = (TORCH, "onnxruntime", "openvino")  # a variant's `backend` (nlgbench.encoders.backends runs them)
+BACKENDS = (TORCH, "onnxruntime", "openvino")  # the backends that run a model (nlgbench.encoders.backends)
+# `backend: auto`: the fastest of them that scores equal to torch, measured once per model and machine
+# (nlgbench.encoders.backendchoice); float32 token-embedding encoders only.
+AUTO = "auto"
 # The pip extra that installs a backend's libraries, and the modules it needs (the first: its version).
 BACKEND_EXTRAS = {"onnxruntime": "onnx", "openvino": "openvino"}
 BACKEND_MODULES = {"onnxruntime": ("onnxruntime", "onnx"), "openvino": ("openvino", "onnx", "nncf")}
@@ -358,6 +362,8 @@ def _check_variant(opts: dict[str, Any], where: str) -> None:
         check_backend(opts["backend"], where)
         if opts["backend"] == TORCH:
             del opts["backend"]  # the default: the same cell (and id) as no backend key
+        elif opts["backend"] == AUTO:
+            check_auto_options(opts.get("quantize"), opts.get("dtype"), opts.get("early_exit"), where)
         else:
             try:
                 check_backend_options(opts["backend"], opts.get("quantize"), opts.get("dtype"), opts.get("early_exit"))
@@ -369,8 +375,18 @@ def _check_variant(opts: dict[str, Any], where: str) -> None:
 
 def check_backend(name: str, where: str) -> None:
     """A spec's `backend` value."""
-    if name not in BACKENDS:
-        raise UserError(f"{where}: backend must be one of {', '.join(BACKENDS)}, got {name!r}")
+    if name not in (*BACKENDS, AUTO):
+        raise UserError(f"{where}: backend must be one of {', '.join((*BACKENDS, AUTO))}, got {name!r}")
+
+
+def installed_backends() -> list[str]:
+    """torch, then each float32 backend whose libraries are installed (found without importing them)."""
+    found = [TORCH]
+    for name in BACKENDS:
+        needed = [m for m in BACKEND_MODULES.get(name, ()) if m != "nncf"]  # NNCF: only for int8 weights
+        if name != TORCH and all(importlib.util.find_spec(m) is not None for m in needed):
+            found.append(name)
+    return found
 
 
 def backend_version(backend: str) -> str:
@@ -398,6 +414,17 @@ def check_backend_options(backend: str, quantize: str | None, dtype: str | None,
         raise UserError(f"backend {backend}: no bf16 CPU kernels; use backend openvino or torch for dtype bf16")
     if dtype == "bf16" and quantize:
         raise UserError(f"backend {backend}: quantize int8 and dtype bf16 exclude each other")
+
+
+def check_auto_options(quantize: str | None, dtype: str | None, early_exit: float | None, where: str) -> None:
+    """`backend: auto` compares exact float32 backends: a variant with its own arithmetic names its backend."""
+    given = [f"{k} {v}" for k, v in (("quantize", quantize), ("dtype", dtype), ("early_exit", early_exit))]
+    given = [g for g, v in zip(given, (quantize, dtype if dtype != "fp32" else None, early_exit), strict=True) if v]
+    if given:
+        raise UserError(
+            f"{where}: backend auto chooses among exact float32 backends; with {', '.join(given)} name the backend "
+            "(torch, onnxruntime, openvino)"
+        )
 
 
 def check_layers(ref: EncoderRef, depth: int | None, layer: int | None, where: str) -> None:

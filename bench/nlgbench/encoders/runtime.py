@@ -10,7 +10,7 @@ How a spec names an encoder (`EncoderRef`, the registry) is `nlgbench.encoders.r
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlgbench.encoders import backends
-from nlgbench.encoders.hfcache import disk_bytes, load_options, local_snapshot, reach_hub
-from nlgbench.encoders.registry import EncoderRef, check_layers, resolve_source
+from nlgbench.encoders import backendchoice, backends
+from nlgbench.encoders.hfcache import content_fingerprint, disk_bytes, load_options, local_snapshot, reach_hub
+from nlgbench.encoders.registry import AUTO, TORCH, EncoderRef, check_layers, resolve_source
 from nlgbench.encoders.tokenization import Tokenized, model_max_length, tokenize_texts
 from nlgbench.encoders.variants import (
     ExitState,
@@ -73,6 +73,8 @@ class Encoder:
     # the backend that runs the model (ONNX Runtime, OpenVINO); `model` is then torch's module
     # for its configuration and parameter count only (on the meta device when the export was cached)
     runner: backends.BackendRunner | None = None
+    # `backend: auto`: the backend chosen and what it was chosen on (`ref` keeps `auto`, as the spec wrote it)
+    choice: backendchoice.BackendChoice | None = None
     # the cell's context: its token budget and progress hook, and where the texts this encoder cut are recorded
     context: CellContext = field(default_factory=CellContext)
 
@@ -94,6 +96,10 @@ class Encoder:
         if self.runner is not None:
             out["backend"] = self.runner.backend
             out["backend_version"] = backends.backend_version(self.runner.backend)
+        if self.choice is not None:  # the variant names the backend run (and so does the signature)
+            out["variant"] = {**out["variant"], "backend": self.choice.backend}
+            out["backend"] = self.choice.backend
+            out["backend_choice"] = self.choice.describe()
         if self.exit_state is not None:
             exits = list(self.exit_layers.values())
             out["exit_criterion"] = self.exit_state.criterion
@@ -223,6 +229,8 @@ def load_encoder(
     the texts the encoder cuts; None: a context of its own.
     """
     context = context if context is not None else CellContext()
+    if ref.backend == AUTO:
+        return _load_auto(ref, device, needed_layer, context)
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -259,6 +267,27 @@ def load_encoder(
         runner=runner,
         context=context,
     )
+
+
+def _load_auto(ref: EncoderRef, device: str, needed_layer: int | None, context: CellContext) -> Encoder:
+    """`backend: auto`: the encoder on the backend `backendchoice.choose` picks for this model and machine
+    (measured once, then cached); the encoder keeps `ref` as written, and records the choice."""
+    source = resolve_source(ref.name)
+
+    def fingerprint() -> str | None:
+        folder = local_snapshot(source)
+        return content_fingerprint(folder) if folder is not None else None
+
+    def load(backend: str) -> Encoder:
+        return load_encoder(replace(ref, backend=None if backend == TORCH else backend), device, needed_layer, context)
+
+    layers = {"num_layers": ref.num_layers, "needed_layer": needed_layer}
+    label = replace(ref, backend=None).label
+    encoder, choice = backendchoice.choose(label, fingerprint, layers, needed_layer, device, load)
+    if choice.calibration_s:
+        context.exports.append(choice.calibration_s)  # timed apart from loading, as the exports it made
+    encoder.ref, encoder.choice = ref, choice
+    return encoder
 
 
 def _encoder_model(

@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from nlgbench.core.cell import CellConfig
-from nlgbench.encoders.registry import BACKEND_MODULES, NO_ENCODER, resolve_encoder
+from nlgbench.encoders.registry import AUTO, BACKEND_MODULES, NO_ENCODER, installed_backends, resolve_encoder
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import get_metric
 
@@ -72,6 +72,8 @@ def backend_modules(cell: CellConfig) -> list[str]:
     backend = cell.encoder.backend
     if backend is None:
         return []
+    if backend == AUTO:  # every installed float32 backend loads to be compared, on the first use
+        return [m for name in installed_backends() for m in BACKEND_MODULES.get(name, ()) if m != "nncf"]
     return [m for m in BACKEND_MODULES[backend] if m != "nncf" or cell.encoder.quantize]
 
 

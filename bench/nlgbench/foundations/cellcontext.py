@@ -30,7 +30,8 @@ class CellContext:
     batch_tokens: int | None = None
     progress: Progress | None = None  # called as work finishes; None: no display
     truncated: set[str] = field(default_factory=set)  # (stripped) texts cut to a model's maximum length
-    exports: list[float] = field(default_factory=list)  # seconds per backend export made (0.0: reused)
+    # seconds per backend export made (0.0: reused), and of `backend: auto`'s calibration where it ran
+    exports: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.batch_tokens is not None and self.batch_tokens < 1:

@@ -6,26 +6,16 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import psutil
 
 from nlgbench.foundations.deferred import library_version
+from nlgbench.foundations.machine import cpu_model
 from nlgbench.foundations.package import checkout_dir
 from nlgbench.foundations.version import __version__
 from nlgbench.measurement.devices import Device
 from nlgbench.measurement.energy import nvml_handle
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def git_commit() -> str | None:
