@@ -8,9 +8,15 @@ other, the time outside those phases; its non-model share is tokenize + match + 
     python benchmarks/bertscore_vs_reference.py [--model ID] [--layer N] [--batch-size B]
         [--threads T] [--max-segments N] [--rounds R] [--idf]
 
+With `--dropin`, also `nlgbench.bert_score` as a bert_score user calls it: `score(...)` whole (model load
+included, on its default backend: `auto`, whose one-time choice is made before timing) against
+`bert_score.score(...)`, and `BERTScorer(..., backend=B).score` for each installed backend against
+`bert_score.BERTScorer.score`, alternated round by round, each with its max |dF| against bert_score's F.
+
 Needs the datasets mirror/cache (NLGBENCH_DATA_MIRROR) and the model in the local HF cache.
 Target: ratio (nlgbench / bert_score) <= 0.74 with max |dF| <= 1e-5, and nlgbench's time outside the
-model <= 0.06 ms/segment on full WMT16.
+model <= 0.06 ms/segment on full WMT16; the drop-in on its default backend: max |dF| <= 1e-5, never slower
+than its torch path, and <= 0.55x bert_score's time (0.45x where the best backend takes half torch's time).
 """
 
 from __future__ import annotations
@@ -58,6 +64,12 @@ def main() -> None:
     parser.add_argument("--max-segments", type=int, default=None, help="first N per language pair (default: all 3360)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--idf", action="store_true")
+    parser.add_argument(
+        "--dropin",
+        action="store_true",
+        help="also time nlgbench.bert_score against bert_score as their users call them: score(...) whole (its "
+        "default backend, auto) and BERTScorer(...).score per installed backend",
+    )
     args = parser.parse_args()
 
     from bert_score import BERTScorer
@@ -131,6 +143,56 @@ def main() -> None:
     )
     print(f"time ratio nlgbench / bert_score = {ours_med / ref_med:.3f} (target <= 0.74)")
     print(f"max |dF| = {max_diff:.2e} (target <= 1e-5)")
+    if args.dropin:
+        dropin_rows(args, hyps, refs, theirs)
+
+
+def dropin_rows(args: argparse.Namespace, hyps: list[str], refs: list[str], theirs: Any) -> None:
+    """`nlgbench.bert_score` as its users call it, against bert_score the same way: `score(...)` whole (model
+    load included, its default backend: auto) and `BERTScorer(...).score` on each backend, alternated."""
+    import bert_score
+
+    import nlgbench.bert_score as dropin
+    from nlgbench.encoders.registry import installed_backends
+
+    same = {"model_type": args.model, "num_layers": args.layer, "batch_size": args.batch_size, "idf": args.idf}
+    same |= {"device": "cpu", "nthreads": 0}
+    dropin.score(hyps[:8], refs[:8], **same)  # the first use on this machine: the choice (and exports), untimed
+    corpus = refs if args.idf else None  # a BERTScorer's idf comes from idf_sents, as bert_score's
+    scorers = {
+        f"nlgbench.bert_score.BERTScorer(backend={b})": dropin.BERTScorer(**same, idf_sents=corpus, backend=b)
+        for b in installed_backends()
+    }
+    chosen = dropin.BERTScorer(**same, idf_sents=corpus)._scorer._scorer.describe().get("backend_choice", {})
+    print(f"backend auto chose {chosen.get('chosen')} (calibration seconds: {chosen.get('seconds')})")
+    runs: dict[str, Callable[[], Any]] = {
+        "bert_score.score": lambda: bert_score.score(hyps, refs, **same, use_fast_tokenizer=True)[2],
+        "nlgbench.bert_score.score (default backend)": lambda: dropin.score(hyps, refs, **same)[2],
+        "bert_score.BERTScorer.score": lambda: theirs.score(hyps, refs)[2],
+        **{name: (lambda s=s: s.score(hyps, refs)[2]) for name, s in scorers.items()},
+    }
+    reference = theirs.score(hyps, refs)[2].numpy()  # bert_score's F, which every call is compared with
+    worst: dict[str, float] = {}
+    for name, function in runs.items():  # warm-up (untimed), and each call's max |dF|
+        worst[name] = float(np.abs(function().numpy() - reference).max())
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for r in range(args.rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:  # each round starts with the next call
+            start = time.perf_counter()
+            runs[name]()
+            times[name].append(time.perf_counter() - start)
+        print(f"drop-in round {r + 1}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in names))
+    loaded = statistics.median(times["bert_score.BERTScorer.score"])
+    whole = statistics.median(times["bert_score.score"])
+    print(f"{'call':52} {'median s':>9} {'x bert_score':>13} {'max |dF|':>9}")
+    for name, values in times.items():
+        against = loaded if "BERTScorer" in name else whole
+        median = statistics.median(values)
+        print(f"{name:52} {median:9.2f} {median / against:13.3f} {worst[name]:9.1e}")
+    print(
+        "(x bert_score: score(...) calls against bert_score.score, BERTScorer ones against BERTScorer.score)"
+    )
 
 
 if __name__ == "__main__":
