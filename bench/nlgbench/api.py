@@ -75,8 +75,8 @@ class Scorer:
         >>> scorer = nlgbench.Scorer("bertscore", encoder="all-MiniLM-L6-v2")
         >>> scorer.score(["The cat sat on the mat."], ["A cat was sitting on the mat."])
         [0.9071274399757385]
-        >>> scorer.signature.split("|")[:4]  # then options, reference use, versions
-        ['bertscore', 'enc:sentence-transformers/all-MiniLM-L6-v2@34bb7e1', 'L6', 'idf:no']
+        >>> scorer.signature.split("|")[:3]  # then the backend chosen, options, reference use, versions
+        ['bertscore', 'enc:sentence-transformers/all-MiniLM-L6-v2@34bb7e1', 'L6']
     """
 
     def __init__(
