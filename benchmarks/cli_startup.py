@@ -3,7 +3,9 @@ median), against sacrebleu's own command on the same lines, and whether it impor
 
 Commands: `nlgbench --help`; `nlgbench score --metric M -c HYP -r REF` for chrf, sentbleu and rouge1 on the first
 LINES lines of WMT16 de-en; `sacrebleu REF -i HYP -m chrf` (corpus chrF) and with `-sl` (a score per line, as
-`nlgbench score` gives); `nlgbench report` and `nlgbench compare` on a copy of reports/example. The commands
+`nlgbench score` gives); `nlgbench report` and `nlgbench compare` on a copy of reports/example; and two floors of
+`nlgbench score --metric chrf`, Python importing what it cannot do without: sacrebleu and PyYAML, then numpy too
+(which the package imports at the top of its modules). The commands
 alternate round by round, so a busy spell of a shared machine falls on all of them alike. Run from the
 repository root, with the dataset under NLGBENCH_DATA_MIRROR (or --data):
 
@@ -54,12 +56,14 @@ def commands(hyp: Path, ref: Path, run: Path) -> dict[str, list[str]]:
         "nlgbench score --metric rouge1": [*score, "--metric", "rouge1"],
         "nlgbench report": ["report", str(run)],
         "nlgbench compare": ["compare", str(run), *pair],
+        "floor: import sacrebleu, yaml": [sys.executable, "-c", "import sacrebleu.metrics, yaml"],
+        "floor: import sacrebleu, yaml, numpy": [sys.executable, "-c", "import sacrebleu.metrics, yaml, numpy"],
     }
 
 
 def timed(args: list[str]) -> tuple[float, list[str] | None]:
     """Wall seconds of one fresh process, and (for nlgbench) the heavy libraries it imported."""
-    own = not args[0].endswith("sacrebleu")
+    own = not Path(args[0]).is_absolute()  # nlgbench's arguments, else a whole command line
     line = [sys.executable, "-c", PROBE, *args] if own else args
     start = time.perf_counter()
     proc = subprocess.run(line, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
@@ -84,12 +88,18 @@ def cpu_line() -> str:
     return f"{model}, {os.cpu_count()} CPUs, flags: {' '.join(shown) or 'none of avx2/avx512'}"
 
 
+def load_line() -> str:
+    """This machine's load average over 1, 5 and 15 minutes: a shared machine's times depend on it."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--lines", type=int, default=100, help="first lines of WMT16 de-en")
     parser.add_argument("--data", type=Path, default=None, help="the datasets folder (default: NLGBENCH_DATA_MIRROR)")
     args = parser.parse_args()
+    load_before = load_line()
     data = args.data or Path(os.environ.get("NLGBENCH_DATA_MIRROR", "../shared/datasets"))
     folder = data / "wmt16-selection"
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,8 +124,10 @@ def main() -> None:
         said = "-" if loaded is None else (", ".join(loaded) or "no")
         spread = f"{min(values):.2f}..{max(values):.2f}"
         print(f"{name:36s} {statistics.median(values):9.3f} {spread:>13s}  {said}")
-    chrf, own = statistics.median(seconds["nlgbench score --metric chrf"]), seconds["sacrebleu -m chrf (corpus)"]
-    print(f"nlgbench score --metric chrf / sacrebleu -m chrf: {chrf / statistics.median(own):.2f}x")
+    own = statistics.median(seconds["sacrebleu -m chrf (corpus)"])
+    for name in ("nlgbench score --metric chrf", *(name for name in table if name.startswith("floor:"))):
+        print(f"{name} / sacrebleu -m chrf: {statistics.median(seconds[name]) / own:.2f}x")
+    print(f"load average (1, 5, 15 min) before: {load_before}, after: {load_line()}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Metric registry: name -> `MetricInfo`, each loaded on first use.
 
-Packaged metrics are modules defining `INFO`. Installed distributions add metrics through
-the `nlgbench.metrics` entry-point group, without editing this package: the entry point's
+Packaged metrics are modules defining `INFO`; their options classes (`nlgbench.metrics.metric_options`) are
+read without loading those modules and the libraries they import (`options_class`). Installed distributions
+add metrics through the `nlgbench.metrics` entry-point group, without editing this package: the entry point's
 value names a module defining `INFO` (`my_pkg.my_metric`) or the MetricInfo itself
 (`my_pkg.my_metric:INFO`); an entry point named like a packaged metric replaces it.
 """
@@ -11,10 +12,23 @@ from __future__ import annotations
 from functools import lru_cache, partial
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
+from typing import Any
 
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.lazyregistry import Registry
-from nlgbench.metrics.base import MetricInfo
+from nlgbench.metrics.base import HARNESS_OPTIONS, MetricInfo, option_table
+from nlgbench.metrics.metric_options import (
+    BartScoreOptions,
+    BaryScoreOptions,
+    BertScoreOptions,
+    ChrfOptions,
+    FrugalScoreOptions,
+    MoverScoreOptions,
+    RougeOptions,
+    SentBleuOptions,
+    SentSimOptions,
+    XMoverScoreOptions,
+)
 
 ENTRY_POINT_GROUP = "nlgbench.metrics"
 
@@ -32,6 +46,22 @@ PACKAGED: dict[str, str] = {
     "rouge1": "nlgbench.metrics.rouge:ROUGE1_INFO",
     "rouge2": "nlgbench.metrics.rouge:ROUGE2_INFO",
     "rougeL": "nlgbench.metrics.rouge:ROUGEL_INFO",
+}
+
+#: The packaged metrics' options classes (each `MetricInfo.options_class`), read without importing the modules above.
+PACKAGED_OPTIONS: dict[str, type] = {
+    "bertscore": BertScoreOptions,
+    "moverscore": MoverScoreOptions,
+    "baryscore": BaryScoreOptions,
+    "bartscore": BartScoreOptions,
+    "xmoverscore": XMoverScoreOptions,
+    "sentsim": SentSimOptions,
+    "frugalscore": FrugalScoreOptions,
+    "sentbleu": SentBleuOptions,
+    "chrf": ChrfOptions,
+    "rouge1": RougeOptions,
+    "rouge2": RougeOptions,
+    "rougeL": RougeOptions,
 }
 
 
@@ -64,6 +94,21 @@ def metric_names() -> list[str]:
 def get_metric(name: str) -> MetricInfo:
     """The MetricInfo of a registered metric; UserError with the closest names otherwise."""
     return metric_registry().get(name)
+
+
+def options_class(name: str) -> type:
+    """A registered metric's options class (`MetricInfo.options_class`): a packaged metric's without importing
+    its module, which imports torch (or sacrebleu, rouge-score); an entry point's from its MetricInfo. UserError
+    with the closest names for an unknown metric."""
+    if name in PACKAGED and metric_registry().path(name) == PACKAGED[name]:  # not replaced by an entry point
+        return PACKAGED_OPTIONS[name]
+    return get_metric(name).options_class
+
+
+def option_defaults(name: str) -> dict[str, Any]:
+    """option -> default of a registered metric, its harness options' (`reference_policy`: None) included, read
+    without loading a packaged metric (`options_class`): what a label compares a cell's options with."""
+    return {key: default for key, (_, default) in {**option_table(options_class(name)), **HARNESS_OPTIONS}.items()}
 
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"  # the encoder when none is given, for metrics that run one

@@ -13,7 +13,6 @@ batches sorted by length; `state_dict` loads fine-tuned weights (e.g. BARTScore'
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,9 @@ from nlgbench.encoders.registry import EncoderRef
 from nlgbench.encoders.runtime import pad_ids
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.base import BlankTexts, MetricInfo, MetricOptions, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
+from nlgbench.metrics.metric_options import BartScoreOptions
 
 
 def target_log_likelihood(
@@ -41,35 +41,6 @@ def target_log_likelihood(
     logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
     m = tgt_mask.to(logp.dtype)
     return (logp * m).sum(1) / m.sum(1)
-
-
-BLANK_SCORED = (
-    "the log-likelihood of what the tokenizer makes of it (an empty text: its special tokens <s> </s> alone), "
-    "as the published BARTScorer"
-)
-
-
-@dataclass
-class BartScoreOptions(MetricOptions):
-    """BARTScore's options; `faithfulness` makes it read sources, and so refuse a blank one."""
-
-    prompt: str | None = None
-    prompt_position: str = "source_suffix"
-    faithfulness: bool = False
-    state_dict: str | None = None
-    max_length: int = 1024
-
-    def blank_texts(self, declared: BlankTexts | None) -> BlankTexts:
-        """A blank hypothesis or reference is scored as the published code scores it (specials only); a
-        blank source, read only with `faithfulness`, is taken as missing and refused."""
-        if self.faithfulness:
-            return BlankTexts(
-                scored=("hypothesis", "reference"),
-                refused=("source",),
-                value=BLANK_SCORED,
-                reason="a blank source is taken as missing (data without sources), never scored",
-            )
-        return BlankTexts(scored=("hypothesis", "reference"), value=BLANK_SCORED)
 
 
 class BartScoreScorer(ScorerBase[BartScoreOptions]):

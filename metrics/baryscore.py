@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
@@ -41,6 +40,7 @@ from nlgbench.metrics.barycentre import compile_kernels, free_support_barycentre
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_batches
 from nlgbench.metrics.embedding import Embedded, SidedIdf, embed_pairs
+from nlgbench.metrics.metric_options import BaryScoreOptions
 from nlgbench.metrics.tokenless import WORD_TOKENS, has_word, scorer_refusal
 
 # Pairs whose barycentres are computed together, and texts per barycentre batch (sorted by length).
@@ -97,17 +97,6 @@ def sinkhorn_divergence(x: np.ndarray, y: np.ndarray, reg: float) -> float:
     """Debiased Sinkhorn divergence OT_reg(x, y) - (OT_reg(x, x) + OT_reg(y, y)) / 2 between uniform measures (POT)."""
     a, b = np.full(len(x), 1.0 / len(x)), np.full(len(y), 1.0 / len(y))
     return float(ot.bregman.empirical_sinkhorn_divergence(x, y, reg, a, b, numIterMax=10000, warn=False))
-
-
-@dataclass
-class BaryScoreOptions:
-    last_layers: int = 5
-    idf: bool = True
-    sinkhorn_regs: list[float] = field(default_factory=list)
-    max_iter: int = 1000
-
-    def __post_init__(self) -> None:
-        self.sinkhorn_regs = [float(r) for r in self.sinkhorn_regs or []]
 
 
 class BaryScoreScorer(ScorerBase[BaryScoreOptions]):

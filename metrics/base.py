@@ -1,7 +1,8 @@
 """The metric contract: what every metric declares and the thin scorer the worker drives.
 
 A metric module has a functional core (pure functions over tensors and arrays), an options
-dataclass (the one declaration of its options: names, types, defaults), a scorer that owns its
+dataclass (the one declaration of its options: names, types, defaults; a packaged metric's in
+`nlgbench.metrics.metric_options`, read without importing the metric), a scorer that owns its
 models' lifetime (a `ScorerBase` subclass), and an `INFO` (a `MetricInfo`) tying them together.
 """
 
@@ -31,6 +32,9 @@ OptionsT = TypeVar("OptionsT")
 #: The harness's option for metrics that read references: how to use several references per item.
 REFERENCE_POLICY = "reference_policy"
 REFERENCE_POLICIES = ("first", "max", "mean")
+#: The options the harness applies around a scorer, (type, default) by name: `reference_policy`, for a metric that
+#: may read references (`MetricInfo.harness_options`).
+HARNESS_OPTIONS: dict[str, tuple[type, Any]] = {REFERENCE_POLICY: (str, None)}
 #: What a metric may declare as its own use of several references (`MetricInfo.multi_reference`).
 MULTI_REFERENCE = ("max", "mean", "native")
 
@@ -303,7 +307,7 @@ class MetricInfo:
         """Options the harness applies around the scorer (not in `options_class`): `reference_policy`
         for a metric that may read references. A cell's options hold them only where given."""
         may_read = "reference" in self.needs or self.options_decide("reads_references")
-        return {REFERENCE_POLICY: (str, None)} if may_read else {}
+        return dict(HARNESS_OPTIONS) if may_read else {}
 
     def options_decide(self, rule: str) -> bool:
         """Whether the options class decides `rule` (one of `RULES`) itself: overrides `MetricOptions`'s method."""

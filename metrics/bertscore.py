@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,30 +31,11 @@ from nlgbench.encoders.registry import EncoderRef, default_layer
 from nlgbench.encoders.runtime import load_encoder
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
-from nlgbench.metrics.base import BlankTexts, MetricInfo, MetricOptions, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.base import MetricInfo, PhaseTimer, ScorerBase, Scores
 from nlgbench.metrics.baseline_files import Baseline, find_baseline, read_table
 from nlgbench.metrics.common import weight_table
 from nlgbench.metrics.embedding import FlatEmbedding, Workspace, chunks, corpus_idf, embed_flat, greedy_match_pairs
-
-
-@dataclass
-class BertScoreOptions(MetricOptions):
-    """BERTScore's options; the value of a blank text depends on rescaling."""
-
-    idf: bool = False
-    layer: int | None = None
-    rescale_with_baseline: bool = False  # P, R, F each (s - b) / (1 - b), as bert_score
-    baseline_path: str | None = None  # a baseline file in bert_score's format; None: the cached one
-
-    def blank_texts(self, declared: BlankTexts | None) -> BlankTexts:
-        """bert_score/utils.py greedy_cos_idf: an empty candidate or reference ("Empty candidate sentence
-        detected; setting raw BERTscores to 0.") gets P = R = 0, and F = 0 where it is NaN; rescaled, as
-        bert_score rescales them too, (0 - b) / (1 - b)."""
-        value = "(0 - b) / (1 - b) after rescaling" if self.rescale_with_baseline else "0"
-        return BlankTexts(
-            scored=("hypothesis", "reference"),
-            value=f"P = R = F1 = {value} for the pair, as bert_score (with several references the others still count)",
-        )
+from nlgbench.metrics.metric_options import BertScoreOptions
 
 
 class BertScoreScorer(ScorerBase[BertScoreOptions]):

@@ -12,7 +12,6 @@ Two kinds of student, told apart by their folder (`build`):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -28,6 +27,7 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scorer, ScorerBase, Scores
 from nlgbench.metrics.common import length_sorted_map
 from nlgbench.metrics.featurehead import FeatureHeadScorer, record_digest
+from nlgbench.metrics.metric_options import FrugalScoreOptions
 
 
 def pair_scores(
@@ -44,11 +44,6 @@ def pair_scores(
     if logits.shape[-1] != 1:
         raise ValueError(f"a FrugalScore student has one output; this model has {logits.shape[-1]}")
     return logits[:, 0].float()
-
-
-@dataclass
-class FrugalScoreOptions:
-    max_length: int = 512
 
 
 class FrugalScoreScorer(ScorerBase[FrugalScoreOptions]):

@@ -12,9 +12,7 @@ code, which the efficiency study ran, uses this one); `score_form: inverse` give
 
 from __future__ import annotations
 
-import string
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -27,24 +25,13 @@ from nlgbench.encoders.tokenization import Tokenized
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import pad_pairs, transport_pairs
-from nlgbench.metrics.base import BlankTexts, MetricInfo, MetricOptions, PhaseTimer, Scores, TokenRule
+from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scores
 from nlgbench.metrics.embedding import AlignerScorer, SidedIdf, embed_pairs
-from nlgbench.metrics.tokenless import scorer_refusal
+from nlgbench.metrics.metric_options import MoverScoreOptions
+from nlgbench.metrics.tokenless import kept_tokens, scorer_refusal
 
-PUNCTUATION = frozenset(string.punctuation)
 GROUP_PAIRS = 256  # pairs taken from the encoder at a time
 BATCH_PAIRS = 32  # pairs padded into one batch (sorted by size)
-
-
-def kept_tokens(tok: Tokenized, stop_words: frozenset[str]) -> list[bool]:
-    """Tokens that carry mass: word starts that are neither punctuation, special, nor stop words."""
-    return [
-        tok.word_start[j]
-        and not tok.special[j]
-        and tok.surface(j) not in PUNCTUATION
-        and tok.surface(j).lower() not in stop_words
-        for j in range(len(tok.ids))
-    ]
 
 
 def ngram_cloud(emb: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -93,26 +80,6 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
 def moverscore_from_distance(d: float, form: str) -> float:
     """`one_minus`: 1 - d (moverscore_v2's return value); `inverse`: 1 / (1 + d)."""
     return 1.0 - d if form == "one_minus" else 1.0 / (1.0 + d)
-
-
-@dataclass
-class MoverScoreOptions(MetricOptions):
-    """MoverScore's options; its stop words weigh nothing, so they decide which texts keep a token."""
-
-    idf: bool = True
-    layer: int | None = None
-    stop_words: list[str] | None = None
-    n_gram: int = 1
-    score_form: str = "one_minus"
-
-    def token_rule(self, declared: TokenRule | None) -> TokenRule:
-        """A text weighs something where a token is a word start and not punctuation, special or a stop word
-        (`kept_tokens`): '...' has none, nor a text of stop words alone."""
-        stop_words = frozenset(w.lower() for w in (self.stop_words or []))
-        return TokenRule(
-            weighs=lambda tok: any(kept_tokens(tok, stop_words)),
-            kept="word-start token other than punctuation, special tokens and stop words",
-        )
 
 
 class MoverScoreScorer(AlignerScorer[MoverScoreOptions]):

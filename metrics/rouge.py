@@ -19,7 +19,6 @@ outside the cell's load time, as the worker does for torch and transformers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
@@ -29,16 +28,10 @@ from nlgbench.data.items import Item
 from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.metric_options import RougeOptions
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 NO_MODEL = {"params": 0, "disk_bytes": 0, "weight_bytes": 0, "runs_on": "cpu"}  # describe()'s sizes: nothing loaded
-
-
-@dataclass
-class RougeOptions:
-    """`RougeScorer`'s option, with its default."""
-
-    use_stemmer: bool = False
 
 
 class RougeScorer(ScorerBase[RougeOptions]):

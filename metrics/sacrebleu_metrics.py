@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any, TypeVar
 
@@ -48,31 +47,11 @@ from nlgbench.encoders.registry import NO_ENCODER
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, ScorerBase, Scores
+from nlgbench.metrics.metric_options import ChrfOptions, SentBleuOptions
 
 OptionsT = TypeVar("OptionsT")
 
 NO_MODEL = {"params": 0, "disk_bytes": 0, "weight_bytes": 0, "runs_on": "cpu"}  # describe()'s sizes: nothing loaded
-
-
-@dataclass
-class SentBleuOptions:
-    """`sacrebleu.sentence_bleu`'s keyword arguments, with its defaults (`use_effective_order` always True)."""
-
-    smooth_method: str = "exp"
-    smooth_value: float | None = None
-    lowercase: bool = False
-    tokenize: str = "13a"
-
-
-@dataclass
-class ChrfOptions:
-    """`sacrebleu.sentence_chrf`'s keyword arguments, with its defaults (`word_order: 2` is chrF++)."""
-
-    char_order: int = 6
-    word_order: int = 0
-    beta: int = 2
-    remove_whitespace: bool = True
-    eps_smoothing: bool = False
 
 
 def signature(metric: Metric, items: Sequence[Item]) -> str:

@@ -16,7 +16,6 @@ The encoder is the sentence encoder; `word_encoder` names another model for the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,18 +29,15 @@ from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.alignment import ALIGNERS, align
 from nlgbench.metrics.base import (
-    BlankTexts,
     MetricInfo,
-    MetricOptions,
     PhaseTimer,
     ScorerBase,
     Scores,
-    TokenRule,
     with_second_model,
 )
 from nlgbench.metrics.common import greedy_match, only_special, pad_tensors, token_weights
 from nlgbench.metrics.embedding import chunks, embed_texts
-from nlgbench.metrics.tokenless import WORD_TOKENS
+from nlgbench.metrics.metric_options import SentSimOptions
 
 
 def min_max(values: Sequence[float]) -> np.ndarray:
@@ -73,46 +69,6 @@ def combine(sentence: np.ndarray, token: np.ndarray, token_is_distance: bool) ->
 def mean_pool(hidden: torch.Tensor) -> torch.Tensor:
     """Sentence embedding: the mean of a text's token states [n, D] -> [D]."""
     return hidden.mean(dim=0)
-
-
-SOURCE_REFUSED = "a blank source is taken as missing (data without sources), never scored"
-TRANSPORT_REFUSED = (
-    "its token part (token_part: wmd, rwmd or wcd) moves the mass of the text's tokens, and an empty text has none"
-)
-
-
-@dataclass
-class SentSimOptions(MetricOptions):
-    """SentSim's options; what it reads, its blank-text rule and the tokens it weighs depend on them."""
-
-    against: str = "source"
-    token_part: str = "bertscore"
-    word_encoder: str | None = None
-    layer: int | None = None
-
-    def reads_references(self, needs: tuple[str, ...]) -> bool:
-        """Only `against: reference` compares with the reference (default: the source)."""
-        return self.against == "reference"
-
-    def blank_texts(self, declared: BlankTexts | None) -> BlankTexts:
-        """A blank hypothesis (or reference, `against: reference`) is scored with the BERTScore token part:
-        the sentence part is the cosine of the mean-pooled special-token states (what the sentence encoder
-        gives an empty text) and the token part F1 = 0 as bert_score; with a transport token part there is
-        no value. A blank source is refused."""
-        other = "reference" if self.against == "reference" else "source"
-        if (self.token_part or "bertscore") != "bertscore":
-            return BlankTexts(refused=("hypothesis", other), reason=TRANSPORT_REFUSED)
-        value = "the sentence cosine of the mean-pooled special-token states, the token part's F1 = 0 (as bert_score)"
-        if other == "reference":
-            return BlankTexts(scored=("hypothesis", "reference"), value=value)
-        return BlankTexts(scored=("hypothesis",), refused=("source",), value=value, reason=SOURCE_REFUSED)
-
-    def token_rule(self, declared: TokenRule | None) -> TokenRule | None:
-        """A transport token part moves the mass of the word encoder's non-special tokens: a text it tokenises
-        to special tokens alone has none. The BERTScore part scores such a text as a blank one."""
-        if (self.token_part or "bertscore") == "bertscore":
-            return None
-        return TokenRule(weighs=WORD_TOKENS.weighs, kept=WORD_TOKENS.kept, encoder_option="word_encoder")
 
 
 class SentSimScorer(ScorerBase[SentSimOptions]):

@@ -9,6 +9,7 @@ model not on this machine is not downloaded for it, and its scorer refuses the t
 
 from __future__ import annotations
 
+import string
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,6 +21,7 @@ from nlgbench.foundations.errors import UserError
 from nlgbench.metrics.base import MetricInfo, TokenRule
 
 SHOWN_CHARACTERS = 60  # of a text, in a message
+PUNCTUATION = frozenset(string.punctuation)  # tokens MoverScore gives no mass (`kept_tokens`)
 
 
 def shown(text: str) -> str:
@@ -125,3 +127,15 @@ def has_word(tok: Tokenized) -> bool:
 #: The rule of the metrics that weigh every token but the special ones (BaryScore, XMoverScore, SentSim's
 #: transport part): a text the tokenizer leaves only its special tokens has none.
 WORD_TOKENS = TokenRule(weighs=has_word, kept="token besides the special ones ([CLS], [SEP], <s>, </s> ...)")
+
+
+def kept_tokens(tok: Tokenized, stop_words: frozenset[str]) -> list[bool]:
+    """Which tokens carry mass for MoverScore: word starts that are neither punctuation, special, nor stop
+    words (the rest weigh nothing)."""
+    return [
+        tok.word_start[j]
+        and not tok.special[j]
+        and tok.surface(j) not in PUNCTUATION
+        and tok.surface(j).lower() not in stop_words
+        for j in range(len(tok.ids))
+    ]

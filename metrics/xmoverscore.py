@@ -13,7 +13,6 @@ log-likelihood of the hypothesis under a causal LM (GPT-2 ...), combined as
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from nlgbench.metrics.alignment import cost_matrix, transport
 from nlgbench.metrics.base import BlankTexts, MetricInfo, PhaseTimer, Scores, with_second_model
 from nlgbench.metrics.common import length_sorted_map
 from nlgbench.metrics.embedding import AlignerScorer, embed_pairs
+from nlgbench.metrics.metric_options import XMoverScoreOptions
 from nlgbench.metrics.tokenless import WORD_TOKENS
 
 
@@ -63,16 +63,6 @@ def lm_log_likelihood(model: Any, ids: torch.Tensor, mask: torch.Tensor) -> torc
     logp = torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
     m = mask[:, 1:].to(logp.dtype)
     return (logp * m).sum(1) / m.sum(1)
-
-
-@dataclass
-class XMoverScoreOptions:
-    layer: int = 8
-    mapping: str | None = None
-    mapping_dir: str | None = None
-    n_gram: int = 1
-    lm: str | None = None
-    lm_weight: float = 0.1
 
 
 class XMoverScoreScorer(AlignerScorer[XMoverScoreOptions]):

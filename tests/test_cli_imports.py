@@ -1,7 +1,8 @@
-"""The command line starts without torch where it needs no model: `nlgbench --help` and `nlgbench score` with a
-metric that runs none (sentbleu, chrf, rouge*) import neither torch nor transformers. Each command runs in a fresh
-process through the CLI's `main`, which then reports what it imported; a BERTScore command is the control that
-the probe does see torch. (Their times: benchmarks/cli_startup.py, no timed assertion here.)"""
+"""The command line starts without torch where it needs no model: `nlgbench --help`, `nlgbench score` with a
+metric that runs none (sentbleu, chrf, rouge*), and `nlgbench report` and `nlgbench compare` on a run (which read
+its cells' metric options, labels and scores, and run no metric) import neither torch nor transformers. Each
+command runs in a fresh process through the CLI's `main`, which then reports what it imported; a BERTScore command
+is the control that the probe does see torch. (Their times: benchmarks/cli_startup.py, no timed assertion here.)"""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import committed_copy
 from tiny import TEXTS
 
 pytestmark = pytest.mark.integration
@@ -67,3 +69,15 @@ def test_a_metric_without_a_model_scores_without_torch(metric: str, texts: list[
 def test_the_probe_sees_torch_where_a_model_runs(texts: list[str], tiny_bert: Callable[..., Path]) -> None:
     model = tiny_bert(TEXTS, num_layers=2)
     assert probe("score", "--metric", "bertscore", "--encoder", str(model), *texts) == {"code": 0, "loaded": HEAVY}
+
+
+def test_report_imports_no_torch(tmp_path: Path) -> None:
+    """A committed run as a fresh clone has it (BERTScore cells, labels read from each metric's options)."""
+    run = committed_copy("example", tmp_path)
+    assert probe("report", str(run)) == {"code": 0, "loaded": []}
+
+
+def test_compare_imports_no_torch(tmp_path: Path) -> None:
+    run = committed_copy("example", tmp_path)
+    pair = ["--candidate", "all-MiniLM-L6-v2[num_layers=3]", "--baseline", "all-MiniLM-L6-v2", "--resamples", "100"]
+    assert probe("compare", str(run), *pair) == {"code": 0, "loaded": []}

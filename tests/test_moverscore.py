@@ -17,7 +17,8 @@ from nlgbench.encoders.runtime import load_encoder
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import moverscore
 from nlgbench.metrics.base import PhaseTimer
-from nlgbench.metrics.moverscore import INFO, MoverScoreScorer, kept_tokens, ngram_cloud
+from nlgbench.metrics.moverscore import INFO, MoverScoreScorer, ngram_cloud
+from nlgbench.metrics.tokenless import kept_tokens
 
 pytestmark = pytest.mark.component
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from nlgbench.encoders.registry import EncoderRef
 from nlgbench.foundations.errors import UserError
 from nlgbench.foundations.names import refuse_control, refuse_name
-from nlgbench.metrics import get_metric, metric_names
+from nlgbench.metrics import metric_names, option_defaults
 
 NO_ALIGNER = "none"  # results.csv's aligner column for metrics without one
 
@@ -47,11 +47,12 @@ def _short(value: Any) -> str:
 
 def options_label(metric: str, options: Mapping[str, Any] | None) -> str:
     """The metric options that differ from the metric's defaults, `key=value,...` ('' if none):
-    cells that differ only in options (SentSim's token_part, ...) must not share a label."""
+    cells that differ only in options (SentSim's token_part, ...) must not share a label. The defaults are
+    read from the metric's options class alone (`option_defaults`), so labelling a run's cells imports no
+    metric's libraries (torch); a harness option a metric does not take is never in a checked cell's options."""
     if metric not in metric_names() or not options:
         return ""
-    info = get_metric(metric)
-    defaults = {k: d for k, (_, d) in {**info.options, **info.harness_options}.items()}
+    defaults = option_defaults(metric)
     return ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items()) if k in defaults and v != defaults[k])
 
 

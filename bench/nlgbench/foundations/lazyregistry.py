@@ -35,16 +35,27 @@ class Registry(Generic[T]):
         self.entry_type = entry_type
         self._loaders: dict[str, Callable[[], object]] = {}
         self._resolved: dict[str, T] = {}
+        self._paths: dict[str, str] = {}  # the dotted path each entry registered by one was registered under
 
     def register(self, name: str, entry: T) -> None:
         """Register a ready entry (replacing any entry of that name)."""
         self._resolved[name] = self._checked(name, entry)
         self._loaders.pop(name, None)
+        self._paths.pop(name, None)
 
     def register_lazy(self, name: str, target: str | Callable[[], object]) -> None:
         """Register an entry resolved on first `get`: a dotted path `module:attribute`, or a loader."""
         self._loaders[name] = (lambda: import_object(target)) if isinstance(target, str) else target
         self._resolved.pop(name, None)
+        if isinstance(target, str):
+            self._paths[name] = target
+        else:
+            self._paths.pop(name, None)
+
+    def path(self, name: str) -> str | None:
+        """The dotted path the entry `name` was registered under (resolved or not), without importing it;
+        None for an entry registered as an object or a loader, or not registered."""
+        return self._paths.get(name)
 
     def get(self, name: str) -> T:
         """The entry `name`, resolved and type-checked; UserError with the closest names if unknown."""
