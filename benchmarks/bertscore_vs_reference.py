@@ -70,6 +70,7 @@ def main() -> None:
         help="also time nlgbench.bert_score against bert_score as their users call them: score(...) whole (its "
         "default backend, auto) and BERTScorer(...).score per installed backend",
     )
+    parser.add_argument("--only-dropin", action="store_true", help="with --dropin: skip the inner scorer's rounds")
     args = parser.parse_args()
 
     from bert_score import BERTScorer
@@ -101,6 +102,9 @@ def main() -> None:
         f"batch {args.batch_size}, torch threads {torch.get_num_threads()}, rounds {args.rounds}"
     )
 
+    if args.only_dropin:
+        dropin_rows(args, hyps, refs, theirs)
+        return
     # warm-up both (not timed)
     ours.score(items[: 2 * args.batch_size], PhaseTimer())
     theirs.score(hyps[: 2 * args.batch_size], refs[: 2 * args.batch_size])
@@ -190,9 +194,7 @@ def dropin_rows(args: argparse.Namespace, hyps: list[str], refs: list[str], thei
         against = loaded if "BERTScorer" in name else whole
         median = statistics.median(values)
         print(f"{name:52} {median:9.2f} {median / against:13.3f} {worst[name]:9.1e}")
-    print(
-        "(x bert_score: score(...) calls against bert_score.score, BERTScorer ones against BERTScorer.score)"
-    )
+    print("(x bert_score: score(...) calls against bert_score.score, BERTScorer ones against BERTScorer.score)")
 
 
 if __name__ == "__main__":
