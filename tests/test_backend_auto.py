@@ -220,3 +220,16 @@ def test_a_sweep_cell_runs_auto_only_where_written(tiny: Path, cache: Path, tmp_
         k: [float(s["score"]) for s in read_csv(out / "cells" / r["cell_id"] / "scores.csv")] for k, r in rows.items()
     }
     assert max(abs(a - b) for a, b in zip(scores[plain], scores[auto], strict=True)) <= TOLERANCE
+
+
+def test_without_another_backend_auto_is_torch_at_once(
+    tiny: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Where neither ONNX Runtime nor OpenVINO is installed (hidden here), auto runs torch with no calibration:
+    no line, no cached choice, the extras named in the record."""
+    monkeypatch.setattr(backendchoice, "installed_backends", lambda: ["torch"])
+    encoder = load_encoder(EncoderRef(str(tiny), backend=AUTO), "cpu", 2)
+    assert encoder.runner is None and encoder.choice is not None and encoder.choice.backend == "torch"
+    assert "nlgbench[onnx,openvino]" in encoder.choice.left_out["onnxruntime, openvino"]
+    assert chosen_lines(capsys.readouterr().err) == [] and choices(cache) == []
+    assert encoder.describe()["variant"] == {"backend": "torch"}

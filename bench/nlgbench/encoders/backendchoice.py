@@ -352,14 +352,18 @@ def choose(
     device: str,
     load: Callable[[str], E],
 ) -> tuple[E, BackendChoice]:
-    """The encoder on the chosen backend, and the choice: torch on a GPU; the cached choice where there
-    is one; else every installed backend loaded by `load(backend)` (exported where needed), calibrated,
-    the choice cached and said in one line. `fingerprint()`: the model files' content fingerprint, None
-    while they are not on disk (torch's load then fetches them first). A backend that fails to load or
-    export is left out, with its reason, and the choice goes on without it."""
+    """The encoder on the chosen backend, and the choice: torch on a GPU, and where no other backend is
+    installed; the cached choice where there is one; else every installed backend loaded by
+    `load(backend)` (exported where needed), calibrated, the choice cached and said in one line.
+    `fingerprint()`: the model files' content fingerprint, None while they are not on disk (torch's load
+    then fetches them first). A backend that fails to load or export is left out, with its reason, and
+    the choice goes on without it."""
     if is_cuda(device):
         return load(TORCH), BackendChoice(TORCH, left_out={"onnxruntime, openvino": "not compared on a GPU"})
     candidates = installed_backends()
+    if candidates == [TORCH]:  # nothing to compare: no calibration, no line, nothing cached
+        extras = {"onnxruntime, openvino": "not installed (pip install 'nlgbench[onnx,openvino]')"}
+        return load(TORCH), BackendChoice(TORCH, left_out=extras)
     loaded: dict[str, E] = {}
     found = fingerprint()
     if found is None:
