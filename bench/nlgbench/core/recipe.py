@@ -14,7 +14,7 @@ from typing import Any
 from nlgbench.core.cell import CellConfig
 from nlgbench.core.signature import signature
 from nlgbench.core.spec import parse_metric_entry
-from nlgbench.encoders.registry import AUTO, BACKENDS, TORCH, EncoderRef
+from nlgbench.encoders.registry import AUTO, BACKENDS, TORCH, EncoderRef, own_arithmetic
 from nlgbench.foundations.cellcontext import CellContext
 from nlgbench.foundations.errors import UserError
 from nlgbench.metrics import default_encoder, get_metric
@@ -105,7 +105,6 @@ class Recipe:
 #: The backend of the API's, `nlgbench.bert_score`'s and `nlgbench score`'s encoders where the caller names
 #: none: `auto` unless this variable says another (`torch` keeps every such scorer on torch).
 BACKEND_ENV = "NLGBENCH_BACKEND"
-OWN_ARITHMETIC = ("quantize", "early_exit")  # variants that stay on the backend they name (torch by default)
 
 
 def api_encoder(metric: str, encoder: str | dict[str, Any] | None, backend: str | None) -> str | dict[str, Any] | None:
@@ -116,21 +115,18 @@ def api_encoder(metric: str, encoder: str | dict[str, Any] | None, backend: str 
     if encoder is not None and not isinstance(encoder, (str, dict)):
         return encoder  # (refused by `Recipe.parse`, in the caller's words)
     named = isinstance(encoder, dict) and "backend" in encoder
+    raw = dict(encoder) if isinstance(encoder, dict) else {"name": encoder or default_encoder(metric)}
     if backend is not None:
         if not isinstance(backend, str):
             raise UserError(f"backend must be one of torch, onnxruntime, openvino, auto; got {backend!r}")
-        if named and encoder["backend"] != backend:  # type: ignore[index]
-            raise UserError(
-                f"encoder names backend {encoder['backend']!r} and backend={backend!r} another: give one"  # type: ignore[index]
-            )
-        base = dict(encoder) if isinstance(encoder, dict) else {"name": encoder or default_encoder(metric)}
-        return {**base, "backend": backend}
+        if named and raw["backend"] != backend:
+            raise UserError(f"encoder names backend {raw['backend']!r} and backend={backend!r} another: give one")
+        return {**raw, "backend": backend}
     default = os.environ.get(BACKEND_ENV, "").strip() or AUTO
     if default not in (*BACKENDS, AUTO):
         raise UserError(f"{BACKEND_ENV}={default!r}: must be one of {', '.join((*BACKENDS, AUTO))} (or unset: auto)")
     if named or default == TORCH or "encoder" not in get_metric(metric).encoder_kinds:
         return encoder
-    raw = dict(encoder) if isinstance(encoder, dict) else {"name": encoder or default_encoder(metric)}
-    if any(raw.get(key) is not None for key in OWN_ARITHMETIC) or raw.get("dtype") not in (None, "fp32"):
-        return encoder
+    if own_arithmetic(raw.get("quantize"), raw.get("dtype"), raw.get("early_exit")):
+        return encoder  # quantised, cast or early-exit: torch's arithmetic, unless a backend is named
     return {**raw, "backend": default}

@@ -18,10 +18,8 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,6 +31,7 @@ import torch
 from nlgbench.encoders.registry import BACKENDS, TORCH, installed_backends
 from nlgbench.encoders.tokenization import tokenize_texts
 from nlgbench.foundations.devicenames import is_cuda
+from nlgbench.foundations.files import write_atomic
 from nlgbench.foundations.machine import cpu_model
 from nlgbench.foundations.package import cache_root
 
@@ -207,6 +206,8 @@ class BackendChoice:
 
 
 def _version(distribution: str) -> str:
+    """The installed version (not `foundations.deferred.library_version`, which reads a loaded module's
+    `__version__`: the key must not change with what this process happened to import)."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -249,7 +250,7 @@ def read_choice(key: str, candidates: Sequence[str]) -> BackendChoice | None:
 
 
 def write_choice(key: str, choice: BackendChoice) -> None:
-    """Cache a choice: written aside and renamed into place, so a reader never finds half a file."""
+    """Cache a choice (written atomically: a reader never finds half a file)."""
     target = choice_file(key)
     target.parent.mkdir(parents=True, exist_ok=True)
     record = {
@@ -260,10 +261,7 @@ def write_choice(key: str, choice: BackendChoice) -> None:
         "cpu": cpu_model(),
         "threads": torch.get_num_threads(),
     }
-    handle, tmp = tempfile.mkstemp(prefix=f".{key}.", dir=target.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        json.dump(record, out, indent=1, sort_keys=True)
-    os.replace(tmp, target)
+    write_atomic(target, json.dumps(record, indent=1, sort_keys=True))
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -275,7 +273,7 @@ def calibration_pairs() -> list[tuple[str, str]]:
     return [(f"{h} {h2}", f"{r} {r2}") for (h, r), (h2, r2) in zip(CALIBRATION_PAIRS, following, strict=True)]
 
 
-def calibration_f(encoder: Encoder, layer: int) -> tuple[torch.Tensor, Callable[[], None]]:
+def calibration_f(encoder: Encoder, layer: int) -> tuple[torch.Tensor, Callable[[], object]]:
     """F of each calibration pair at `layer` (greedy cosine matching over all tokens, BERTScore's without
     idf; the quantity the equality rule is stated on), and the pass to time: tokenised once, then every
     text encoded in batches of `BATCH`, shortest first (as the metrics batch them)."""
@@ -303,10 +301,7 @@ def calibration_f(encoder: Encoder, layer: int) -> tuple[torch.Tensor, Callable[
         precision, recall = sim.max(dim=1).values.mean(), sim.max(dim=0).values.mean()
         scores.append(2 * precision * recall / (precision + recall))
 
-    def timed() -> None:
-        encode()
-
-    return torch.stack(scores).double(), timed
+    return torch.stack(scores).double(), encode
 
 
 def calibrate(encoders: Mapping[str, Encoder], layer: int | None, left_out: Mapping[str, str]) -> BackendChoice:
@@ -314,12 +309,14 @@ def calibrate(encoders: Mapping[str, Encoder], layer: int | None, left_out: Mapp
     last one run): F against torch's, then median seconds over `ROUNDS` alternated passes of the eligible
     ones; the choice by the rule above."""
     layer = layer if layer is not None else encoders[TORCH].layers_run
-    reference, _ = calibration_f(encoders[TORCH], layer)
-    passes: dict[str, Callable[[], None]] = {}
+    reference, torch_pass = calibration_f(encoders[TORCH], layer)  # (each one's F is also its untimed first pass)
+    passes: dict[str, Callable[[], object]] = {TORCH: torch_pass}
     max_abs_df: dict[str, float] = {}
     dropped = dict(left_out)
     for name, encoder in encoders.items():
-        f, run = calibration_f(encoder, layer)  # also the untimed first pass
+        if name == TORCH:
+            continue
+        f, run = calibration_f(encoder, layer)
         max_abs_df[name] = float((f - reference).abs().max())
         if max_abs_df[name] <= TOLERANCE:
             passes[name] = run
@@ -333,7 +330,6 @@ def calibrate(encoders: Mapping[str, Encoder], layer: int | None, left_out: Mapp
             passes[name]()
             times[name].append(time.perf_counter() - start)
     seconds = {name: statistics.median(values) for name, values in times.items()}
-    del max_abs_df[TORCH]
     return BackendChoice(fastest(seconds), seconds, max_abs_df, dropped, measured_now=True)
 
 
@@ -377,12 +373,9 @@ def choose(
     if cached is not None:
         return loaded.get(cached.backend) or load(cached.backend), cached
     left_out = {name: "not installed" for name in BACKENDS if name not in candidates}
-    for name in candidates:
-        if name in loaded:
-            continue
-        if name == TORCH:
-            loaded[name] = load(name)
-            continue
+    if TORCH not in loaded:
+        loaded[TORCH] = load(TORCH)
+    for name in candidates[1:]:  # (torch first, then the optional backends)
         try:
             loaded[name] = load(name)
         except Exception as exc:  # noqa: BLE001 (any failure of an optional backend leaves it out, said below)

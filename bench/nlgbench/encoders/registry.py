@@ -416,10 +416,17 @@ def check_backend_options(backend: str, quantize: str | None, dtype: str | None,
         raise UserError(f"backend {backend}: quantize int8 and dtype bf16 exclude each other")
 
 
+def own_arithmetic(quantize: Any, dtype: Any, early_exit: Any) -> list[str]:
+    """The variant options set that fix an encoder's arithmetic (`quantize`, a `dtype` other than fp32,
+    `early_exit`), as `name value`: with any of them `backend: auto`, which compares exact float32
+    backends, has nothing to choose among."""
+    fixed = (("quantize", quantize), ("dtype", None if dtype == "fp32" else dtype), ("early_exit", early_exit))
+    return [f"{name} {value}" for name, value in fixed if value is not None]
+
+
 def check_auto_options(quantize: str | None, dtype: str | None, early_exit: float | None, where: str) -> None:
     """`backend: auto` compares exact float32 backends: a variant with its own arithmetic names its backend."""
-    given = [f"{k} {v}" for k, v in (("quantize", quantize), ("dtype", dtype), ("early_exit", early_exit))]
-    given = [g for g, v in zip(given, (quantize, dtype if dtype != "fp32" else None, early_exit), strict=True) if v]
+    given = own_arithmetic(quantize, dtype, early_exit)
     if given:
         raise UserError(
             f"{where}: backend auto chooses among exact float32 backends; with {', '.join(given)} name the backend "
